@@ -1,0 +1,45 @@
+//! The event envelope: `seq`, `at`, `sessionID`, `backend`, `nativeType` around one `kind`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kind::EventKind;
+use crate::timestamp::Timestamp;
+
+/// One normalized event of one session. `seq` starts at 1 and grows by exactly 1 per event; it is
+/// assigned by the session's single writer, never by a backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub at: Timestamp,
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    pub backend: Backend,
+    /// The native line's type (`system/init`, `assistant`, `result`, …); absent for events the
+    /// host makes itself (user input, status changes, the end of a run).
+    #[serde(rename = "nativeType", default, skip_serializing_if = "Option::is_none")]
+    pub native_type: Option<String>,
+    pub kind: EventKind,
+}
+
+/// Which agent backend produced a session's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Backend {
+    /// Anthropic's Claude Code CLI (stream-json + stdio control protocol).
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// Nucleic's built-in simulated agent (speaks the Claude Code wire protocol, no model).
+    Simulated,
+}
+
+impl Backend {
+    /// The wire name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::ClaudeCode => "claudeCode",
+            Backend::Codex => "codex",
+            Backend::Simulated => "simulated",
+        }
+    }
+}

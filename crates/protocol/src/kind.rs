@@ -1,0 +1,347 @@
+//! Event kinds: the closed set of things that can happen in a session, tagged by `type`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::{ApprovalRequested, ApprovalResolved};
+use crate::status::SessionStatus;
+
+/// What happened. Names follow the seed's session export where it has one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum EventKind {
+    /// Text a person sent to the agent.
+    UserText(TextBlock),
+    /// The agent started a turn and reported its configuration (Claude: `system/init`).
+    SessionStarted(SessionStarted),
+    /// Assistant prose: a whole block (`isPartial: false`) or a streamed delta (`isPartial: true`).
+    AssistantText(TextBlock),
+    /// Model reasoning, whole or as a delta.
+    Thinking(TextBlock),
+    /// The model began a tool call (its input may still be streaming).
+    ToolCallStarted(ToolCall),
+    /// A fragment of a tool call's input JSON while it streams.
+    ToolInputDelta(ToolInputDelta),
+    /// The model finished emitting a tool call; `input` is final.
+    ToolCallCompleted(ToolCall),
+    /// The outcome of a tool call, as fed back to the model.
+    ToolResult(ToolResult),
+    /// Tokens and cost of one turn.
+    Usage(Usage),
+    /// One turn (prompt → final answer) ended.
+    TurnCompleted(TurnCompleted),
+    /// The agent process ended; `outcome` says how.
+    RunFinished(RunFinished),
+    /// Provider rate-limit information.
+    RateLimit(RateLimit),
+    /// The agent retries a failed API call.
+    ApiRetry(ApiRetry),
+    /// A gated tool call waits for a person's decision.
+    ApprovalRequested(ApprovalRequested),
+    /// A pending approval was answered (or cancelled), and by whom.
+    ApprovalResolved(ApprovalResolved),
+    /// The agent itself refused a tool call (mode or rules), without asking.
+    PermissionDenied(PermissionDenied),
+    /// The session's status changed.
+    StatusChanged(StatusChanged),
+    /// Model or permission mode changed mid-session.
+    SettingsChanged(SettingsChanged),
+    /// Someone asked the agent to stop the current turn.
+    InterruptRequested(InterruptRequested),
+    /// Something went wrong; the session may or may not continue.
+    Error(ErrorEvent),
+    /// A line the agent wrote to stderr.
+    Stderr(StderrLine),
+    /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
+    /// normalized meaning. Never dropped.
+    Raw(Raw),
+}
+
+impl EventKind {
+    /// The wire tag of this kind (`userText`, `toolResult`, …).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::UserText(_) => "userText",
+            EventKind::SessionStarted(_) => "sessionStarted",
+            EventKind::AssistantText(_) => "assistantText",
+            EventKind::Thinking(_) => "thinking",
+            EventKind::ToolCallStarted(_) => "toolCallStarted",
+            EventKind::ToolInputDelta(_) => "toolInputDelta",
+            EventKind::ToolCallCompleted(_) => "toolCallCompleted",
+            EventKind::ToolResult(_) => "toolResult",
+            EventKind::Usage(_) => "usage",
+            EventKind::TurnCompleted(_) => "turnCompleted",
+            EventKind::RunFinished(_) => "runFinished",
+            EventKind::RateLimit(_) => "rateLimit",
+            EventKind::ApiRetry(_) => "apiRetry",
+            EventKind::ApprovalRequested(_) => "approvalRequested",
+            EventKind::ApprovalResolved(_) => "approvalResolved",
+            EventKind::PermissionDenied(_) => "permissionDenied",
+            EventKind::StatusChanged(_) => "statusChanged",
+            EventKind::SettingsChanged(_) => "settingsChanged",
+            EventKind::InterruptRequested(_) => "interruptRequested",
+            EventKind::Error(_) => "error",
+            EventKind::Stderr(_) => "stderr",
+            EventKind::Raw(_) => "raw",
+        }
+    }
+
+    /// True for streamed fragments that a low-verbosity client may skip.
+    pub fn is_partial(&self) -> bool {
+        match self {
+            EventKind::AssistantText(t) | EventKind::Thinking(t) | EventKind::UserText(t) => {
+                t.is_partial
+            }
+            EventKind::ToolInputDelta(_) => true,
+            _ => false,
+        }
+    }
+
+    /// A raw event holding `native`.
+    pub fn raw(native: Value) -> EventKind {
+        EventKind::Raw(Raw { native })
+    }
+}
+
+/// A piece of text with the id of the message it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextBlock {
+    #[serde(rename = "isPartial")]
+    pub is_partial: bool,
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    pub text: String,
+}
+
+/// `system/init` (or its equivalent): the agent's view of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    /// The backend's own session id (what `--resume` takes).
+    #[serde(rename = "backendSessionID")]
+    pub backend_session_id: String,
+    pub cwd: String,
+    pub model: String,
+    #[serde(rename = "toolNames")]
+    pub tool_names: Vec<String>,
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(rename = "agentVersion", default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+}
+
+/// A tool call as the model emitted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    #[serde(rename = "toolCallID")]
+    pub tool_call_id: String,
+    pub name: String,
+    pub input: Value,
+    /// Set when a sub-agent (e.g. `Task`/`Agent`) made the call.
+    #[serde(rename = "parentToolCallID", default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// A streamed fragment of a tool call's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInputDelta {
+    #[serde(rename = "toolCallID")]
+    pub tool_call_id: String,
+    #[serde(rename = "partialJson")]
+    pub partial_json: String,
+}
+
+/// A tool's result. `content` is whatever the backend produced: a string or content blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    #[serde(rename = "toolCallID")]
+    pub tool_call_id: String,
+    pub content: Value,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+}
+
+/// Token counts and cost. `costUSD` is for this turn alone, not cumulative.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(rename = "inputTokens")]
+    pub input_tokens: u64,
+    #[serde(rename = "outputTokens")]
+    pub output_tokens: u64,
+    #[serde(rename = "cachedInputTokens")]
+    pub cached_input_tokens: u64,
+    #[serde(rename = "costUSD", default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The end of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCompleted {
+    #[serde(rename = "stopReason", default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
+    /// True when the turn failed (Claude reports API errors as `subtype: success` +
+    /// `is_error: true`; this flag is the truth).
+    #[serde(rename = "isError", default, skip_serializing_if = "is_false")]
+    pub is_error: bool,
+    /// Why the turn ended (`completed`, `api_error`, `aborted_streaming`, `max_turns`, …).
+    #[serde(rename = "terminalReason", default, skip_serializing_if = "Option::is_none")]
+    pub terminal_reason: Option<String>,
+    /// The final answer text, or the error text for a failed turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The end of the agent process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFinished {
+    pub outcome: RunOutcome,
+    /// One line a person can read: why the run ended this way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunOutcome {
+    /// The last turn succeeded and the agent exited cleanly.
+    Completed,
+    /// The last turn was interrupted (by a person or a deny-and-stop).
+    Interrupted,
+    /// The host stopped the agent on request.
+    Stopped,
+    /// The model provider failed (HTTP errors, dropped streams, auth).
+    ApiError,
+    /// A turn hit a configured limit (turns, budget).
+    LimitReached,
+    /// The agent reported an execution error (e.g. unknown resume id).
+    AgentError,
+    /// The agent process died unexpectedly (signal, non-zero exit with no result).
+    Crashed,
+    /// The agent could not be started (binary missing, not executable).
+    SpawnFailed,
+}
+
+impl RunOutcome {
+    /// True only for [`RunOutcome::Completed`] and [`RunOutcome::Stopped`].
+    pub fn is_success(self) -> bool {
+        match self {
+            RunOutcome::Completed | RunOutcome::Stopped => true,
+            RunOutcome::Interrupted
+            | RunOutcome::ApiError
+            | RunOutcome::LimitReached
+            | RunOutcome::AgentError
+            | RunOutcome::Crashed
+            | RunOutcome::SpawnFailed => false,
+        }
+    }
+}
+
+/// Rate-limit status from the provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    pub status: String,
+    #[serde(rename = "rateLimitType", default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_type: Option<String>,
+    #[serde(rename = "resetsAt", default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+    #[serde(rename = "isUsingOverage", default, skip_serializing_if = "Option::is_none")]
+    pub is_using_overage: Option<bool>,
+    #[serde(rename = "overageStatus", default, skip_serializing_if = "Option::is_none")]
+    pub overage_status: Option<String>,
+}
+
+/// One retry of a failed API call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiRetry {
+    pub attempt: u32,
+    #[serde(rename = "maxRetries")]
+    pub max_retries: u32,
+    #[serde(rename = "retryDelayMs")]
+    pub retry_delay_ms: u64,
+    #[serde(rename = "httpStatus", default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// The backend's error class (`server_error`, `rate_limit`, `overloaded`, …).
+    pub error: String,
+}
+
+/// The agent refused a tool call on its own (mode, rules, or no approver).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionDenied {
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    #[serde(rename = "toolCallID", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    pub message: String,
+}
+
+/// A status transition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusChanged {
+    pub status: SessionStatus,
+    pub previous: SessionStatus,
+}
+
+/// A settings change confirmed by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsChanged {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+}
+
+/// An interrupt request and who made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptRequested {
+    pub by: String,
+}
+
+/// A failure worth showing to a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(rename = "httpStatus", default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+/// Classes of failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorCode {
+    /// The model provider failed.
+    ApiError,
+    /// A line from the agent could not be decoded (kept as a `raw` event too).
+    Decode,
+    /// The agent broke its protocol (e.g. a reply to a request we never sent).
+    Protocol,
+    /// A message for the agent was refused before it reached its stdin.
+    InvalidInput,
+    /// The agent process could not be started.
+    Spawn,
+    /// The agent process died.
+    AgentExited,
+    /// A host-side failure (disk, transcript).
+    Host,
+}
+
+/// One line of the agent's stderr.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StderrLine {
+    pub text: String,
+}
+
+/// A native payload kept verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Raw {
+    pub native: Value,
+}

@@ -1,0 +1,21 @@
+//! Nucleic's wire and domain types: the normalized, sequenced event model every backend maps into.
+//!
+//! This crate does no I/O. Every type here is what travels on the wire (transcripts, the sync
+//! protocol, `nucleic run --json`), so field names are part of the contract: see
+//! `docs/architecture.md` and the round-trip tests against the seed export.
+
+mod approval;
+mod event;
+mod kind;
+mod status;
+mod timestamp;
+
+pub use approval::{ApprovalRequested, ApprovalResolved, DecisionKind};
+pub use event::{Backend, Event};
+pub use kind::{
+    ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit, Raw, RunFinished,
+    RunOutcome, SessionStarted, SettingsChanged, StatusChanged, StderrLine, TextBlock,
+    ToolCall, ToolInputDelta, ToolResult, TurnCompleted, Usage,
+};
+pub use status::SessionStatus;
+pub use timestamp::{Timestamp, TimestampError};

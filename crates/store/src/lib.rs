@@ -1,0 +1,13 @@
+//! Session transcripts: the append-only JSONL file that is each session's source of truth.
+//!
+//! One [`TranscriptWriter`] per session (owned by its single writer task) appends events in `seq`
+//! order and refuses gaps; [`read_transcript`] reads them back, tolerating a torn last line left
+//! by a crash. Files are created 0600 in 0700 directories.
+
+mod error;
+mod reader;
+mod writer;
+
+pub use error::StoreError;
+pub use reader::{ReadOutcome, SkippedLine, read_transcript};
+pub use writer::{OpenedTranscript, TranscriptWriter};

@@ -1,0 +1,100 @@
+//! The transcript writer: appends events in strict `seq` order, one JSON object per line.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nucleic_protocol::Event;
+
+use crate::error::StoreError;
+use crate::reader::{ReadOutcome, read_transcript};
+
+/// Appends to one session's transcript. Not shared: the session's single writer owns it.
+#[derive(Debug)]
+pub struct TranscriptWriter {
+    path: PathBuf,
+    file: File,
+    last_seq: u64,
+    buf: Vec<u8>,
+}
+
+/// A writer plus what opening an existing transcript found.
+#[derive(Debug)]
+pub struct OpenedTranscript {
+    pub writer: TranscriptWriter,
+    /// Bytes of a torn last line that were cut off (0 when the file was clean).
+    pub truncated_bytes: u64,
+    /// Complete lines that did not decode (kept in the file, reported here).
+    pub skipped_lines: usize,
+}
+
+impl TranscriptWriter {
+    /// Opens (creating if needed) the transcript at `path`. An existing file is scanned: its last
+    /// `seq` becomes the writer's starting point and a torn last line is truncated away.
+    pub fn open(path: &Path) -> Result<OpenedTranscript, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| StoreError::io(dir, e))?;
+        }
+        let ReadOutcome { last_seq, complete_len, torn_tail, skipped, .. } =
+            read_transcript(path, u64::MAX)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| StoreError::io(path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+        let mut truncated_bytes = 0;
+        if torn_tail && len > complete_len {
+            file.set_len(complete_len).map_err(|e| StoreError::io(path, e))?;
+            truncated_bytes = len - complete_len;
+        }
+        Ok(OpenedTranscript {
+            writer: TranscriptWriter { path: path.to_path_buf(), file, last_seq, buf: Vec::new() },
+            truncated_bytes,
+            skipped_lines: skipped.len(),
+        })
+    }
+
+    /// The `seq` of the last event in the file (0 for a new transcript).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Where the transcript lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `events` with one write. Each must carry `seq == previous + 1`; on any error
+    /// nothing is written.
+    pub fn append(&mut self, events: &[Event]) -> Result<(), StoreError> {
+        self.buf.clear();
+        let mut last = self.last_seq;
+        for event in events {
+            if event.seq != last + 1 {
+                return Err(StoreError::SeqGap { path: self.path.clone(), last, got: event.seq });
+            }
+            serde_json::to_writer(&mut self.buf, event).map_err(|source| StoreError::Encode {
+                path: self.path.clone(),
+                seq: event.seq,
+                source,
+            })?;
+            self.buf.push(b'\n');
+            last = event.seq;
+        }
+        self.file.write_all(&self.buf).map_err(|e| StoreError::io(&self.path, e))?;
+        self.last_seq = last;
+        Ok(())
+    }
+
+    /// Forces written events to stable storage (called at turn ends and on close, not per event).
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        self.file.sync_data().map_err(|e| StoreError::io(&self.path, e))
+    }
+}
