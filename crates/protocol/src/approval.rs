@@ -9,7 +9,11 @@ pub struct ApprovalRequested {
     /// The id decisions must quote; unique within the session.
     #[serde(rename = "requestID")]
     pub request_id: String,
-    #[serde(rename = "toolCallID", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "toolCallID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tool_call_id: Option<String>,
     #[serde(rename = "toolName")]
     pub tool_name: String,
@@ -17,7 +21,11 @@ pub struct ApprovalRequested {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The path outside the allowed set that triggered the ask, if the agent said.
-    #[serde(rename = "blockedPath", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "blockedPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub blocked_path: Option<String>,
 }
 
@@ -30,7 +38,11 @@ pub struct ApprovalResolved {
     /// Who answered: a client/device name, `policy:<rule>`, or `host` for cancellations.
     pub by: String,
     /// The input that will run, when the person edited it.
-    #[serde(rename = "updatedInput", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "updatedInput",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub updated_input: Option<Value>,
     /// The reason given to the model on a deny, or why the host cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,4 +65,73 @@ pub enum DecisionKind {
     DenyAndStop,
     /// Nobody answered in time, the turn ended, or the agent died: the request is void.
     Cancelled,
+}
+
+/// What a person (or policy) decided about one approval request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Decision {
+    /// Run the call as proposed.
+    Allow,
+    /// Run the call with this input instead (must be a JSON object).
+    AllowEdited {
+        #[serde(rename = "updatedInput")]
+        updated_input: Value,
+    },
+    /// Run it and stop asking about this tool for the rest of the session.
+    AllowAlways,
+    /// Refuse; `message` is fed back to the model.
+    Deny { message: String },
+    /// Refuse and stop the turn.
+    DenyAndStop { message: String },
+}
+
+impl Decision {
+    /// The kind recorded in `approvalResolved`.
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Decision::Allow => DecisionKind::Allow,
+            Decision::AllowEdited { .. } => DecisionKind::AllowEdited,
+            Decision::AllowAlways => DecisionKind::AllowAlways,
+            Decision::Deny { .. } => DecisionKind::Deny,
+            Decision::DenyAndStop { .. } => DecisionKind::DenyAndStop,
+        }
+    }
+
+    /// Checks what every backend requires: edited input is an object, deny reasons are not empty.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Decision::AllowEdited { updated_input } if !updated_input.is_object() => {
+                Err("edited tool input must be a JSON object".into())
+            }
+            Decision::Deny { message } | Decision::DenyAndStop { message }
+                if message.trim().is_empty() =>
+            {
+                Err("a deny needs a reason for the model".into())
+            }
+            Decision::Allow
+            | Decision::AllowEdited { .. }
+            | Decision::AllowAlways
+            | Decision::Deny { .. }
+            | Decision::DenyAndStop { .. } => Ok(()),
+        }
+    }
+
+    /// The approvalResolved payload for this decision.
+    pub fn resolution(&self, request_id: &str, by: &str) -> ApprovalResolved {
+        let (updated_input, message) = match self {
+            Decision::AllowEdited { updated_input } => (Some(updated_input.clone()), None),
+            Decision::Deny { message } | Decision::DenyAndStop { message } => {
+                (None, Some(message.clone()))
+            }
+            Decision::Allow | Decision::AllowAlways => (None, None),
+        };
+        ApprovalResolved {
+            request_id: request_id.to_owned(),
+            decision: self.kind(),
+            by: by.to_owned(),
+            updated_input,
+            message,
+        }
+    }
 }

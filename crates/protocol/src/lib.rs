@@ -7,15 +7,17 @@
 mod approval;
 mod event;
 mod kind;
+mod raw_json;
 mod status;
 mod timestamp;
 
-pub use approval::{ApprovalRequested, ApprovalResolved, DecisionKind};
+pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
 pub use event::{Backend, Event};
 pub use kind::{
-    ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit, Raw, RunFinished,
-    RunOutcome, SessionStarted, SettingsChanged, StatusChanged, StderrLine, TextBlock,
-    ToolCall, ToolInputDelta, ToolResult, TurnCompleted, Usage,
+    ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
+    Raw, RunFinished, RunOutcome, SessionStarted, SettingsChanged, StatusChanged, StderrLine,
+    TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted, Usage,
 };
+pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use timestamp::{Timestamp, TimestampError};

@@ -27,8 +27,7 @@ impl Timestamp {
     pub fn from_unix_millis(ms: i64) -> Timestamp {
         let nanos = i128::from(ms) * 1_000_000;
         Timestamp(
-            OffsetDateTime::from_unix_timestamp_nanos(nanos)
-                .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+            OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH),
         )
     }
 

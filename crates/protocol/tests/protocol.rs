@@ -14,8 +14,8 @@ fn every_seed_export_line_round_trips_to_the_same_json() {
     let mut n = 0;
     for (i, line) in SEED.lines().enumerate() {
         let original: Value = serde_json::from_str(line).unwrap();
-        let event: Event = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("line {}: {e}\n{line}", i + 1));
+        let event: Event =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}\n{line}", i + 1));
         let back: Value = serde_json::to_value(&event).unwrap();
         assert_eq!(back, original, "line {} changed on the way back", i + 1);
         n += 1;

@@ -11,7 +11,9 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("transcript {path}: event seq {got} does not follow {last} (seq must grow by exactly 1)")]
+    #[error(
+        "transcript {path}: event seq {got} does not follow {last} (seq must grow by exactly 1)"
+    )]
     SeqGap { path: PathBuf, last: u64, got: u64 },
     #[error("transcript {path}: cannot encode event seq {seq}: {source}")]
     Encode {
@@ -24,6 +26,9 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> StoreError {
-        StoreError::Io { path: path.to_path_buf(), source }
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -66,7 +66,10 @@ pub fn read_transcript(path: &Path, from_seq: u64) -> Result<ReadOutcome, StoreE
                     out.events.push(event);
                 }
             }
-            Err(e) => out.skipped.push(SkippedLine { line: line_no, error: e.to_string() }),
+            Err(e) => out.skipped.push(SkippedLine {
+                line: line_no,
+                error: e.to_string(),
+            }),
         }
     }
     Ok(out)

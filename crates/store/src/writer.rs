@@ -40,8 +40,13 @@ impl TranscriptWriter {
                 .create(dir)
                 .map_err(|e| StoreError::io(dir, e))?;
         }
-        let ReadOutcome { last_seq, complete_len, torn_tail, skipped, .. } =
-            read_transcript(path, u64::MAX)?;
+        let ReadOutcome {
+            last_seq,
+            complete_len,
+            torn_tail,
+            skipped,
+            ..
+        } = read_transcript(path, u64::MAX)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -51,11 +56,17 @@ impl TranscriptWriter {
         let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
         let mut truncated_bytes = 0;
         if torn_tail && len > complete_len {
-            file.set_len(complete_len).map_err(|e| StoreError::io(path, e))?;
+            file.set_len(complete_len)
+                .map_err(|e| StoreError::io(path, e))?;
             truncated_bytes = len - complete_len;
         }
         Ok(OpenedTranscript {
-            writer: TranscriptWriter { path: path.to_path_buf(), file, last_seq, buf: Vec::new() },
+            writer: TranscriptWriter {
+                path: path.to_path_buf(),
+                file,
+                last_seq,
+                buf: Vec::new(),
+            },
             truncated_bytes,
             skipped_lines: skipped.len(),
         })
@@ -78,7 +89,11 @@ impl TranscriptWriter {
         let mut last = self.last_seq;
         for event in events {
             if event.seq != last + 1 {
-                return Err(StoreError::SeqGap { path: self.path.clone(), last, got: event.seq });
+                return Err(StoreError::SeqGap {
+                    path: self.path.clone(),
+                    last,
+                    got: event.seq,
+                });
             }
             serde_json::to_writer(&mut self.buf, event).map_err(|source| StoreError::Encode {
                 path: self.path.clone(),
@@ -88,13 +103,17 @@ impl TranscriptWriter {
             self.buf.push(b'\n');
             last = event.seq;
         }
-        self.file.write_all(&self.buf).map_err(|e| StoreError::io(&self.path, e))?;
+        self.file
+            .write_all(&self.buf)
+            .map_err(|e| StoreError::io(&self.path, e))?;
         self.last_seq = last;
         Ok(())
     }
 
     /// Forces written events to stable storage (called at turn ends and on close, not per event).
     pub fn sync(&mut self) -> Result<(), StoreError> {
-        self.file.sync_data().map_err(|e| StoreError::io(&self.path, e))
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io(&self.path, e))
     }
 }

@@ -29,13 +29,20 @@ fn appends_and_reads_from_any_seq() {
     w.append(&[ev(1, "a"), ev(2, "b")]).unwrap();
     w.append(&[ev(3, "c")]).unwrap();
     let all = read_transcript(&path, 1).unwrap();
-    assert_eq!(all.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        all.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
     let tail = read_transcript(&path, 3).unwrap();
     assert_eq!(tail.events.len(), 1);
     assert_eq!(read_transcript(&path, 4).unwrap().events.len(), 0);
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let dmode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+    let dmode = std::fs::metadata(path.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(dmode, 0o700);
 }
 
@@ -45,8 +52,18 @@ fn refuses_gaps_and_duplicates_without_writing() {
     let path = dir.path().join("t.jsonl");
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(1, "a")]).unwrap();
-    assert!(matches!(w.append(&[ev(3, "x")]), Err(StoreError::SeqGap { last: 1, got: 3, .. })));
-    assert!(matches!(w.append(&[ev(2, "ok"), ev(2, "dup")]), Err(StoreError::SeqGap { .. })));
+    assert!(matches!(
+        w.append(&[ev(3, "x")]),
+        Err(StoreError::SeqGap {
+            last: 1,
+            got: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        w.append(&[ev(2, "ok"), ev(2, "dup")]),
+        Err(StoreError::SeqGap { .. })
+    ));
     assert_eq!(read_transcript(&path, 1).unwrap().last_seq, 1);
 }
 
@@ -59,7 +76,12 @@ fn torn_last_line_is_ignored_by_readers_and_truncated_on_reopen() {
         w.append(&[ev(1, "a"), ev(2, "b")]).unwrap();
     }
     let torn = r#"{"seq":3,"at":"2026-01-01T00:00:00Z","sessionID":"s","backe"#;
-    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(torn.as_bytes()).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(torn.as_bytes())
+        .unwrap();
 
     let read = read_transcript(&path, 1).unwrap();
     assert!(read.torn_tail);
@@ -72,7 +94,10 @@ fn torn_last_line_is_ignored_by_readers_and_truncated_on_reopen() {
     w.append(&[ev(3, "c")]).unwrap();
     let read = read_transcript(&path, 1).unwrap();
     assert!(!read.torn_tail);
-    assert_eq!(read.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        read.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
 }
 
 #[test]
@@ -82,7 +107,12 @@ fn a_corrupt_middle_line_is_reported_not_fatal() {
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(1, "a")]).unwrap();
     drop(w);
-    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"not json\n").unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"not json\n")
+        .unwrap();
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(2, "b")]).unwrap();
     let read = read_transcript(&path, 1).unwrap();

@@ -1,0 +1,84 @@
+//! The backend-neutral face of a running agent: what the session controller can ask of it, what
+//! it reports back, and which of those things a backend supports.
+
+use std::future::Future;
+use std::time::Duration;
+
+use nucleic_protocol::{Decision, EventKind, RunFinished};
+
+use crate::error::AgentError;
+
+/// What a running agent reports to its session controller.
+#[derive(Debug)]
+pub enum AgentOutput {
+    /// Events decoded from one native line (or made by the adapter, with no native type).
+    Events {
+        native_type: Option<String>,
+        kinds: Vec<EventKind>,
+    },
+    /// The process is gone; always the last output.
+    Exited(RunFinished),
+}
+
+/// What a backend supports; the host hides or refuses the rest with a clear message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Gated tool calls are asked interactively (not just allowed/denied by flags).
+    pub interactive_approvals: bool,
+    /// An approval may carry edited tool input.
+    pub edited_tool_input: bool,
+    /// "Always allow this tool in this session".
+    pub allow_always: bool,
+    /// A deny can also stop the turn.
+    pub deny_and_stop: bool,
+    /// The current turn can be interrupted without killing the process.
+    pub interrupt: bool,
+    /// The model can change mid-session.
+    pub set_model: bool,
+    /// The permission mode can change mid-session.
+    pub set_permission_mode: bool,
+    /// An earlier conversation can be resumed.
+    pub resume: bool,
+    /// A resumed conversation can be forked into a new one.
+    pub fork: bool,
+    /// Text streams as partial deltas.
+    pub partial_deltas: bool,
+}
+
+/// Control of one running agent process. Implementations must be cheap to call from the
+/// session's single writer task: they write to the agent's stdin and return.
+pub trait AgentControl: Send + Sync + 'static {
+    /// What this backend can do.
+    fn capabilities(&self) -> Capabilities;
+    /// Starts a turn (or queues one, if a turn is running) with a person's text.
+    fn send_user_text(&self, text: &str) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// Answers a pending approval. Refused for an id the agent is not waiting on.
+    fn respond(
+        &self,
+        request_id: &str,
+        decision: &Decision,
+    ) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// Interrupts the current turn; the process stays alive.
+    fn interrupt(&self) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// Switches the model for the next requests.
+    fn set_model(&self, model: &str) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// Switches the permission mode.
+    fn set_permission_mode(
+        &self,
+        mode: &str,
+    ) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// Closes the agent's input: it finishes what it is doing and exits.
+    fn close_input(&self) -> impl Future<Output = ()> + Send;
+    /// Stops the whole process group now (SIGTERM, then SIGKILL after `grace`).
+    fn stop(&self, grace: Duration);
+    /// The agent's pid (also its process group id).
+    fn pid(&self) -> Option<u32>;
+}
+
+/// Helper for adapters: a kind-only event batch with no native type.
+pub(crate) fn host_events(kinds: Vec<EventKind>) -> AgentOutput {
+    AgentOutput::Events {
+        native_type: None,
+        kinds,
+    }
+}

@@ -1,0 +1,201 @@
+//! Lines for the CLI's stdin, built from typed values and validated before they are written: one
+//! malformed line makes Claude Code exit at once, mid-turn or not.
+
+use nucleic_protocol::Decision;
+use serde_json::{Value, json};
+
+use crate::error::AgentError;
+
+/// Permission modes the CLI accepts for `--permission-mode` and `set_permission_mode`.
+pub const PERMISSION_MODES: &[&str] = &[
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+    "manual",
+];
+
+/// A user turn.
+pub fn user_text(text: &str) -> Result<String, AgentError> {
+    if text.trim().is_empty() {
+        return Err(AgentError::InvalidInput("empty prompt".into()));
+    }
+    encode(&json!({
+        "type": "user",
+        "session_id": "",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": null,
+    }))
+}
+
+/// A host → CLI control request.
+pub fn control_request(request_id: &str, request: Value) -> Result<String, AgentError> {
+    encode(&json!({"type": "control_request", "request_id": request_id, "request": request}))
+}
+
+/// The answer to a `can_use_tool` request.
+pub fn permission_reply(
+    request_id: &str,
+    tool_name: &str,
+    decision: &Decision,
+) -> Result<String, AgentError> {
+    decision.validate().map_err(AgentError::InvalidInput)?;
+    let response = match decision {
+        Decision::Allow => json!({"behavior": "allow"}),
+        Decision::AllowEdited { updated_input } => {
+            json!({"behavior": "allow", "updatedInput": updated_input})
+        }
+        Decision::AllowAlways => json!({
+            "behavior": "allow",
+            "updatedPermissions": [{
+                "type": "addRules",
+                "rules": [{"toolName": tool_name}],
+                "behavior": "allow",
+                "destination": "session",
+            }],
+        }),
+        Decision::Deny { message } => json!({"behavior": "deny", "message": message}),
+        Decision::DenyAndStop { message } => {
+            json!({"behavior": "deny", "message": message, "interrupt": true})
+        }
+    };
+    control_success(request_id, response)
+}
+
+/// A success reply to a CLI control request.
+fn control_success(request_id: &str, response: Value) -> Result<String, AgentError> {
+    encode(&json!({
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": response},
+    }))
+}
+
+/// An error reply to a CLI control request we do not serve.
+pub fn control_error(request_id: &str, error: &str) -> Result<String, AgentError> {
+    encode(&json!({
+        "type": "control_response",
+        "response": {"subtype": "error", "request_id": request_id, "error": error},
+    }))
+}
+
+fn encode(value: &Value) -> Result<String, AgentError> {
+    let line = serde_json::to_string(value).map_err(|e| AgentError::InvalidInput(e.to_string()))?;
+    validate_line(&line)?;
+    Ok(line)
+}
+
+/// Checks one stdin line against what the CLI accepts; anything else would kill it.
+pub fn validate_line(line: &str) -> Result<(), AgentError> {
+    let bad = |why: &str| Err(AgentError::InvalidInput(why.to_owned()));
+    if line.contains('\n') || line.contains('\r') {
+        return bad("a stdin message must be a single line");
+    }
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return bad("not valid JSON");
+    };
+    let str_at = |ptr: &str| v.pointer(ptr).and_then(Value::as_str);
+    match str_at("/type") {
+        Some("user") => {
+            if str_at("/message/role") != Some("user") {
+                return bad("user message without role 'user'");
+            }
+            match v.pointer("/message/content") {
+                Some(Value::String(s)) if !s.is_empty() => Ok(()),
+                Some(Value::Array(a)) if !a.is_empty() => Ok(()),
+                _ => bad("user message without content"),
+            }
+        }
+        Some("control_request") => {
+            if str_at("/request_id").is_none_or(str::is_empty) {
+                return bad("control request without request_id");
+            }
+            if str_at("/request/subtype").is_none() {
+                return bad("control request without subtype");
+            }
+            Ok(())
+        }
+        Some("control_response") => {
+            if str_at("/response/request_id").is_none_or(str::is_empty) {
+                return bad("control response without request_id");
+            }
+            match str_at("/response/subtype") {
+                Some("error") => Ok(()),
+                Some("success") => match str_at("/response/response/behavior") {
+                    None => Ok(()),
+                    Some("allow") => match v.pointer("/response/response/updatedInput") {
+                        None | Some(Value::Object(_)) => Ok(()),
+                        Some(_) => bad("updatedInput must be an object"),
+                    },
+                    Some("deny") => match str_at("/response/response/message") {
+                        Some(_) => Ok(()),
+                        None => bad("a deny needs a message"),
+                    },
+                    Some(_) => bad("behavior must be allow or deny"),
+                },
+                _ => bad("control response subtype must be success or error"),
+            }
+        }
+        _ => bad("unknown message type"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_map_to_the_observed_wire_shapes() {
+        let allow = permission_reply("r1", "Write", &Decision::Allow).unwrap();
+        assert_eq!(
+            allow,
+            r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
+        );
+        let always = permission_reply("r1", "Write", &Decision::AllowAlways).unwrap();
+        assert!(
+            always.contains(r#""rules":[{"toolName":"Write"}]"#),
+            "{always}"
+        );
+        let stop = permission_reply(
+            "r1",
+            "Write",
+            &Decision::DenyAndStop {
+                message: "no".into(),
+            },
+        )
+        .unwrap();
+        assert!(stop.contains(r#""interrupt":true"#));
+    }
+
+    #[test]
+    fn invalid_messages_never_reach_the_cli() {
+        let edited = Decision::AllowEdited {
+            updated_input: json!("not an object"),
+        };
+        assert!(permission_reply("r1", "Write", &edited).is_err());
+        assert!(
+            permission_reply(
+                "r1",
+                "Write",
+                &Decision::Deny {
+                    message: " ".into()
+                }
+            )
+            .is_err()
+        );
+        assert!(user_text("   ").is_err());
+        assert!(validate_line("{this is not json").is_err());
+        assert!(validate_line(r#"{"type":"user"}"#).is_err());
+        assert!(validate_line(r#"{"type":"bogus"}"#).is_err());
+        assert!(validate_line("{\"type\":\"user\",\n\"message\":{}}").is_err());
+        assert!(control_request("", json!({"subtype": "interrupt"})).is_err());
+    }
+
+    #[test]
+    fn prompts_with_newlines_are_escaped_into_one_line() {
+        let line = user_text("line one\nline two").unwrap();
+        assert!(!line.contains('\n'));
+        validate_line(&line).unwrap();
+    }
+}

@@ -1,0 +1,15 @@
+//! The Claude Code backend: stream-json over stdio, with the stdio control protocol for approvals
+//! (`--permission-prompt-tool stdio`; see `docs/architecture.md` for why not the MCP route).
+
+mod decode;
+mod exit;
+mod input;
+mod launch;
+mod session;
+mod wire;
+
+pub use decode::{ClaudeDecoder, ControlIn, DecodedLine, TurnSummary};
+pub use exit::{ExitFacts, ProcessEnd, classify};
+pub use input::{PERMISSION_MODES, validate_line};
+pub use launch::ClaudeOptions;
+pub use session::{CLAUDE_CAPABILITIES, ClaudeHandle, spawn_claude};

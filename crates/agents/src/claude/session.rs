@@ -1,0 +1,341 @@
+//! A running Claude Code process: the stdout pump (decode → outputs), the stdin side
+//! ([`ClaudeHandle`]), and the bookkeeping that keeps replies tied to requests the CLI really made.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind, RawJson, StderrLine};
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::mpsc;
+
+use crate::agent::{AgentControl, AgentOutput, Capabilities, host_events};
+use crate::error::AgentError;
+use crate::process::{MAX_LINE_BYTES, ReadLine, read_line_capped, spawn_group, terminate_group};
+
+use super::decode::{ClaudeDecoder, ControlIn};
+use super::exit::{ExitFacts, ProcessEnd, classify};
+use super::input;
+use super::launch::ClaudeOptions;
+
+/// What Claude Code supports through this adapter.
+pub const CLAUDE_CAPABILITIES: Capabilities = Capabilities {
+    interactive_approvals: true,
+    edited_tool_input: true,
+    allow_always: true,
+    deny_and_stop: true,
+    interrupt: true,
+    set_model: true,
+    set_permission_mode: true,
+    resume: true,
+    fork: true,
+    partial_deltas: true,
+};
+
+/// How long stderr may lag behind stdout's end before the exit is reported anyway.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
+/// A permission ask the CLI is blocked on.
+#[derive(Debug)]
+struct PendingAsk {
+    tool_name: String,
+}
+
+#[derive(Debug)]
+struct Shared {
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// The CLI's open `can_use_tool` requests; a reply is only ever sent for one of these.
+    asks: Mutex<HashMap<String, PendingAsk>>,
+    stop_requested: AtomicBool,
+    next_request: AtomicU64,
+    pid: Option<u32>,
+}
+
+/// The stdin side of a running Claude Code process. Cheap to share.
+#[derive(Debug, Clone)]
+pub struct ClaudeHandle {
+    shared: Arc<Shared>,
+}
+
+/// Starts Claude Code with `opts`. Returns the handle and the stream of outputs, which ends with
+/// exactly one [`AgentOutput::Exited`].
+pub fn spawn_claude(
+    opts: &ClaudeOptions,
+) -> Result<(ClaudeHandle, mpsc::Receiver<AgentOutput>), AgentError> {
+    let spec = opts.spawn_spec()?;
+    let mut child = spawn_group(&spec)?;
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let shared = Arc::new(Shared {
+        stdin: tokio::sync::Mutex::new(stdin),
+        asks: Mutex::new(HashMap::new()),
+        stop_requested: AtomicBool::new(false),
+        next_request: AtomicU64::new(1),
+        pid: child.id(),
+    });
+    let (tx, rx) = mpsc::channel(1024);
+    let handle = ClaudeHandle { shared };
+    let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+    let stderr_task = stderr.map(|s| tokio::spawn(pump_stderr(s, tx.clone(), stderr_tail.clone())));
+    tokio::spawn(pump_stdout(
+        child,
+        stdout,
+        handle.clone(),
+        tx,
+        stderr_task,
+        stderr_tail,
+    ));
+    Ok((handle, rx))
+}
+
+async fn pump_stderr(
+    stderr: tokio::process::ChildStderr,
+    tx: mpsc::Sender<AgentOutput>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        let text = match read_line_capped(&mut reader, &mut buf, 64 * 1024).await {
+            Ok(ReadLine::Line(l)) => l,
+            Ok(ReadLine::Oversized { head, .. }) => head,
+            Ok(ReadLine::Eof) | Err(_) => break,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == 20 {
+                t.pop_front();
+            }
+            t.push_back(text.clone());
+        }
+        let out = AgentOutput::Events {
+            native_type: Some("stderr".into()),
+            kinds: vec![EventKind::Stderr(StderrLine { text })],
+        };
+        if tx.send(out).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn pump_stdout(
+    mut child: Child,
+    stdout: Option<ChildStdout>,
+    handle: ClaudeHandle,
+    tx: mpsc::Sender<AgentOutput>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut decoder = ClaudeDecoder::new();
+    if let Some(stdout) = stdout {
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        let mut buf = Vec::new();
+        let mut orphaned = false;
+        loop {
+            let output = match read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES).await {
+                Ok(ReadLine::Line(line)) if line.trim().is_empty() => continue,
+                Ok(ReadLine::Line(line)) => {
+                    let decoded = decoder.decode(&line);
+                    if let Some(control) = decoded.control {
+                        handle.on_control(control).await;
+                    }
+                    AgentOutput::Events {
+                        native_type: Some(decoded.native_type),
+                        kinds: decoded.events,
+                    }
+                }
+                Ok(ReadLine::Oversized { head, len }) => oversized(&head, len),
+                Ok(ReadLine::Eof) => break,
+                Err(e) => {
+                    let _ = tx
+                        .send(host_error(
+                            ErrorCode::AgentExited,
+                            format!("reading agent output failed: {e}"),
+                        ))
+                        .await;
+                    break;
+                }
+            };
+            if tx.send(output).await.is_err() && !orphaned {
+                // Nobody listens any more: stop the agent rather than let it run unobserved.
+                orphaned = true;
+                handle.stop(Duration::from_secs(2));
+            }
+        }
+    }
+    handle.shared.stdin.lock().await.take();
+    if let Ok(mut asks) = handle.shared.asks.lock() {
+        asks.clear();
+    }
+    let status = child.wait().await;
+    if let Some(task) = stderr_task {
+        let _ = tokio::time::timeout(STDERR_DRAIN, task).await;
+    }
+    let end = match status {
+        Ok(s) => ProcessEnd {
+            code: s.code(),
+            signal: s.signal(),
+        },
+        Err(_) => ProcessEnd {
+            code: None,
+            signal: None,
+        },
+    };
+    let last_stderr = stderr_tail.lock().ok().and_then(|t| t.back().cloned());
+    let finished = classify(&ExitFacts {
+        end,
+        last_turn: decoder.last_turn(),
+        turn_open: decoder.turn_open(),
+        stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
+        last_stderr: last_stderr.as_deref(),
+    });
+    let _ = tx.send(AgentOutput::Exited(finished)).await;
+}
+
+fn oversized(head: &str, len: usize) -> AgentOutput {
+    let preview: String = head.chars().take(200).collect();
+    host_events(vec![
+        EventKind::raw(RawJson::from_value(&Value::String(preview))),
+        EventKind::Error(ErrorEvent {
+            code: ErrorCode::Decode,
+            message: format!(
+                "agent wrote a {len}-byte line, over the {MAX_LINE_BYTES}-byte cap; kept its start only"
+            ),
+            http_status: None,
+        }),
+    ])
+}
+
+fn host_error(code: ErrorCode, message: String) -> AgentOutput {
+    host_events(vec![EventKind::Error(ErrorEvent {
+        code,
+        message,
+        http_status: None,
+    })])
+}
+
+impl ClaudeHandle {
+    async fn on_control(&self, control: ControlIn) {
+        match control {
+            ControlIn::PermissionAsked {
+                request_id,
+                tool_name,
+                ..
+            } => {
+                if let Ok(mut asks) = self.shared.asks.lock() {
+                    asks.insert(request_id, PendingAsk { tool_name });
+                }
+            }
+            ControlIn::Unsupported {
+                request_id,
+                subtype,
+            } => {
+                // Silence would leave the CLI waiting forever; an error reply lets it go on.
+                if let Ok(line) = input::control_error(
+                    &request_id,
+                    &format!("nucleic does not serve control requests of subtype {subtype}"),
+                ) {
+                    let _ = self.write_line(line).await;
+                }
+            }
+            ControlIn::TurnEnded => {
+                if let Ok(mut asks) = self.shared.asks.lock() {
+                    asks.clear();
+                }
+            }
+            ControlIn::Answered { .. } => {}
+        }
+    }
+
+    async fn write_line(&self, mut line: String) -> Result<(), AgentError> {
+        input::validate_line(&line)?;
+        line.push('\n');
+        let mut stdin = self.shared.stdin.lock().await;
+        let pipe = stdin.as_mut().ok_or(AgentError::InputClosed)?;
+        pipe.write_all(line.as_bytes())
+            .await
+            .map_err(AgentError::Write)?;
+        pipe.flush().await.map_err(AgentError::Write)
+    }
+
+    async fn control(&self, request: Value) -> Result<(), AgentError> {
+        let n = self.shared.next_request.fetch_add(1, Ordering::SeqCst);
+        let id = format!("nucleic_{n}");
+        self.write_line(input::control_request(&id, request)?).await
+    }
+}
+
+impl AgentControl for ClaudeHandle {
+    fn capabilities(&self) -> Capabilities {
+        CLAUDE_CAPABILITIES
+    }
+
+    async fn send_user_text(&self, text: &str) -> Result<(), AgentError> {
+        self.write_line(input::user_text(text)?).await
+    }
+
+    async fn respond(&self, request_id: &str, decision: &Decision) -> Result<(), AgentError> {
+        decision.validate().map_err(AgentError::InvalidInput)?;
+        let tool_name = {
+            let asks = self
+                .shared
+                .asks
+                .lock()
+                .map_err(|_| AgentError::UnknownRequest(request_id.into()))?;
+            match asks.get(request_id) {
+                Some(ask) => ask.tool_name.clone(),
+                None => return Err(AgentError::UnknownRequest(request_id.to_owned())),
+            }
+        };
+        let line = input::permission_reply(request_id, &tool_name, decision)?;
+        self.write_line(line).await?;
+        if let Ok(mut asks) = self.shared.asks.lock() {
+            asks.remove(request_id);
+        }
+        Ok(())
+    }
+
+    async fn interrupt(&self) -> Result<(), AgentError> {
+        self.control(json!({"subtype": "interrupt"})).await
+    }
+
+    async fn set_model(&self, model: &str) -> Result<(), AgentError> {
+        if model.trim().is_empty() {
+            return Err(AgentError::InvalidInput("empty model name".into()));
+        }
+        self.control(json!({"subtype": "set_model", "model": model}))
+            .await
+    }
+
+    async fn set_permission_mode(&self, mode: &str) -> Result<(), AgentError> {
+        if !input::PERMISSION_MODES.contains(&mode) {
+            return Err(AgentError::InvalidInput(format!(
+                "unknown permission mode {mode:?}"
+            )));
+        }
+        self.control(json!({"subtype": "set_permission_mode", "mode": mode}))
+            .await
+    }
+
+    async fn close_input(&self) {
+        self.shared.stdin.lock().await.take();
+    }
+
+    fn stop(&self, grace: Duration) {
+        self.shared.stop_requested.store(true, Ordering::SeqCst);
+        if let Some(pid) = self.shared.pid {
+            terminate_group(pid, grace);
+        }
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.shared.pid
+    }
+}

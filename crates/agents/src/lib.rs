@@ -1,0 +1,14 @@
+//! Agent backends: spawn an agent CLI, decode its native output into Nucleic events, and carry
+//! decisions and follow-ups back to it.
+//!
+//! - [`agent`]: the backend-neutral [`AgentControl`] trait, [`AgentOutput`] and [`Capabilities`].
+//! - [`claude`]: Claude Code (and the simulated agent, which speaks the same protocol).
+//! - [`process`]: process groups, capped line reading, group termination.
+
+pub mod agent;
+pub mod claude;
+mod error;
+pub mod process;
+
+pub use agent::{AgentControl, AgentOutput, Capabilities};
+pub use error::AgentError;
