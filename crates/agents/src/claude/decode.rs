@@ -349,7 +349,7 @@ impl ClaudeDecoder {
 
     fn result(&mut self, r: ResultLine) -> DecodedLine {
         let turn_cost = match &r.model_usage_since_last_result {
-            Some(models) => models.values().map(|m| m.cost_usd).sum(),
+            Some(models) => models.values().fold(0.0, |sum, m| sum + m.cost_usd),
             None => r
                 .total_cost_usd
                 .map_or(0.0, |t| (t - self.cumulative_cost).max(0.0)),

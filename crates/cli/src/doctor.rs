@@ -1,0 +1,103 @@
+//! `nucleic doctor`: which tools are present, at which versions, and what that means.
+
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex};
+
+struct Finding {
+    name: &'static str,
+    required: bool,
+    path: Option<std::path::PathBuf>,
+    tested: Option<&'static str>,
+    install: &'static str,
+    note: &'static str,
+}
+
+fn version_of(path: &Path) -> Result<String, String> {
+    let out = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`--version` failed ({})", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned())
+}
+
+/// Prints one line per tool and a verdict; exit 1 when something required is missing.
+pub fn doctor() -> ExitCode {
+    let findings = [
+        Finding {
+            name: "git",
+            required: true,
+            path: nucleic_agents::process::which("git".as_ref()),
+            tested: None,
+            install: "install git (apt-get install git)",
+            note: "",
+        },
+        Finding {
+            name: "claude",
+            required: false,
+            path: find_claude(),
+            tested: Some(TESTED_CLAUDE),
+            install: "scripts/install-agents.sh (pins @anthropic-ai/claude-code@2.1.332)",
+            note: "",
+        },
+        Finding {
+            name: "codex",
+            required: false,
+            path: find_codex(),
+            tested: Some(TESTED_CODEX),
+            install: "npm install @openai/codex@0.171.0",
+            note: " (no Codex backend in this build yet)",
+        },
+    ];
+    let mut missing_required = false;
+    for f in &findings {
+        match &f.path {
+            None => {
+                missing_required |= f.required;
+                let what = if f.required {
+                    "MISSING (required)"
+                } else {
+                    "missing"
+                };
+                println!("{:<7} {what}: {}{}", f.name, f.install, f.note);
+            }
+            Some(path) => match version_of(path) {
+                Ok(version) => {
+                    let verdict = match f.tested {
+                        Some(t) if version.starts_with(t) => format!("ok, tested version {t}"),
+                        Some(t) => format!("UNTESTED version (Nucleic is tested with {t})"),
+                        None => "ok".into(),
+                    };
+                    println!(
+                        "{:<7} {} — {version} — {verdict}{}",
+                        f.name,
+                        path.display(),
+                        f.note
+                    );
+                }
+                Err(e) => {
+                    missing_required |= f.required;
+                    println!("{:<7} {} — BROKEN: {e}", f.name, path.display());
+                }
+            },
+        }
+    }
+    println!("sim     built in — always available (`nucleic run --agent sim …`, no API key)");
+    if missing_required {
+        println!("verdict: not ready — install what is marked MISSING");
+        ExitCode::from(1)
+    } else {
+        println!("verdict: ready");
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,132 @@
+//! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
+//! library crates; this file only turns errors into one line on stderr and an exit code.
+
+mod doctor;
+mod locate;
+mod render;
+mod run;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Nucleic runs coding agents (Claude Code, Codex, a built-in simulated agent) and turns their
+/// output into one normalized, sequenced event stream.
+#[derive(Debug, Parser)]
+#[command(name = "nucleic", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Debug, Subcommand)]
+enum Commands {
+    /// Run one agent session in place (no worktree), in the foreground.
+    Run(RunArgs),
+    /// Find claude, codex and git, show their versions, and say what is missing or untested.
+    Doctor,
+    /// The built-in simulated agent (speaks the Claude Code stream-json protocol).
+    #[command(name = "__sim-agent", hide = true)]
+    SimAgent {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+/// Which agent `run` starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentKind {
+    /// Claude Code (the `claude` CLI).
+    Claude,
+    /// The built-in simulated agent: no API key, no network.
+    Sim,
+}
+
+/// How `run` answers approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveMode {
+    /// Ask on the terminal.
+    Ask,
+    /// Allow every request (for scripts).
+    Allow,
+    /// Deny every request (for scripts).
+    Deny,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The agent to run.
+    #[arg(long, value_enum, default_value = "claude")]
+    agent: AgentKind,
+    /// Working directory for the agent (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// How to answer approval requests.
+    #[arg(long, value_enum, default_value = "ask")]
+    approve: ApproveMode,
+    /// Print only normalized events, one JSON object per line.
+    #[arg(long)]
+    json: bool,
+    /// Model to use.
+    #[arg(long)]
+    model: Option<String>,
+    /// Resume an earlier agent conversation by its id.
+    #[arg(long)]
+    resume: Option<String>,
+    /// With --resume: continue in a new conversation that carries the history.
+    #[arg(long, requires = "resume")]
+    fork: bool,
+    /// Agent permission mode (default asks before edits and unknown commands).
+    #[arg(long, default_value = "default")]
+    permission_mode: String,
+    /// Text appended to the agent's system prompt.
+    #[arg(long)]
+    append_system_prompt: Option<String>,
+    /// The agent executable to run instead of the one found on PATH.
+    #[arg(long)]
+    agent_bin: Option<PathBuf>,
+    /// Deny a pending approval after this many seconds without an answer.
+    #[arg(long)]
+    approval_timeout: Option<u64>,
+    /// Where sessions are stored (default: $NUCLEIC_HOME, else the XDG data dir).
+    #[arg(long, env = "NUCLEIC_HOME")]
+    home: Option<PathBuf>,
+    /// What to ask the agent.
+    #[arg(required = true, num_args = 1..)]
+    prompt: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Commands::SimAgent { args } => {
+            let args = args
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            ExitCode::from(u8::try_from(nucleic_sim::run_cli(args)).unwrap_or(1))
+        }
+        Commands::Doctor => doctor::doctor(),
+        Commands::Run(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("nucleic: cannot start the async runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match runtime.block_on(run::run(args)) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("nucleic: {e:#}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `nucleic run`: one session in place, in the foreground — spawn the agent, drive its single
+//! writer, print events, answer approvals, and exit with the run's outcome.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use nucleic_agents::claude::{ClaudeOptions, spawn_claude};
+use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
+use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind};
+
+use crate::locate::{find_claude, nucleic_home};
+use crate::render::{Renderer, summarize_input};
+use crate::{AgentKind, ApproveMode, RunArgs};
+
+/// Runs the session; `Ok` carries the exit code (0 only when the run completed).
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .with_context(|| format!("working directory {} does not exist", cwd.display()))?;
+    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
+        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
+        (AgentKind::Sim, None) => (
+            std::env::current_exe().context("cannot find the nucleic executable")?,
+            vec!["__sim-agent".into()],
+            Backend::Simulated,
+        ),
+        (AgentKind::Claude, None) => match find_claude() {
+            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
+            None => bail!(
+                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
+            ),
+        },
+    };
+    let mut opts = ClaudeOptions::new(program, cwd);
+    opts.prefix_args = prefix;
+    opts.backend = backend;
+    opts.permission_mode = args.permission_mode.clone();
+    opts.model = args.model.clone();
+    opts.resume = args.resume.clone();
+    opts.fork = args.fork;
+    opts.append_system_prompt = args.append_system_prompt.clone();
+
+    let home = nucleic_home(args.home.clone())
+        .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let transcript = home
+        .join("sessions")
+        .join(&session_id)
+        .join("transcript.jsonl");
+    let (agent, outputs) = spawn_claude(&opts)?;
+    let session = SessionController::start(
+        SessionConfig {
+            session_id,
+            backend,
+            transcript,
+            approval_timeout: args.approval_timeout.map(Duration::from_secs),
+        },
+        agent,
+        outputs,
+    )?;
+    let mut events = session.subscribe(1)?;
+    session.send_user_text(&args.prompt.join(" ")).await?;
+
+    let mut renderer = Renderer::default();
+    let mut interrupts = 0u32;
+    let mut finished = None;
+    loop {
+        let event = tokio::select! {
+            e = events.next() => e?,
+            _ = tokio::signal::ctrl_c() => {
+                interrupts += 1;
+                if interrupts == 1 {
+                    eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)");
+                    let _ = session.interrupt("terminal").await;
+                } else {
+                    let _ = session.stop(Duration::from_secs(3)).await;
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        {
+            let mut out = std::io::stdout().lock();
+            if args.json {
+                serde_json::to_writer(&mut out, &event)?;
+                writeln!(out)?;
+                out.flush()?;
+            } else {
+                renderer.render(&event, &mut out)?;
+            }
+        }
+        match &event.kind {
+            EventKind::ApprovalRequested(a) => answer(&session, a, args.approve).await,
+            // One prompt per run: once its turn is over, let the agent exit.
+            EventKind::TurnCompleted(_) => {
+                let _ = session.close_input().await;
+            }
+            // Keep reading: the writer may still record the final status change.
+            EventKind::RunFinished(f) => finished = Some(f.clone()),
+            _ => {}
+        }
+    }
+    let Some(finished) = finished else {
+        bail!("the session ended without reporting how")
+    };
+    if finished.outcome.is_success() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let outcome = serde_json::to_value(finished.outcome)?;
+    eprintln!(
+        "nucleic: run failed ({}): {}",
+        outcome.as_str().unwrap_or("unknown"),
+        finished.message.as_deref().unwrap_or("no details")
+    );
+    Ok(ExitCode::from(1))
+}
+
+fn backend_of(agent: AgentKind) -> Backend {
+    match agent {
+        AgentKind::Claude => Backend::ClaudeCode,
+        AgentKind::Sim => Backend::Simulated,
+    }
+}
+
+async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: ApproveMode) {
+    let (decision, by) = match mode {
+        ApproveMode::Allow => (Decision::Allow, "cli:--approve allow"),
+        ApproveMode::Deny => (
+            Decision::Deny {
+                message: "denied by nucleic run --approve deny".into(),
+            },
+            "cli:--approve deny",
+        ),
+        ApproveMode::Ask => (ask_terminal(request).await, "terminal"),
+    };
+    match session.decide(&request.request_id, decision, by).await {
+        Ok(_) => {}
+        // Someone (or the timeout) answered first, or the turn is over: nothing left to do.
+        Err(CoreError::AlreadyResolved { .. } | CoreError::UnknownRequest(_)) => {}
+        Err(e) => eprintln!(
+            "nucleic: could not answer approval {}: {e}",
+            request.request_id
+        ),
+    }
+}
+
+/// Asks on the terminal: allow, deny with a reason, always, or stop.
+async fn ask_terminal(request: &ApprovalRequested) -> Decision {
+    let prompt = format!(
+        "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
+        request.tool_name,
+        summarize_input(&request.input, 80)
+    );
+    let read = tokio::task::spawn_blocking(move || {
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{prompt}");
+        let _ = err.flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_owned()),
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(line) = read else {
+        return Decision::Deny {
+            message: "no answer: the terminal closed".into(),
+        };
+    };
+    let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+    let reason = if rest.trim().is_empty() {
+        "denied by the user".to_owned()
+    } else {
+        rest.trim().to_owned()
+    };
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" | "allow" => Decision::Allow,
+        "a" | "always" => Decision::AllowAlways,
+        "s" | "stop" => Decision::DenyAndStop { message: reason },
+        _ => Decision::Deny { message: reason },
+    }
+}

@@ -1,0 +1,368 @@
+//! The session controller: the one task that writes a session's events. Agent outputs and client
+//! commands both pass through it, so `seq` order, "written before told", status and
+//! first-responder-wins all follow from there being a single writer.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities};
+use nucleic_protocol::{
+    ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent, Event, EventKind,
+    InterruptRequested, RunFinished, RunOutcome, SessionStatus, StatusChanged, TextBlock,
+    Timestamp,
+};
+use nucleic_store::TranscriptWriter;
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::approvals::ApprovalCoordinator;
+use crate::error::CoreError;
+use crate::handle::{Command, SessionHandle, SessionState};
+use crate::status::next_status;
+
+/// Most agent outputs folded into one transcript write.
+const MAX_BATCH: usize = 256;
+
+/// How a session is set up.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub session_id: String,
+    pub backend: Backend,
+    pub transcript: PathBuf,
+    /// Pending approvals are denied after this long (never, when `None`).
+    pub approval_timeout: Option<Duration>,
+}
+
+/// Starts sessions; the controller itself lives in its task.
+#[derive(Debug)]
+pub struct SessionController;
+
+impl SessionController {
+    /// Opens the transcript and starts the writer task for an agent that is already running.
+    pub fn start<A: AgentControl>(
+        config: SessionConfig,
+        agent: A,
+        outputs: mpsc::Receiver<AgentOutput>,
+    ) -> Result<SessionHandle, CoreError> {
+        let opened = TranscriptWriter::open(&config.transcript)?;
+        let last_seq = opened.writer.last_seq();
+        let (commands_tx, commands) = mpsc::channel(64);
+        let (bus, _) = broadcast::channel(4096);
+        let (state_tx, state) = watch::channel(SessionState {
+            status: SessionStatus::Idle,
+            last_seq,
+            pending_approvals: 0,
+            finished: None,
+            storage_error: None,
+        });
+        let handle = SessionHandle {
+            session_id: config.session_id.clone(),
+            commands: commands_tx,
+            bus: bus.downgrade(),
+            state,
+            transcript: config.transcript.clone(),
+        };
+        let writer = Writer {
+            capabilities: agent.capabilities(),
+            agent,
+            approvals: ApprovalCoordinator::new(config.approval_timeout),
+            config,
+            transcript: opened.writer,
+            unwritten: Vec::new(),
+            bus,
+            state: state_tx,
+            status: SessionStatus::Idle,
+            user_turns: 0,
+        };
+        tokio::spawn(writer.run(outputs, commands));
+        Ok(handle)
+    }
+}
+
+struct Writer<A> {
+    config: SessionConfig,
+    agent: A,
+    capabilities: Capabilities,
+    approvals: ApprovalCoordinator,
+    transcript: TranscriptWriter,
+    /// Events that could not be written yet (e.g. disk full); retried before anything newer.
+    unwritten: Vec<Event>,
+    bus: broadcast::Sender<Arc<Event>>,
+    state: watch::Sender<SessionState>,
+    status: SessionStatus,
+    user_turns: u64,
+}
+
+impl<A: AgentControl> Writer<A> {
+    async fn run(
+        mut self,
+        mut outputs: mpsc::Receiver<AgentOutput>,
+        mut commands: mpsc::Receiver<Command>,
+    ) {
+        let mut commands_open = true;
+        loop {
+            let deadline = self.approvals.next_deadline();
+            tokio::select! {
+                output = outputs.recv() => {
+                    let Some(output) = output else {
+                        self.finish(RunFinished {
+                            outcome: RunOutcome::Crashed,
+                            message: Some("the agent adapter stopped without reporting an exit".into()),
+                            exit_code: None,
+                        });
+                        break;
+                    };
+                    if self.on_output(output, &mut outputs) {
+                        break;
+                    }
+                }
+                command = commands.recv(), if commands_open => match command {
+                    Some(c) => self.on_command(c).await,
+                    None => commands_open = false,
+                },
+                () = sleep_until(deadline) => self.expire_approvals().await,
+            }
+        }
+        let _ = self.transcript.sync();
+    }
+
+    /// Handles one output and whatever else is already queued; true once the agent exited.
+    fn on_output(&mut self, first: AgentOutput, outputs: &mut mpsc::Receiver<AgentOutput>) -> bool {
+        let mut batch = Vec::new();
+        let mut next = Some(first);
+        while let Some(output) = next.take() {
+            match output {
+                AgentOutput::Events { native_type, kinds } => {
+                    batch.extend(kinds.into_iter().map(|k| (native_type.clone(), k)));
+                }
+                AgentOutput::Exited(finished) => {
+                    self.append(batch);
+                    self.finish(finished);
+                    return true;
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                next = outputs.try_recv().ok();
+            }
+        }
+        self.append(batch);
+        false
+    }
+
+    fn finish(&mut self, finished: RunFinished) {
+        self.append(vec![(None, EventKind::RunFinished(finished.clone()))]);
+        let state = SessionState {
+            finished: Some(finished),
+            ..self.state.borrow().clone()
+        };
+        let _ = self.state.send(state);
+    }
+
+    async fn on_command(&mut self, command: Command) {
+        match command {
+            Command::UserText { text, reply } => {
+                self.user_turns += 1;
+                let kind = EventKind::UserText(TextBlock {
+                    is_partial: false,
+                    message_id: format!("user-{}", self.user_turns),
+                    text: text.clone(),
+                });
+                self.append(vec![(None, kind)]);
+                let result = self.agent.send_user_text(&text).await;
+                let _ = reply.send(self.report(result, "sending the prompt failed"));
+            }
+            Command::Decide {
+                request_id,
+                decision,
+                by,
+                reply,
+            } => {
+                let _ = reply.send(self.decide(&request_id, decision, &by).await);
+            }
+            Command::Interrupt { by, reply } => {
+                let result = if self.capabilities.interrupt {
+                    self.append(vec![(
+                        None,
+                        EventKind::InterruptRequested(InterruptRequested { by }),
+                    )]);
+                    let r = self.agent.interrupt().await;
+                    self.report(r, "interrupting failed")
+                } else {
+                    Err(CoreError::Unsupported(
+                        "this backend cannot interrupt a turn".into(),
+                    ))
+                };
+                let _ = reply.send(result);
+            }
+            Command::SetModel { model, reply } => {
+                let r = self.agent.set_model(&model).await;
+                let _ = reply.send(self.report(r, "changing the model failed"));
+            }
+            Command::SetPermissionMode { mode, reply } => {
+                let r = self.agent.set_permission_mode(&mode).await;
+                let _ = reply.send(self.report(r, "changing the permission mode failed"));
+            }
+            Command::CloseInput { reply } => {
+                self.agent.close_input().await;
+                let _ = reply.send(Ok(()));
+            }
+            Command::Stop { grace, reply } => {
+                self.agent.stop(grace);
+                let _ = reply.send(Ok(()));
+            }
+        }
+    }
+
+    /// Records a failed agent call as an `error` event and turns it into the caller's error.
+    fn report(&mut self, result: Result<(), AgentError>, what: &str) -> Result<(), CoreError> {
+        result.map_err(|e| {
+            let code = match e {
+                AgentError::InvalidInput(_) => ErrorCode::InvalidInput,
+                _ => ErrorCode::AgentExited,
+            };
+            self.append(vec![(None, host_error(code, format!("{what}: {e}")))]);
+            CoreError::Agent(e)
+        })
+    }
+
+    async fn decide(
+        &mut self,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+    ) -> Result<ApprovalResolved, CoreError> {
+        self.approvals.check(request_id)?;
+        let caps = self.capabilities;
+        let unsupported = match decision.kind() {
+            DecisionKind::AllowEdited if !caps.edited_tool_input => Some("edited tool input"),
+            DecisionKind::AllowAlways if !caps.allow_always => Some("always-allow"),
+            DecisionKind::DenyAndStop if !caps.deny_and_stop => Some("deny-and-stop"),
+            _ => None,
+        };
+        if let Some(what) = unsupported {
+            return Err(CoreError::Unsupported(format!(
+                "this backend does not support {what}"
+            )));
+        }
+        decision
+            .validate()
+            .map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
+        match self.agent.respond(request_id, &decision).await {
+            Ok(()) => {
+                let resolution = decision.resolution(request_id, by);
+                self.append(vec![(
+                    None,
+                    EventKind::ApprovalResolved(resolution.clone()),
+                )]);
+                Ok(resolution)
+            }
+            Err(AgentError::UnknownRequest(_)) => {
+                // The agent stopped waiting (turn ended, process died) before this answer arrived.
+                let void = self
+                    .approvals
+                    .cancel_all("the agent no longer waits for this answer");
+                self.append(
+                    void.into_iter()
+                        .map(|r| (None, EventKind::ApprovalResolved(r)))
+                        .collect(),
+                );
+                Err(CoreError::UnknownRequest(request_id.to_owned()))
+            }
+            Err(e) => Err(CoreError::Agent(e)),
+        }
+    }
+
+    async fn expire_approvals(&mut self) {
+        let secs = self.approvals.timeout().map_or(0, |t| t.as_secs());
+        for id in self.approvals.expired(tokio::time::Instant::now()) {
+            let message = format!("no answer within {secs} s; denied by the approval timeout");
+            let _ = self
+                .decide(&id, Decision::Deny { message }, "host:timeout")
+                .await;
+        }
+    }
+
+    /// Assigns seq, applies approvals and status, writes, then tells subscribers.
+    fn append(&mut self, batch: Vec<(Option<String>, EventKind)>) {
+        if batch.is_empty() && self.unwritten.is_empty() {
+            return;
+        }
+        let mut seq = self.transcript.last_seq() + self.unwritten.len() as u64;
+        let mut events = std::mem::take(&mut self.unwritten);
+        let mut push = |native_type: Option<String>, kind: EventKind, events: &mut Vec<Event>| {
+            seq += 1;
+            events.push(Event {
+                seq,
+                at: now(),
+                session_id: self.config.session_id.clone(),
+                backend: self.config.backend,
+                native_type,
+                kind,
+            });
+        };
+        for (native_type, kind) in batch {
+            let void_reason = match &kind {
+                EventKind::TurnCompleted(_) => Some("the turn ended before an answer"),
+                EventKind::RunFinished(_) => Some("the agent exited before an answer"),
+                _ => None,
+            };
+            if let Some(why) = void_reason {
+                for r in self.approvals.cancel_all(why) {
+                    push(None, EventKind::ApprovalResolved(r), &mut events);
+                }
+            }
+            match &kind {
+                EventKind::ApprovalRequested(a) => self.approvals.open(a.clone()),
+                EventKind::ApprovalResolved(r) => self.approvals.close(r),
+                _ => {}
+            }
+            let status = next_status(self.status, &kind, self.approvals.pending_count());
+            push(native_type, kind, &mut events);
+            if status != self.status {
+                let change = StatusChanged {
+                    status,
+                    previous: self.status,
+                };
+                self.status = status;
+                push(None, EventKind::StatusChanged(change), &mut events);
+            }
+        }
+        let storage_error = match self.transcript.append(&events) {
+            Ok(()) => {
+                for e in &events {
+                    let _ = self.bus.send(Arc::new(e.clone()));
+                }
+                None
+            }
+            Err(e) => {
+                self.unwritten = events;
+                Some(e.to_string())
+            }
+        };
+        let mut state = self.state.borrow().clone();
+        state.status = self.status;
+        state.last_seq = self.transcript.last_seq();
+        state.pending_approvals = self.approvals.pending_count();
+        state.storage_error = storage_error;
+        let _ = self.state.send(state);
+    }
+}
+
+fn host_error(code: ErrorCode, message: String) -> EventKind {
+    EventKind::Error(ErrorEvent {
+        code,
+        message,
+        http_status: None,
+    })
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_datetime(time::OffsetDateTime::now_utc())
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,26 @@
+//! Errors of the session core.
+
+use nucleic_agents::AgentError;
+use nucleic_protocol::DecisionKind;
+use nucleic_store::StoreError;
+
+/// A session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error("no pending approval {0} in this session")]
+    UnknownRequest(String),
+    #[error("approval {request_id} was already answered ({decision:?}) by {by}")]
+    AlreadyResolved {
+        request_id: String,
+        decision: DecisionKind,
+        by: String,
+    },
+    #[error("the session has ended")]
+    SessionEnded,
+    #[error("{0}")]
+    Unsupported(String),
+}

@@ -1,0 +1,171 @@
+//! `SessionHandle`: how the rest of the host talks to a session's controller task.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nucleic_protocol::{ApprovalResolved, Decision, Event, RunFinished, SessionStatus};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::error::CoreError;
+use crate::subscription::Subscription;
+
+/// What a session looks like right now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionState {
+    pub status: SessionStatus,
+    pub last_seq: u64,
+    pub pending_approvals: usize,
+    /// Set once the agent process is gone.
+    pub finished: Option<RunFinished>,
+    /// The last transcript write failure, if events are being held in memory.
+    pub storage_error: Option<String>,
+}
+
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, CoreError>>;
+
+/// Requests to the controller task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    UserText {
+        text: String,
+        reply: Reply<()>,
+    },
+    Decide {
+        request_id: String,
+        decision: Decision,
+        by: String,
+        reply: Reply<ApprovalResolved>,
+    },
+    Interrupt {
+        by: String,
+        reply: Reply<()>,
+    },
+    SetModel {
+        model: String,
+        reply: Reply<()>,
+    },
+    SetPermissionMode {
+        mode: String,
+        reply: Reply<()>,
+    },
+    CloseInput {
+        reply: Reply<()>,
+    },
+    Stop {
+        grace: Duration,
+        reply: Reply<()>,
+    },
+}
+
+/// A cheap, cloneable handle on one running session.
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    pub(crate) session_id: String,
+    pub(crate) commands: mpsc::Sender<Command>,
+    pub(crate) bus: broadcast::WeakSender<Arc<Event>>,
+    pub(crate) state: watch::Receiver<SessionState>,
+    pub(crate) transcript: PathBuf,
+}
+
+impl SessionHandle {
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Where its transcript lives.
+    pub fn transcript_path(&self) -> &Path {
+        &self.transcript
+    }
+
+    /// A snapshot of its state.
+    pub fn state(&self) -> SessionState {
+        self.state.borrow().clone()
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(make(tx))
+            .await
+            .map_err(|_| CoreError::SessionEnded)?;
+        rx.await.map_err(|_| CoreError::SessionEnded)?
+    }
+
+    /// Sends a person's text to the agent (a new turn, or queued behind the running one).
+    pub async fn send_user_text(&self, text: &str) -> Result<(), CoreError> {
+        let text = text.to_owned();
+        self.ask(|reply| Command::UserText { text, reply }).await
+    }
+
+    /// Answers a pending approval. The first answer wins; later ones get
+    /// [`CoreError::AlreadyResolved`] naming who answered.
+    pub async fn decide(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+    ) -> Result<ApprovalResolved, CoreError> {
+        let (request_id, by) = (request_id.to_owned(), by.to_owned());
+        self.ask(|reply| Command::Decide {
+            request_id,
+            decision,
+            by,
+            reply,
+        })
+        .await
+    }
+
+    /// Interrupts the current turn.
+    pub async fn interrupt(&self, by: &str) -> Result<(), CoreError> {
+        let by = by.to_owned();
+        self.ask(|reply| Command::Interrupt { by, reply }).await
+    }
+
+    /// Changes the model mid-session.
+    pub async fn set_model(&self, model: &str) -> Result<(), CoreError> {
+        let model = model.to_owned();
+        self.ask(|reply| Command::SetModel { model, reply }).await
+    }
+
+    /// Changes the permission mode mid-session.
+    pub async fn set_permission_mode(&self, mode: &str) -> Result<(), CoreError> {
+        let mode = mode.to_owned();
+        self.ask(|reply| Command::SetPermissionMode { mode, reply })
+            .await
+    }
+
+    /// Closes the agent's input: it finishes queued turns and exits.
+    pub async fn close_input(&self) -> Result<(), CoreError> {
+        self.ask(|reply| Command::CloseInput { reply }).await
+    }
+
+    /// Stops the agent's whole process group now.
+    pub async fn stop(&self, grace: Duration) -> Result<(), CoreError> {
+        self.ask(|reply| Command::Stop { grace, reply }).await
+    }
+
+    /// Every event from `from_seq` on: first what is on disk, then live.
+    pub fn subscribe(&self, from_seq: u64) -> Result<Subscription, CoreError> {
+        let live = self.bus.upgrade().map(|b| b.subscribe());
+        Subscription::start(self.transcript.clone(), from_seq, live)
+    }
+
+    /// Waits until the agent process is gone and returns how its run ended.
+    pub async fn wait_finished(&self) -> RunFinished {
+        let mut state = self.state.clone();
+        loop {
+            if let Some(f) = state.borrow().finished.clone() {
+                return f;
+            }
+            if state.changed().await.is_err() {
+                return state.borrow().finished.clone().unwrap_or(RunFinished {
+                    outcome: nucleic_protocol::RunOutcome::Crashed,
+                    message: Some("the session controller stopped unexpectedly".into()),
+                    exit_code: None,
+                });
+            }
+        }
+    }
+}

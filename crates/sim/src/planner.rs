@@ -1,0 +1,289 @@
+//! Planner: turns a prompt into the deterministic list of actions the simulated agent takes.
+
+/// One tool call the agent will make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write `content` to `path` (as typed, relative to cwd unless absolute).
+    Write {
+        /// The path as typed.
+        path: String,
+        /// The file content.
+        content: String,
+    },
+    /// Replace `old` by `new` in `path`.
+    Edit {
+        /// The path as typed.
+        path: String,
+        /// Text to find.
+        old: String,
+        /// Replacement text.
+        new: String,
+    },
+    /// Run a shell command.
+    Bash {
+        /// The command line.
+        command: String,
+    },
+}
+
+impl Action {
+    /// The tool name the real CLI uses for this action.
+    pub fn tool_name(&self) -> &'static str {
+        match self {
+            Self::Write { .. } => "Write",
+            Self::Edit { .. } => "Edit",
+            Self::Bash { .. } => "Bash",
+        }
+    }
+
+    /// A short sentence announcing the action ("write a.txt").
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Write { path, .. } => format!("write {path}"),
+            Self::Edit { path, .. } => format!("edit {path}"),
+            Self::Bash { command } => format!("run `{command}`"),
+        }
+    }
+}
+
+/// What the agent will do for one prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Emit a thinking block first (`think` appears as a word).
+    pub think: bool,
+    /// Sleep 200 ms between stream chunks (`slow` appears as a word).
+    pub slow: bool,
+    /// The tool calls, in order. Empty means a plain text reply.
+    pub actions: Vec<Action>,
+    /// The prompt text, trimmed.
+    pub prompt: String,
+}
+
+impl Plan {
+    /// The text block that opens the reply: an announcement of the actions, or the whole
+    /// reply when there are none.
+    pub fn opening_text(&self) -> String {
+        if self.actions.is_empty() {
+            return format!(
+                "Simulated agent here. You said: {}. Try: write notes.txt containing hi",
+                self.prompt
+            );
+        }
+        let mut parts = self.actions.iter().map(Action::describe);
+        let mut text = format!("I'll {}.", parts.next().unwrap_or_default());
+        for part in parts {
+            text.push_str(&format!(" Then I'll {part}."));
+        }
+        text
+    }
+
+    /// The thinking text, when [`Plan::think`] is set.
+    pub fn thinking_text(&self) -> String {
+        format!(
+            "The user asked: {}. I will plan {} action(s) and carry them out.",
+            self.prompt,
+            self.actions.len()
+        )
+    }
+}
+
+/// Words skipped before the verb of a step.
+const FILLER: &[&str] = &[
+    "please", "think", "slow", "and", "then", "now", "first", "also",
+];
+
+/// Builds the plan for a prompt. See the crate documentation for the grammar.
+pub fn plan(prompt: &str) -> Plan {
+    let prompt = prompt.trim().to_owned();
+    let words: Vec<String> = prompt
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let think = words.iter().any(|w| w == "think");
+    let slow = words.iter().any(|w| w == "slow");
+    let actions = split_steps(&prompt)
+        .into_iter()
+        .filter_map(parse_step)
+        .collect();
+    Plan {
+        think,
+        slow,
+        actions,
+        prompt,
+    }
+}
+
+/// Splits on ` then ` (any case), keeping the original text of each step.
+fn split_steps(prompt: &str) -> Vec<&str> {
+    let lower = prompt.to_ascii_lowercase();
+    let mut steps = Vec::new();
+    let mut start = 0;
+    while let Some(pos) = lower[start..].find(" then ") {
+        steps.push(&prompt[start..start + pos]);
+        start += pos + " then ".len();
+    }
+    steps.push(&prompt[start..]);
+    steps
+}
+
+/// Parses one step; `None` when it is not an action.
+fn parse_step(step: &str) -> Option<Action> {
+    let mut rest = step.trim();
+    // Skip filler words ("please", "think,", ...) before the verb.
+    loop {
+        let (word, tail) = split_word(rest);
+        let bare = word.trim_matches(|c: char| c == ',' || c == ':' || c == ';');
+        if !word.is_empty() && FILLER.contains(&bare.to_ascii_lowercase().as_str()) {
+            rest = tail;
+        } else {
+            break;
+        }
+    }
+    let (verb, tail) = split_word(rest);
+    let verb = verb.to_ascii_lowercase();
+    match verb.as_str() {
+        "write" | "create" => {
+            let (path, tail) = split_word(tail);
+            let path = clean_path(path)?;
+            let content = strip_keyword(tail, "containing")
+                .map(|t| unescape(t.trim()))
+                .map(|mut t| {
+                    if !t.ends_with('\n') {
+                        t.push('\n');
+                    }
+                    t
+                })
+                .unwrap_or_else(|| "hello\n".to_owned());
+            Some(Action::Write { path, content })
+        }
+        "edit" => {
+            let (path, tail) = tail.trim_start().split_once(':')?;
+            let path = clean_path(path.trim())?;
+            let (old, new) = tail.split_once(" -> ").or_else(|| tail.split_once("->"))?;
+            let old = unescape(old.trim());
+            if old.is_empty() {
+                return None;
+            }
+            Some(Action::Edit {
+                path,
+                old,
+                new: unescape(new.trim()),
+            })
+        }
+        "run" | "bash" | "bash:" => bash_step(tail),
+        _ => {
+            // `bash:ls` with no space after the colon.
+            let lower = rest.to_ascii_lowercase();
+            if lower.starts_with("bash:") {
+                bash_step(&rest["bash:".len()..])
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn bash_step(tail: &str) -> Option<Action> {
+    let command = tail.trim().trim_start_matches(':').trim();
+    (!command.is_empty()).then(|| Action::Bash {
+        command: command.to_owned(),
+    })
+}
+
+/// Splits off the first whitespace-delimited word.
+fn split_word(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    match s.find(char::is_whitespace) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, ""),
+    }
+}
+
+/// Returns the text after `keyword` when `s` starts with it (case-insensitive).
+fn strip_keyword<'a>(s: &'a str, keyword: &str) -> Option<&'a str> {
+    let (word, tail) = split_word(s);
+    word.eq_ignore_ascii_case(keyword).then_some(tail)
+}
+
+/// Strips quotes and trailing sentence punctuation from a path token.
+fn clean_path(token: &str) -> Option<String> {
+    let path = token
+        .trim_matches(|c: char| c == '"' || c == '\'' || c == '`')
+        .trim_end_matches(['.', ',', ';', ':', '!', '?']);
+    (!path.is_empty()).then(|| path.to_owned())
+}
+
+/// Turns the two-character escapes `\n` and `\t` into the characters.
+fn unescape(s: &str) -> String {
+    s.replace("\\n", "\n").replace("\\t", "\t")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &str, content: &str) -> Action {
+        Action::Write {
+            path: path.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn write_and_create() {
+        assert_eq!(plan("write a.txt").actions, vec![write("a.txt", "hello\n")]);
+        assert_eq!(
+            plan("Please create hello.txt containing hello").actions,
+            vec![write("hello.txt", "hello\n")]
+        );
+        assert_eq!(
+            plan("WRITE dir/b.md CONTAINING line one\\nline two").actions,
+            vec![write("dir/b.md", "line one\nline two\n")]
+        );
+        assert_eq!(
+            plan("write notes.txt.").actions,
+            vec![write("notes.txt", "hello\n")]
+        );
+        assert_eq!(plan("write").actions, vec![]);
+    }
+
+    #[test]
+    fn edit_and_bash() {
+        assert_eq!(
+            plan("edit src/a.rs: foo -> bar baz").actions,
+            vec![Action::Edit {
+                path: "src/a.rs".into(),
+                old: "foo".into(),
+                new: "bar baz".into()
+            }]
+        );
+        let bash = |c: &str| Action::Bash { command: c.into() };
+        assert_eq!(plan("run ls -la").actions, vec![bash("ls -la")]);
+        assert_eq!(plan("bash: echo hi > x").actions, vec![bash("echo hi > x")]);
+        assert_eq!(plan("Bash:pwd").actions, vec![bash("pwd")]);
+        assert_eq!(plan("edit a.txt no arrow").actions, vec![]);
+    }
+
+    #[test]
+    fn steps_flags_and_plain_replies() {
+        let p = plan("think first, then write a.txt Then run ls");
+        assert!(p.think && !p.slow);
+        assert_eq!(
+            p.actions,
+            vec![
+                write("a.txt", "hello\n"),
+                Action::Bash {
+                    command: "ls".into()
+                }
+            ]
+        );
+        assert_eq!(p.opening_text(), "I'll write a.txt. Then I'll run `ls`.");
+        let q = plan("slow: tell me a story");
+        assert!(q.slow && q.actions.is_empty());
+        assert_eq!(
+            q.opening_text(),
+            "Simulated agent here. You said: slow: tell me a story. Try: write notes.txt containing hi"
+        );
+        assert!(!plan("unthinkable").think);
+    }
+}

@@ -1,0 +1,478 @@
+//! Integration tests for the mock Messages API, over a hand-written HTTP/1.1 client.
+// The helpers below are test code too: a malformed response should fail the test loudly.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, Script};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[derive(Debug)]
+struct RawResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Chunked body ended with the zero-size chunk (always true when not chunked).
+    complete: bool,
+}
+
+impl RawResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+    /// `(event, data)` pairs of an SSE body.
+    fn events(&self) -> Vec<(String, Value)> {
+        let text = String::from_utf8(self.body.clone()).unwrap();
+        text.split("\n\n")
+            .filter(|f| !f.is_empty())
+            .map(|frame| {
+                let mut lines = frame.lines();
+                let event = lines.next().unwrap().strip_prefix("event: ").unwrap();
+                let data = lines.next().unwrap().strip_prefix("data: ").unwrap();
+                assert!(lines.next().is_none(), "one data line per frame: {frame:?}");
+                (event.to_owned(), serde_json::from_str(data).unwrap())
+            })
+            .collect()
+    }
+}
+
+fn host_port(base_url: &str) -> String {
+    base_url.strip_prefix("http://").unwrap().to_owned()
+}
+
+async fn send(mock: &MockAnthropic, method: &str, path: &str, body: Option<&Value>) -> TcpStream {
+    let addr = host_port(&mock.base_url());
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nx-api-key: sk-test\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
+/// Read until EOF or a connection error, keeping whatever arrived.
+async fn read_all(stream: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn parse(raw: &[u8]) -> RawResponse {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
+    let mut rest = &raw[split + 4..];
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_ascii_lowercase(), v.trim().to_owned())
+        })
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    if !chunked {
+        return RawResponse {
+            status,
+            headers,
+            body: rest.to_vec(),
+            complete: true,
+        };
+    }
+    let mut body = Vec::new();
+    let mut complete = false;
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size_text = std::str::from_utf8(&rest[..eol]).unwrap();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            complete = true;
+            break;
+        }
+        let start = eol + 2;
+        if rest.len() < start + size + 2 {
+            body.extend_from_slice(&rest[start.min(rest.len())..]);
+            break;
+        }
+        body.extend_from_slice(&rest[start..start + size]);
+        rest = &rest[start + size + 2..];
+    }
+    RawResponse {
+        status,
+        headers,
+        body,
+        complete,
+    }
+}
+
+async fn request(
+    mock: &MockAnthropic,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> RawResponse {
+    let mut stream = send(mock, method, path, body).await;
+    let raw = tokio::time::timeout(Duration::from_secs(10), read_all(&mut stream))
+        .await
+        .unwrap();
+    parse(&raw)
+}
+
+fn first_turn(stream: bool) -> Value {
+    json!({
+        "model": "claude-opus-5-5",
+        "max_tokens": 128000,
+        "stream": stream,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "create hello.txt"}]},
+            {"role": "system", "content": "environment"}
+        ]
+    })
+}
+
+fn second_turn(tool_use: &Value) -> Value {
+    let mut body = first_turn(true);
+    let id = tool_use["id"].clone();
+    let msgs = body["messages"].as_array_mut().unwrap();
+    msgs.push(json!({"role": "assistant", "content": [tool_use]}));
+    msgs.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": "File created successfully"}
+    ]}));
+    body
+}
+
+/// Rebuild the content blocks of a streamed message from its events.
+fn assemble(events: &[(String, Value)]) -> (Vec<Value>, Value) {
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut partial: Vec<String> = Vec::new();
+    let mut stop_reason = Value::Null;
+    for (event, data) in events {
+        assert_eq!(data["type"], event.as_str());
+        match event.as_str() {
+            "content_block_start" => {
+                assert_eq!(data["index"], blocks.len());
+                blocks.push(data["content_block"].clone());
+                partial.push(String::new());
+            }
+            "content_block_delta" => {
+                let i = data["index"].as_u64().unwrap() as usize;
+                let d = &data["delta"];
+                match d["type"].as_str().unwrap() {
+                    "text_delta" => {
+                        let t = format!(
+                            "{}{}",
+                            blocks[i]["text"].as_str().unwrap(),
+                            d["text"].as_str().unwrap()
+                        );
+                        blocks[i]["text"] = t.into();
+                    }
+                    "thinking_delta" => {
+                        let t = format!(
+                            "{}{}",
+                            blocks[i]["thinking"].as_str().unwrap(),
+                            d["thinking"].as_str().unwrap()
+                        );
+                        blocks[i]["thinking"] = t.into();
+                    }
+                    "signature_delta" => blocks[i]["signature"] = d["signature"].clone(),
+                    "input_json_delta" => partial[i].push_str(d["partial_json"].as_str().unwrap()),
+                    other => panic!("unexpected delta {other}"),
+                }
+            }
+            "content_block_stop" => {
+                let i = data["index"].as_u64().unwrap() as usize;
+                if blocks[i]["type"] == "tool_use" {
+                    blocks[i]["input"] = serde_json::from_str(&partial[i]).unwrap();
+                }
+            }
+            "message_delta" => stop_reason = data["delta"]["stop_reason"].clone(),
+            _ => {}
+        }
+    }
+    (blocks, stop_reason)
+}
+
+#[tokio::test]
+async fn streaming_write_then_done() {
+    let mock = MockAnthropic::start(Script::write_then_done("/tmp/ws/hello.txt", "hello"))
+        .await
+        .unwrap();
+    let resp = request(
+        &mock,
+        "POST",
+        "/v1/messages?beta=true",
+        Some(&first_turn(true)),
+    )
+    .await;
+    assert_eq!(resp.status, 200);
+    assert!(resp.complete);
+    assert_eq!(resp.header("content-type"), Some("text/event-stream"));
+    let events = resp.events();
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names[..2], ["message_start", "ping"]);
+    assert_eq!(names[names.len() - 2..], ["message_delta", "message_stop"]);
+    let start = &events[0].1["message"];
+    assert!(start["id"].as_str().unwrap().starts_with("msg_mock_"));
+    assert_eq!(start["model"], "claude-opus-5-5");
+    assert_eq!(start["content"], json!([]));
+    assert_eq!(start["usage"]["input_tokens"], 100);
+    let json_deltas = events
+        .iter()
+        .filter(|(_, d)| d["delta"]["type"] == "input_json_delta")
+        .count();
+    assert!(json_deltas >= 2, "input split in 2+ chunks");
+    let text_deltas = events
+        .iter()
+        .filter(|(_, d)| d["delta"]["type"] == "text_delta")
+        .count();
+    assert!((2..=3).contains(&text_deltas));
+
+    let (blocks, stop) = assemble(&events);
+    assert_eq!(stop, "tool_use");
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(
+        blocks[0],
+        json!({"type": "text", "text": "I'll write the file."})
+    );
+    assert_eq!(blocks[1]["name"], "Write");
+    assert_eq!(
+        blocks[1]["input"],
+        json!({"file_path": "/tmp/ws/hello.txt", "content": "hello"})
+    );
+    let id = blocks[1]["id"].as_str().unwrap();
+    assert!(id.starts_with("toolu_") && id.len() == 30, "{id}");
+
+    let resp = request(
+        &mock,
+        "POST",
+        "/v1/messages?beta=true",
+        Some(&second_turn(&blocks[1])),
+    )
+    .await;
+    let (blocks, stop) = assemble(&resp.events());
+    assert_eq!(stop, "end_turn");
+    assert_eq!(blocks, vec![json!({"type": "text", "text": "done"})]);
+}
+
+#[tokio::test]
+async fn non_streaming_json_shape() {
+    let mock = MockAnthropic::start(Script::write_then_done("/w/a.txt", "x"))
+        .await
+        .unwrap();
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(false))).await;
+    assert_eq!(resp.status, 200);
+    assert!(
+        resp.header("content-type")
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let msg = resp.json();
+    assert_eq!(msg["type"], "message");
+    assert_eq!(msg["role"], "assistant");
+    assert_eq!(msg["model"], "claude-opus-5-5");
+    assert_eq!(msg["stop_reason"], "tool_use");
+    assert_eq!(msg["stop_sequence"], Value::Null);
+    assert_eq!(msg["usage"]["input_tokens"], 100);
+    assert!(msg["usage"]["output_tokens"].as_u64().unwrap() >= 1);
+    assert_eq!(msg["content"][0]["type"], "text");
+    assert_eq!(msg["content"][1]["type"], "tool_use");
+    assert_eq!(
+        msg["content"][1]["input"],
+        json!({"file_path": "/w/a.txt", "content": "x"})
+    );
+
+    // Without "stream" at all: JSON too.
+    let mut body = first_turn(false);
+    body.as_object_mut().unwrap().remove("stream");
+    mock.set_script(Script::text("hi"));
+    let msg = request(&mock, "POST", "/v1/messages", Some(&body))
+        .await
+        .json();
+    assert_eq!(msg["content"], json!([{"type": "text", "text": "hi"}]));
+    assert_eq!(msg["stop_reason"], "end_turn");
+}
+
+#[tokio::test]
+async fn thinking_stream() {
+    let mock = MockAnthropic::start(Script::thinking("let me think", "answer"))
+        .await
+        .unwrap();
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    let events = resp.events();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|(_, d)| d["delta"]["type"].as_str())
+        .collect();
+    let sig = kinds.iter().position(|k| *k == "signature_delta").unwrap();
+    assert!(kinds[..sig].iter().all(|k| *k == "thinking_delta") && sig >= 1);
+    let (blocks, stop) = assemble(&events);
+    assert_eq!(stop, "end_turn");
+    assert_eq!(blocks[0]["type"], "thinking");
+    assert_eq!(blocks[0]["thinking"], "let me think");
+    assert!(!blocks[0]["signature"].as_str().unwrap().is_empty());
+    assert_eq!(blocks[1], json!({"type": "text", "text": "answer"}));
+}
+
+#[tokio::test]
+async fn http500_twice_then_success_and_reset() {
+    let script = Script::text("ok").with_fault(FaultKind::Http500, Some(2));
+    let mock = MockAnthropic::start(script.clone()).await.unwrap();
+    for _ in 0..2 {
+        let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+        assert_eq!(resp.status, 500);
+        assert_eq!(
+            resp.json(),
+            json!({"type": "error", "error": {"type": "api_error", "message": "mock: internal error"}})
+        );
+    }
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    assert_eq!(resp.status, 200);
+    // count_tokens is not subject to faults, set_script resets the counter.
+    mock.set_script(script);
+    let resp = request(
+        &mock,
+        "POST",
+        "/v1/messages/count_tokens",
+        Some(&first_turn(false)),
+    )
+    .await;
+    assert_eq!(resp.json(), json!({"input_tokens": 100}));
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(false))).await;
+    assert_eq!(resp.status, 500);
+}
+
+#[tokio::test]
+async fn http429_and_529() {
+    let mock = MockAnthropic::start(Script::text("ok").with_fault(FaultKind::Http429, None))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+        assert_eq!(resp.status, 429);
+        assert_eq!(resp.header("retry-after"), Some("1"));
+        assert_eq!(resp.json()["error"]["type"], "rate_limit_error");
+    }
+    mock.set_script(Script::text("ok").with_fault(FaultKind::Http529, Some(1)));
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    assert_eq!(resp.status, 529);
+    assert_eq!(resp.json()["error"]["type"], "overloaded_error");
+}
+
+#[tokio::test]
+async fn drop_mid_stream_breaks_the_connection() {
+    let script = Script::text("ok").with_fault(FaultKind::DropMidStream, Some(1));
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    assert_eq!(resp.status, 200);
+    assert!(!resp.complete, "no chunked terminator");
+    let text = String::from_utf8_lossy(&resp.body);
+    assert!(text.contains("event: message_start"));
+    assert!(text.contains("event: content_block_start"));
+    assert!(text.contains("text_delta"));
+    assert!(!text.contains("message_stop"));
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    assert!(resp.complete);
+
+    mock.set_script(Script::text("ok").with_fault(FaultKind::DropMidStream, None));
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(false))).await;
+    assert!(!resp.complete);
+    assert!(serde_json::from_slice::<Value>(&resp.body).is_err());
+}
+
+#[tokio::test]
+async fn hang_until_dropped() {
+    let mock = MockAnthropic::start(Script::text("ok").with_fault(FaultKind::Hang, None))
+        .await
+        .unwrap();
+    let mut stream = send(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    let mut buf = [0u8; 16];
+    let early = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf)).await;
+    assert!(early.is_err(), "no response while hanging");
+    assert_eq!(mock.requests().len(), 1);
+    drop(mock);
+    let raw = tokio::time::timeout(Duration::from_secs(5), read_all(&mut stream))
+        .await
+        .unwrap();
+    assert!(
+        raw.is_empty(),
+        "closed without a response: {:?}",
+        String::from_utf8_lossy(&raw)
+    );
+}
+
+#[tokio::test]
+async fn unknown_paths_are_404_and_everything_is_recorded() {
+    let mock = MockAnthropic::start(Script::text("hi")).await.unwrap();
+    let resp = request(&mock, "GET", "/nope?x=1", None).await;
+    assert_eq!(resp.status, 404);
+    assert_eq!(resp.json()["type"], "error");
+    assert_eq!(resp.json()["error"]["type"], "not_found_error");
+    let resp = request(&mock, "HEAD", "/api/hello", None).await;
+    assert_eq!(resp.status, 404);
+    let resp = request(&mock, "GET", "/v1/messages", None).await;
+    assert_eq!(resp.status, 404);
+    let models = request(&mock, "GET", "/v1/models?limit=5", None)
+        .await
+        .json();
+    assert_eq!(models["data"][0]["id"], "claude-opus-5-5");
+    assert_eq!(models["has_more"], false);
+    let body = first_turn(true);
+    request(&mock, "POST", "/v1/messages?beta=true", Some(&body)).await;
+
+    let reqs = mock.requests();
+    let seen: Vec<(&str, &str)> = reqs
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("GET", "/nope?x=1"),
+            ("HEAD", "/api/hello"),
+            ("GET", "/v1/messages"),
+            ("GET", "/v1/models?limit=5"),
+            ("POST", "/v1/messages?beta=true"),
+        ]
+    );
+    assert_eq!(reqs[0].body, Value::Null);
+    assert_eq!(reqs[4].body, body);
+    assert!(
+        reqs[4]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "x-api-key" && v == "sk-test")
+    );
+}
+
+#[tokio::test]
+async fn chunk_delay_spaces_frames() {
+    let script = Script::text("abc").with_chunk_delay(Duration::from_millis(20));
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let started = std::time::Instant::now();
+    let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
+    // message_start, ping, block start, 3 deltas, block stop, message_delta, message_stop.
+    assert_eq!(resp.events().len(), 9);
+    assert!(started.elapsed() >= Duration::from_millis(8 * 20));
+}
