@@ -1,5 +1,5 @@
 //! Agent processes: spawned in their own process group with piped stdio, read line by line with a
-//! length cap, and stopped as a whole group (SIGTERM, then SIGKILL after a grace period).
+//! length cap, and stopped as a whole tree (SIGTERM, then SIGKILL after a grace period).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -61,13 +61,85 @@ pub fn signal_group(pgid: u32, signal: Signal) {
     }
 }
 
-/// SIGTERM to the group now, SIGKILL after `grace` if anything in it is still alive.
-pub fn terminate_group(pgid: u32, grace: Duration) {
-    signal_group(pgid, Signal::SIGTERM);
+/// Stops `pid`, its process group, and every descendant — including those that left the group.
+/// Claude Code starts each Bash tool command in a session of its own (`setsid`), so signalling
+/// the CLI's group alone would orphan them. SIGTERM now; SIGKILL after `grace` to whatever of
+/// the tree (as seen now or then) is still alive.
+pub fn terminate_tree(pid: u32, grace: Duration) {
+    let mut tree = vec![pid];
+    tree.extend(descendants(pid));
+    signal_tree(&tree, Signal::SIGTERM);
     tokio::spawn(async move {
         tokio::time::sleep(grace).await;
-        signal_group(pgid, Signal::SIGKILL);
+        let mut now = tree.clone();
+        for p in &tree {
+            now.extend(descendants(*p));
+        }
+        signal_tree(&now, Signal::SIGKILL);
     });
+}
+
+fn signal_tree(pids: &[u32], signal: Signal) {
+    let mut groups: Vec<u32> = pids
+        .iter()
+        .filter_map(|p| proc_stat(*p).map(|s| s.pgrp))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for g in groups {
+        signal_group(g, signal);
+    }
+    for p in pids {
+        if let Ok(raw) = i32::try_from(*p) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(raw), signal);
+        }
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` this module needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub zombie: bool,
+}
+
+/// Reads `/proc/<pid>/stat` (`None` when the process is gone).
+pub fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is parenthesised and may contain spaces: parse after the last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        ppid,
+        pgrp,
+        zombie: state == "Z",
+    })
+}
+
+/// Every live descendant of `pid` (children, grandchildren, …), from `/proc`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| proc_stat(p).filter(|s| !s.zombie).map(|s| (p, s.ppid)))
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (child, ppid) in &parents {
+            if *ppid == parent && !found.contains(child) {
+                found.push(*child);
+                frontier.push(*child);
+            }
+        }
+    }
+    found
 }
 
 /// One line read from a pipe.
@@ -133,6 +205,37 @@ pub fn which(name: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn terminate_tree_reaches_children_in_other_sessions() {
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "setsid sleep 300 & sleep 300".into()],
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+        };
+        let mut child = spawn_group(&spec).unwrap();
+        let pid = child.id().unwrap();
+        let mut kids = Vec::new();
+        for _ in 0..50 {
+            kids = descendants(pid);
+            if kids.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(kids.len(), 2, "{kids:?}");
+        assert!(
+            kids.iter().any(|k| proc_stat(*k).unwrap().pgrp != pid),
+            "one child left the group"
+        );
+        terminate_tree(pid, Duration::from_millis(200));
+        child.wait().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        for k in kids {
+            assert!(proc_stat(k).is_none_or(|s| s.zombie), "{k} survived");
+        }
+    }
 
     #[tokio::test]
     async fn lines_are_split_and_capped() {

@@ -70,16 +70,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut renderer = Renderer::default();
     let mut interrupts = 0u32;
     let mut finished = None;
+    let mut timed_out = false;
+    let idle = args.idle_timeout.map(Duration::from_secs);
     loop {
         let event = tokio::select! {
             e = events.next() => e?,
+            () = sleep_or_never(idle), if !timed_out => {
+                timed_out = true;
+                let secs = idle.map_or(0, |d| d.as_secs());
+                let reason = format!("the agent produced no output for {secs} s; stopping it");
+                eprintln!("nucleic: {reason}");
+                let _ = session.stop(Duration::from_secs(3), Some(&reason)).await;
+                continue;
+            }
             _ = tokio::signal::ctrl_c() => {
                 interrupts += 1;
                 if interrupts == 1 {
                     eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)");
                     let _ = session.interrupt("terminal").await;
                 } else {
-                    let _ = session.stop(Duration::from_secs(3)).await;
+                    let _ = session.stop(Duration::from_secs(3), None).await;
                 }
                 continue;
             }
@@ -109,6 +119,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let Some(finished) = finished else {
         bail!("the session ended without reporting how")
     };
+    if timed_out {
+        eprintln!("nucleic: run failed (timeout): the agent hung and was stopped");
+        return Ok(ExitCode::from(1));
+    }
     if finished.outcome.is_success() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -119,6 +133,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished.message.as_deref().unwrap_or("no details")
     );
     Ok(ExitCode::from(1))
+}
+
+async fn sleep_or_never(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn backend_of(agent: AgentKind) -> Backend {

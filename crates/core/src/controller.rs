@@ -206,7 +206,14 @@ impl<A: AgentControl> Writer<A> {
                 self.agent.close_input().await;
                 let _ = reply.send(Ok(()));
             }
-            Command::Stop { grace, reply } => {
+            Command::Stop {
+                grace,
+                reason,
+                reply,
+            } => {
+                if let Some(reason) = reason {
+                    self.append(vec![(None, host_error(ErrorCode::Timeout, reason))]);
+                }
                 self.agent.stop(grace);
                 let _ = reply.send(Ok(()));
             }

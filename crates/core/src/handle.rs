@@ -54,6 +54,7 @@ pub(crate) enum Command {
     },
     Stop {
         grace: Duration,
+        reason: Option<String>,
         reply: Reply<()>,
     },
 }
@@ -141,9 +142,16 @@ impl SessionHandle {
         self.ask(|reply| Command::CloseInput { reply }).await
     }
 
-    /// Stops the agent's whole process group now.
-    pub async fn stop(&self, grace: Duration) -> Result<(), CoreError> {
-        self.ask(|reply| Command::Stop { grace, reply }).await
+    /// Stops the agent's whole process group now. A `reason` (e.g. a timeout) is recorded as an
+    /// `error` event first.
+    pub async fn stop(&self, grace: Duration, reason: Option<&str>) -> Result<(), CoreError> {
+        let reason = reason.map(str::to_owned);
+        self.ask(|reply| Command::Stop {
+            grace,
+            reason,
+            reply,
+        })
+        .await
     }
 
     /// Every event from `from_seq` on: first what is on disk, then live.

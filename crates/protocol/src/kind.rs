@@ -385,6 +385,8 @@ pub enum ErrorCode {
     AgentExited,
     /// A host-side failure (disk, transcript).
     Host,
+    /// The agent went quiet for longer than allowed and was stopped.
+    Timeout,
 }
 
 /// One line of the agent's stderr.

@@ -1,3 +1,5 @@
 //! Test support: mock model servers, loopback-only network namespaces, agent CLI discovery.
 
+pub mod agents;
+pub mod isolation;
 pub mod mock_anthropic;

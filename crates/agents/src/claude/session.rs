@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities, host_events};
 use crate::error::AgentError;
-use crate::process::{MAX_LINE_BYTES, ReadLine, read_line_capped, spawn_group, terminate_group};
+use crate::process::{MAX_LINE_BYTES, ReadLine, read_line_capped, spawn_group, terminate_tree};
 
 use super::decode::{ClaudeDecoder, ControlIn};
 use super::exit::{ExitFacts, ProcessEnd, classify};
@@ -331,7 +331,7 @@ impl AgentControl for ClaudeHandle {
     fn stop(&self, grace: Duration) {
         self.shared.stop_requested.store(true, Ordering::SeqCst);
         if let Some(pid) = self.shared.pid {
-            terminate_group(pid, grace);
+            terminate_tree(pid, grace);
         }
     }
 

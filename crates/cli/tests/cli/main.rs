@@ -1,0 +1,9 @@
+//! Component tests of the `nucleic` binary and the session stack, end to end: the simulated agent
+//! (fast, no network) and the real pinned `claude` against the mock Anthropic server inside a
+//! loopback-only network namespace.
+
+mod bad_input;
+mod real_claude;
+mod real_claude_session;
+mod sim_run;
+mod support;

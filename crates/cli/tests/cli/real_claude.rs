@@ -1,0 +1,226 @@
+//! `nucleic run --agent claude` with the real pinned CLI against the mock Anthropic server, each
+//! test in its own loopback-only network namespace.
+
+use nucleic_protocol::{EventKind, RunOutcome};
+use nucleic_testkit::agents::{claude_offline_env, real_claude};
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, Script};
+use pretty_assertions::assert_eq;
+
+use crate::support::*;
+
+struct Setup {
+    dir: tempfile::TempDir,
+    mock: MockAnthropic,
+    env: Vec<(String, String)>,
+    claude: String,
+}
+
+async fn setup(script: Script) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let scratch = dir.path().join(".scratch");
+    let env = claude_offline_env(&mock.base_url(), &scratch);
+    Setup {
+        dir,
+        mock,
+        env,
+        claude: real_claude().to_string_lossy().into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_write_allowed() {
+    if isolated!("real_claude_write_allowed") {
+        return;
+    }
+    let s = setup(Script::text("unused")).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let target = cwd.join("hello.txt");
+    s.mock
+        .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--approve",
+            "allow",
+            "--json",
+            "create hello.txt",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
+    assert_gapless(&r.events);
+    assert_in_order(
+        &r.events,
+        &[
+            "sessionStarted",
+            "toolCallStarted",
+            "approvalRequested",
+            "approvalResolved",
+            "toolResult",
+            "assistantText",
+            "usage",
+            "turnCompleted",
+            "runFinished",
+        ],
+    );
+    let started = find(&r.events, |k| match k {
+        EventKind::ToolCallStarted(c) => Some(c.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(started.name, "Write");
+    let session = find(&r.events, |k| match k {
+        EventKind::SessionStarted(s) => Some(s.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(session.agent_version.as_deref(), Some("2.1.332"));
+    let result = find(&r.events, |k| match k {
+        EventKind::ToolResult(t) => Some(t.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(!result.is_error);
+    let done = find(&r.events, |k| match k {
+        EventKind::RunFinished(f) => Some(f.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(done.outcome, RunOutcome::Completed);
+    assert_eq!(transcript_of(&cwd, &r.events), r.events);
+    // Every request the CLI made went to the mock, and only to the model endpoint.
+    assert!(
+        s.mock
+            .requests()
+            .iter()
+            .all(|q| q.path.starts_with("/v1/messages")),
+        "{:?}",
+        s.mock.requests()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_write_denied() {
+    if isolated!("real_claude_write_denied") {
+        return;
+    }
+    let s = setup(Script::text("unused")).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let target = cwd.join("hello.txt");
+    s.mock
+        .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--approve",
+            "deny",
+            "--json",
+            "create hello.txt",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!target.exists());
+    let result = find(&r.events, |k| match k {
+        EventKind::ToolResult(t) => Some(t.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(result.is_error);
+    assert_eq!(
+        result.content,
+        serde_json::json!("denied by nucleic run --approve deny")
+    );
+    assert_gapless(&r.events);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_api_fault_ends_with_a_clear_error_and_intact_transcript() {
+    if isolated!("real_claude_api_fault_ends_with_a_clear_error_and_intact_transcript") {
+        return;
+    }
+    let s = setup(Script::text("never").with_fault(FaultKind::Http500, None)).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--json",
+            "say hi",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
+        "{}",
+        r.stderr
+    );
+    assert_in_order(
+        &r.events,
+        &[
+            "sessionStarted",
+            "apiRetry",
+            "error",
+            "turnCompleted",
+            "runFinished",
+        ],
+    );
+    let turn = find(&r.events, |k| match k {
+        EventKind::TurnCompleted(t) => Some(t.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(turn.is_error);
+    assert_eq!(turn.terminal_reason.as_deref(), Some("api_error"));
+    assert_gapless(&r.events);
+    assert_eq!(transcript_of(&cwd, &r.events), r.events);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_dropped_stream_is_retried_and_the_run_succeeds() {
+    if isolated!("real_claude_dropped_stream_is_retried_and_the_run_succeeds") {
+        return;
+    }
+    let s = setup(Script::text("recovered").with_fault(FaultKind::DropMidStream, Some(1))).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--json",
+            "say hi",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_in_order(
+        &r.events,
+        &["apiRetry", "assistantText", "turnCompleted", "runFinished"],
+    );
+}

@@ -1,0 +1,243 @@
+//! `nucleic run --agent sim`: the whole path with the built-in simulated agent.
+
+use nucleic_protocol::{EventKind, RunOutcome};
+use pretty_assertions::assert_eq;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn sim_write_allowed_creates_the_file_with_events_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_nucleic(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "sim",
+            "--approve",
+            "allow",
+            "--json",
+            "write hello.txt containing hello",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_gapless(&r.events);
+    assert_in_order(
+        &r.events,
+        &[
+            "userText",
+            "sessionStarted",
+            "toolCallStarted",
+            "approvalRequested",
+            "approvalResolved",
+            "toolResult",
+            "assistantText",
+            "usage",
+            "turnCompleted",
+            "runFinished",
+        ],
+    );
+    assert!(
+        r.events
+            .iter()
+            .all(|e| e.backend == nucleic_protocol::Backend::Simulated)
+    );
+    // The transcript on disk holds exactly what was printed.
+    assert_eq!(transcript_of(dir.path(), &r.events), r.events);
+}
+
+#[tokio::test]
+async fn sim_write_denied_creates_nothing_and_the_result_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_nucleic(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "sim",
+            "--approve",
+            "deny",
+            "--json",
+            "write hello.txt",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!dir.path().join("hello.txt").exists());
+    let result = find(&r.events, |k| match k {
+        EventKind::ToolResult(t) => Some(t.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(result.is_error);
+    let resolved = find(&r.events, |k| match k {
+        EventKind::ApprovalResolved(a) => Some(a.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(resolved.by, "cli:--approve deny");
+}
+
+#[tokio::test]
+async fn sim_human_output_is_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(nucleic())
+        .args([
+            "run",
+            "--agent",
+            "sim",
+            "--approve",
+            "allow",
+            "write notes.txt containing hi",
+        ])
+        .current_dir(dir.path())
+        .env("NUCLEIC_HOME", dir.path().join(".nh"))
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let notes = dir.path().join("notes.txt").canonicalize().unwrap();
+    for line in [
+        "> write notes.txt containing hi".to_owned(),
+        format!("⚙ Write file_path={}", notes.display()),
+        "  allowed by cli:--approve allow".to_owned(),
+        "· run finished: completed".to_owned(),
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing line {line:?} in:\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sim_agent_crash_mid_turn_fails_the_run_and_keeps_the_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("NUCLEIC_SIM_FAULT".to_owned(), "crash_mid_turn".to_owned())];
+    let r = run_nucleic(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "sim",
+            "--approve",
+            "allow",
+            "--json",
+            "say hi",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("run failed (crashed)"), "{}", r.stderr);
+    assert!(r.stderr.contains("code 3"), "{}", r.stderr);
+    assert_gapless(&r.events);
+    let done = find(&r.events, |k| match k {
+        EventKind::RunFinished(f) => Some(f.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(done.outcome, RunOutcome::Crashed);
+    assert_eq!(transcript_of(dir.path(), &r.events), r.events);
+}
+
+#[tokio::test]
+async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [(
+        "NUCLEIC_SIM_FAULT".to_owned(),
+        "malformed_stdout,unknown_lines".to_owned(),
+    )];
+    let r = run_nucleic(
+        dir.path(),
+        &["run", "--agent", "sim", "--json", "say hi"],
+        &env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let natives: Vec<_> = r
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Raw(_)))
+        .filter_map(|e| e.native_type.clone())
+        .collect();
+    for t in ["invalid", "brand_new_kind", "system/mystery"] {
+        assert!(natives.iter().any(|n| n == t), "no raw {t} in {natives:?}");
+    }
+    let raw_bad = r
+        .events
+        .iter()
+        .find(|e| e.native_type.as_deref() == Some("invalid"))
+        .unwrap();
+    let EventKind::Raw(raw) = &raw_bad.kind else {
+        panic!()
+    };
+    assert_eq!(
+        raw.native.to_value(),
+        serde_json::json!("{this is not json")
+    );
+    assert!(r.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Decode)
+    ));
+}
+
+#[tokio::test]
+async fn sim_api_error_ends_with_a_clear_reason_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("NUCLEIC_SIM_FAULT".to_owned(), "api_error".to_owned())];
+    let r = run_nucleic(
+        dir.path(),
+        &["run", "--agent", "sim", "--json", "say hi"],
+        &env,
+    )
+    .await;
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
+        "{}",
+        r.stderr
+    );
+    assert_in_order(
+        &r.events,
+        &["apiRetry", "error", "turnCompleted", "runFinished"],
+    );
+}
+
+#[tokio::test]
+async fn sim_hanging_agent_is_stopped_by_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("NUCLEIC_SIM_FAULT".to_owned(), "hang".to_owned())];
+    let r = run_nucleic(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "sim",
+            "--idle-timeout",
+            "1",
+            "--json",
+            "say hi",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("no output for 1 s"), "{}", r.stderr);
+    let done = find(&r.events, |k| match k {
+        EventKind::RunFinished(f) => Some(f.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(done.outcome, RunOutcome::Stopped);
+    assert!(r.events.iter().any(
+        |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Timeout)
+    ));
+}

@@ -1,0 +1,58 @@
+//! The real agent CLIs for tests: where the pinned installs are, and the offline environment
+//! that keeps them talking only to our mock servers (see the reference docs, section 3).
+
+use std::path::{Path, PathBuf};
+
+/// The Claude Code version the tests pin.
+pub const CLAUDE_VERSION: &str = "2.1.332";
+
+/// The pinned `claude`: `$NUCLEIC_CLAUDE_BIN`, else the install cache of
+/// `scripts/install-agents.sh`. Panics with instructions when it is missing: the real-CLI tests
+/// are not optional.
+pub fn real_claude() -> PathBuf {
+    if let Some(p) = std::env::var_os("NUCLEIC_CLAUDE_BIN") {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("NUCLEIC_AGENT_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|c| c.join("nucleic/agents"))
+        });
+    let path = cache
+        .map(|c| {
+            c.join(format!(
+                "claude-code-{CLAUDE_VERSION}/node_modules/.bin/claude"
+            ))
+        })
+        .filter(|p| p.is_file());
+    path.unwrap_or_else(|| {
+        panic!("the pinned claude {CLAUDE_VERSION} is not installed: run scripts/install-agents.sh (or set NUCLEIC_CLAUDE_BIN)")
+    })
+}
+
+/// Environment for a real `claude` that may only reach `base_url`: a throwaway HOME under
+/// `scratch`, the mock's URL and a dummy key, no non-essential traffic, one API retry, and the
+/// CLI's stray sockets/temp files kept inside `scratch`.
+pub fn claude_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String)> {
+    let dir = |name: &str| {
+        let d = scratch.join(name);
+        let _ = std::fs::create_dir_all(&d);
+        d.to_string_lossy().into_owned()
+    };
+    vec![
+        ("HOME".into(), dir("home")),
+        ("XDG_RUNTIME_DIR".into(), dir("run")),
+        ("CLAUDE_CODE_TMPDIR".into(), dir("tmp")),
+        ("ANTHROPIC_BASE_URL".into(), base_url.to_owned()),
+        ("ANTHROPIC_API_KEY".into(), "sk-test".into()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        ),
+        ("CLAUDE_CODE_MAX_RETRIES".into(), "1".into()),
+        ("DISABLE_AUTOUPDATER".into(), "1".into()),
+    ]
+}
