@@ -50,7 +50,7 @@ pub fn enter(full_name: &str, extra: Extra) -> bool {
     eprint!("{stderr}");
     assert!(
         out.status.success() && stdout.contains("test result: ok. 1 passed"),
-        "isolated run of {full_name} failed ({}). Isolation needs root (unshare --net) and iproute2.",
+        "isolated run of {full_name} failed ({}); its output is above (isolation itself needs root for unshare, and iproute2)",
         out.status
     );
     true
