@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Commands {
     /// Run one agent session in place (no worktree), in the foreground.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Find claude, codex and git, show their versions, and say what is missing or untested.
     Doctor,
     /// The built-in simulated agent (speaks the Claude Code stream-json protocol).
@@ -123,7 +123,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match runtime.block_on(run::run(args)) {
+            match runtime.block_on(run::run(*args)) {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("nucleic: {e:#}");

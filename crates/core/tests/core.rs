@@ -2,6 +2,8 @@
 //! seq and transcript, subscriptions from any seq, status, approvals (first responder wins,
 //! voiding, timeouts, capabilities), and a full disk.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

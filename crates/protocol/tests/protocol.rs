@@ -1,5 +1,7 @@
 //! Component tests of the event model: the seed export round-trips, wire snapshots, invariants.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 use nucleic_protocol::{
     ApprovalRequested, ApprovalResolved, Backend, DecisionKind, Event, EventKind, RunFinished,
     RunOutcome, SessionStatus, StatusChanged, Timestamp,

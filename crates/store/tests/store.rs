@@ -1,5 +1,7 @@
 //! Component tests of the transcript store on real files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 

@@ -139,6 +139,7 @@ pub(crate) enum StartBlock {
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the names are the wire's
 pub(crate) enum Delta {
     TextDelta {
         text: String,

@@ -2,6 +2,8 @@
 //! (fast, no network) and the real pinned `claude` against the mock Anthropic server inside a
 //! loopback-only network namespace.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 mod bad_input;
 mod real_claude;
 mod real_claude_session;
