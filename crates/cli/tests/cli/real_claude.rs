@@ -224,3 +224,68 @@ async fn real_claude_dropped_stream_is_retried_and_the_run_succeeds() {
         &["apiRetry", "assistantText", "turnCompleted", "runFinished"],
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_rate_limited_then_served() {
+    if isolated!("real_claude_rate_limited_then_served") {
+        return;
+    }
+    let s = setup(Script::text("served").with_fault(FaultKind::Http429, Some(1))).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--json",
+            "say hi",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let retry = find(&r.events, |k| match k {
+        EventKind::ApiRetry(a) => Some(a.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(retry.error, "rate_limit");
+    assert_eq!(retry.http_status, Some(429));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_hanging_provider_is_cut_off_by_the_idle_timeout() {
+    if isolated!("real_claude_hanging_provider_is_cut_off_by_the_idle_timeout") {
+        return;
+    }
+    let s = setup(Script::text("never").with_fault(FaultKind::Hang, None)).await;
+    let cwd = s.dir.path().canonicalize().unwrap();
+    let r = run_nucleic(
+        &cwd,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &s.claude,
+            "--idle-timeout",
+            "3",
+            "--json",
+            "say hi",
+        ],
+        &s.env,
+    )
+    .await;
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("no output for 3 s"), "{}", r.stderr);
+    let done = find(&r.events, |k| match k {
+        EventKind::RunFinished(f) => Some(f.clone()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(done.outcome, RunOutcome::Stopped);
+    assert_gapless(&r.events);
+}

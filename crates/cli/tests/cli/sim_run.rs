@@ -241,3 +241,73 @@ async fn sim_hanging_agent_is_stopped_by_the_idle_timeout() {
         |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Timeout)
     ));
 }
+
+#[tokio::test]
+async fn sim_runs_on_a_machine_with_no_agent_cli_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ("NUCLEIC_AGENT_CACHE".to_owned(), "/nonexistent".to_owned()),
+        ("ANTHROPIC_API_KEY".to_owned(), String::new()),
+    ];
+    let r = run_nucleic(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "sim",
+            "--approve",
+            "allow",
+            "--json",
+            "write a.txt then run cat a.txt",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let results: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(
+        results[1].content,
+        serde_json::json!("hello"),
+        "cat ran after the write"
+    );
+}
+
+#[tokio::test]
+async fn sim_terminal_approval_takes_a_deny_reason() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(nucleic())
+        .args(["run", "--agent", "sim", "--json", "write secret.txt"])
+        .current_dir(dir.path())
+        .env("NUCLEIC_HOME", dir.path().join(".nh"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"n not that file\n")
+        .await
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Allow Write"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(r#""decision":"deny","by":"terminal","message":"not that file""#),
+        "{stdout}"
+    );
+    assert!(!dir.path().join("secret.txt").exists());
+}
