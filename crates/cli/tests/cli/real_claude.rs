@@ -1,7 +1,7 @@
 //! `nucleic run --agent claude` with the real pinned CLI against the mock Anthropic server, each
 //! test in its own loopback-only network namespace.
 
-use nucleic_protocol::{EventKind, RunOutcome};
+use nucleic_protocol::RunOutcome;
 use nucleic_testkit::agents::{claude_offline_env, real_claude};
 use nucleic_testkit::isolated;
 use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, Script};
@@ -29,6 +29,22 @@ async fn setup(script: Script) -> Setup {
     }
 }
 
+impl Setup {
+    /// `nucleic run --agent claude --agent-bin <pinned claude> --json <args>` in the setup's dir.
+    async fn run(&self, args: &[&str]) -> RunResult {
+        let mut all = vec![
+            "run",
+            "--agent",
+            "claude",
+            "--agent-bin",
+            &self.claude,
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        run_nucleic(&self.dir.path().canonicalize().unwrap(), &all, &self.env).await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn real_claude_write_allowed() {
     if isolated!("real_claude_write_allowed") {
@@ -39,22 +55,7 @@ async fn real_claude_write_allowed() {
     let target = cwd.join("hello.txt");
     s.mock
         .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--approve",
-            "allow",
-            "--json",
-            "create hello.txt",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["--approve", "allow", "create hello.txt"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
     assert_gapless(&r.events);
@@ -72,29 +73,13 @@ async fn real_claude_write_allowed() {
             "runFinished",
         ],
     );
-    let started = find(&r.events, |k| match k {
-        EventKind::ToolCallStarted(c) => Some(c.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let started = first!(r.events, ToolCallStarted);
     assert_eq!(started.name, "Write");
-    let session = find(&r.events, |k| match k {
-        EventKind::SessionStarted(s) => Some(s.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let session = first!(r.events, SessionStarted);
     assert_eq!(session.agent_version.as_deref(), Some("2.1.332"));
-    let result = find(&r.events, |k| match k {
-        EventKind::ToolResult(t) => Some(t.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let result = first!(r.events, ToolResult);
     assert!(!result.is_error);
-    let done = find(&r.events, |k| match k {
-        EventKind::RunFinished(f) => Some(f.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let done = first!(r.events, RunFinished);
     assert_eq!(done.outcome, RunOutcome::Completed);
     assert_eq!(transcript_of(&cwd, &r.events), r.events);
     // Every request the CLI made went to the mock, and only to the model endpoint.
@@ -118,29 +103,10 @@ async fn real_claude_write_denied() {
     let target = cwd.join("hello.txt");
     s.mock
         .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--approve",
-            "deny",
-            "--json",
-            "create hello.txt",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["--approve", "deny", "create hello.txt"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!target.exists());
-    let result = find(&r.events, |k| match k {
-        EventKind::ToolResult(t) => Some(t.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let result = first!(r.events, ToolResult);
     assert!(result.is_error);
     assert_eq!(
         result.content,
@@ -156,20 +122,7 @@ async fn real_claude_api_fault_ends_with_a_clear_error_and_intact_transcript() {
     }
     let s = setup(Script::text("never").with_fault(FaultKind::Http500, None)).await;
     let cwd = s.dir.path().canonicalize().unwrap();
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--json",
-            "say hi",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["say hi"]).await;
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
@@ -186,11 +139,7 @@ async fn real_claude_api_fault_ends_with_a_clear_error_and_intact_transcript() {
             "runFinished",
         ],
     );
-    let turn = find(&r.events, |k| match k {
-        EventKind::TurnCompleted(t) => Some(t.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let turn = first!(r.events, TurnCompleted);
     assert!(turn.is_error);
     assert_eq!(turn.terminal_reason.as_deref(), Some("api_error"));
     assert_gapless(&r.events);
@@ -203,21 +152,7 @@ async fn real_claude_dropped_stream_is_retried_and_the_run_succeeds() {
         return;
     }
     let s = setup(Script::text("recovered").with_fault(FaultKind::DropMidStream, Some(1))).await;
-    let cwd = s.dir.path().canonicalize().unwrap();
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--json",
-            "say hi",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["say hi"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_in_order(
         &r.events,
@@ -231,27 +166,9 @@ async fn real_claude_rate_limited_then_served() {
         return;
     }
     let s = setup(Script::text("served").with_fault(FaultKind::Http429, Some(1))).await;
-    let cwd = s.dir.path().canonicalize().unwrap();
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--json",
-            "say hi",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["say hi"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let retry = find(&r.events, |k| match k {
-        EventKind::ApiRetry(a) => Some(a.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let retry = first!(r.events, ApiRetry);
     assert_eq!(retry.error, "rate_limit");
     assert_eq!(retry.http_status, Some(429));
 }
@@ -262,30 +179,10 @@ async fn real_claude_hanging_provider_is_cut_off_by_the_idle_timeout() {
         return;
     }
     let s = setup(Script::text("never").with_fault(FaultKind::Hang, None)).await;
-    let cwd = s.dir.path().canonicalize().unwrap();
-    let r = run_nucleic(
-        &cwd,
-        &[
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &s.claude,
-            "--idle-timeout",
-            "3",
-            "--json",
-            "say hi",
-        ],
-        &s.env,
-    )
-    .await;
+    let r = s.run(&["--idle-timeout", "3", "say hi"]).await;
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("no output for 3 s"), "{}", r.stderr);
-    let done = find(&r.events, |k| match k {
-        EventKind::RunFinished(f) => Some(f.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let done = first!(r.events, RunFinished);
     assert_eq!(done.outcome, RunOutcome::Stopped);
     assert_gapless(&r.events);
 }

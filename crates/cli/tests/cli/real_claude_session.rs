@@ -15,6 +15,8 @@ use nucleic_testkit::mock_anthropic::{MockAnthropic, Script, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::support::pick;
+
 struct Live {
     session: SessionHandle,
     events: Subscription,
@@ -66,27 +68,15 @@ impl Live {
     }
 
     async fn approval(&mut self) -> nucleic_protocol::ApprovalRequested {
-        self.until(|k| match k {
-            EventKind::ApprovalRequested(a) => Some(a.clone()),
-            _ => None,
-        })
-        .await
+        self.until(|k| pick!(k, ApprovalRequested)).await
     }
 
     async fn turn(&mut self) -> nucleic_protocol::TurnCompleted {
-        self.until(|k| match k {
-            EventKind::TurnCompleted(t) => Some(t.clone()),
-            _ => None,
-        })
-        .await
+        self.until(|k| pick!(k, TurnCompleted)).await
     }
 
     async fn finished(&mut self) -> nucleic_protocol::RunFinished {
-        self.until(|k| match k {
-            EventKind::RunFinished(f) => Some(f.clone()),
-            _ => None,
-        })
-        .await
+        self.until(|k| pick!(k, RunFinished)).await
     }
 
     /// Reads to the end of the stream (the writer task is gone).
@@ -350,12 +340,7 @@ async fn real_claude_killed_mid_approval_voids_the_request() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let cancelled = live
-        .until(|k| match k {
-            EventKind::ApprovalResolved(r) => Some(r.clone()),
-            _ => None,
-        })
-        .await;
+    let cancelled = live.until(|k| pick!(k, ApprovalResolved)).await;
     assert_eq!(cancelled.decision, DecisionKind::Cancelled);
     assert_eq!(cancelled.by, "host");
     let done = live.finished().await;
@@ -431,12 +416,7 @@ async fn real_claude_resume_and_fork_carry_the_conversation() {
         .unwrap();
     let mut live = start(&cwd, &mock, |_| {});
     live.session.send_user_text("first run").await.unwrap();
-    let started = live
-        .until(|k| match k {
-            EventKind::SessionStarted(s) => Some(s.clone()),
-            _ => None,
-        })
-        .await;
+    let started = live.until(|k| pick!(k, SessionStarted)).await;
     live.turn().await;
     live.session.close_input().await.unwrap();
     live.finished().await;
@@ -447,12 +427,7 @@ async fn real_claude_resume_and_fork_carry_the_conversation() {
         o.fork = true;
     });
     resumed.session.send_user_text("second run").await.unwrap();
-    let again = resumed
-        .until(|k| match k {
-            EventKind::SessionStarted(s) => Some(s.clone()),
-            _ => None,
-        })
-        .await;
+    let again = resumed.until(|k| pick!(k, SessionStarted)).await;
     assert_ne!(
         again.backend_session_id, id,
         "a fork gets a new conversation id"

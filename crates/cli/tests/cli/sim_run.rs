@@ -8,17 +8,9 @@ use crate::support::*;
 #[tokio::test]
 async fn sim_write_allowed_creates_the_file_with_events_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_nucleic(
+    let r = sim(
         dir.path(),
-        &[
-            "run",
-            "--agent",
-            "sim",
-            "--approve",
-            "allow",
-            "--json",
-            "write hello.txt containing hello",
-        ],
+        &["--approve", "allow", "write hello.txt containing hello"],
         &[],
     )
     .await;
@@ -55,33 +47,12 @@ async fn sim_write_allowed_creates_the_file_with_events_in_order() {
 #[tokio::test]
 async fn sim_write_denied_creates_nothing_and_the_result_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_nucleic(
-        dir.path(),
-        &[
-            "run",
-            "--agent",
-            "sim",
-            "--approve",
-            "deny",
-            "--json",
-            "write hello.txt",
-        ],
-        &[],
-    )
-    .await;
+    let r = sim(dir.path(), &["--approve", "deny", "write hello.txt"], &[]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!dir.path().join("hello.txt").exists());
-    let result = find(&r.events, |k| match k {
-        EventKind::ToolResult(t) => Some(t.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let result = first!(r.events, ToolResult);
     assert!(result.is_error);
-    let resolved = find(&r.events, |k| match k {
-        EventKind::ApprovalResolved(a) => Some(a.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let resolved = first!(r.events, ApprovalResolved);
     assert_eq!(resolved.by, "cli:--approve deny");
 }
 
@@ -122,29 +93,12 @@ async fn sim_human_output_is_readable() {
 async fn sim_agent_crash_mid_turn_fails_the_run_and_keeps_the_transcript() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("NUCLEIC_SIM_FAULT".to_owned(), "crash_mid_turn".to_owned())];
-    let r = run_nucleic(
-        dir.path(),
-        &[
-            "run",
-            "--agent",
-            "sim",
-            "--approve",
-            "allow",
-            "--json",
-            "say hi",
-        ],
-        &env,
-    )
-    .await;
+    let r = sim(dir.path(), &["--approve", "allow", "say hi"], &env).await;
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("run failed (crashed)"), "{}", r.stderr);
     assert!(r.stderr.contains("code 3"), "{}", r.stderr);
     assert_gapless(&r.events);
-    let done = find(&r.events, |k| match k {
-        EventKind::RunFinished(f) => Some(f.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let done = first!(r.events, RunFinished);
     assert_eq!(done.outcome, RunOutcome::Crashed);
     assert_eq!(transcript_of(dir.path(), &r.events), r.events);
 }
@@ -156,12 +110,7 @@ async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
         "NUCLEIC_SIM_FAULT".to_owned(),
         "malformed_stdout,unknown_lines".to_owned(),
     )];
-    let r = run_nucleic(
-        dir.path(),
-        &["run", "--agent", "sim", "--json", "say hi"],
-        &env,
-    )
-    .await;
+    let r = sim(dir.path(), &["say hi"], &env).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let natives: Vec<_> = r
         .events
@@ -193,12 +142,7 @@ async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
 async fn sim_api_error_ends_with_a_clear_reason_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("NUCLEIC_SIM_FAULT".to_owned(), "api_error".to_owned())];
-    let r = run_nucleic(
-        dir.path(),
-        &["run", "--agent", "sim", "--json", "say hi"],
-        &env,
-    )
-    .await;
+    let r = sim(dir.path(), &["say hi"], &env).await;
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
@@ -215,27 +159,10 @@ async fn sim_api_error_ends_with_a_clear_reason_and_exit_1() {
 async fn sim_hanging_agent_is_stopped_by_the_idle_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("NUCLEIC_SIM_FAULT".to_owned(), "hang".to_owned())];
-    let r = run_nucleic(
-        dir.path(),
-        &[
-            "run",
-            "--agent",
-            "sim",
-            "--idle-timeout",
-            "1",
-            "--json",
-            "say hi",
-        ],
-        &env,
-    )
-    .await;
+    let r = sim(dir.path(), &["--idle-timeout", "1", "say hi"], &env).await;
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("no output for 1 s"), "{}", r.stderr);
-    let done = find(&r.events, |k| match k {
-        EventKind::RunFinished(f) => Some(f.clone()),
-        _ => None,
-    })
-    .unwrap();
+    let done = first!(r.events, RunFinished);
     assert_eq!(done.outcome, RunOutcome::Stopped);
     assert!(r.events.iter().any(
         |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Timeout)
@@ -250,17 +177,9 @@ async fn sim_runs_on_a_machine_with_no_agent_cli_at_all() {
         ("NUCLEIC_AGENT_CACHE".to_owned(), "/nonexistent".to_owned()),
         ("ANTHROPIC_API_KEY".to_owned(), String::new()),
     ];
-    let r = run_nucleic(
+    let r = sim(
         dir.path(),
-        &[
-            "run",
-            "--agent",
-            "sim",
-            "--approve",
-            "allow",
-            "--json",
-            "write a.txt then run cat a.txt",
-        ],
+        &["--approve", "allow", "write a.txt then run cat a.txt"],
         &env,
     )
     .await;

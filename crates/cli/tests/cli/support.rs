@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use nucleic_protocol::{Event, EventKind};
+use nucleic_protocol::Event;
 
 pub fn nucleic() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nucleic"))
@@ -47,6 +47,13 @@ pub async fn run_nucleic(cwd: &Path, args: &[&str], env: &[(String, String)]) ->
     }
 }
 
+/// `nucleic run --agent sim --json <args>` in `cwd`.
+pub async fn sim(cwd: &Path, args: &[&str], env: &[(String, String)]) -> RunResult {
+    let mut all = vec!["run", "--agent", "sim", "--json"];
+    all.extend_from_slice(args);
+    run_nucleic(cwd, &all, env).await
+}
+
 /// The kinds' wire names, in order.
 pub fn kinds(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| e.kind.type_name()).collect()
@@ -72,10 +79,27 @@ pub fn assert_gapless(events: &[Event]) {
     }
 }
 
-/// The first event of a kind matching `pick`.
-pub fn find<'a, T>(events: &'a [Event], pick: impl Fn(&'a EventKind) -> Option<T>) -> Option<T> {
-    events.iter().find_map(|e| pick(&e.kind))
+/// `Some(payload)` when `kind` is `EventKind::$variant(payload)`.
+macro_rules! pick {
+    ($kind:expr, $variant:ident) => {
+        match $kind {
+            nucleic_protocol::EventKind::$variant(x) => Some(x.clone()),
+            _ => None,
+        }
+    };
 }
+pub(crate) use pick;
+
+/// The payload of the first `$variant` event in `$events` (panics when there is none).
+macro_rules! first {
+    ($events:expr, $variant:ident) => {
+        $events
+            .iter()
+            .find_map(|e| crate::support::pick!(&e.kind, $variant))
+            .unwrap_or_else(|| panic!("no {} event", stringify!($variant)))
+    };
+}
+pub(crate) use first;
 
 /// Reads the session transcript written under `cwd/.nh`.
 pub fn transcript_of(cwd: &Path, events: &[Event]) -> Vec<Event> {
