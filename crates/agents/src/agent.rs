@@ -11,13 +11,28 @@ use crate::error::AgentError;
 /// What a running agent reports to its session controller.
 #[derive(Debug)]
 pub enum AgentOutput {
-    /// Events decoded from one native line (or made by the adapter, with no native type).
-    Events {
-        native_type: Option<String>,
-        kinds: Vec<EventKind>,
-    },
+    /// Events decoded from one or more native lines, in order.
+    Events(Vec<NativeEvent>),
     /// The process is gone; always the last output.
     Exited(RunFinished),
+}
+
+/// One decoded event and the type of the native line it came from (`None` when the adapter made
+/// it, e.g. for an oversized line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeEvent {
+    pub native_type: Option<String>,
+    pub kind: EventKind,
+}
+
+impl NativeEvent {
+    /// Events of one native line.
+    pub fn from_line(native_type: &str, kinds: Vec<EventKind>) -> Vec<NativeEvent> {
+        kinds
+            .into_iter()
+            .map(|kind| NativeEvent { native_type: Some(native_type.to_owned()), kind })
+            .collect()
+    }
 }
 
 /// What a backend supports; the host hides or refuses the rest with a clear message.
@@ -75,10 +90,7 @@ pub trait AgentControl: Send + Sync + 'static {
     fn pid(&self) -> Option<u32>;
 }
 
-/// Helper for adapters: a kind-only event batch with no native type.
-pub(crate) fn host_events(kinds: Vec<EventKind>) -> AgentOutput {
-    AgentOutput::Events {
-        native_type: None,
-        kinds,
-    }
+/// Helper for adapters: events with no native type.
+pub(crate) fn host_events(kinds: Vec<EventKind>) -> Vec<NativeEvent> {
+    kinds.into_iter().map(|kind| NativeEvent { native_type: None, kind }).collect()
 }

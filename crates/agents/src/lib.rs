@@ -10,5 +10,5 @@ pub mod claude;
 mod error;
 pub mod process;
 
-pub use agent::{AgentControl, AgentOutput, Capabilities};
+pub use agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};
 pub use error::AgentError;

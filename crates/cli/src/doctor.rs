@@ -23,12 +23,7 @@ fn version_of(path: &Path) -> Result<String, String> {
     if !out.status.success() {
         return Err(format!("`--version` failed ({})", out.status));
     }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_owned())
+    Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_owned())
 }
 
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
@@ -64,11 +59,7 @@ pub fn doctor() -> ExitCode {
         match &f.path {
             None => {
                 missing_required |= f.required;
-                let what = if f.required {
-                    "MISSING (required)"
-                } else {
-                    "missing"
-                };
+                let what = if f.required { "MISSING (required)" } else { "missing" };
                 println!("{:<7} {what}: {}{}", f.name, f.install, f.note);
             }
             Some(path) => match version_of(path) {
@@ -78,12 +69,7 @@ pub fn doctor() -> ExitCode {
                         Some(t) => format!("UNTESTED version (Nucleic is tested with {t})"),
                         None => "ok".into(),
                     };
-                    println!(
-                        "{:<7} {} — {version} — {verdict}{}",
-                        f.name,
-                        path.display(),
-                        f.note
-                    );
+                    println!("{:<7} {} — {version} — {verdict}{}", f.name, path.display(), f.note);
                 }
                 Err(e) => {
                     missing_required |= f.required;

@@ -24,9 +24,8 @@ pub fn agent_cache() -> Option<PathBuf> {
 /// `claude`: on PATH, else the pinned install.
 pub fn find_claude() -> Option<PathBuf> {
     which("claude".as_ref()).or_else(|| {
-        let p = agent_cache()?.join(format!(
-            "claude-code-{TESTED_CLAUDE}/node_modules/.bin/claude"
-        ));
+        let p =
+            agent_cache()?.join(format!("claude-code-{TESTED_CLAUDE}/node_modules/.bin/claude"));
         p.is_file().then_some(p)
     })
 }

@@ -12,6 +12,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// mimalloc: the event path allocates per event across threads, where glibc's arenas contend.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Nucleic runs coding agents (Claude Code, Codex, a built-in simulated agent) and turns their
 /// output into one normalized, sequenced event stream.
 #[derive(Debug, Parser)]
@@ -105,18 +109,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Commands::SimAgent { args } => {
-            let args = args
-                .into_iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
+            let args = args.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
             ExitCode::from(u8::try_from(nucleic_sim::run_cli(args)).unwrap_or(1))
         }
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("nucleic: cannot start the async runtime: {e}");

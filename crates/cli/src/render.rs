@@ -92,11 +92,7 @@ impl Renderer {
                 format!("  {mark} {}", shorten(&result_text(&r.content), 100))
             }
             EventKind::ApprovalRequested(a) => {
-                format!(
-                    "? {} wants approval: {}",
-                    a.tool_name,
-                    summarize_input(&a.input, 100)
-                )
+                format!("? {} wants approval: {}", a.tool_name, summarize_input(&a.input, 100))
             }
             EventKind::ApprovalResolved(r) => {
                 let what = match r.decision {
@@ -129,10 +125,7 @@ impl Renderer {
                 if t.is_error { "failed" } else { "done" },
                 t.usage.input_tokens,
                 t.usage.output_tokens,
-                t.usage
-                    .cost_usd
-                    .map(|c| format!(", ${c:.4}"))
-                    .unwrap_or_default()
+                t.usage.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
             ),
             EventKind::RunFinished(r) => format!(
                 "· run finished: {}",
@@ -143,14 +136,8 @@ impl Renderer {
             ),
             EventKind::SettingsChanged(s) => format!(
                 "· settings: {}{}",
-                s.model
-                    .as_deref()
-                    .map(|m| format!("model {m} "))
-                    .unwrap_or_default(),
-                s.permission_mode
-                    .as_deref()
-                    .map(|m| format!("mode {m}"))
-                    .unwrap_or_default()
+                s.model.as_deref().map(|m| format!("model {m} ")).unwrap_or_default(),
+                s.permission_mode.as_deref().map(|m| format!("mode {m}")).unwrap_or_default()
             ),
             EventKind::InterruptRequested(i) => format!("· interrupt requested by {}", i.by),
             EventKind::RateLimit(r) => format!("· rate limit: {}", r.status),

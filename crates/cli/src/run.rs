@@ -49,10 +49,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let home = nucleic_home(args.home.clone())
         .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
     let session_id = uuid::Uuid::new_v4().to_string();
-    let transcript = home
-        .join("sessions")
-        .join(&session_id)
-        .join("transcript.jsonl");
+    let transcript = home.join("sessions").join(&session_id).join("transcript.jsonl");
     let (agent, outputs) = spawn_claude(&opts)?;
     let session = SessionController::start(
         SessionConfig {
@@ -98,7 +95,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         {
             let mut out = std::io::stdout().lock();
             if args.json {
-                serde_json::to_writer(&mut out, &event)?;
+                serde_json::to_writer(&mut out, &*event)?;
                 writeln!(out)?;
                 out.flush()?;
             } else {
@@ -116,9 +113,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             _ => {}
         }
     }
-    let Some(finished) = finished else {
-        bail!("the session ended without reporting how")
-    };
+    let Some(finished) = finished else { bail!("the session ended without reporting how") };
     if timed_out {
         eprintln!("nucleic: run failed (timeout): the agent hung and was stopped");
         return Ok(ExitCode::from(1));
@@ -153,9 +148,7 @@ async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: Appr
     let (decision, by) = match mode {
         ApproveMode::Allow => (Decision::Allow, "cli:--approve allow"),
         ApproveMode::Deny => (
-            Decision::Deny {
-                message: "denied by nucleic run --approve deny".into(),
-            },
+            Decision::Deny { message: "denied by nucleic run --approve deny".into() },
             "cli:--approve deny",
         ),
         ApproveMode::Ask => (ask_terminal(request).await, "terminal"),
@@ -164,10 +157,7 @@ async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: Appr
         Ok(_) => {}
         // Someone (or the timeout) answered first, or the turn is over: nothing left to do.
         Err(CoreError::AlreadyResolved { .. } | CoreError::UnknownRequest(_)) => {}
-        Err(e) => eprintln!(
-            "nucleic: could not answer approval {}: {e}",
-            request.request_id
-        ),
+        Err(e) => eprintln!("nucleic: could not answer approval {}: {e}", request.request_id),
     }
 }
 
@@ -192,9 +182,7 @@ async fn ask_terminal(request: &ApprovalRequested) -> Decision {
     .ok()
     .flatten();
     let Some(line) = read else {
-        return Decision::Deny {
-            message: "no answer: the terminal closed".into(),
-        };
+        return Decision::Deny { message: "no answer: the terminal closed".into() };
     };
     let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let reason = if rest.trim().is_empty() {

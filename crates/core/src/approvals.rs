@@ -20,17 +20,13 @@ pub struct ApprovalCoordinator {
 impl ApprovalCoordinator {
     /// A coordinator whose requests expire after `timeout` (never, when `None`).
     pub fn new(timeout: Option<Duration>) -> ApprovalCoordinator {
-        ApprovalCoordinator {
-            timeout,
-            ..ApprovalCoordinator::default()
-        }
+        ApprovalCoordinator { timeout, ..ApprovalCoordinator::default() }
     }
 
     /// Records a new request.
     pub fn open(&mut self, request: ApprovalRequested) {
         let deadline = self.timeout.map(|t| Instant::now() + t);
-        self.pending
-            .insert(request.request_id.clone(), (request, deadline));
+        self.pending.insert(request.request_id.clone(), (request, deadline));
     }
 
     /// How many requests wait for an answer.
@@ -56,10 +52,8 @@ impl ApprovalCoordinator {
     /// Marks `resolution`'s request answered.
     pub fn close(&mut self, resolution: &ApprovalResolved) {
         self.pending.remove(&resolution.request_id);
-        self.resolved.insert(
-            resolution.request_id.clone(),
-            (resolution.decision, resolution.by.clone()),
-        );
+        self.resolved
+            .insert(resolution.request_id.clone(), (resolution.decision, resolution.by.clone()));
     }
 
     /// Voids every pending request (turn ended, agent died), returning their cancellations.
@@ -142,17 +136,8 @@ mod tests {
         c.open(req("b"));
         c.open(req("a"));
         let cancelled = c.cancel_all("turn ended");
-        assert_eq!(
-            cancelled
-                .iter()
-                .map(|r| r.request_id.as_str())
-                .collect::<Vec<_>>(),
-            ["a", "b"]
-        );
+        assert_eq!(cancelled.iter().map(|r| r.request_id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(c.pending_count(), 0);
-        assert!(matches!(
-            c.check("a"),
-            Err(CoreError::AlreadyResolved { .. })
-        ));
+        assert!(matches!(c.check("a"), Err(CoreError::AlreadyResolved { .. })));
     }
 }

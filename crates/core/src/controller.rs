@@ -17,11 +17,14 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::approvals::ApprovalCoordinator;
 use crate::error::CoreError;
-use crate::handle::{Command, SessionHandle, SessionState};
+use crate::handle::{Command, EventBatch, SessionHandle, SessionState};
 use crate::status::next_status;
 
-/// Most agent outputs folded into one transcript write.
-const MAX_BATCH: usize = 256;
+/// Most events folded into one transcript write.
+const MAX_BATCH: usize = 1024;
+
+/// Batches the live bus holds for slow subscribers before they must catch up from disk.
+const BUS_CAPACITY: usize = 1024;
 
 /// How a session is set up.
 #[derive(Debug, Clone)]
@@ -47,7 +50,7 @@ impl SessionController {
         let opened = TranscriptWriter::open(&config.transcript)?;
         let last_seq = opened.writer.last_seq();
         let (commands_tx, commands) = mpsc::channel(64);
-        let (bus, _) = broadcast::channel(4096);
+        let (bus, _) = broadcast::channel(BUS_CAPACITY);
         let (state_tx, state) = watch::channel(SessionState {
             status: SessionStatus::Idle,
             last_seq,
@@ -61,6 +64,7 @@ impl SessionController {
             bus: bus.downgrade(),
             state,
             transcript: config.transcript.clone(),
+            index: opened.writer.index(),
         };
         let writer = Writer {
             capabilities: agent.capabilities(),
@@ -87,7 +91,7 @@ struct Writer<A> {
     transcript: TranscriptWriter,
     /// Events that could not be written yet (e.g. disk full); retried before anything newer.
     unwritten: Vec<Event>,
-    bus: broadcast::Sender<Arc<Event>>,
+    bus: broadcast::Sender<EventBatch>,
     state: watch::Sender<SessionState>,
     status: SessionStatus,
     user_turns: u64,
@@ -132,8 +136,8 @@ impl<A: AgentControl> Writer<A> {
         let mut next = Some(first);
         while let Some(output) = next.take() {
             match output {
-                AgentOutput::Events { native_type, kinds } => {
-                    batch.extend(kinds.into_iter().map(|k| (native_type.clone(), k)));
+                AgentOutput::Events(events) => {
+                    batch.extend(events.into_iter().map(|e| (e.native_type, e.kind)));
                 }
                 AgentOutput::Exited(finished) => {
                     self.append(batch);
@@ -151,10 +155,7 @@ impl<A: AgentControl> Writer<A> {
 
     fn finish(&mut self, finished: RunFinished) {
         self.append(vec![(None, EventKind::RunFinished(finished.clone()))]);
-        let state = SessionState {
-            finished: Some(finished),
-            ..self.state.borrow().clone()
-        };
+        let state = SessionState { finished: Some(finished), ..self.state.borrow().clone() };
         let _ = self.state.send(state);
     }
 
@@ -171,12 +172,7 @@ impl<A: AgentControl> Writer<A> {
                 let result = self.agent.send_user_text(&text).await;
                 let _ = reply.send(self.report(result, "sending the prompt failed"));
             }
-            Command::Decide {
-                request_id,
-                decision,
-                by,
-                reply,
-            } => {
+            Command::Decide { request_id, decision, by, reply } => {
                 let _ = reply.send(self.decide(&request_id, decision, &by).await);
             }
             Command::Interrupt { by, reply } => {
@@ -188,9 +184,7 @@ impl<A: AgentControl> Writer<A> {
                     let r = self.agent.interrupt().await;
                     self.report(r, "interrupting failed")
                 } else {
-                    Err(CoreError::Unsupported(
-                        "this backend cannot interrupt a turn".into(),
-                    ))
+                    Err(CoreError::Unsupported("this backend cannot interrupt a turn".into()))
                 };
                 let _ = reply.send(result);
             }
@@ -206,11 +200,7 @@ impl<A: AgentControl> Writer<A> {
                 self.agent.close_input().await;
                 let _ = reply.send(Ok(()));
             }
-            Command::Stop {
-                grace,
-                reason,
-                reply,
-            } => {
+            Command::Stop { grace, reason, reply } => {
                 if let Some(reason) = reason {
                     self.append(vec![(None, host_error(ErrorCode::Timeout, reason))]);
                 }
@@ -247,31 +237,20 @@ impl<A: AgentControl> Writer<A> {
             _ => None,
         };
         if let Some(what) = unsupported {
-            return Err(CoreError::Unsupported(format!(
-                "this backend does not support {what}"
-            )));
+            return Err(CoreError::Unsupported(format!("this backend does not support {what}")));
         }
-        decision
-            .validate()
-            .map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
+        decision.validate().map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
         match self.agent.respond(request_id, &decision).await {
             Ok(()) => {
                 let resolution = decision.resolution(request_id, by);
-                self.append(vec![(
-                    None,
-                    EventKind::ApprovalResolved(resolution.clone()),
-                )]);
+                self.append(vec![(None, EventKind::ApprovalResolved(resolution.clone()))]);
                 Ok(resolution)
             }
             Err(AgentError::UnknownRequest(_)) => {
                 // The agent stopped waiting (turn ended, process died) before this answer arrived.
-                let void = self
-                    .approvals
-                    .cancel_all("the agent no longer waits for this answer");
+                let void = self.approvals.cancel_all("the agent no longer waits for this answer");
                 self.append(
-                    void.into_iter()
-                        .map(|r| (None, EventKind::ApprovalResolved(r)))
-                        .collect(),
+                    void.into_iter().map(|r| (None, EventKind::ApprovalResolved(r))).collect(),
                 );
                 Err(CoreError::UnknownRequest(request_id.to_owned()))
             }
@@ -283,9 +262,7 @@ impl<A: AgentControl> Writer<A> {
         let secs = self.approvals.timeout().map_or(0, |t| t.as_secs());
         for id in self.approvals.expired(tokio::time::Instant::now()) {
             let message = format!("no answer within {secs} s; denied by the approval timeout");
-            let _ = self
-                .decide(&id, Decision::Deny { message }, "host:timeout")
-                .await;
+            let _ = self.decide(&id, Decision::Deny { message }, "host:timeout").await;
         }
     }
 
@@ -326,19 +303,16 @@ impl<A: AgentControl> Writer<A> {
             let status = next_status(self.status, &kind, self.approvals.pending_count());
             push(native_type, kind, &mut events);
             if status != self.status {
-                let change = StatusChanged {
-                    status,
-                    previous: self.status,
-                };
+                let change = StatusChanged { status, previous: self.status };
                 self.status = status;
                 push(None, EventKind::StatusChanged(change), &mut events);
             }
         }
         let storage_error = match self.transcript.append(&events) {
             Ok(()) => {
-                for e in &events {
-                    let _ = self.bus.send(Arc::new(e.clone()));
-                }
+                // One bus message per written batch: waking subscribers per event costs more
+                // than everything else the writer does.
+                let _ = self.bus.send(Arc::new(events.into_iter().map(Arc::new).collect()));
                 None
             }
             Err(e) => {
@@ -356,11 +330,7 @@ impl<A: AgentControl> Writer<A> {
 }
 
 fn host_error(code: ErrorCode, message: String) -> EventKind {
-    EventKind::Error(ErrorEvent {
-        code,
-        message,
-        http_status: None,
-    })
+    EventKind::Error(ErrorEvent { code, message, http_status: None })
 }
 
 fn now() -> Timestamp {

@@ -14,11 +14,7 @@ pub enum CoreError {
     #[error("no pending approval {0} in this session")]
     UnknownRequest(String),
     #[error("approval {request_id} was already answered ({decision:?}) by {by}")]
-    AlreadyResolved {
-        request_id: String,
-        decision: DecisionKind,
-        by: String,
-    },
+    AlreadyResolved { request_id: String, decision: DecisionKind, by: String },
     #[error("the session has ended")]
     SessionEnded,
     #[error("{0}")]

@@ -22,41 +22,21 @@ pub struct SessionState {
     pub storage_error: Option<String>,
 }
 
+/// Events written together, as they travel on a session's live bus.
+pub(crate) type EventBatch = Arc<Vec<Arc<Event>>>;
+
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, CoreError>>;
 
 /// Requests to the controller task.
 #[derive(Debug)]
 pub(crate) enum Command {
-    UserText {
-        text: String,
-        reply: Reply<()>,
-    },
-    Decide {
-        request_id: String,
-        decision: Decision,
-        by: String,
-        reply: Reply<ApprovalResolved>,
-    },
-    Interrupt {
-        by: String,
-        reply: Reply<()>,
-    },
-    SetModel {
-        model: String,
-        reply: Reply<()>,
-    },
-    SetPermissionMode {
-        mode: String,
-        reply: Reply<()>,
-    },
-    CloseInput {
-        reply: Reply<()>,
-    },
-    Stop {
-        grace: Duration,
-        reason: Option<String>,
-        reply: Reply<()>,
-    },
+    UserText { text: String, reply: Reply<()> },
+    Decide { request_id: String, decision: Decision, by: String, reply: Reply<ApprovalResolved> },
+    Interrupt { by: String, reply: Reply<()> },
+    SetModel { model: String, reply: Reply<()> },
+    SetPermissionMode { mode: String, reply: Reply<()> },
+    CloseInput { reply: Reply<()> },
+    Stop { grace: Duration, reason: Option<String>, reply: Reply<()> },
 }
 
 /// A cheap, cloneable handle on one running session.
@@ -64,9 +44,10 @@ pub(crate) enum Command {
 pub struct SessionHandle {
     pub(crate) session_id: String,
     pub(crate) commands: mpsc::Sender<Command>,
-    pub(crate) bus: broadcast::WeakSender<Arc<Event>>,
+    pub(crate) bus: broadcast::WeakSender<EventBatch>,
     pub(crate) state: watch::Receiver<SessionState>,
     pub(crate) transcript: PathBuf,
+    pub(crate) index: nucleic_store::SharedIndex,
 }
 
 impl SessionHandle {
@@ -87,10 +68,7 @@ impl SessionHandle {
 
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CoreError> {
         let (tx, rx) = oneshot::channel();
-        self.commands
-            .send(make(tx))
-            .await
-            .map_err(|_| CoreError::SessionEnded)?;
+        self.commands.send(make(tx)).await.map_err(|_| CoreError::SessionEnded)?;
         rx.await.map_err(|_| CoreError::SessionEnded)?
     }
 
@@ -109,13 +87,7 @@ impl SessionHandle {
         by: &str,
     ) -> Result<ApprovalResolved, CoreError> {
         let (request_id, by) = (request_id.to_owned(), by.to_owned());
-        self.ask(|reply| Command::Decide {
-            request_id,
-            decision,
-            by,
-            reply,
-        })
-        .await
+        self.ask(|reply| Command::Decide { request_id, decision, by, reply }).await
     }
 
     /// Interrupts the current turn.
@@ -133,8 +105,7 @@ impl SessionHandle {
     /// Changes the permission mode mid-session.
     pub async fn set_permission_mode(&self, mode: &str) -> Result<(), CoreError> {
         let mode = mode.to_owned();
-        self.ask(|reply| Command::SetPermissionMode { mode, reply })
-            .await
+        self.ask(|reply| Command::SetPermissionMode { mode, reply }).await
     }
 
     /// Closes the agent's input: it finishes queued turns and exits.
@@ -146,18 +117,13 @@ impl SessionHandle {
     /// `error` event first.
     pub async fn stop(&self, grace: Duration, reason: Option<&str>) -> Result<(), CoreError> {
         let reason = reason.map(str::to_owned);
-        self.ask(|reply| Command::Stop {
-            grace,
-            reason,
-            reply,
-        })
-        .await
+        self.ask(|reply| Command::Stop { grace, reason, reply }).await
     }
 
     /// Every event from `from_seq` on: first what is on disk, then live.
     pub fn subscribe(&self, from_seq: u64) -> Result<Subscription, CoreError> {
         let live = self.bus.upgrade().map(|b| b.subscribe());
-        Subscription::start(self.transcript.clone(), from_seq, live)
+        Subscription::start(self.transcript.clone(), self.index.clone(), from_seq, live)
     }
 
     /// Waits until the agent process is gone and returns how its run ended.

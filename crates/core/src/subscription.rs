@@ -1,40 +1,48 @@
 //! Subscriptions: every event from a chosen `seq`, with no gap and no duplicate. Catch-up comes
-//! from the transcript on disk; live events from the bus; a reader that falls behind the bus goes
-//! back to disk for what it missed.
+//! from the transcript on disk (in bounded chunks, starting near the cursor thanks to the
+//! transcript's index); live events from the bus; a reader that falls behind the bus goes back
+//! to disk for exactly what it missed.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use nucleic_protocol::Event;
-use nucleic_store::read_transcript;
+use nucleic_store::{SharedIndex, read_range};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::error::CoreError;
+use crate::handle::EventBatch;
+
+/// Most events read from disk at a time.
+const CATCH_UP_CHUNK: usize = 4096;
 
 /// A cursor over one session's events.
 #[derive(Debug)]
 pub struct Subscription {
     next_seq: u64,
-    backlog: VecDeque<Event>,
-    live: Option<broadcast::Receiver<Arc<Event>>>,
+    backlog: VecDeque<Arc<Event>>,
+    live: Option<broadcast::Receiver<EventBatch>>,
     transcript: PathBuf,
+    index: SharedIndex,
 }
 
 impl Subscription {
-    /// Starts at `from_seq` (1 = everything). The live receiver must be taken before the disk
-    /// read so that nothing written in between is missed.
+    /// Starts at `from_seq` (1 = everything). The live receiver must be taken before the first
+    /// disk read so that nothing written in between is missed.
     pub(crate) fn start(
         transcript: PathBuf,
+        index: SharedIndex,
         from_seq: u64,
-        live: Option<broadcast::Receiver<Arc<Event>>>,
+        live: Option<broadcast::Receiver<EventBatch>>,
     ) -> Result<Subscription, CoreError> {
         let mut sub = Subscription {
             next_seq: from_seq.max(1),
             backlog: VecDeque::new(),
             live,
             transcript,
+            index,
         };
         sub.refill()?;
         Ok(sub)
@@ -45,45 +53,59 @@ impl Subscription {
         self.next_seq
     }
 
-    fn refill(&mut self) -> Result<(), CoreError> {
-        let read = read_transcript(&self.transcript, self.next_seq)?;
-        self.backlog = read.events.into();
-        Ok(())
+    /// Reads the next chunk from disk, starting at the cursor; true if it found anything.
+    fn refill(&mut self) -> Result<bool, CoreError> {
+        let offset = self.index.read().map(|i| i.offset_before(self.next_seq)).unwrap_or(0);
+        let read = read_range(&self.transcript, offset, self.next_seq, CATCH_UP_CHUNK)?;
+        self.backlog = read.events.into_iter().map(Arc::new).collect();
+        Ok(!self.backlog.is_empty())
     }
 
     /// The next event, or `None` once the session's writer is gone and everything was delivered.
-    pub async fn next(&mut self) -> Result<Option<Event>, CoreError> {
+    pub async fn next(&mut self) -> Result<Option<Arc<Event>>, CoreError> {
         loop {
             if let Some(event) = self.backlog.pop_front() {
-                if event.seq == self.next_seq {
-                    self.next_seq += 1;
-                    return Ok(Some(event));
-                }
                 if event.seq < self.next_seq {
                     continue;
                 }
-                // A hole in the backlog cannot be filled from disk: the file itself has a gap.
-                self.backlog.push_front(event);
-                return Err(CoreError::Unsupported(format!(
-                    "transcript {} has no event {}",
-                    self.transcript.display(),
-                    self.next_seq
-                )));
+                if event.seq > self.next_seq {
+                    // A hole the file itself has: nothing can fill it.
+                    return Err(CoreError::Unsupported(format!(
+                        "transcript {} has no event {}",
+                        self.transcript.display(),
+                        self.next_seq
+                    )));
+                }
+                self.next_seq += 1;
+                if self.backlog.is_empty() && self.live.is_none() {
+                    // Disk-only mode: fetch the next chunk lazily.
+                    self.refill()?;
+                }
+                return Ok(Some(event));
             }
             let Some(live) = self.live.as_mut() else {
+                if self.refill()? {
+                    continue;
+                }
                 return Ok(None);
             };
             match live.recv().await {
-                Ok(event) if event.seq < self.next_seq => {}
-                Ok(event) if event.seq == self.next_seq => {
-                    self.next_seq += 1;
-                    return Ok(Some(Event::clone(&event)));
+                Ok(batch) => {
+                    let first = batch.first().map_or(u64::MAX, |e| e.seq);
+                    if first > self.next_seq {
+                        // Ahead of us: everything before it is on disk (written first).
+                        self.refill()?;
+                    } else {
+                        self.backlog
+                            .extend(batch.iter().filter(|e| e.seq >= self.next_seq).cloned());
+                    }
                 }
-                // Ahead of us: everything before it is on disk already (written before sent).
-                Ok(_) | Err(RecvError::Lagged(_)) => self.refill()?,
+                // We lagged: what we missed is on disk.
+                Err(RecvError::Lagged(_)) => {
+                    self.refill()?;
+                }
                 Err(RecvError::Closed) => {
                     self.live = None;
-                    self.refill()?;
                 }
             }
         }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities};
+use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities, NativeEvent};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{
     ApprovalRequested, Backend, Decision, DecisionKind, Event, EventKind, RunFinished, RunOutcome,
@@ -61,10 +61,7 @@ impl AgentControl for FakeAgent {
         }
         // Widen the race window between concurrent deciders.
         tokio::task::yield_now().await;
-        self.calls
-            .lock()
-            .unwrap()
-            .push(Call::Respond(id.into(), d.clone()));
+        self.calls.lock().unwrap().push(Call::Respond(id.into(), d.clone()));
         Ok(())
     }
     async fn interrupt(&self) -> Result<(), AgentError> {
@@ -92,11 +89,7 @@ struct Rig {
 }
 
 fn rig_in(dir: tempfile::TempDir, caps: Capabilities, timeout: Option<Duration>) -> Rig {
-    let agent = FakeAgent {
-        calls: Arc::default(),
-        waiting: Arc::default(),
-        caps,
-    };
+    let agent = FakeAgent { calls: Arc::default(), waiting: Arc::default(), caps };
     let (tx, rx) = mpsc::channel(16);
     let config = SessionConfig {
         session_id: "s1".into(),
@@ -105,12 +98,7 @@ fn rig_in(dir: tempfile::TempDir, caps: Capabilities, timeout: Option<Duration>)
         approval_timeout: timeout,
     };
     let session = SessionController::start(config, agent.clone(), rx).unwrap();
-    Rig {
-        _dir: dir,
-        agent,
-        tx,
-        session,
-    }
+    Rig { _dir: dir, agent, tx, session }
 }
 
 fn rig() -> Rig {
@@ -150,30 +138,20 @@ fn turn_done() -> EventKind {
 impl Rig {
     async fn emit(&self, kinds: Vec<EventKind>) {
         self.tx
-            .send(AgentOutput::Events {
-                native_type: Some("assistant".into()),
-                kinds,
-            })
+            .send(AgentOutput::Events(NativeEvent::from_line("assistant", kinds)))
             .await
             .unwrap();
     }
     async fn exit(&self, outcome: RunOutcome) {
         self.tx
-            .send(AgentOutput::Exited(RunFinished {
-                outcome,
-                message: None,
-                exit_code: Some(0),
-            }))
+            .send(AgentOutput::Exited(RunFinished { outcome, message: None, exit_code: Some(0) }))
             .await
             .unwrap();
     }
     /// Opens approval `id` as the agent would and waits until the controller has it.
     async fn open_approval(&self, id: &str) {
         self.agent.waiting.lock().unwrap().insert(id.into());
-        let mut sub = self
-            .session
-            .subscribe(self.session.state().last_seq + 1)
-            .unwrap();
+        let mut sub = self.session.subscribe(self.session.state().last_seq + 1).unwrap();
         self.emit(vec![ask(id)]).await;
         loop {
             let e = sub.next().await.unwrap().unwrap();
@@ -186,7 +164,7 @@ impl Rig {
         let mut sub = self.session.subscribe(1).unwrap();
         let mut out = Vec::new();
         while let Some(e) = sub.next().await.unwrap() {
-            out.push(e);
+            out.push(Event::clone(&e));
         }
         out
     }
@@ -209,9 +187,7 @@ async fn seq_is_gapless_and_the_transcript_matches_what_subscribers_saw() {
         seen.iter().map(|e| e.seq).collect::<Vec<_>>(),
         (1..=seen.len() as u64).collect::<Vec<_>>()
     );
-    let disk = nucleic_store::read_transcript(r.session.transcript_path(), 1)
-        .unwrap()
-        .events;
+    let disk = nucleic_store::read_transcript(r.session.transcript_path(), 1).unwrap().events;
     assert_eq!(disk, seen);
     assert_eq!(r.agent.calls.lock().unwrap()[0], Call::Text("hi".into()));
     assert_eq!(r.session.state().status, SessionStatus::Finished);
@@ -223,8 +199,7 @@ async fn subscribers_start_anywhere_and_a_lagging_one_catches_up_from_disk() {
     let mut slow = r.session.subscribe(1).unwrap();
     // Far more events than the live bus holds: the slow reader must fall back to disk.
     for chunk in 0..100 {
-        r.emit((0..100).map(|i| text(&format!("{chunk}-{i}"))).collect())
-            .await;
+        r.emit((0..100).map(|i| text(&format!("{chunk}-{i}"))).collect()).await;
     }
     r.exit(RunOutcome::Completed).await;
     let mut n = 0u64;
@@ -236,10 +211,7 @@ async fn subscribers_start_anywhere_and_a_lagging_one_catches_up_from_disk() {
     let mut mid = r.session.subscribe(5000).unwrap();
     assert_eq!(mid.next().await.unwrap().unwrap().seq, 5000);
     let mut future = r.session.subscribe(n + 100).unwrap();
-    assert!(
-        future.next().await.unwrap().is_none(),
-        "a finished session has nothing past its end"
-    );
+    assert!(future.next().await.unwrap().is_none(), "a finished session has nothing past its end");
 }
 
 #[tokio::test]
@@ -259,10 +231,7 @@ async fn status_follows_the_run() {
     r.open_approval("r1").await;
     assert_eq!(r.session.state().status, SessionStatus::AwaitingApproval);
     assert_eq!(r.session.state().pending_approvals, 1);
-    r.session
-        .decide("r1", Decision::Allow, "desk")
-        .await
-        .unwrap();
+    r.session.decide("r1", Decision::Allow, "desk").await.unwrap();
     assert_eq!(r.session.state().status, SessionStatus::Running);
     r.emit(vec![turn_done()]).await;
     r.exit(RunOutcome::Crashed).await;
@@ -297,8 +266,7 @@ async fn first_responder_wins_across_many_concurrent_answers() {
             let s = r.session.clone();
             let id = id.clone();
             tasks.push(tokio::spawn(async move {
-                s.decide(&id, Decision::Allow, &format!("client{client}"))
-                    .await
+                s.decide(&id, Decision::Allow, &format!("client{client}")).await
             }));
         }
         let mut winners = Vec::new();
@@ -314,18 +282,9 @@ async fn first_responder_wins_across_many_concurrent_answers() {
             }
         }
         assert_eq!(winners.len(), 1);
-        assert!(
-            losers.iter().all(|b| *b == winners[0]),
-            "losers learn who won"
-        );
-        let responds = r
-            .agent
-            .calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|c| matches!(c, Call::Respond(..)))
-            .count();
+        assert!(losers.iter().all(|b| *b == winners[0]), "losers learn who won");
+        let responds =
+            r.agent.calls.lock().unwrap().iter().filter(|c| matches!(c, Call::Respond(..))).count();
         assert_eq!(responds, 1, "exactly one answer reaches the agent");
     }
 }
@@ -338,9 +297,7 @@ async fn stale_and_unknown_decisions_are_refused_and_never_reach_the_agent() {
         Err(CoreError::UnknownRequest(_))
     ));
     r.open_approval("r1").await;
-    let bad = Decision::Deny {
-        message: "   ".into(),
-    };
+    let bad = Decision::Deny { message: "   ".into() };
     assert!(r.session.decide("r1", bad, "x").await.is_err());
     assert!(r.agent.calls.lock().unwrap().is_empty());
     assert_eq!(
@@ -366,17 +323,10 @@ async fn pending_approvals_are_voided_when_the_turn_ends_or_the_agent_dies() {
         })
         .collect();
     assert_eq!(voided.len(), 2);
-    assert!(
-        voided
-            .iter()
-            .all(|v| v.decision == DecisionKind::Cancelled && v.by == "host")
-    );
+    assert!(voided.iter().all(|v| v.decision == DecisionKind::Cancelled && v.by == "host"));
     let k = kinds(&events);
     let pos = |name: &str| k.iter().position(|x| *x == name).unwrap();
-    assert!(
-        pos("approvalResolved") < pos("turnCompleted"),
-        "voided before the turn's end: {k:?}"
-    );
+    assert!(pos("approvalResolved") < pos("turnCompleted"), "voided before the turn's end: {k:?}");
     assert!(matches!(
         r.session.decide("b", Decision::Allow, "late").await,
         Err(CoreError::SessionEnded | CoreError::AlreadyResolved { .. })
@@ -385,11 +335,7 @@ async fn pending_approvals_are_voided_when_the_turn_ends_or_the_agent_dies() {
 
 #[tokio::test]
 async fn unanswered_approvals_are_denied_by_the_timeout() {
-    let r = rig_in(
-        tempfile::tempdir().unwrap(),
-        ALL,
-        Some(Duration::from_millis(100)),
-    );
+    let r = rig_in(tempfile::tempdir().unwrap(), ALL, Some(Duration::from_millis(100)));
     r.open_approval("r1").await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let calls = r.agent.calls.lock().unwrap().clone();
@@ -405,16 +351,10 @@ async fn unanswered_approvals_are_denied_by_the_timeout() {
 
 #[tokio::test]
 async fn decisions_a_backend_cannot_carry_are_refused_clearly() {
-    let caps = Capabilities {
-        edited_tool_input: false,
-        allow_always: false,
-        ..ALL
-    };
+    let caps = Capabilities { edited_tool_input: false, allow_always: false, ..ALL };
     let r = rig_in(tempfile::tempdir().unwrap(), caps, None);
     r.open_approval("r1").await;
-    let edited = Decision::AllowEdited {
-        updated_input: json!({}),
-    };
+    let edited = Decision::AllowEdited { updated_input: json!({}) };
     match r.session.decide("r1", edited, "x").await {
         Err(CoreError::Unsupported(m)) => assert!(m.contains("edited tool input")),
         other => panic!("{other:?}"),
@@ -433,18 +373,12 @@ async fn a_prompt_the_agent_cannot_take_is_an_error_event() {
     r.session.interrupt("desk").await.unwrap();
     r.exit(RunOutcome::Completed).await;
     let k = kinds(&r.all_events().await);
-    assert!(
-        k.starts_with(&["userText", "statusChanged", "error", "interruptRequested"]),
-        "{k:?}"
-    );
+    assert!(k.starts_with(&["userText", "statusChanged", "error", "interruptRequested"]), "{k:?}");
 }
 
 #[tokio::test]
 async fn a_full_disk_holds_events_in_memory_and_loses_nothing() {
-    if nucleic_testkit::isolated!(
-        "a_full_disk_holds_events_in_memory_and_loses_nothing",
-        mounts
-    ) {
+    if nucleic_testkit::isolated!("a_full_disk_holds_events_in_memory_and_loses_nothing", mounts) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -459,25 +393,15 @@ async fn a_full_disk_holds_events_in_memory_and_loses_nothing() {
     let _ = std::fs::write(&filler, vec![0u8; 128 * 1024]);
     let r = rig_in(dir, ALL, None);
     let mut sub = r.session.subscribe(1).unwrap();
-    r.emit(
-        (0..20)
-            .map(|i| text(&format!("event {i} {}", "x".repeat(100))))
-            .collect(),
-    )
-    .await;
+    r.emit((0..20).map(|i| text(&format!("event {i} {}", "x".repeat(100)))).collect()).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let state = r.session.state();
     assert!(
-        state
-            .storage_error
-            .as_deref()
-            .is_some_and(|e| e.contains("No space left")),
+        state.storage_error.as_deref().is_some_and(|e| e.contains("No space left")),
         "{state:?}"
     );
     assert!(
-        tokio::time::timeout(Duration::from_millis(100), sub.next())
-            .await
-            .is_err(),
+        tokio::time::timeout(Duration::from_millis(100), sub.next()).await.is_err(),
         "nothing is told before it is written"
     );
     // Space comes back: the held events are written first, in order, then the new one.
@@ -489,9 +413,6 @@ async fn a_full_disk_holds_events_in_memory_and_loses_nothing() {
         n += 1;
         assert_eq!(e.seq, n);
     }
-    assert_eq!(
-        n, 24,
-        "20 held (+ the idle→running status) + 1 + runFinished + its status"
-    );
+    assert_eq!(n, 24, "20 held (+ the idle→running status) + 1 + runFinished + its status");
     assert!(r.session.state().storage_error.is_none());
 }

@@ -9,11 +9,7 @@ pub struct ApprovalRequested {
     /// The id decisions must quote; unique within the session.
     #[serde(rename = "requestID")]
     pub request_id: String,
-    #[serde(
-        rename = "toolCallID",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "toolCallID", default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     #[serde(rename = "toolName")]
     pub tool_name: String,
@@ -21,11 +17,7 @@ pub struct ApprovalRequested {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The path outside the allowed set that triggered the ask, if the agent said.
-    #[serde(
-        rename = "blockedPath",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "blockedPath", default, skip_serializing_if = "Option::is_none")]
     pub blocked_path: Option<String>,
 }
 
@@ -38,11 +30,7 @@ pub struct ApprovalResolved {
     /// Who answered: a client/device name, `policy:<rule>`, or `host` for cancellations.
     pub by: String,
     /// The input that will run, when the person edited it.
-    #[serde(
-        rename = "updatedInput",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "updatedInput", default, skip_serializing_if = "Option::is_none")]
     pub updated_input: Option<Value>,
     /// The reason given to the model on a deny, or why the host cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,11 +16,7 @@ pub struct Event {
     pub backend: Backend,
     /// The native line's type (`system/init`, `assistant`, `result`, …); absent for events the
     /// host makes itself (user input, status changes, the end of a run).
-    #[serde(
-        rename = "nativeType",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "nativeType", default, skip_serializing_if = "Option::is_none")]
     pub native_type: Option<String>,
     pub kind: EventKind,
 }

@@ -124,17 +124,9 @@ pub struct SessionStarted {
     pub model: String,
     #[serde(rename = "toolNames")]
     pub tool_names: Vec<String>,
-    #[serde(
-        rename = "permissionMode",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
-    #[serde(
-        rename = "agentVersion",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "agentVersion", default, skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
 }
 
@@ -146,11 +138,7 @@ pub struct ToolCall {
     pub name: String,
     pub input: Value,
     /// Set when a sub-agent (e.g. `Task`/`Agent`) made the call.
-    #[serde(
-        rename = "parentToolCallID",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "parentToolCallID", default, skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<String>,
 }
 
@@ -189,11 +177,7 @@ pub struct Usage {
 /// The end of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnCompleted {
-    #[serde(
-        rename = "stopReason",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "stopReason", default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
     pub usage: Usage,
     /// True when the turn failed (Claude reports API errors as `subtype: success` +
@@ -201,20 +185,12 @@ pub struct TurnCompleted {
     #[serde(rename = "isError", default, skip_serializing_if = "is_false")]
     pub is_error: bool,
     /// Why the turn ended (`completed`, `api_error`, `aborted_streaming`, `max_turns`, …).
-    #[serde(
-        rename = "terminalReason",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "terminalReason", default, skip_serializing_if = "Option::is_none")]
     pub terminal_reason: Option<String>,
     /// The final answer text, or the error text for a failed turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
-    #[serde(
-        rename = "durationMs",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
@@ -274,25 +250,13 @@ impl RunOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimit {
     pub status: String,
-    #[serde(
-        rename = "rateLimitType",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rateLimitType", default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_type: Option<String>,
     #[serde(rename = "resetsAt", default, skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
-    #[serde(
-        rename = "isUsingOverage",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "isUsingOverage", default, skip_serializing_if = "Option::is_none")]
     pub is_using_overage: Option<bool>,
-    #[serde(
-        rename = "overageStatus",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "overageStatus", default, skip_serializing_if = "Option::is_none")]
     pub overage_status: Option<String>,
 }
 
@@ -304,11 +268,7 @@ pub struct ApiRetry {
     pub max_retries: u32,
     #[serde(rename = "retryDelayMs")]
     pub retry_delay_ms: u64,
-    #[serde(
-        rename = "httpStatus",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "httpStatus", default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     /// The backend's error class (`server_error`, `rate_limit`, `overloaded`, …).
     pub error: String,
@@ -319,11 +279,7 @@ pub struct ApiRetry {
 pub struct PermissionDenied {
     #[serde(rename = "toolName")]
     pub tool_name: String,
-    #[serde(
-        rename = "toolCallID",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "toolCallID", default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     pub message: String,
 }
@@ -340,11 +296,7 @@ pub struct StatusChanged {
 pub struct SettingsChanged {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(
-        rename = "permissionMode",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
 }
 
@@ -359,11 +311,7 @@ pub struct InterruptRequested {
 pub struct ErrorEvent {
     pub code: ErrorCode,
     pub message: String,
-    #[serde(
-        rename = "httpStatus",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "httpStatus", default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
 }
 

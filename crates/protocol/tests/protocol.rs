@@ -27,10 +27,8 @@ fn every_seed_export_line_round_trips_to_the_same_json() {
 
 #[test]
 fn seed_export_seq_is_gapless_from_one() {
-    let seqs: Vec<u64> = SEED
-        .lines()
-        .map(|l| serde_json::from_str::<Event>(l).unwrap().seq)
-        .collect();
+    let seqs: Vec<u64> =
+        SEED.lines().map(|l| serde_json::from_str::<Event>(l).unwrap().seq).collect();
     assert_eq!(seqs, (1..=66).collect::<Vec<u64>>());
 }
 

@@ -1,15 +1,8 @@
 //! Argv parsing: the subset of the real `claude` command line the simulated agent honours.
 
 /// Permission modes the real CLI accepts for `--permission-mode`.
-pub const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "auto",
-    "bypassPermissions",
-    "manual",
-    "dontAsk",
-    "plan",
-];
+pub const PERMISSION_MODES: &[&str] =
+    &["default", "acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"];
 
 /// Flags that take exactly one value.
 const VALUE_FLAGS: &[&str] = &[
@@ -234,9 +227,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 i += 1;
             }
             if values.is_empty() {
-                return Err(format!(
-                    "error: option '{flag} <values...>' argument missing"
-                ));
+                return Err(format!("error: option '{flag} <values...>' argument missing"));
             }
             if matches!(flag, "--allowedTools" | "--allowed-tools") {
                 args.allowed_tools.extend(
@@ -269,12 +260,8 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
 
 /// Variadic flags that keep taking values until the next flag, as commander does. The
 /// others take one value so a positional prompt after them is not swallowed.
-const LIST_GREEDY: &[&str] = &[
-    "--allowedTools",
-    "--allowed-tools",
-    "--disallowedTools",
-    "--disallowed-tools",
-];
+const LIST_GREEDY: &[&str] =
+    &["--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools"];
 
 fn set_value(args: &mut Args, flag: &str, value: String) {
     match flag {
@@ -339,10 +326,7 @@ mod tests {
         assert!(a.stream_input() && a.stdio_prompts());
         assert_eq!(a.mode(), "acceptEdits");
         assert_eq!(a.model.as_deref(), Some("m1"));
-        assert_eq!(
-            a.resume.as_deref(),
-            Some("4a0e0f5e-3c2b-4c5e-9f5e-0c6c2a1d9b11")
-        );
+        assert_eq!(a.resume.as_deref(), Some("4a0e0f5e-3c2b-4c5e-9f5e-0c6c2a1d9b11"));
         assert_eq!(a.append_system_prompt.as_deref(), Some("x"));
         assert!(a.unknown_flags.is_empty());
         assert_eq!(a.validate(), Ok(()));
@@ -366,16 +350,8 @@ mod tests {
             a.validate(),
             Err("Error: When using --print, --output-format=stream-json requires --verbose".into())
         );
-        assert!(
-            run_args("-p --output-format json --verbose")
-                .validate()
-                .is_err()
-        );
-        assert!(
-            run_args("--output-format stream-json --verbose")
-                .validate()
-                .is_err()
-        );
+        assert!(run_args("-p --output-format json --verbose").validate().is_err());
+        assert!(run_args("--output-format stream-json --verbose").validate().is_err());
         assert!(
             run_args("-p --output-format stream-json --verbose --permission-mode yolo")
                 .validate()

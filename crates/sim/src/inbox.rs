@@ -161,12 +161,7 @@ mod tests {
         let got: Vec<Raw> = rx.iter().collect();
         assert_eq!(
             got,
-            vec![
-                Raw::Line("a".into()),
-                Raw::Line(String::new()),
-                Raw::Line("b".into()),
-                Raw::Eof
-            ]
+            vec![Raw::Line("a".into()), Raw::Line(String::new()), Raw::Line("b".into()), Raw::Eof]
         );
     }
 }

@@ -170,10 +170,7 @@ fn print_line<W: Write>(out: &mut W, text: &str) -> i32 {
 /// `--resume` with an unknown id: an error result, the real stderr line, exit 1.
 fn no_conversation<W: Write>(out: &mut W, id: &str) -> i32 {
     eprintln!("No conversation found with session ID: {id}");
-    let ctx = wire::Ctx {
-        session_id: wire::uuid(),
-        model: session::DEFAULT_MODEL.into(),
-    };
+    let ctx = wire::Ctx { session_id: wire::uuid(), model: session::DEFAULT_MODEL.into() };
     let line = ctx.result(&wire::ResultLine {
         subtype: "error_during_execution",
         is_error: true,

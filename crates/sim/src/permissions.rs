@@ -30,10 +30,7 @@ impl Rule {
                 tool: tool.trim().to_owned(),
                 content: Some(rest.trim_end_matches(')').to_owned()).filter(|c| !c.is_empty()),
             },
-            None => Self {
-                tool: spec.trim().to_owned(),
-                content: None,
-            },
+            None => Self { tool: spec.trim().to_owned(), content: None },
         }
     }
 
@@ -45,14 +42,8 @@ impl Rule {
         let Some(pattern) = &self.content else {
             return true;
         };
-        let command = input
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        match pattern
-            .strip_suffix(":*")
-            .or_else(|| pattern.strip_suffix('*'))
-        {
+        let command = input.get("command").and_then(Value::as_str).unwrap_or_default();
+        match pattern.strip_suffix(":*").or_else(|| pattern.strip_suffix('*')) {
             Some(prefix) => command.starts_with(prefix.trim_end()),
             None => command == pattern,
         }
@@ -156,25 +147,17 @@ pub fn can_use_tool(
         "tool_use_id": tool_use_id,
     });
     if tool == "Bash" {
-        let command = input
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let command = input.get("command").and_then(Value::as_str).unwrap_or_default();
         let first = command.split_whitespace().next().unwrap_or_default();
-        request["description"] = input
-            .get("description")
-            .cloned()
-            .unwrap_or_else(|| json!(command));
+        request["description"] =
+            input.get("description").cloned().unwrap_or_else(|| json!(command));
         request["permission_suggestions"] = json!([
             {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": format!("{first} *")}], "behavior": "allow", "destination": "localSettings"},
             {"type": "addDirectories", "directories": [cwd.to_string_lossy()], "destination": "session"},
         ]);
         request["blocked_path"] = json!(cwd.to_string_lossy());
     } else {
-        let path = input
-            .get("file_path")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let path = input.get("file_path").and_then(Value::as_str).unwrap_or_default();
         let shown = Path::new(path)
             .strip_prefix(cwd)
             .map_or_else(|_| path.to_owned(), |p| p.to_string_lossy().into_owned());
@@ -210,24 +193,15 @@ pub enum Answer {
 /// Reads the inner `response` object of a control_response. Failures become denials with
 /// the real CLI's wording.
 pub fn parse_answer(response: &Value) -> Answer {
-    let deny = |message: String| Answer::Deny {
-        message,
-        interrupt: false,
-    };
+    let deny = |message: String| Answer::Deny { message, interrupt: false };
     if response.get("subtype").and_then(Value::as_str) == Some("error") {
-        let error = response
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown error");
+        let error = response.get("error").and_then(Value::as_str).unwrap_or("unknown error");
         return deny(format!("Tool permission request failed: Error: {error}"));
     }
     let payload = response.get("response").cloned().unwrap_or(Value::Null);
     match payload.get("behavior").and_then(Value::as_str) {
         Some("allow") => {
-            let updated_input = payload
-                .get("updatedInput")
-                .filter(|v| !v.is_null())
-                .cloned();
+            let updated_input = payload.get("updatedInput").filter(|v| !v.is_null()).cloned();
             if updated_input.as_ref().is_some_and(|v| !v.is_object()) {
                 return deny(INVALID_RESULT.to_owned());
             }
@@ -236,18 +210,12 @@ pub fn parse_answer(response: &Value) -> Answer {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            Answer::Allow {
-                updated_input,
-                updated_permissions,
-            }
+            Answer::Allow { updated_input, updated_permissions }
         }
         Some("deny") => match payload.get("message").and_then(Value::as_str) {
             Some(message) => Answer::Deny {
                 message: message.to_owned(),
-                interrupt: payload
-                    .get("interrupt")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
+                interrupt: payload.get("interrupt").and_then(Value::as_bool).unwrap_or(false),
             },
             None => deny(INVALID_RESULT.to_owned()),
         },
@@ -264,12 +232,7 @@ pub fn apply_updates(updates: &[Value]) -> (Vec<Rule>, Option<String>) {
             Some("addRules" | "replaceRules")
                 if update.get("behavior").and_then(Value::as_str) == Some("allow") =>
             {
-                for rule in update
-                    .get("rules")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for rule in update.get("rules").and_then(Value::as_array).into_iter().flatten() {
                     if let Some(tool) = rule.get("toolName").and_then(Value::as_str) {
                         rules.push(Rule {
                             tool: tool.to_owned(),
@@ -283,10 +246,7 @@ pub fn apply_updates(updates: &[Value]) -> (Vec<Rule>, Option<String>) {
                 }
             }
             Some("setMode") => {
-                mode = update
-                    .get("mode")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                mode = update.get("mode").and_then(Value::as_str).map(str::to_owned);
             }
             _ => {}
         }
@@ -299,41 +259,23 @@ mod tests {
     use super::*;
 
     fn policy<'a>(mode: &'a str, rules: &'a [Rule], tool: Option<&'a str>) -> Policy<'a> {
-        Policy {
-            mode,
-            rules,
-            prompt_tool: tool,
-            stream_input: true,
-        }
+        Policy { mode, rules, prompt_tool: tool, stream_input: true }
     }
 
     #[test]
     fn gate_follows_modes_and_rules() {
         let w = json!({"file_path": "/w/a.txt", "content": "x"});
         let b = json!({"command": "echo hi > f"});
-        assert_eq!(
-            policy("default", &[], Some("stdio")).gate("Write", &w),
-            Gate::Ask
-        );
+        assert_eq!(policy("default", &[], Some("stdio")).gate("Write", &w), Gate::Ask);
         assert!(matches!(
             policy("acceptEdits", &[], Some("stdio")).gate("Write", &w),
             Gate::Allow(_)
         ));
-        assert_eq!(
-            policy("acceptEdits", &[], Some("stdio")).gate("Bash", &b),
-            Gate::Ask
-        );
-        assert!(matches!(
-            policy("bypassPermissions", &[], None).gate("Bash", &b),
-            Gate::Allow(_)
-        ));
+        assert_eq!(policy("acceptEdits", &[], Some("stdio")).gate("Bash", &b), Gate::Ask);
+        assert!(matches!(policy("bypassPermissions", &[], None).gate("Bash", &b), Gate::Allow(_)));
         assert!(matches!(
             policy("dontAsk", &[], Some("stdio")).gate("Write", &w),
-            Gate::Deny {
-                announce: true,
-                reason_type: Some("mode"),
-                ..
-            }
+            Gate::Deny { announce: true, reason_type: Some("mode"), .. }
         ));
         let Gate::Deny { message, .. } = policy("default", &[], None).gate("Write", &w) else {
             panic!("expected deny")
@@ -362,33 +304,19 @@ mod tests {
         let ok = |r: Value| json!({"subtype": "success", "request_id": "x", "response": r});
         assert_eq!(
             parse_answer(&ok(json!({"behavior": "allow"}))),
-            Answer::Allow {
-                updated_input: None,
-                updated_permissions: vec![]
-            }
+            Answer::Allow { updated_input: None, updated_permissions: vec![] }
         );
         assert_eq!(
-            parse_answer(&ok(
-                json!({"behavior": "deny", "message": "no", "interrupt": true})
-            )),
-            Answer::Deny {
-                message: "no".into(),
-                interrupt: true
-            }
+            parse_answer(&ok(json!({"behavior": "deny", "message": "no", "interrupt": true}))),
+            Answer::Deny { message: "no".into(), interrupt: true }
         );
         assert_eq!(
             parse_answer(&ok(json!({"behavior": "maybe"}))),
-            Answer::Deny {
-                message: INVALID_RESULT.into(),
-                interrupt: false
-            }
+            Answer::Deny { message: INVALID_RESULT.into(), interrupt: false }
         );
         assert_eq!(
             parse_answer(&ok(json!({"behavior": "deny"}))),
-            Answer::Deny {
-                message: INVALID_RESULT.into(),
-                interrupt: false
-            }
+            Answer::Deny { message: INVALID_RESULT.into(), interrupt: false }
         );
         assert_eq!(
             parse_answer(&json!({"subtype": "error", "request_id": "x", "error": "host exploded"})),
@@ -416,10 +344,7 @@ mod tests {
             "default",
         );
         assert_eq!(r["request"]["blocked_path"], "/w");
-        assert_eq!(
-            r["request"]["permission_suggestions"][0]["rules"][0]["ruleContent"],
-            "echo *"
-        );
+        assert_eq!(r["request"]["permission_suggestions"][0]["rules"][0]["ruleContent"], "echo *");
         let w = can_use_tool(
             "id",
             "Write",

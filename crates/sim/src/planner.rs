@@ -88,29 +88,17 @@ impl Plan {
 }
 
 /// Words skipped before the verb of a step.
-const FILLER: &[&str] = &[
-    "please", "think", "slow", "and", "then", "now", "first", "also",
-];
+const FILLER: &[&str] = &["please", "think", "slow", "and", "then", "now", "first", "also"];
 
 /// Builds the plan for a prompt. See the crate documentation for the grammar.
 pub fn plan(prompt: &str) -> Plan {
     let prompt = prompt.trim().to_owned();
-    let words: Vec<String> = prompt
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let words: Vec<String> =
+        prompt.split(|c: char| !c.is_alphanumeric()).map(str::to_ascii_lowercase).collect();
     let think = words.iter().any(|w| w == "think");
     let slow = words.iter().any(|w| w == "slow");
-    let actions = split_steps(&prompt)
-        .into_iter()
-        .filter_map(parse_step)
-        .collect();
-    Plan {
-        think,
-        slow,
-        actions,
-        prompt,
-    }
+    let actions = split_steps(&prompt).into_iter().filter_map(parse_step).collect();
+    Plan { think, slow, actions, prompt }
 }
 
 /// Splits on ` then ` (any case), keeping the original text of each step.
@@ -164,30 +152,20 @@ fn parse_step(step: &str) -> Option<Action> {
             if old.is_empty() {
                 return None;
             }
-            Some(Action::Edit {
-                path,
-                old,
-                new: unescape(new.trim()),
-            })
+            Some(Action::Edit { path, old, new: unescape(new.trim()) })
         }
         "run" | "bash" | "bash:" => bash_step(tail),
         _ => {
             // `bash:ls` with no space after the colon.
             let lower = rest.to_ascii_lowercase();
-            if lower.starts_with("bash:") {
-                bash_step(&rest["bash:".len()..])
-            } else {
-                None
-            }
+            if lower.starts_with("bash:") { bash_step(&rest["bash:".len()..]) } else { None }
         }
     }
 }
 
 fn bash_step(tail: &str) -> Option<Action> {
     let command = tail.trim().trim_start_matches(':').trim();
-    (!command.is_empty()).then(|| Action::Bash {
-        command: command.to_owned(),
-    })
+    (!command.is_empty()).then(|| Action::Bash { command: command.to_owned() })
 }
 
 /// Splits off the first whitespace-delimited word.
@@ -223,10 +201,7 @@ mod tests {
     use super::*;
 
     fn write(path: &str, content: &str) -> Action {
-        Action::Write {
-            path: path.into(),
-            content: content.into(),
-        }
+        Action::Write { path: path.into(), content: content.into() }
     }
 
     #[test]
@@ -240,10 +215,7 @@ mod tests {
             plan("WRITE dir/b.md CONTAINING line one\\nline two").actions,
             vec![write("dir/b.md", "line one\nline two\n")]
         );
-        assert_eq!(
-            plan("write notes.txt.").actions,
-            vec![write("notes.txt", "hello\n")]
-        );
+        assert_eq!(plan("write notes.txt.").actions, vec![write("notes.txt", "hello\n")]);
         assert_eq!(plan("write").actions, vec![]);
     }
 
@@ -270,12 +242,7 @@ mod tests {
         assert!(p.think && !p.slow);
         assert_eq!(
             p.actions,
-            vec![
-                write("a.txt", "hello\n"),
-                Action::Bash {
-                    command: "ls".into()
-                }
-            ]
+            vec![write("a.txt", "hello\n"), Action::Bash { command: "ls".into() }]
         );
         assert_eq!(p.opening_text(), "I'll write a.txt. Then I'll run `ls`.");
         let q = plan("slow: tell me a story");

@@ -61,10 +61,7 @@ impl<W: Write> Session<W> {
         out: W,
         session_id: String,
     ) -> Self {
-        let model = args
-            .model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let model = args.model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         let mode = args.mode().to_owned();
         let rules = args.allowed_tools.iter().map(|s| Rule::parse(s)).collect();
         Self {
@@ -203,10 +200,9 @@ impl<W: Write> Session<W> {
                 }
                 self.queue.push_back(msg);
             }
-            Input::ControlRequest {
-                request_id,
-                request,
-            } => self.control_request(&request_id, &request)?,
+            Input::ControlRequest { request_id, request } => {
+                self.control_request(&request_id, &request)?
+            }
             Input::ControlResponse(response) => {
                 let id = response.get("request_id").and_then(Value::as_str);
                 if id.is_some() && id == self.pending.as_deref() {
@@ -221,10 +217,7 @@ impl<W: Write> Session<W> {
     }
 
     fn control_request(&mut self, id: &Value, request: &Value) -> Result<(), Stop> {
-        let subtype = request
-            .get("subtype")
-            .and_then(Value::as_str)
-            .unwrap_or("undefined");
+        let subtype = request.get("subtype").and_then(Value::as_str).unwrap_or("undefined");
         let line = match subtype {
             "initialize" => control_ok(id, self.initialize_response()),
             "interrupt" => {
@@ -234,10 +227,7 @@ impl<W: Write> Session<W> {
                 control_ok(id, json!({"still_queued": []}))
             }
             "set_permission_mode" => {
-                let mode = request
-                    .get("mode")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let mode = request.get("mode").and_then(Value::as_str).unwrap_or_default();
                 if !PERMISSION_MODES.contains(&mode) {
                     let msg = format!("Invalid permission mode: {mode}");
                     return self.emit(&control_err(id, &msg, "invalid_request"));
@@ -246,15 +236,8 @@ impl<W: Write> Session<W> {
                 return self.set_mode(mode);
             }
             "set_model" => {
-                let model = request
-                    .get("model")
-                    .and_then(Value::as_str)
-                    .unwrap_or(DEFAULT_MODEL);
-                let model = if model == "default" {
-                    DEFAULT_MODEL
-                } else {
-                    model
-                };
+                let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL);
+                let model = if model == "default" { DEFAULT_MODEL } else { model };
                 self.ctx.model = model.to_owned();
                 control_ok(id, json!({"model": model}))
             }
@@ -271,20 +254,15 @@ impl<W: Write> Session<W> {
     /// Changes the permission mode and announces it with `system/status`.
     pub(crate) fn set_mode(&mut self, mode: &str) -> Result<(), Stop> {
         self.mode = mode.to_owned();
-        let status = self.ctx.system(
-            "status",
-            json!({"status": null, "permissionMode": self.reported_mode()}),
-        );
+        let status = self
+            .ctx
+            .system("status", json!({"status": null, "permissionMode": self.reported_mode()}));
         self.emit(&status)
     }
 
     /// The mode as the real CLI reports it (`manual` shows as `default`).
     pub(crate) fn reported_mode(&self) -> &str {
-        if self.mode == "manual" {
-            "default"
-        } else {
-            &self.mode
-        }
+        if self.mode == "manual" { "default" } else { &self.mode }
     }
 
     fn initialize_response(&self) -> Value {
@@ -322,15 +300,7 @@ impl<W: Write> Session<W> {
         if self.args.permission_prompt_tool.is_some() {
             tools.extend(["EnterPlanMode", "ExitPlanMode"]);
         }
-        tools.extend([
-            "Glob",
-            "Grep",
-            "Read",
-            "TodoWrite",
-            "WebFetch",
-            "WebSearch",
-            "Write",
-        ]);
+        tools.extend(["Glob", "Grep", "Read", "TodoWrite", "WebFetch", "WebSearch", "Write"]);
         let cwd = self.cwd.to_string_lossy();
         self.ctx.system(
             "init",

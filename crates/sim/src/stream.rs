@@ -58,10 +58,7 @@ impl Block {
                     .into_iter()
                     .map(|p| (json!({"type": "thinking_delta", "thinking": p}), p))
                     .collect();
-                d.push((
-                    json!({"type": "signature_delta", "signature": "sim"}),
-                    String::new(),
-                ));
+                d.push((json!({"type": "signature_delta", "signature": "sim"}), String::new()));
                 d
             }
             Self::Text(t) => split_pieces(t, 3)
@@ -70,12 +67,7 @@ impl Block {
                 .collect(),
             Self::ToolUse { input, .. } => split_pieces(&input.to_string(), 2)
                 .into_iter()
-                .map(|p| {
-                    (
-                        json!({"type": "input_json_delta", "partial_json": p}),
-                        String::new(),
-                    )
-                })
+                .map(|p| (json!({"type": "input_json_delta", "partial_json": p}), String::new()))
                 .collect(),
         }
     }
@@ -190,9 +182,7 @@ impl<W: Write> Session<W> {
             if self.interrupt_point(st, true)? {
                 return self.abort_stream(&msg_id, &req_id, index, block, &acc, started);
             }
-            let line = self
-                .ctx
-                .assistant(&msg_id, &req_id, block.full(), st.input_tokens);
+            let line = self.ctx.assistant(&msg_id, &req_id, block.full(), st.input_tokens);
             self.emit(&line)?;
             st.assistant_lines += 1;
             if self.faults.crash_mid_turn && st.assistant_lines == 1 {
@@ -201,22 +191,17 @@ impl<W: Write> Session<W> {
             }
             out_tokens += block.tokens();
             if partial {
-                let line = self.ctx.stream_event(
-                    &msg_id,
-                    json!({"type": "content_block_stop", "index": index}),
-                );
+                let line = self
+                    .ctx
+                    .stream_event(&msg_id, json!({"type": "content_block_stop", "index": index}));
                 self.emit(&line)?;
             }
         }
         st.output_tokens += out_tokens;
         if partial {
-            let line = self
-                .ctx
-                .message_delta(&msg_id, Some(stop_reason), out_tokens.max(1));
+            let line = self.ctx.message_delta(&msg_id, Some(stop_reason), out_tokens.max(1));
             self.emit(&line)?;
-            let line = self
-                .ctx
-                .stream_event(&msg_id, json!({"type": "message_stop"}));
+            let line = self.ctx.stream_event(&msg_id, json!({"type": "message_stop"}));
             self.emit(&line)?;
         }
         Ok(Streamed::Done)
@@ -235,8 +220,7 @@ impl<W: Write> Session<W> {
         let mut next_block = index;
         if matches!(block, Block::Text(_)) && !acc.is_empty() {
             let mut line =
-                self.ctx
-                    .assistant(msg_id, req_id, json!({"type": "text", "text": acc}), 0);
+                self.ctx.assistant(msg_id, req_id, json!({"type": "text", "text": acc}), 0);
             line["aborted"] = json!(true);
             self.emit(&line)?;
             next_block = index + 1;
@@ -245,15 +229,12 @@ impl<W: Write> Session<W> {
         self.emit(&line)?;
         if self.args.include_partial_messages {
             if started {
-                let line = self.ctx.stream_event(
-                    msg_id,
-                    json!({"type": "content_block_stop", "index": index}),
-                );
+                let line = self
+                    .ctx
+                    .stream_event(msg_id, json!({"type": "content_block_stop", "index": index}));
                 self.emit(&line)?;
             }
-            let mut line = self
-                .ctx
-                .stream_event(msg_id, json!({"type": "message_stop"}));
+            let mut line = self.ctx.stream_event(msg_id, json!({"type": "message_stop"}));
             line["abandoned_blocks"] =
                 json!({"api_message_id": msg_id, "from_block_index": next_block});
             self.emit(&line)?;
@@ -273,11 +254,7 @@ mod tests {
             assert_eq!(p.concat(), s);
             assert!(p.len() >= 2 || s.chars().count() < 2, "{s:?} -> {p:?}");
         }
-        let b = Block::ToolUse {
-            id: "t".into(),
-            name: "Write".into(),
-            input: json!({"a": 1}),
-        };
+        let b = Block::ToolUse { id: "t".into(), name: "Write".into(), input: json!({"a": 1}) };
         assert_eq!(b.deltas().len(), 2);
         assert_eq!(
             Block::Thinking("hmm ok".into()).deltas().last().unwrap().0["type"],

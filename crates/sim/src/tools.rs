@@ -106,14 +106,8 @@ fn try_write(cwd: &Path, input: &Value, user_modified: bool) -> Result<Outcome, 
     let shown = path.display();
     let suffix = if user_modified { MODIFIED } else { CURRENT };
     let (kind, text) = match original {
-        None => (
-            "create",
-            format!("File created successfully at: {shown}{suffix}"),
-        ),
-        Some(_) => (
-            "update",
-            format!("The file {shown} has been updated successfully.{suffix}"),
-        ),
+        None => ("create", format!("File created successfully at: {shown}{suffix}")),
+        Some(_) => ("update", format!("The file {shown} has been updated successfully.{suffix}")),
     };
     Ok(Outcome {
         content: text,
@@ -140,10 +134,7 @@ fn try_edit(cwd: &Path, input: &Value, user_modified: bool) -> Result<Outcome, O
     let file_path = str_field("Edit", input, "file_path")?;
     let old = str_field("Edit", input, "old_string")?;
     let new = str_field("Edit", input, "new_string")?;
-    let replace_all = input
-        .get("replace_all")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let replace_all = input.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
     let path = resolve_in_cwd(cwd, file_path).map_err(|e| Outcome::error(&e))?;
     let original = std::fs::read_to_string(&path).map_err(|_| {
         Outcome::error(&format!(
@@ -162,19 +153,13 @@ fn try_edit(cwd: &Path, input: &Value, user_modified: bool) -> Result<Outcome, O
             "Found {count} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: {old}"
         )));
     }
-    let updated = if replace_all {
-        original.replace(old, new)
-    } else {
-        original.replacen(old, new, 1)
-    };
+    let updated =
+        if replace_all { original.replace(old, new) } else { original.replacen(old, new, 1) };
     std::fs::write(&path, &updated)
         .map_err(|e| Outcome::error(&format!("Cannot write {}: {e}", path.display())))?;
     let suffix = if user_modified { MODIFIED } else { "" };
     Ok(Outcome {
-        content: format!(
-            "The file {} has been updated successfully.{suffix}",
-            path.display()
-        ),
+        content: format!("The file {} has been updated successfully.{suffix}", path.display()),
         is_error: false,
         tool_use_result: json!({
             "filePath": path.to_string_lossy(),
@@ -221,11 +206,7 @@ impl BashRun {
             .map_err(|e| Outcome::error(&format!("Cannot run sh: {e}")))?;
         let stdout = drain(child.stdout.take());
         let stderr = drain(child.stderr.take());
-        Ok(Self {
-            child,
-            stdout,
-            stderr,
-        })
+        Ok(Self { child, stdout, stderr })
     }
 
     /// The outcome once the command has exited, `None` while it still runs.
@@ -262,9 +243,7 @@ impl BashRun {
                 }),
             });
         }
-        let code = status
-            .code()
-            .map_or_else(|| "killed".to_owned(), |c| c.to_string());
+        let code = status.code().map_or_else(|| "killed".to_owned(), |c| c.to_string());
         let text = format!("Exit code {code}\n{output}").trim_end().to_owned();
         Some(Outcome {
             content: text.clone(),
@@ -288,10 +267,7 @@ mod tests {
     fn paths_stay_inside_cwd() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path();
-        assert_eq!(
-            resolve_in_cwd(cwd, "a/../b.txt").unwrap(),
-            cwd.join("b.txt")
-        );
+        assert_eq!(resolve_in_cwd(cwd, "a/../b.txt").unwrap(), cwd.join("b.txt"));
         assert!(resolve_in_cwd(cwd, "../x.txt").is_err());
         assert!(resolve_in_cwd(cwd, "/etc/passwd").is_err());
         std::os::unix::fs::symlink("/tmp", cwd.join("out")).unwrap();
@@ -302,11 +278,7 @@ mod tests {
     fn write_then_edit() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path();
-        let w = write(
-            cwd,
-            &json!({"file_path": "d/a.txt", "content": "one two\n"}),
-            false,
-        );
+        let w = write(cwd, &json!({"file_path": "d/a.txt", "content": "one two\n"}), false);
         assert!(!w.is_error, "{w:?}");
         assert!(w.content.starts_with("File created successfully at: "));
         let e = edit(
@@ -316,10 +288,7 @@ mod tests {
         );
         assert!(!e.is_error, "{e:?}");
         assert!(e.content.ends_with(MODIFIED));
-        assert_eq!(
-            std::fs::read_to_string(cwd.join("d/a.txt")).unwrap(),
-            "one 2\n"
-        );
+        assert_eq!(std::fs::read_to_string(cwd.join("d/a.txt")).unwrap(), "one 2\n");
         let miss = edit(
             cwd,
             &json!({"file_path": "d/a.txt", "old_string": "zzz", "new_string": ""}),

@@ -17,11 +17,7 @@ pub const API_ERROR_TEXT: &str = "API Error: 500 Internal server error. This is 
 /// How a permission check ended.
 enum Verdict {
     /// Run this input; `modified` when the host changed it; `decision` for the meta.
-    Run {
-        input: Value,
-        modified: bool,
-        decision: Value,
-    },
+    Run { input: Value, modified: bool, decision: Value },
     /// Refused with this message.
     Denied(String),
     /// Refused and the turn must stop (deny+interrupt, or an interrupt while asking).
@@ -76,11 +72,7 @@ impl<W: Write> Session<W> {
                 input: input.clone(),
             });
         }
-        let stop = if calls.is_empty() {
-            "end_turn"
-        } else {
-            "tool_use"
-        };
+        let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
         if self.stream_message(&mut st, &blocks, stop)? == Streamed::Aborted {
             return self.finish_aborted(&st, "aborted_streaming");
         }
@@ -102,11 +94,7 @@ impl<W: Write> Session<W> {
                 Verdict::Denied(message) => {
                     self.emit_tool_result(id, denied(&message), reject())?;
                 }
-                Verdict::Run {
-                    input,
-                    modified,
-                    decision,
-                } => {
+                Verdict::Run { input, modified, decision } => {
                     let Some(outcome) = self.execute(name, &input, modified)? else {
                         let outcome = denied("[Request interrupted by user for tool use]");
                         self.emit_tool_result(id, outcome, decision)?;
@@ -121,11 +109,8 @@ impl<W: Write> Session<W> {
         let done = if denied == 0 {
             "Done.".to_owned()
         } else {
-            let names: Vec<&str> = st
-                .denials
-                .iter()
-                .filter_map(|d| d["tool_name"].as_str())
-                .collect();
+            let names: Vec<&str> =
+                st.denials.iter().filter_map(|d| d["tool_name"].as_str()).collect();
             format!("Done, with {denied} denied. Denied: {}.", names.join(", "))
         };
         if self.stream_message(&mut st, &[Block::Text(done.clone())], "end_turn")?
@@ -165,21 +150,14 @@ impl<W: Write> Session<W> {
         }
         .gate(name, input);
         let deny = |st: &mut TurnState, message: String| {
-            st.denials
-                .push(json!({"tool_name": name, "tool_use_id": id, "tool_input": input}));
+            st.denials.push(json!({"tool_name": name, "tool_use_id": id, "tool_input": input}));
             Verdict::Denied(message)
         };
         match gate {
-            Gate::Allow(decision) => Ok(Verdict::Run {
-                input: input.clone(),
-                modified: false,
-                decision,
-            }),
-            Gate::Deny {
-                message,
-                announce,
-                reason_type,
-            } => {
+            Gate::Allow(decision) => {
+                Ok(Verdict::Run { input: input.clone(), modified: false, decision })
+            }
+            Gate::Deny { message, announce, reason_type } => {
                 if announce {
                     let mut fields =
                         json!({"tool_name": name, "tool_use_id": id, "message": message});
@@ -216,19 +194,14 @@ impl<W: Write> Session<W> {
                     self.pump(None)?;
                 };
                 match permissions::parse_answer(&response) {
-                    Answer::Deny {
-                        interrupt: true, ..
-                    } => {
+                    Answer::Deny { interrupt: true, .. } => {
                         st.denials.push(
                             json!({"tool_name": name, "tool_use_id": id, "tool_input": input}),
                         );
                         Ok(Verdict::Abort)
                     }
                     Answer::Deny { message, .. } => Ok(deny(st, message)),
-                    Answer::Allow {
-                        updated_input,
-                        updated_permissions,
-                    } => {
+                    Answer::Allow { updated_input, updated_permissions } => {
                         let (rules, mode) = permissions::apply_updates(&updated_permissions);
                         self.rules.extend(rules);
                         if let Some(mode) = mode {
@@ -242,11 +215,7 @@ impl<W: Write> Session<W> {
                         let decision = json!({"decision": "accept", "source": source});
                         let modified = updated_input.as_ref().is_some_and(|u| u != input);
                         let input = updated_input.unwrap_or_else(|| input.clone());
-                        Ok(Verdict::Run {
-                            input,
-                            modified,
-                            decision,
-                        })
+                        Ok(Verdict::Run { input, modified, decision })
                     }
                 }
             }
@@ -316,10 +285,7 @@ impl<W: Write> Session<W> {
     }
 
     fn finish_ok(&mut self, st: &TurnState, text: String) -> Result<(), Stop> {
-        let r = ResultLine {
-            result: Some(text),
-            ..self.result_line(st)
-        };
+        let r = ResultLine { result: Some(text), ..self.result_line(st) };
         let line = self.ctx.result(&r);
         self.emit_result(&line)
     }
@@ -344,9 +310,7 @@ impl<W: Write> Session<W> {
     }
 
     fn abort_tools(&mut self, st: &TurnState) -> Result<(), Stop> {
-        let line = self
-            .ctx
-            .user_text("[Request interrupted by user for tool use]");
+        let line = self.ctx.user_text("[Request interrupted by user for tool use]");
         self.emit(&line)?;
         self.finish_aborted(st, "aborted_tools")
     }

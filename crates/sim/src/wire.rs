@@ -46,9 +46,7 @@ pub fn prefixed_id(prefix: &str) -> String {
 
 /// The current time as `2026-11-29T19:54:40.117Z`.
 pub fn timestamp() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     format_timestamp(since.as_secs(), since.subsec_millis())
 }
 
@@ -368,10 +366,7 @@ mod tests {
     #[test]
     fn timestamps_are_iso_utc() {
         assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            format_timestamp(1_795_982_080, 117),
-            "2026-11-29T19:54:40.117Z"
-        );
+        assert_eq!(format_timestamp(1_795_982_080, 117), "2026-11-29T19:54:40.117Z");
         assert_eq!(format_timestamp(951_782_400, 5), "2000-02-29T00:00:00.005Z");
         assert_eq!(timestamp().len(), 24);
     }
@@ -387,10 +382,7 @@ mod tests {
     fn lines_are_flushed_json() {
         let mut buf = Vec::new();
         let mut wire = Wire::new(&mut buf);
-        let ctx = Ctx {
-            session_id: "s".into(),
-            model: "m".into(),
-        };
+        let ctx = Ctx { session_id: "s".into(), model: "m".into() };
         wire.emit(&ctx.system("status", json!({"status": null, "permissionMode": "plan"})))
             .unwrap();
         let line: Value = serde_json::from_slice(&buf).unwrap();

@@ -15,10 +15,7 @@ fn write_allowed_creates_the_file() {
     let mut sim = Sim::start(&[], None);
     sim.control("req_init", json!({"subtype": "initialize", "hooks": null}));
     let init = sim.last_until_type("control_response");
-    assert_eq!(
-        init["response"]["response"]["claude_code_version"],
-        "0.1.0-sim"
-    );
+    assert_eq!(init["response"]["response"]["claude_code_version"], "0.1.0-sim");
     sim.prompt("write notes.txt containing hi");
     let lines = sim.until(is_can_use_tool);
     assert_eq!(lines[0]["subtype"], "init");
@@ -33,10 +30,7 @@ fn write_allowed_creates_the_file() {
         req["request"]["input"]["file_path"],
         sim.path("notes.txt").to_string_lossy().as_ref()
     );
-    assert_eq!(
-        req["request"]["permission_suggestions"][0]["mode"],
-        "acceptEdits"
-    );
+    assert_eq!(req["request"]["permission_suggestions"][0]["mode"], "acceptEdits");
     sim.answer(&req, json!({"behavior": "allow"}));
     let lines = sim.until_type("result");
     let tr = tool_result(&lines);
@@ -47,10 +41,7 @@ fn write_allowed_creates_the_file() {
     assert_eq!(result["is_error"], false);
     assert_eq!(result["result"], "Done.");
     assert_eq!(result["num_turns"], 2);
-    assert_eq!(
-        std::fs::read_to_string(sim.path("notes.txt")).unwrap(),
-        "hi\n"
-    );
+    assert_eq!(std::fs::read_to_string(sim.path("notes.txt")).unwrap(), "hi\n");
     let (_, code, _) = sim.finish();
     assert_eq!(code, 0);
 }
@@ -81,10 +72,7 @@ fn deny_leaves_no_file_and_reports_the_denial() {
     let mut sim = Sim::start(&[], None);
     sim.prompt("write secret.txt");
     let req = sim.until(is_can_use_tool).pop().unwrap();
-    sim.answer(
-        &req,
-        json!({"behavior": "deny", "message": "orchestrator says no"}),
-    );
+    sim.answer(&req, json!({"behavior": "deny", "message": "orchestrator says no"}));
     let lines = sim.until_type("result");
     let block = &tool_result(&lines)["message"]["content"][0];
     assert_eq!(block["content"], "orchestrator says no");
@@ -92,12 +80,7 @@ fn deny_leaves_no_file_and_reports_the_denial() {
     let result = lines.last().unwrap();
     assert_eq!(result["is_error"], false);
     assert_eq!(result["permission_denials"][0]["tool_name"], "Write");
-    assert!(
-        result["result"]
-            .as_str()
-            .unwrap()
-            .starts_with("Done, with 1 denied.")
-    );
+    assert!(result["result"].as_str().unwrap().starts_with("Done, with 1 denied."));
     assert!(!sim.path("secret.txt").exists());
     assert_eq!(sim.finish().1, 0);
 }
@@ -107,18 +90,10 @@ fn deny_with_interrupt_aborts_the_turn() {
     let mut sim = Sim::start(&[], None);
     sim.prompt("write a.txt then run echo never");
     let req = sim.until(is_can_use_tool).pop().unwrap();
-    sim.answer(
-        &req,
-        json!({"behavior": "deny", "message": "stop", "interrupt": true}),
-    );
+    sim.answer(&req, json!({"behavior": "deny", "message": "stop", "interrupt": true}));
     let lines = sim.until_type("result");
     let block = &tool_result(&lines)["message"]["content"][0];
-    assert!(
-        block["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("The user doesn't want to proceed")
-    );
+    assert!(block["content"].as_str().unwrap().starts_with("The user doesn't want to proceed"));
     assert!(lines.iter().any(
         |l| l["message"]["content"][0]["text"] == "[Request interrupted by user for tool use]"
     ));
@@ -146,10 +121,7 @@ fn malformed_stdin_line_exits_1_without_result() {
     sim.send(&json!({"type": "user"}));
     let (_, code, err) = sim.finish();
     assert_eq!(code, 1);
-    assert!(
-        err.contains("Error: Expected message role 'user', got 'undefined'"),
-        "{err}"
-    );
+    assert!(err.contains("Error: Expected message role 'user', got 'undefined'"), "{err}");
 }
 
 #[test]
@@ -159,18 +131,13 @@ fn interrupt_during_a_slow_turn_then_continue() {
     sim.until(|l| l["type"] == "stream_event" && l["event"]["delta"]["type"] == "text_delta");
     sim.control("req_int", json!({"subtype": "interrupt"}));
     let lines = sim.until_type("result");
-    let ack = lines
-        .iter()
-        .find(|l| l["type"] == "control_response")
-        .unwrap();
+    let ack = lines.iter().find(|l| l["type"] == "control_response").unwrap();
     assert_eq!(ack["response"]["request_id"], "req_int");
     assert_eq!(ack["response"]["response"]["still_queued"], json!([]));
     let aborted = lines.iter().find(|l| l["type"] == "assistant").unwrap();
     assert_eq!(aborted["aborted"], true);
     assert!(
-        lines
-            .iter()
-            .any(|l| l["message"]["content"][0]["text"] == "[Request interrupted by user]")
+        lines.iter().any(|l| l["message"]["content"][0]["text"] == "[Request interrupted by user]")
     );
     let result = lines.last().unwrap();
     assert_eq!(result["subtype"], "error_during_execution");
@@ -196,10 +163,7 @@ fn two_turns_share_the_session_and_rules() {
     first.extend(sim.until_type("result"));
     sim.prompt("write two.txt");
     let second = sim.until_type("result");
-    assert!(
-        !second.iter().any(is_can_use_tool),
-        "asked again: {second:#?}"
-    );
+    assert!(!second.iter().any(is_can_use_tool), "asked again: {second:#?}");
     for lines in [&first, &second] {
         assert_eq!(lines[0]["subtype"], "init");
         assert_eq!(lines[0]["model"], "m-test");
@@ -220,10 +184,7 @@ fn control_requests_and_modes() {
         "Unsupported control request subtype: definitely_not_a_subtype"
     );
     assert_eq!(err["response"]["error_code"], "unsupported_request");
-    sim.control(
-        "r2",
-        json!({"subtype": "set_permission_mode", "mode": "acceptEdits"}),
-    );
+    sim.control("r2", json!({"subtype": "set_permission_mode", "mode": "acceptEdits"}));
     assert_eq!(
         sim.last_until_type("control_response")["response"]["response"]["mode"],
         "acceptEdits"
@@ -263,20 +224,11 @@ fn bash_runs_in_cwd_without_an_approver_in_bypass_mode() {
     let mut sim = Sim::start(&["--permission-mode", "bypassPermissions"], None);
     sim.prompt("run echo hi > out.txt && echo ok");
     let lines = sim.until_type("result");
-    assert_eq!(
-        tool_result(&lines)["message"]["content"][0]["content"],
-        "ok"
-    );
-    assert_eq!(
-        std::fs::read_to_string(sim.path("out.txt")).unwrap(),
-        "hi\n"
-    );
+    assert_eq!(tool_result(&lines)["message"]["content"][0]["content"], "ok");
+    assert_eq!(std::fs::read_to_string(sim.path("out.txt")).unwrap(), "hi\n");
     sim.prompt("write ../escape.txt");
     let lines = sim.until_type("result");
-    assert_eq!(
-        tool_result(&lines)["message"]["content"][0]["is_error"],
-        true
-    );
+    assert_eq!(tool_result(&lines)["message"]["content"][0]["is_error"], true);
 }
 
 #[test]
@@ -294,11 +246,7 @@ fn fault_api_error() {
     let mut sim = Sim::start(&[], Some("api_error"));
     sim.prompt("hello");
     let lines = sim.until_type("result");
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["subtype"] == "api_retry" && l["error_status"] == 500)
-    );
+    assert!(lines.iter().any(|l| l["subtype"] == "api_retry" && l["error_status"] == 500));
     let synthetic = lines.iter().find(|l| l["type"] == "assistant").unwrap();
     assert_eq!(synthetic["is_api_error_message"], true);
     assert_eq!(synthetic["message"]["model"], "<synthetic>");
@@ -307,12 +255,7 @@ fn fault_api_error() {
     assert_eq!(result["is_error"], true);
     assert_eq!(result["terminal_reason"], "api_error");
     assert_eq!(result["api_error_status"], 500);
-    assert!(
-        result["result"]
-            .as_str()
-            .unwrap()
-            .starts_with("API Error: 500 Internal server error")
-    );
+    assert!(result["result"].as_str().unwrap().starts_with("API Error: 500 Internal server error"));
     assert_eq!(sim.finish().1, 1);
 }
 
@@ -323,11 +266,7 @@ fn fault_unknown_lines_and_malformed_stdout() {
     let lines = sim.until_type("result");
     assert_eq!(lines[0]["unparsed"], "{this is not json");
     assert!(lines.iter().any(|l| l["type"] == "brand_new_kind"));
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["type"] == "system" && l["subtype"] == "mystery")
-    );
+    assert!(lines.iter().any(|l| l["type"] == "system" && l["subtype"] == "mystery"));
     assert_eq!(lines.last().unwrap()["is_error"], false);
     assert_eq!(sim.finish().1, 0);
 }
@@ -335,10 +274,7 @@ fn fault_unknown_lines_and_malformed_stdout() {
 #[test]
 fn cli_checks_like_the_real_one() {
     let out = Command::new(BIN).arg("--version").output().unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "0.1.0 (Nucleic simulated agent)"
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0.1.0 (Nucleic simulated agent)");
     let out = Command::new(BIN)
         .args(["-p", "--output-format", "stream-json"])
         .stdin(Stdio::null())
@@ -359,11 +295,7 @@ fn cli_checks_like_the_real_one() {
     );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["subtype"], "error_during_execution");
-    let out = Command::new(BIN)
-        .args(HOST_ARGS)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = Command::new(BIN).args(HOST_ARGS).stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
 }
@@ -389,10 +321,7 @@ fn fault_hang_still_answers_control_requests() {
     sim.prompt("hello");
     sim.until(|l| l["subtype"] == "init");
     sim.control("req_int", json!({"subtype": "interrupt"}));
-    assert_eq!(
-        sim.last_until_type("control_response")["response"]["subtype"],
-        "success"
-    );
+    assert_eq!(sim.last_until_type("control_response")["response"]["subtype"], "success");
     assert!(sim.lines.recv_timeout(Duration::from_millis(200)).is_err());
     assert!(sim.child.try_wait().unwrap().is_none());
 }

@@ -26,9 +26,6 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> StoreError {
-        StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+        StoreError::Io { path: path.to_path_buf(), source }
     }
 }

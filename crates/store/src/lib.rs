@@ -5,9 +5,11 @@
 //! by a crash. Files are created 0600 in 0700 directories.
 
 mod error;
+mod index;
 mod reader;
 mod writer;
 
 pub use error::StoreError;
-pub use reader::{ReadOutcome, SkippedLine, read_transcript};
+pub use index::{INDEX_STRIDE, SharedIndex, TranscriptIndex};
+pub use reader::{ReadOutcome, SkippedLine, read_range, read_transcript};
 pub use writer::{OpenedTranscript, TranscriptWriter};

@@ -4,10 +4,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use nucleic_protocol::Event;
 
 use crate::error::StoreError;
+use crate::index::{INDEX_STRIDE, SharedIndex};
 use crate::reader::{ReadOutcome, read_transcript};
 
 /// Appends to one session's transcript. Not shared: the session's single writer owns it.
@@ -16,6 +18,9 @@ pub struct TranscriptWriter {
     path: PathBuf,
     file: File,
     last_seq: u64,
+    /// Bytes in the file (where the next event starts).
+    len: u64,
+    index: SharedIndex,
     buf: Vec<u8>,
 }
 
@@ -40,13 +45,9 @@ impl TranscriptWriter {
                 .create(dir)
                 .map_err(|e| StoreError::io(dir, e))?;
         }
-        let ReadOutcome {
-            last_seq,
-            complete_len,
-            torn_tail,
-            skipped,
-            ..
-        } = read_transcript(path, u64::MAX)?;
+        let ReadOutcome { last_seq, complete_len, torn_tail, skipped, mut index, .. } =
+            read_transcript(path, u64::MAX)?;
+        index.truncate_after(last_seq);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -56,8 +57,7 @@ impl TranscriptWriter {
         let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
         let mut truncated_bytes = 0;
         if torn_tail && len > complete_len {
-            file.set_len(complete_len)
-                .map_err(|e| StoreError::io(path, e))?;
+            file.set_len(complete_len).map_err(|e| StoreError::io(path, e))?;
             truncated_bytes = len - complete_len;
         }
         Ok(OpenedTranscript {
@@ -65,6 +65,8 @@ impl TranscriptWriter {
                 path: path.to_path_buf(),
                 file,
                 last_seq,
+                len: len - truncated_bytes,
+                index: Arc::new(RwLock::new(index)),
                 buf: Vec::new(),
             },
             truncated_bytes,
@@ -77,6 +79,11 @@ impl TranscriptWriter {
         self.last_seq
     }
 
+    /// The seq → offset index, kept current by every append; share it with readers.
+    pub fn index(&self) -> SharedIndex {
+        self.index.clone()
+    }
+
     /// Where the transcript lives.
     pub fn path(&self) -> &Path {
         &self.path
@@ -87,13 +94,13 @@ impl TranscriptWriter {
     pub fn append(&mut self, events: &[Event]) -> Result<(), StoreError> {
         self.buf.clear();
         let mut last = self.last_seq;
+        let mut starts = Vec::new();
         for event in events {
             if event.seq != last + 1 {
-                return Err(StoreError::SeqGap {
-                    path: self.path.clone(),
-                    last,
-                    got: event.seq,
-                });
+                return Err(StoreError::SeqGap { path: self.path.clone(), last, got: event.seq });
+            }
+            if (event.seq - 1).is_multiple_of(INDEX_STRIDE) {
+                starts.push((event.seq, self.len + self.buf.len() as u64));
             }
             serde_json::to_writer(&mut self.buf, event).map_err(|source| StoreError::Encode {
                 path: self.path.clone(),
@@ -103,17 +110,23 @@ impl TranscriptWriter {
             self.buf.push(b'\n');
             last = event.seq;
         }
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| StoreError::io(&self.path, e))?;
+        if let Err(e) = self.file.write_all(&self.buf) {
+            // A partial write would leave a torn line; cut it so the file stays a clean prefix.
+            let _ = self.file.set_len(self.len);
+            return Err(StoreError::io(&self.path, e));
+        }
+        self.len += self.buf.len() as u64;
         self.last_seq = last;
+        if let Ok(mut index) = self.index.write() {
+            for (seq, offset) in starts {
+                index.record(seq, offset);
+            }
+        }
         Ok(())
     }
 
     /// Forces written events to stable storage (called at turn ends and on close, not per event).
     pub fn sync(&mut self) -> Result<(), StoreError> {
-        self.file
-            .sync_data()
-            .map_err(|e| StoreError::io(&self.path, e))
+        self.file.sync_data().map_err(|e| StoreError::io(&self.path, e))
     }
 }

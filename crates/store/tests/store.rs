@@ -31,20 +31,13 @@ fn appends_and_reads_from_any_seq() {
     w.append(&[ev(1, "a"), ev(2, "b")]).unwrap();
     w.append(&[ev(3, "c")]).unwrap();
     let all = read_transcript(&path, 1).unwrap();
-    assert_eq!(
-        all.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert_eq!(all.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
     let tail = read_transcript(&path, 3).unwrap();
     assert_eq!(tail.events.len(), 1);
     assert_eq!(read_transcript(&path, 4).unwrap().events.len(), 0);
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let dmode = std::fs::metadata(path.parent().unwrap())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
+    let dmode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
     assert_eq!(dmode, 0o700);
 }
 
@@ -54,18 +47,8 @@ fn refuses_gaps_and_duplicates_without_writing() {
     let path = dir.path().join("t.jsonl");
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(1, "a")]).unwrap();
-    assert!(matches!(
-        w.append(&[ev(3, "x")]),
-        Err(StoreError::SeqGap {
-            last: 1,
-            got: 3,
-            ..
-        })
-    ));
-    assert!(matches!(
-        w.append(&[ev(2, "ok"), ev(2, "dup")]),
-        Err(StoreError::SeqGap { .. })
-    ));
+    assert!(matches!(w.append(&[ev(3, "x")]), Err(StoreError::SeqGap { last: 1, got: 3, .. })));
+    assert!(matches!(w.append(&[ev(2, "ok"), ev(2, "dup")]), Err(StoreError::SeqGap { .. })));
     assert_eq!(read_transcript(&path, 1).unwrap().last_seq, 1);
 }
 
@@ -96,10 +79,7 @@ fn torn_last_line_is_ignored_by_readers_and_truncated_on_reopen() {
     w.append(&[ev(3, "c")]).unwrap();
     let read = read_transcript(&path, 1).unwrap();
     assert!(!read.torn_tail);
-    assert_eq!(
-        read.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert_eq!(read.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
 }
 
 #[test]
@@ -109,12 +89,7 @@ fn a_corrupt_middle_line_is_reported_not_fatal() {
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(1, "a")]).unwrap();
     drop(w);
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(b"not json\n")
-        .unwrap();
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"not json\n").unwrap();
     let mut w = TranscriptWriter::open(&path).unwrap().writer;
     w.append(&[ev(2, "b")]).unwrap();
     let read = read_transcript(&path, 1).unwrap();
@@ -158,4 +133,26 @@ mod props {
             prop_assert!(read.skipped.is_empty());
         }
     }
+}
+
+#[test]
+fn the_index_lets_readers_start_near_any_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut w = TranscriptWriter::open(&path).unwrap().writer;
+    let events: Vec<Event> = (1..=1000).map(|i| ev(i, "x")).collect();
+    for chunk in events.chunks(7) {
+        w.append(chunk).unwrap();
+    }
+    let index = w.index();
+    for from in [1u64, 255, 256, 257, 700, 1000] {
+        let offset = index.read().unwrap().offset_before(from);
+        let got = nucleic_store::read_range(&path, offset, from, 10).unwrap();
+        assert_eq!(got.events[0].seq, from);
+        assert!(got.events.len() <= 10);
+    }
+    drop(w);
+    // Reopening rebuilds the same index from the file.
+    let reopened = TranscriptWriter::open(&path).unwrap().writer;
+    assert_eq!(*reopened.index().read().unwrap(), *index.read().unwrap());
 }

@@ -13,20 +13,14 @@ pub fn real_claude() -> PathBuf {
     if let Some(p) = std::env::var_os("NUCLEIC_CLAUDE_BIN") {
         return PathBuf::from(p);
     }
-    let cache = std::env::var_os("NUCLEIC_AGENT_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .map(|c| c.join("nucleic/agents"))
-        });
+    let cache = std::env::var_os("NUCLEIC_AGENT_CACHE").map(PathBuf::from).or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|c| c.join("nucleic/agents"))
+    });
     let path = cache
-        .map(|c| {
-            c.join(format!(
-                "claude-code-{CLAUDE_VERSION}/node_modules/.bin/claude"
-            ))
-        })
+        .map(|c| c.join(format!("claude-code-{CLAUDE_VERSION}/node_modules/.bin/claude")))
         .filter(|p| p.is_file());
     path.unwrap_or_else(|| {
         panic!("the pinned claude {CLAUDE_VERSION} is not installed: run scripts/install-agents.sh (or set NUCLEIC_CLAUDE_BIN)")
@@ -48,10 +42,7 @@ pub fn claude_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String
         ("CLAUDE_CODE_TMPDIR".into(), dir("tmp")),
         ("ANTHROPIC_BASE_URL".into(), base_url.to_owned()),
         ("ANTHROPIC_API_KEY".into(), "sk-test".into()),
-        (
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-            "1".into(),
-        ),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
         ("CLAUDE_CODE_MAX_RETRIES".into(), "1".into()),
         ("DISABLE_AUTOUPDATER".into(), "1".into()),
     ]

@@ -28,9 +28,7 @@ pub fn enter(full_name: &str, extra: Extra) -> bool {
         return false;
     }
     // libtest names tests by their path inside the crate (without the crate name).
-    let filter = full_name
-        .split_once("::")
-        .map_or(full_name, |(_, rest)| rest);
+    let filter = full_name.split_once("::").map_or(full_name, |(_, rest)| rest);
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
     let mut cmd = Command::new("unshare");
     cmd.arg("--net");
@@ -66,11 +64,7 @@ pub fn assert_loopback_only() {
         .filter_map(|l| l.split(':').next())
         .map(|name| name.trim().to_owned())
         .collect();
-    assert_eq!(
-        ifaces,
-        vec!["lo".to_owned()],
-        "expected a loopback-only network namespace"
-    );
+    assert_eq!(ifaces, vec!["lo".to_owned()], "expected a loopback-only network namespace");
 }
 
 /// First statement of a test that must run in a loopback-only network namespace:

@@ -20,10 +20,7 @@ struct RawResponse {
 
 impl RawResponse {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
@@ -77,30 +74,16 @@ fn parse(raw: &[u8]) -> RawResponse {
     let head = String::from_utf8(raw[..split].to_vec()).unwrap();
     let mut rest = &raw[split + 4..];
     let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
     let headers: Vec<(String, String)> = lines
         .map(|l| {
             let (k, v) = l.split_once(':').unwrap();
             (k.trim().to_ascii_lowercase(), v.trim().to_owned())
         })
         .collect();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
     if !chunked {
-        return RawResponse {
-            status,
-            headers,
-            body: rest.to_vec(),
-            complete: true,
-        };
+        return RawResponse { status, headers, body: rest.to_vec(), complete: true };
     }
     let mut body = Vec::new();
     let mut complete = false;
@@ -119,12 +102,7 @@ fn parse(raw: &[u8]) -> RawResponse {
         body.extend_from_slice(&rest[start..start + size]);
         rest = &rest[start + size + 2..];
     }
-    RawResponse {
-        status,
-        headers,
-        body,
-        complete,
-    }
+    RawResponse { status, headers, body, complete }
 }
 
 async fn request(
@@ -134,9 +112,7 @@ async fn request(
     body: Option<&Value>,
 ) -> RawResponse {
     let mut stream = send(mock, method, path, body).await;
-    let raw = tokio::time::timeout(Duration::from_secs(10), read_all(&mut stream))
-        .await
-        .unwrap();
+    let raw = tokio::time::timeout(Duration::from_secs(10), read_all(&mut stream)).await.unwrap();
     parse(&raw)
 }
 
@@ -216,16 +192,9 @@ fn assemble(events: &[(String, Value)]) -> (Vec<Value>, Value) {
 
 #[tokio::test]
 async fn streaming_write_then_done() {
-    let mock = MockAnthropic::start(Script::write_then_done("/tmp/ws/hello.txt", "hello"))
-        .await
-        .unwrap();
-    let resp = request(
-        &mock,
-        "POST",
-        "/v1/messages?beta=true",
-        Some(&first_turn(true)),
-    )
-    .await;
+    let mock =
+        MockAnthropic::start(Script::write_then_done("/tmp/ws/hello.txt", "hello")).await.unwrap();
+    let resp = request(&mock, "POST", "/v1/messages?beta=true", Some(&first_turn(true))).await;
     assert_eq!(resp.status, 200);
     assert!(resp.complete);
     assert_eq!(resp.header("content-type"), Some("text/event-stream"));
@@ -238,39 +207,23 @@ async fn streaming_write_then_done() {
     assert_eq!(start["model"], "claude-opus-5-5");
     assert_eq!(start["content"], json!([]));
     assert_eq!(start["usage"]["input_tokens"], 100);
-    let json_deltas = events
-        .iter()
-        .filter(|(_, d)| d["delta"]["type"] == "input_json_delta")
-        .count();
+    let json_deltas =
+        events.iter().filter(|(_, d)| d["delta"]["type"] == "input_json_delta").count();
     assert!(json_deltas >= 2, "input split in 2+ chunks");
-    let text_deltas = events
-        .iter()
-        .filter(|(_, d)| d["delta"]["type"] == "text_delta")
-        .count();
+    let text_deltas = events.iter().filter(|(_, d)| d["delta"]["type"] == "text_delta").count();
     assert!((2..=3).contains(&text_deltas));
 
     let (blocks, stop) = assemble(&events);
     assert_eq!(stop, "tool_use");
     assert_eq!(blocks.len(), 2);
-    assert_eq!(
-        blocks[0],
-        json!({"type": "text", "text": "I'll write the file."})
-    );
+    assert_eq!(blocks[0], json!({"type": "text", "text": "I'll write the file."}));
     assert_eq!(blocks[1]["name"], "Write");
-    assert_eq!(
-        blocks[1]["input"],
-        json!({"file_path": "/tmp/ws/hello.txt", "content": "hello"})
-    );
+    assert_eq!(blocks[1]["input"], json!({"file_path": "/tmp/ws/hello.txt", "content": "hello"}));
     let id = blocks[1]["id"].as_str().unwrap();
     assert!(id.starts_with("toolu_") && id.len() == 30, "{id}");
 
-    let resp = request(
-        &mock,
-        "POST",
-        "/v1/messages?beta=true",
-        Some(&second_turn(&blocks[1])),
-    )
-    .await;
+    let resp =
+        request(&mock, "POST", "/v1/messages?beta=true", Some(&second_turn(&blocks[1]))).await;
     let (blocks, stop) = assemble(&resp.events());
     assert_eq!(stop, "end_turn");
     assert_eq!(blocks, vec![json!({"type": "text", "text": "done"})]);
@@ -278,16 +231,10 @@ async fn streaming_write_then_done() {
 
 #[tokio::test]
 async fn non_streaming_json_shape() {
-    let mock = MockAnthropic::start(Script::write_then_done("/w/a.txt", "x"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::write_then_done("/w/a.txt", "x")).await.unwrap();
     let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(false))).await;
     assert_eq!(resp.status, 200);
-    assert!(
-        resp.header("content-type")
-            .unwrap()
-            .starts_with("application/json")
-    );
+    assert!(resp.header("content-type").unwrap().starts_with("application/json"));
     let msg = resp.json();
     assert_eq!(msg["type"], "message");
     assert_eq!(msg["role"], "assistant");
@@ -298,33 +245,23 @@ async fn non_streaming_json_shape() {
     assert!(msg["usage"]["output_tokens"].as_u64().unwrap() >= 1);
     assert_eq!(msg["content"][0]["type"], "text");
     assert_eq!(msg["content"][1]["type"], "tool_use");
-    assert_eq!(
-        msg["content"][1]["input"],
-        json!({"file_path": "/w/a.txt", "content": "x"})
-    );
+    assert_eq!(msg["content"][1]["input"], json!({"file_path": "/w/a.txt", "content": "x"}));
 
     // Without "stream" at all: JSON too.
     let mut body = first_turn(false);
     body.as_object_mut().unwrap().remove("stream");
     mock.set_script(Script::text("hi"));
-    let msg = request(&mock, "POST", "/v1/messages", Some(&body))
-        .await
-        .json();
+    let msg = request(&mock, "POST", "/v1/messages", Some(&body)).await.json();
     assert_eq!(msg["content"], json!([{"type": "text", "text": "hi"}]));
     assert_eq!(msg["stop_reason"], "end_turn");
 }
 
 #[tokio::test]
 async fn thinking_stream() {
-    let mock = MockAnthropic::start(Script::thinking("let me think", "answer"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::thinking("let me think", "answer")).await.unwrap();
     let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
     let events = resp.events();
-    let kinds: Vec<&str> = events
-        .iter()
-        .filter_map(|(_, d)| d["delta"]["type"].as_str())
-        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|(_, d)| d["delta"]["type"].as_str()).collect();
     let sig = kinds.iter().position(|k| *k == "signature_delta").unwrap();
     assert!(kinds[..sig].iter().all(|k| *k == "thinking_delta") && sig >= 1);
     let (blocks, stop) = assemble(&events);
@@ -351,13 +288,7 @@ async fn http500_twice_then_success_and_reset() {
     assert_eq!(resp.status, 200);
     // count_tokens is not subject to faults, set_script resets the counter.
     mock.set_script(script);
-    let resp = request(
-        &mock,
-        "POST",
-        "/v1/messages/count_tokens",
-        Some(&first_turn(false)),
-    )
-    .await;
+    let resp = request(&mock, "POST", "/v1/messages/count_tokens", Some(&first_turn(false))).await;
     assert_eq!(resp.json(), json!({"input_tokens": 100}));
     let resp = request(&mock, "POST", "/v1/messages", Some(&first_turn(false))).await;
     assert_eq!(resp.status, 500);
@@ -403,23 +334,16 @@ async fn drop_mid_stream_breaks_the_connection() {
 
 #[tokio::test]
 async fn hang_until_dropped() {
-    let mock = MockAnthropic::start(Script::text("ok").with_fault(FaultKind::Hang, None))
-        .await
-        .unwrap();
+    let mock =
+        MockAnthropic::start(Script::text("ok").with_fault(FaultKind::Hang, None)).await.unwrap();
     let mut stream = send(&mock, "POST", "/v1/messages", Some(&first_turn(true))).await;
     let mut buf = [0u8; 16];
     let early = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf)).await;
     assert!(early.is_err(), "no response while hanging");
     assert_eq!(mock.requests().len(), 1);
     drop(mock);
-    let raw = tokio::time::timeout(Duration::from_secs(5), read_all(&mut stream))
-        .await
-        .unwrap();
-    assert!(
-        raw.is_empty(),
-        "closed without a response: {:?}",
-        String::from_utf8_lossy(&raw)
-    );
+    let raw = tokio::time::timeout(Duration::from_secs(5), read_all(&mut stream)).await.unwrap();
+    assert!(raw.is_empty(), "closed without a response: {:?}", String::from_utf8_lossy(&raw));
 }
 
 #[tokio::test]
@@ -433,19 +357,15 @@ async fn unknown_paths_are_404_and_everything_is_recorded() {
     assert_eq!(resp.status, 404);
     let resp = request(&mock, "GET", "/v1/messages", None).await;
     assert_eq!(resp.status, 404);
-    let models = request(&mock, "GET", "/v1/models?limit=5", None)
-        .await
-        .json();
+    let models = request(&mock, "GET", "/v1/models?limit=5", None).await.json();
     assert_eq!(models["data"][0]["id"], "claude-opus-5-5");
     assert_eq!(models["has_more"], false);
     let body = first_turn(true);
     request(&mock, "POST", "/v1/messages?beta=true", Some(&body)).await;
 
     let reqs = mock.requests();
-    let seen: Vec<(&str, &str)> = reqs
-        .iter()
-        .map(|r| (r.method.as_str(), r.path.as_str()))
-        .collect();
+    let seen: Vec<(&str, &str)> =
+        reqs.iter().map(|r| (r.method.as_str(), r.path.as_str())).collect();
     assert_eq!(
         seen,
         [
@@ -458,12 +378,7 @@ async fn unknown_paths_are_404_and_everything_is_recorded() {
     );
     assert_eq!(reqs[0].body, Value::Null);
     assert_eq!(reqs[4].body, body);
-    assert!(
-        reqs[4]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "x-api-key" && v == "sk-test")
-    );
+    assert!(reqs[4].headers.iter().any(|(k, v)| k == "x-api-key" && v == "sk-test"));
 }
 
 #[tokio::test]

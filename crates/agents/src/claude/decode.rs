@@ -10,6 +10,7 @@ use nucleic_protocol::{
 };
 use serde_json::Value;
 
+use super::flat::parse_line;
 use super::wire::{
     Block, Content, ControlRequestLine, ControlResponseLine, Delta, Line, MessageLine,
     RateLimitLine, ResultLine, StartBlock, StreamEvent, StreamEventLine, SystemLine,
@@ -44,11 +45,7 @@ pub struct DecodedLine {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ControlIn {
     /// The CLI asks permission; it waits until we answer this id.
-    PermissionAsked {
-        request_id: String,
-        tool_name: String,
-        input: Value,
-    },
+    PermissionAsked { request_id: String, tool_name: String, input: Value },
     /// The CLI sent a request we do not serve; it must get an error reply, not silence.
     Unsupported { request_id: String, subtype: String },
     /// The CLI answered one of our requests.
@@ -106,7 +103,7 @@ impl ClaudeDecoder {
 
     /// Decodes one line (without its newline).
     pub fn decode(&mut self, line: &str) -> DecodedLine {
-        match serde_json::from_str::<Line>(line) {
+        match parse_line(line) {
             Ok(Line::System(s)) => self.system(line, s),
             Ok(Line::Assistant(m)) => self.assistant(line, m),
             Ok(Line::User(m)) => self.user(line, m),
@@ -145,11 +142,7 @@ impl ClaudeDecoder {
                 http_status: None,
             }));
         }
-        DecodedLine {
-            native_type,
-            events,
-            control: None,
-        }
+        DecodedLine { native_type, events, control: None }
     }
 
     fn system(&mut self, line: &str, s: SystemLine) -> DecodedLine {
@@ -193,11 +186,7 @@ impl ClaudeDecoder {
                 EventKind::raw(RawJson::from_any_text(line))
             }
         };
-        DecodedLine {
-            native_type,
-            events: vec![kind],
-            control: None,
-        }
+        DecodedLine { native_type, events: vec![kind], control: None }
     }
 
     fn assistant(&mut self, line: &str, m: MessageLine) -> DecodedLine {
@@ -246,11 +235,7 @@ impl ClaudeDecoder {
         if events.is_empty() {
             events.push(EventKind::raw(RawJson::from_any_text(line)));
         }
-        DecodedLine {
-            native_type: "assistant".into(),
-            events,
-            control: None,
-        }
+        DecodedLine { native_type: "assistant".into(), events, control: None }
     }
 
     fn user(&mut self, line: &str, m: MessageLine) -> DecodedLine {
@@ -258,11 +243,7 @@ impl ClaudeDecoder {
         if let Content::Blocks(blocks) = m.message.content {
             for block in blocks {
                 match block {
-                    Block::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                    } => {
+                    Block::ToolResult { tool_use_id, content, is_error } => {
                         events.push(EventKind::ToolResult(ToolResult {
                             tool_call_id: tool_use_id,
                             content,
@@ -279,11 +260,7 @@ impl ClaudeDecoder {
         if events.is_empty() || m.is_replay {
             events.push(EventKind::raw(RawJson::from_any_text(line)));
         }
-        DecodedLine {
-            native_type: "user".into(),
-            events,
-            control: None,
-        }
+        DecodedLine { native_type: "user".into(), events, control: None }
     }
 
     fn stream_event(&mut self, line: &str, s: StreamEventLine) -> DecodedLine {
@@ -293,10 +270,7 @@ impl ClaudeDecoder {
                 self.tool_ids_by_index.clear();
                 None
             }
-            StreamEvent::ContentBlockStart {
-                index,
-                content_block,
-            } => match content_block {
+            StreamEvent::ContentBlockStart { index, content_block } => match content_block {
                 StartBlock::ToolUse { id, name } => {
                     self.tool_ids_by_index.insert(index, id.clone());
                     self.started_tool_calls.insert(id.clone());
@@ -310,11 +284,9 @@ impl ClaudeDecoder {
                 StartBlock::Other => None,
             },
             StreamEvent::ContentBlockDelta { index, delta } => match delta {
-                Delta::TextDelta { text } => Some(EventKind::AssistantText(TextBlock {
-                    is_partial: true,
-                    message_id,
-                    text,
-                })),
+                Delta::TextDelta { text } => {
+                    Some(EventKind::AssistantText(TextBlock { is_partial: true, message_id, text }))
+                }
                 Delta::ThinkingDelta { thinking } => Some(EventKind::Thinking(TextBlock {
                     is_partial: true,
                     message_id,
@@ -340,19 +312,13 @@ impl ClaudeDecoder {
             }
         };
         let kind = kind.unwrap_or_else(|| EventKind::raw(RawJson::from_any_text(line)));
-        DecodedLine {
-            native_type: "stream_event".into(),
-            events: vec![kind],
-            control: None,
-        }
+        DecodedLine { native_type: "stream_event".into(), events: vec![kind], control: None }
     }
 
     fn result(&mut self, r: ResultLine) -> DecodedLine {
         let turn_cost = match &r.model_usage_since_last_result {
             Some(models) => models.values().fold(0.0, |sum, m| sum + m.cost_usd),
-            None => r
-                .total_cost_usd
-                .map_or(0.0, |t| (t - self.cumulative_cost).max(0.0)),
+            None => r.total_cost_usd.map_or(0.0, |t| (t - self.cumulative_cost).max(0.0)),
         };
         self.turn_open = false;
         if let Some(total) = r.total_cost_usd {
@@ -405,16 +371,8 @@ impl ClaudeDecoder {
                 description: r.request.description,
                 blocked_path: r.request.blocked_path,
             });
-            let control = ControlIn::PermissionAsked {
-                request_id: r.request_id,
-                tool_name,
-                input,
-            };
-            return DecodedLine {
-                native_type,
-                events: vec![kind],
-                control: Some(control),
-            };
+            let control = ControlIn::PermissionAsked { request_id: r.request_id, tool_name, input };
+            return DecodedLine { native_type, events: vec![kind], control: Some(control) };
         }
         self.unknown_lines += 1;
         DecodedLine {
@@ -447,15 +405,8 @@ impl ClaudeDecoder {
         } else {
             EventKind::raw(RawJson::from_any_text(line))
         };
-        let control = r
-            .response
-            .request_id
-            .map(|request_id| ControlIn::Answered { request_id });
-        DecodedLine {
-            native_type,
-            events: vec![kind],
-            control,
-        }
+        let control = r.response.request_id.map(|request_id| ControlIn::Answered { request_id });
+        DecodedLine { native_type, events: vec![kind], control }
     }
 }
 
@@ -466,9 +417,9 @@ fn rate_limit(line: &str, r: RateLimitLine) -> DecodedLine {
             rate_limit_type: info.rate_limit_type,
             resets_at: info.resets_at.and_then(|v| match v {
                 Value::String(s) => Some(s),
-                Value::Number(n) => n
-                    .as_i64()
-                    .map(|secs| Timestamp::from_unix_millis(secs * 1000).to_string()),
+                Value::Number(n) => {
+                    n.as_i64().map(|secs| Timestamp::from_unix_millis(secs * 1000).to_string())
+                }
                 _ => None,
             }),
             is_using_overage: info.is_using_overage,
@@ -476,11 +427,7 @@ fn rate_limit(line: &str, r: RateLimitLine) -> DecodedLine {
         }),
         None => EventKind::raw(RawJson::from_any_text(line)),
     };
-    DecodedLine {
-        native_type: "rate_limit_event".into(),
-        events: vec![kind],
-        control: None,
-    }
+    DecodedLine { native_type: "rate_limit_event".into(), events: vec![kind], control: None }
 }
 
 #[cfg(test)]

@@ -10,10 +10,7 @@ fn samples() -> Vec<(String, String)> {
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            (
-                v["sample"].as_str().unwrap().to_owned(),
-                v["line"].as_str().unwrap().to_owned(),
-            )
+            (v["sample"].as_str().unwrap().to_owned(), v["line"].as_str().unwrap().to_owned())
         })
         .collect()
 }
@@ -43,16 +40,10 @@ fn every_sample_decodes_to_known_kinds_and_snapshot_holds() {
 
 #[test]
 fn result_with_is_error_but_subtype_success_is_a_failed_turn() {
-    let line = samples()
-        .into_iter()
-        .find(|(n, _)| n == "result/success/is_error")
-        .unwrap()
-        .1;
+    let line = samples().into_iter().find(|(n, _)| n == "result/success/is_error").unwrap().1;
     let mut d = ClaudeDecoder::new();
     let out = d.decode(&line);
-    let EventKind::TurnCompleted(t) = &out.events[1] else {
-        panic!("{out:?}")
-    };
+    let EventKind::TurnCompleted(t) = &out.events[1] else { panic!("{out:?}") };
     assert!(t.is_error);
     assert_eq!(t.terminal_reason.as_deref(), Some("api_error"));
     assert!(d.last_turn().unwrap().is_error);
@@ -61,29 +52,15 @@ fn result_with_is_error_but_subtype_success_is_a_failed_turn() {
 
 #[test]
 fn can_use_tool_becomes_an_approval_request_with_its_id() {
-    let line = samples()
-        .into_iter()
-        .find(|(n, _)| n == "control_request/can_use_tool")
-        .unwrap()
-        .1;
+    let line = samples().into_iter().find(|(n, _)| n == "control_request/can_use_tool").unwrap().1;
     let out = ClaudeDecoder::new().decode(&line);
-    let Some(ControlIn::PermissionAsked {
-        request_id,
-        tool_name,
-        ..
-    }) = &out.control
-    else {
+    let Some(ControlIn::PermissionAsked { request_id, tool_name, .. }) = &out.control else {
         panic!("{out:?}")
     };
     assert_eq!(request_id, "dd2de678-4e93-4776-bd7e-1aeebbcb2840");
     assert_eq!(tool_name, "Bash");
-    let EventKind::ApprovalRequested(a) = &out.events[0] else {
-        panic!()
-    };
-    assert_eq!(
-        a.blocked_path.as_deref(),
-        Some("$WORK/ws/bash_stdio/bash_out.txt")
-    );
+    let EventKind::ApprovalRequested(a) = &out.events[0] else { panic!() };
+    assert_eq!(a.blocked_path.as_deref(), Some("$WORK/ws/bash_stdio/bash_out.txt"));
 }
 
 #[test]
@@ -95,9 +72,7 @@ fn malformed_and_unknown_lines_become_raw_and_are_counted() {
     assert!(matches!(&bad.events[1], EventKind::Error(e) if e.code == ErrorCode::Decode));
     let unknown = d.decode(r#"{"type":"brand_new_kind","x":1}"#);
     assert_eq!(unknown.native_type, "brand_new_kind");
-    let EventKind::Raw(raw) = &unknown.events[0] else {
-        panic!()
-    };
+    let EventKind::Raw(raw) = &unknown.events[0] else { panic!() };
     assert_eq!(raw.native.as_str(), r#"{"type":"brand_new_kind","x":1}"#);
     let sub = d.decode(r#"{"type":"system","subtype":"mystery"}"#);
     assert_eq!(sub.native_type, "system/mystery");

@@ -27,11 +27,8 @@ pub struct ExitFacts<'a> {
 /// Classifies the end of a run.
 pub fn classify(f: &ExitFacts<'_>) -> RunFinished {
     let exit_code = f.end.code;
-    let done = |outcome, message: String| RunFinished {
-        outcome,
-        message: Some(message),
-        exit_code,
-    };
+    let done =
+        |outcome, message: String| RunFinished { outcome, message: Some(message), exit_code };
     if f.stop_requested {
         return done(RunOutcome::Stopped, "stopped on request".into());
     }
@@ -55,10 +52,7 @@ pub fn classify(f: &ExitFacts<'_>) -> RunFinished {
             if f.end.code == Some(0) {
                 done(RunOutcome::Completed, "finished".into())
             } else {
-                done(
-                    RunOutcome::Crashed,
-                    with_stderr(format!("agent {how} after its last turn")),
-                )
+                done(RunOutcome::Crashed, with_stderr(format!("agent {how} after its last turn")))
             }
         }
         Some(t) => {
@@ -69,22 +63,15 @@ pub fn classify(f: &ExitFacts<'_>) -> RunFinished {
             } else if t.subtype == "error_max_turns" || t.subtype == "error_max_budget_usd" {
                 done(RunOutcome::LimitReached, text)
             } else if reason.starts_with("aborted") {
-                done(
-                    RunOutcome::Interrupted,
-                    format!("turn interrupted ({reason})"),
-                )
+                done(RunOutcome::Interrupted, format!("turn interrupted ({reason})"))
             } else {
-                done(
-                    RunOutcome::AgentError,
-                    with_stderr(format!("agent reported {}", t.subtype)),
-                )
+                done(RunOutcome::AgentError, with_stderr(format!("agent reported {}", t.subtype)))
             }
         }
         None if f.end.code == Some(0) => done(RunOutcome::Completed, "no turn ran".into()),
-        None => done(
-            RunOutcome::Crashed,
-            with_stderr(format!("agent {how} before finishing a turn")),
-        ),
+        None => {
+            done(RunOutcome::Crashed, with_stderr(format!("agent {how} before finishing a turn")))
+        }
     }
 }
 
@@ -124,25 +111,16 @@ mod tests {
     #[test]
     fn outcomes() {
         let ok = turn(false, "success", Some("completed"), None);
-        assert_eq!(
-            classify(&facts(Some(&ok), Some(0), None)).outcome,
-            RunOutcome::Completed
-        );
+        assert_eq!(classify(&facts(Some(&ok), Some(0), None)).outcome, RunOutcome::Completed);
         let api = turn(true, "success", Some("api_error"), Some(500));
-        assert_eq!(
-            classify(&facts(Some(&api), Some(1), None)).outcome,
-            RunOutcome::ApiError
-        );
+        assert_eq!(classify(&facts(Some(&api), Some(1), None)).outcome, RunOutcome::ApiError);
         let aborted = turn(true, "error_during_execution", Some("aborted_tools"), None);
         assert_eq!(
             classify(&facts(Some(&aborted), Some(1), None)).outcome,
             RunOutcome::Interrupted
         );
         let turns = turn(true, "error_max_turns", Some("max_turns"), None);
-        assert_eq!(
-            classify(&facts(Some(&turns), Some(1), None)).outcome,
-            RunOutcome::LimitReached
-        );
+        assert_eq!(classify(&facts(Some(&turns), Some(1), None)).outcome, RunOutcome::LimitReached);
         let exec = turn(true, "error_during_execution", None, None);
         let r = classify(&facts(Some(&exec), Some(1), None));
         assert_eq!(r.outcome, RunOutcome::AgentError);

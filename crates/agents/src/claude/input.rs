@@ -7,15 +7,8 @@ use serde_json::{Value, json};
 use crate::error::AgentError;
 
 /// Permission modes the CLI accepts for `--permission-mode` and `set_permission_mode`.
-pub const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-    "manual",
-];
+pub const PERMISSION_MODES: &[&str] =
+    &["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto", "manual"];
 
 /// A user turn.
 pub fn user_text(text: &str) -> Result<String, AgentError> {
@@ -153,37 +146,17 @@ mod tests {
             r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
         );
         let always = permission_reply("r1", "Write", &Decision::AllowAlways).unwrap();
-        assert!(
-            always.contains(r#""rules":[{"toolName":"Write"}]"#),
-            "{always}"
-        );
-        let stop = permission_reply(
-            "r1",
-            "Write",
-            &Decision::DenyAndStop {
-                message: "no".into(),
-            },
-        )
-        .unwrap();
+        assert!(always.contains(r#""rules":[{"toolName":"Write"}]"#), "{always}");
+        let stop = permission_reply("r1", "Write", &Decision::DenyAndStop { message: "no".into() })
+            .unwrap();
         assert!(stop.contains(r#""interrupt":true"#));
     }
 
     #[test]
     fn invalid_messages_never_reach_the_cli() {
-        let edited = Decision::AllowEdited {
-            updated_input: json!("not an object"),
-        };
+        let edited = Decision::AllowEdited { updated_input: json!("not an object") };
         assert!(permission_reply("r1", "Write", &edited).is_err());
-        assert!(
-            permission_reply(
-                "r1",
-                "Write",
-                &Decision::Deny {
-                    message: " ".into()
-                }
-            )
-            .is_err()
-        );
+        assert!(permission_reply("r1", "Write", &Decision::Deny { message: " ".into() }).is_err());
         assert!(user_text("   ").is_err());
         assert!(validate_line("{this is not json").is_err());
         assert!(validate_line(r#"{"type":"user"}"#).is_err());

@@ -67,9 +67,7 @@ impl ClaudeOptions {
             )));
         }
         if self.fork && self.resume.is_none() {
-            return Err(AgentError::InvalidInput(
-                "fork needs a session to resume".into(),
-            ));
+            return Err(AgentError::InvalidInput("fork needs a session to resume".into()));
         }
         let mut args: Vec<OsString> = self.prefix_args.clone();
         for a in [
@@ -103,17 +101,10 @@ impl ClaudeOptions {
         if self.fork {
             args.push("--fork-session".into());
         }
-        let mut env: Vec<(OsString, OsString)> = vec![(
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-            "1".into(),
-        )];
+        let mut env: Vec<(OsString, OsString)> =
+            vec![("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into())];
         env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec {
-            program: self.program.clone(),
-            args,
-            cwd: self.cwd.clone(),
-            env,
-        })
+        Ok(SpawnSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env })
     }
 }
 
@@ -129,11 +120,8 @@ mod tests {
         o.fork = true;
         o.append_system_prompt = Some("be brief".into());
         let spec = o.spawn_spec().unwrap();
-        let argv: Vec<String> = spec
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let argv: Vec<String> =
+            spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let joined = argv.join(" ");
         assert!(joined.starts_with("-p --output-format stream-json --input-format stream-json --verbose --strict-mcp-config --permission-prompt-tool stdio --permission-mode default --include-partial-messages"), "{joined}");
         assert!(

@@ -3,6 +3,7 @@
 
 mod decode;
 mod exit;
+mod flat;
 mod input;
 mod launch;
 mod session;

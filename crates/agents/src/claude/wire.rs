@@ -1,13 +1,13 @@
-//! Claude Code's stdout lines as typed structs (only the fields Nucleic reads; the rest is kept
-//! verbatim in `raw` events). Every enum ends in a catch-all so a new CLI version cannot break
-//! decoding.
+//! Claude Code's stdout lines as typed values: only the fields Nucleic reads (everything else is
+//! kept verbatim in `raw` events). Every enum ends in a catch-all so that a new CLI version
+//! cannot break decoding. [`super::flat`] parses lines into these.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 /// One stdout line, by its `type`.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug)]
 pub(crate) enum Line {
     System(SystemLine),
     Assistant(MessageLine),
@@ -17,21 +17,18 @@ pub(crate) enum Line {
     ControlRequest(ControlRequestLine),
     ControlResponse(ControlResponseLine),
     RateLimitEvent(RateLimitLine),
-    #[serde(other)]
     Unknown,
 }
 
 /// `type: system`, all subtypes in one struct (fields are per subtype).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct SystemLine {
-    #[serde(default)]
     pub subtype: String,
     // init
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub model: Option<String>,
     pub tools: Option<Vec<String>>,
-    #[serde(rename = "permissionMode")]
     pub permission_mode: Option<String>,
     pub claude_code_version: Option<String>,
     // api_retry
@@ -47,119 +44,75 @@ pub(crate) struct SystemLine {
 }
 
 /// `type: assistant` and `type: user`: one API message (assistant lines carry one block each).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct MessageLine {
     pub message: Message,
     pub parent_tool_use_id: Option<String>,
-    #[serde(default)]
     pub is_api_error_message: bool,
-    #[serde(default, rename = "isReplay")]
     pub is_replay: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct Message {
     pub id: Option<String>,
     pub content: Content,
 }
 
 /// Message content: a plain string or content blocks.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub(crate) enum Content {
     Blocks(Vec<Block>),
     Text(String),
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug)]
 pub(crate) enum Block {
-    Text {
-        text: String,
-    },
-    Thinking {
-        #[serde(default)]
-        thinking: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        #[serde(default)]
-        input: Value,
-    },
-    ToolResult {
-        tool_use_id: String,
-        #[serde(default)]
-        content: Value,
-        #[serde(default)]
-        is_error: Option<bool>,
-    },
-    #[serde(other)]
+    Text { text: String },
+    Thinking { thinking: String },
+    ToolUse { id: String, name: String, input: Value },
+    ToolResult { tool_use_id: String, content: Value, is_error: Option<bool> },
     Other,
 }
 
 /// `type: stream_event` (with `--include-partial-messages`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct StreamEventLine {
     pub event: StreamEvent,
     pub api_message_id: Option<String>,
     pub parent_tool_use_id: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug)]
 pub(crate) enum StreamEvent {
     MessageStart,
-    ContentBlockStart {
-        index: u32,
-        content_block: StartBlock,
-    },
-    ContentBlockDelta {
-        index: u32,
-        delta: Delta,
-    },
+    ContentBlockStart { index: u32, content_block: StartBlock },
+    ContentBlockDelta { index: u32, delta: Delta },
     ContentBlockStop,
     MessageDelta,
     MessageStop,
     Ping,
-    #[serde(other)]
     Other,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug)]
 pub(crate) enum StartBlock {
-    ToolUse {
-        id: String,
-        name: String,
-    },
-    #[serde(other)]
+    ToolUse { id: String, name: String },
     Other,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug)]
 #[allow(clippy::enum_variant_names)] // the names are the wire's
 pub(crate) enum Delta {
-    TextDelta {
-        text: String,
-    },
-    ThinkingDelta {
-        thinking: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    #[serde(other)]
+    TextDelta { text: String },
+    ThinkingDelta { thinking: String },
+    InputJsonDelta { partial_json: String },
     Other,
 }
 
 /// `type: result`: the end of a turn. API errors arrive as `subtype: success` + `is_error: true`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct ResultLine {
-    #[serde(default)]
     pub subtype: String,
-    #[serde(default)]
     pub is_error: bool,
     pub result: Option<String>,
     pub stop_reason: Option<String>,
@@ -167,14 +120,12 @@ pub(crate) struct ResultLine {
     pub api_error_status: Option<u16>,
     pub total_cost_usd: Option<f64>,
     pub duration_ms: Option<u64>,
-    #[serde(default)]
     pub usage: ResultUsage,
-    pub model_usage_since_last_result: Option<std::collections::BTreeMap<String, ModelUsage>>,
-    #[serde(default)]
+    pub model_usage_since_last_result: Option<BTreeMap<String, ModelUsage>>,
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, serde::Deserialize)]
 pub(crate) struct ResultUsage {
     #[serde(default)]
     pub input_tokens: u64,
@@ -186,20 +137,20 @@ pub(crate) struct ResultUsage {
     pub cache_creation_input_tokens: u64,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct ModelUsage {
     #[serde(default, rename = "costUSD")]
     pub cost_usd: f64,
 }
 
 /// `type: control_request` from the CLI (permission asks, hook callbacks, SDK MCP messages).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct ControlRequestLine {
     pub request_id: String,
     pub request: ControlRequestBody,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct ControlRequestBody {
     pub subtype: String,
     pub tool_name: Option<String>,
@@ -210,12 +161,12 @@ pub(crate) struct ControlRequestBody {
 }
 
 /// `type: control_response`: the CLI's answer to one of our control requests.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct ControlResponseLine {
     pub response: ControlResponseBody,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct ControlResponseBody {
     pub subtype: String,
     pub request_id: Option<String>,
@@ -224,12 +175,12 @@ pub(crate) struct ControlResponseBody {
 }
 
 /// `type: rate_limit_event` (seen on subscription accounts; shape as in the seed export).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct RateLimitLine {
     pub rate_limit_info: Option<RateLimitInfo>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct RateLimitInfo {
     pub status: Option<String>,
     #[serde(rename = "resetsAt")]

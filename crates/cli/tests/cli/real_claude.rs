@@ -21,25 +21,13 @@ async fn setup(script: Script) -> Setup {
     let mock = MockAnthropic::start(script).await.unwrap();
     let scratch = dir.path().join(".scratch");
     let env = claude_offline_env(&mock.base_url(), &scratch);
-    Setup {
-        dir,
-        mock,
-        env,
-        claude: real_claude().to_string_lossy().into_owned(),
-    }
+    Setup { dir, mock, env, claude: real_claude().to_string_lossy().into_owned() }
 }
 
 impl Setup {
     /// `nucleic run --agent claude --agent-bin <pinned claude> --json <args>` in the setup's dir.
     async fn run(&self, args: &[&str]) -> RunResult {
-        let mut all = vec![
-            "run",
-            "--agent",
-            "claude",
-            "--agent-bin",
-            &self.claude,
-            "--json",
-        ];
+        let mut all = vec!["run", "--agent", "claude", "--agent-bin", &self.claude, "--json"];
         all.extend_from_slice(args);
         run_nucleic(&self.dir.path().canonicalize().unwrap(), &all, &self.env).await
     }
@@ -53,8 +41,7 @@ async fn real_claude_write_allowed() {
     let s = setup(Script::text("unused")).await;
     let cwd = s.dir.path().canonicalize().unwrap();
     let target = cwd.join("hello.txt");
-    s.mock
-        .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
+    s.mock.set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
     let r = s.run(&["--approve", "allow", "create hello.txt"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
@@ -84,10 +71,7 @@ async fn real_claude_write_allowed() {
     assert_eq!(transcript_of(&cwd, &r.events), r.events);
     // Every request the CLI made went to the mock, and only to the model endpoint.
     assert!(
-        s.mock
-            .requests()
-            .iter()
-            .all(|q| q.path.starts_with("/v1/messages")),
+        s.mock.requests().iter().all(|q| q.path.starts_with("/v1/messages")),
         "{:?}",
         s.mock.requests()
     );
@@ -101,17 +85,13 @@ async fn real_claude_write_denied() {
     let s = setup(Script::text("unused")).await;
     let cwd = s.dir.path().canonicalize().unwrap();
     let target = cwd.join("hello.txt");
-    s.mock
-        .set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
+    s.mock.set_script(Script::write_then_done(target.to_str().unwrap(), "hello"));
     let r = s.run(&["--approve", "deny", "create hello.txt"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!target.exists());
     let result = first!(r.events, ToolResult);
     assert!(result.is_error);
-    assert_eq!(
-        result.content,
-        serde_json::json!("denied by nucleic run --approve deny")
-    );
+    assert_eq!(result.content, serde_json::json!("denied by nucleic run --approve deny"));
     assert_gapless(&r.events);
 }
 
@@ -124,20 +104,10 @@ async fn real_claude_api_fault_ends_with_a_clear_error_and_intact_transcript() {
     let cwd = s.dir.path().canonicalize().unwrap();
     let r = s.run(&["say hi"]).await;
     assert_eq!(r.code, Some(1));
-    assert!(
-        r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"), "{}", r.stderr);
     assert_in_order(
         &r.events,
-        &[
-            "sessionStarted",
-            "apiRetry",
-            "error",
-            "turnCompleted",
-            "runFinished",
-        ],
+        &["sessionStarted", "apiRetry", "error", "turnCompleted", "runFinished"],
     );
     let turn = first!(r.events, TurnCompleted);
     assert!(turn.is_error);
@@ -154,10 +124,7 @@ async fn real_claude_dropped_stream_is_retried_and_the_run_succeeds() {
     let s = setup(Script::text("recovered").with_fault(FaultKind::DropMidStream, Some(1))).await;
     let r = s.run(&["say hi"]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_in_order(
-        &r.events,
-        &["apiRetry", "assistantText", "turnCompleted", "runFinished"],
-    );
+    assert_in_order(&r.events, &["apiRetry", "assistantText", "turnCompleted", "runFinished"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -41,12 +41,7 @@ fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions
     };
     let session = SessionController::start(config, agent, outputs).unwrap();
     let events = session.subscribe(1).unwrap();
-    Live {
-        session,
-        events,
-        pid,
-        seen: Vec::new(),
-    }
+    Live { session, events, pid, seen: Vec::new() }
 }
 
 impl Live {
@@ -60,7 +55,7 @@ impl Live {
                 .unwrap()
                 .unwrap_or_else(|| panic!("stream ended; seen: {:?}", kinds(&self.seen)));
             let found = pick(&event.kind);
-            self.seen.push(event);
+            self.seen.push(Event::clone(&event));
             if let Some(found) = found {
                 return found;
             }
@@ -86,7 +81,7 @@ impl Live {
             .unwrap()
             .unwrap()
         {
-            self.seen.push(e);
+            self.seen.push(Event::clone(&e));
         }
     }
 }
@@ -106,12 +101,8 @@ async fn real_claude_follow_up_turns_model_and_mode_changes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let mock = MockAnthropic::start(Script::text("first answer"))
-        .await
-        .unwrap();
-    let mut live = start(&cwd, &mock, |o| {
-        o.append_system_prompt = Some("NUCLEIC-MARKER".into())
-    });
+    let mock = MockAnthropic::start(Script::text("first answer")).await.unwrap();
+    let mut live = start(&cwd, &mock, |o| o.append_system_prompt = Some("NUCLEIC-MARKER".into()));
     live.session.send_user_text("one").await.unwrap();
     let first = live.turn().await;
     assert_eq!(first.result.as_deref(), Some("first answer"));
@@ -124,10 +115,7 @@ async fn real_claude_follow_up_turns_model_and_mode_changes() {
         })
         .await;
     assert_eq!(changed.model.as_deref(), Some("claude-sonnet-4-5"));
-    live.session
-        .set_permission_mode("acceptEdits")
-        .await
-        .unwrap();
+    live.session.set_permission_mode("acceptEdits").await.unwrap();
     live.until(|k| match k {
         EventKind::SettingsChanged(s) if s.permission_mode.is_some() => Some(()),
         _ => None,
@@ -192,33 +180,19 @@ async fn real_claude_approval_answers_first_responder_and_edited_input() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     let target = cwd.join("hello.txt");
-    let mock = MockAnthropic::start(Script::write_then_done(&target, "hello"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::write_then_done(&target, "hello")).await.unwrap();
     let mut live = start(&cwd, &mock, |_| {});
-    live.session
-        .send_user_text("create hello.txt")
-        .await
-        .unwrap();
+    live.session.send_user_text("create hello.txt").await.unwrap();
     let ask = live.approval().await;
 
     // A stale id is refused and never reaches the CLI (which would wait forever or die).
     assert!(matches!(
-        live.session
-            .decide("no-such-request", Decision::Allow, "x")
-            .await,
+        live.session.decide("no-such-request", Decision::Allow, "x").await,
         Err(CoreError::UnknownRequest(_))
     ));
     // Edited input must be an object.
-    let bad = Decision::AllowEdited {
-        updated_input: json!("text"),
-    };
-    assert!(
-        live.session
-            .decide(&ask.request_id, bad, "x")
-            .await
-            .is_err()
-    );
+    let bad = Decision::AllowEdited { updated_input: json!("text") };
+    assert!(live.session.decide(&ask.request_id, bad, "x").await.is_err());
 
     // Two clients answer at once: exactly one wins, the other learns who did.
     let edited = Decision::AllowEdited {
@@ -226,13 +200,7 @@ async fn real_claude_approval_answers_first_responder_and_edited_input() {
     };
     let (a, b) = tokio::join!(
         live.session.decide(&ask.request_id, edited, "phone"),
-        live.session.decide(
-            &ask.request_id,
-            Decision::Deny {
-                message: "no".into()
-            },
-            "desktop"
-        ),
+        live.session.decide(&ask.request_id, Decision::Deny { message: "no".into() }, "desktop"),
     );
     let (winner, loser) = if a.is_ok() { (a, b) } else { (b, a) };
     let winner = winner.unwrap();
@@ -241,17 +209,11 @@ async fn real_claude_approval_answers_first_responder_and_edited_input() {
         other => panic!("second answer should be refused: {other:?}"),
     }
     live.turn().await;
-    let resolved: Vec<_> = live
-        .seen
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::ApprovalResolved(_)))
-        .collect();
+    let resolved: Vec<_> =
+        live.seen.iter().filter(|e| matches!(e.kind, EventKind::ApprovalResolved(_))).collect();
     assert_eq!(resolved.len(), 1);
     if winner.by == "phone" {
-        assert_eq!(
-            std::fs::read_to_string(&target).unwrap(),
-            "edited by a person\n"
-        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "edited by a person\n");
     } else {
         assert!(!target.exists());
     }
@@ -274,28 +236,14 @@ async fn real_claude_allow_always_then_deny_and_stop() {
     .await
     .unwrap();
     let mut live = start(&cwd, &mock, |_| {});
-    live.session
-        .send_user_text("write two files")
-        .await
-        .unwrap();
+    live.session.send_user_text("write two files").await.unwrap();
     let ask = live.approval().await;
-    live.session
-        .decide(&ask.request_id, Decision::AllowAlways, "test")
-        .await
-        .unwrap();
+    live.session.decide(&ask.request_id, Decision::AllowAlways, "test").await.unwrap();
     live.turn().await;
     assert!(a.exists() && b.exists());
-    let asks = live
-        .seen
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::ApprovalRequested(_)))
-        .count();
-    assert_eq!(
-        asks,
-        1,
-        "the second Write must not be asked: {:?}",
-        kinds(&live.seen)
-    );
+    let asks =
+        live.seen.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested(_))).count();
+    assert_eq!(asks, 1, "the second Write must not be asked: {:?}", kinds(&live.seen));
 
     // Allow-always covered Write only: a Bash call is still asked; deny it and stop the turn.
     mock.set_script(Script::bash_then_done("echo hi > c.txt"));
@@ -304,13 +252,7 @@ async fn real_claude_allow_always_then_deny_and_stop() {
     assert_eq!(ask.tool_name, "Bash");
     let r = live
         .session
-        .decide(
-            &ask.request_id,
-            Decision::DenyAndStop {
-                message: "stop here".into(),
-            },
-            "test",
-        )
+        .decide(&ask.request_id, Decision::DenyAndStop { message: "stop here".into() }, "test")
         .await
         .unwrap();
     assert_eq!(r.decision, DecisionKind::DenyAndStop);
@@ -329,9 +271,7 @@ async fn real_claude_killed_mid_approval_voids_the_request() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let mock = MockAnthropic::start(Script::write_then_done(cwd.join("x.txt"), "x"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::write_then_done(cwd.join("x.txt"), "x")).await.unwrap();
     let mut live = start(&cwd, &mock, |_| {});
     live.session.send_user_text("create x.txt").await.unwrap();
     let ask = live.approval().await;
@@ -348,9 +288,7 @@ async fn real_claude_killed_mid_approval_voids_the_request() {
     assert!(done.message.unwrap().contains("signal 9"));
     // A late answer is refused, with who voided it.
     assert!(matches!(
-        live.session
-            .decide(&ask.request_id, Decision::Allow, "late")
-            .await,
+        live.session.decide(&ask.request_id, Decision::Allow, "late").await,
         Err(CoreError::AlreadyResolved { .. }) | Err(CoreError::SessionEnded)
     ));
     live.drain().await;
@@ -367,16 +305,11 @@ async fn real_claude_stop_ends_the_whole_process_group() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let mock = MockAnthropic::start(Script::bash_then_done("tail -f /dev/null"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::bash_then_done("tail -f /dev/null")).await.unwrap();
     let mut live = start(&cwd, &mock, |_| {});
     live.session.send_user_text("sleep").await.unwrap();
     let ask = live.approval().await;
-    live.session
-        .decide(&ask.request_id, Decision::Allow, "test")
-        .await
-        .unwrap();
+    live.session.decide(&ask.request_id, Decision::Allow, "test").await.unwrap();
     // Wait for the CLI to start the `tail` command.
     let mut members = 0;
     for _ in 0..50 {
@@ -387,15 +320,9 @@ async fn real_claude_stop_ends_the_whole_process_group() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Claude Code runs Bash in a session of its own: the tree walk, not the group, must reach it.
-    assert!(
-        members >= 2,
-        "the Bash command should be running under the agent"
-    );
+    assert!(members >= 2, "the Bash command should be running under the agent");
     let tree = nucleic_agents::process::descendants(live.pid);
-    live.session
-        .stop(Duration::from_secs(2), None)
-        .await
-        .unwrap();
+    live.session.stop(Duration::from_secs(2), None).await.unwrap();
     assert_eq!(live.finished().await.outcome, RunOutcome::Stopped);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     for pid in tree {
@@ -411,9 +338,7 @@ async fn real_claude_resume_and_fork_carry_the_conversation() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let mock = MockAnthropic::start(Script::text("remember me"))
-        .await
-        .unwrap();
+    let mock = MockAnthropic::start(Script::text("remember me")).await.unwrap();
     let mut live = start(&cwd, &mock, |_| {});
     live.session.send_user_text("first run").await.unwrap();
     let started = live.until(|k| pick!(k, SessionStarted)).await;
@@ -428,18 +353,12 @@ async fn real_claude_resume_and_fork_carry_the_conversation() {
     });
     resumed.session.send_user_text("second run").await.unwrap();
     let again = resumed.until(|k| pick!(k, SessionStarted)).await;
-    assert_ne!(
-        again.backend_session_id, id,
-        "a fork gets a new conversation id"
-    );
+    assert_ne!(again.backend_session_id, id, "a fork gets a new conversation id");
     resumed.turn().await;
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
     let body = requests[1].body["messages"].to_string();
-    assert!(
-        body.contains("first run"),
-        "the resumed request must carry the earlier conversation"
-    );
+    assert!(body.contains("first run"), "the resumed request must carry the earlier conversation");
     resumed.session.close_input().await.unwrap();
     assert_eq!(resumed.finished().await.outcome, RunOutcome::Completed);
 }

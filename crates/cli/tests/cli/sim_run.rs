@@ -8,17 +8,9 @@ use crate::support::*;
 #[tokio::test]
 async fn sim_write_allowed_creates_the_file_with_events_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let r = sim(
-        dir.path(),
-        &["--approve", "allow", "write hello.txt containing hello"],
-        &[],
-    )
-    .await;
+    let r = sim(dir.path(), &["--approve", "allow", "write hello.txt containing hello"], &[]).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
-        "hello\n"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(), "hello\n");
     assert_gapless(&r.events);
     assert_in_order(
         &r.events,
@@ -35,11 +27,7 @@ async fn sim_write_allowed_creates_the_file_with_events_in_order() {
             "runFinished",
         ],
     );
-    assert!(
-        r.events
-            .iter()
-            .all(|e| e.backend == nucleic_protocol::Backend::Simulated)
-    );
+    assert!(r.events.iter().all(|e| e.backend == nucleic_protocol::Backend::Simulated));
     // The transcript on disk holds exactly what was printed.
     assert_eq!(transcript_of(dir.path(), &r.events), r.events);
 }
@@ -60,14 +48,7 @@ async fn sim_write_denied_creates_nothing_and_the_result_is_an_error() {
 async fn sim_human_output_is_readable() {
     let dir = tempfile::tempdir().unwrap();
     let out = tokio::process::Command::new(nucleic())
-        .args([
-            "run",
-            "--agent",
-            "sim",
-            "--approve",
-            "allow",
-            "write notes.txt containing hi",
-        ])
+        .args(["run", "--agent", "sim", "--approve", "allow", "write notes.txt containing hi"])
         .current_dir(dir.path())
         .env("NUCLEIC_HOME", dir.path().join(".nh"))
         .output()
@@ -82,10 +63,7 @@ async fn sim_human_output_is_readable() {
         "  allowed by cli:--approve allow".to_owned(),
         "· run finished: completed".to_owned(),
     ] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "missing line {line:?} in:\n{text}"
-        );
+        assert!(text.lines().any(|l| l == line), "missing line {line:?} in:\n{text}");
     }
 }
 
@@ -106,10 +84,7 @@ async fn sim_agent_crash_mid_turn_fails_the_run_and_keeps_the_transcript() {
 #[tokio::test]
 async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let env = [(
-        "NUCLEIC_SIM_FAULT".to_owned(),
-        "malformed_stdout,unknown_lines".to_owned(),
-    )];
+    let env = [("NUCLEIC_SIM_FAULT".to_owned(), "malformed_stdout,unknown_lines".to_owned())];
     let r = sim(dir.path(), &["say hi"], &env).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let natives: Vec<_> = r
@@ -121,18 +96,9 @@ async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
     for t in ["invalid", "brand_new_kind", "system/mystery"] {
         assert!(natives.iter().any(|n| n == t), "no raw {t} in {natives:?}");
     }
-    let raw_bad = r
-        .events
-        .iter()
-        .find(|e| e.native_type.as_deref() == Some("invalid"))
-        .unwrap();
-    let EventKind::Raw(raw) = &raw_bad.kind else {
-        panic!()
-    };
-    assert_eq!(
-        raw.native.to_value(),
-        serde_json::json!("{this is not json")
-    );
+    let raw_bad = r.events.iter().find(|e| e.native_type.as_deref() == Some("invalid")).unwrap();
+    let EventKind::Raw(raw) = &raw_bad.kind else { panic!() };
+    assert_eq!(raw.native.to_value(), serde_json::json!("{this is not json"));
     assert!(r.events.iter().any(
         |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Decode)
     ));
@@ -144,15 +110,8 @@ async fn sim_api_error_ends_with_a_clear_reason_and_exit_1() {
     let env = [("NUCLEIC_SIM_FAULT".to_owned(), "api_error".to_owned())];
     let r = sim(dir.path(), &["say hi"], &env).await;
     assert_eq!(r.code, Some(1));
-    assert!(
-        r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"),
-        "{}",
-        r.stderr
-    );
-    assert_in_order(
-        &r.events,
-        &["apiRetry", "error", "turnCompleted", "runFinished"],
-    );
+    assert!(r.stderr.contains("run failed (apiError)") && r.stderr.contains("500"), "{}", r.stderr);
+    assert_in_order(&r.events, &["apiRetry", "error", "turnCompleted", "runFinished"]);
 }
 
 #[tokio::test]
@@ -177,12 +136,7 @@ async fn sim_runs_on_a_machine_with_no_agent_cli_at_all() {
         ("NUCLEIC_AGENT_CACHE".to_owned(), "/nonexistent".to_owned()),
         ("ANTHROPIC_API_KEY".to_owned(), String::new()),
     ];
-    let r = sim(
-        dir.path(),
-        &["--approve", "allow", "write a.txt then run cat a.txt"],
-        &env,
-    )
-    .await;
+    let r = sim(dir.path(), &["--approve", "allow", "write a.txt then run cat a.txt"], &env).await;
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let results: Vec<_> = r
         .events
@@ -193,11 +147,7 @@ async fn sim_runs_on_a_machine_with_no_agent_cli_at_all() {
         })
         .collect();
     assert_eq!(results.len(), 2);
-    assert_eq!(
-        results[1].content,
-        serde_json::json!("hello"),
-        "cat ran after the write"
-    );
+    assert_eq!(results[1].content, serde_json::json!("hello"), "cat ran after the write");
 }
 
 #[tokio::test]
@@ -213,13 +163,7 @@ async fn sim_terminal_approval_takes_a_deny_reason() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"n not that file\n")
-        .await
-        .unwrap();
+    child.stdin.take().unwrap().write_all(b"n not that file\n").await.unwrap();
     let out = child.wait_with_output().await.unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Allow Write"));

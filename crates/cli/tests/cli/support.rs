@@ -64,10 +64,7 @@ pub fn assert_in_order(events: &[Event], expected: &[&str]) {
     let got = kinds(events);
     let mut it = got.iter();
     for want in expected {
-        assert!(
-            it.any(|k| k == want),
-            "missing {want} (in order {expected:?}) in {got:?}"
-        );
+        assert!(it.any(|k| k == want), "missing {want} (in order {expected:?}) in {got:?}");
     }
 }
 

@@ -59,12 +59,7 @@ impl Sim {
             }
         });
         let stdin = child.stdin.take();
-        Self {
-            child,
-            stdin,
-            lines,
-            dir,
-        }
+        Self { child, stdin, lines, dir }
     }
 
     pub fn send(&mut self, value: &Value) {
@@ -120,12 +115,7 @@ impl Sim {
         let status = wait_timeout(&mut self.child);
         let rest: Vec<Value> = self.lines.try_iter().collect();
         let mut err = String::new();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         (rest, status, err)
     }
 

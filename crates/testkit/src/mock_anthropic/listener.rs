@@ -70,9 +70,7 @@ pub(crate) struct GuardedStream {
 
 impl std::fmt::Debug for GuardedStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuardedStream")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
+        f.debug_struct("GuardedStream").field("inner", &self.inner).finish_non_exhaustive()
     }
 }
 
@@ -82,10 +80,7 @@ impl GuardedStream {
             self.is_closed = true;
         }
         if self.is_closed {
-            return Err(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "mock server dropped",
-            ));
+            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "mock server dropped"));
         }
         Ok(())
     }

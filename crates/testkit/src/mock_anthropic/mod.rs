@@ -41,19 +41,12 @@ impl MockAnthropic {
         let (shutdown_tx, shutdown_rx) = watch::channel(());
         let listener = GuardedListener::new(listener, shutdown_rx.clone());
         let shared = Arc::new(Shared::new(script, shutdown_rx));
-        let app = Router::new()
-            .fallback(server::handle)
-            .with_state(Arc::clone(&shared));
+        let app = Router::new().fallback(server::handle).with_state(Arc::clone(&shared));
         let task = tokio::spawn(async move {
             // serve only returns on an accept loop failure; nothing to report to anyone then.
             let _ = axum::serve(listener, app).await;
         });
-        Ok(MockAnthropic {
-            addr,
-            shared,
-            task,
-            _shutdown: shutdown_tx,
-        })
+        Ok(MockAnthropic { addr, shared, task, _shutdown: shutdown_tx })
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.

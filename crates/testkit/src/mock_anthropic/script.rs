@@ -74,10 +74,7 @@ pub enum FaultKind {
 impl ToolCall {
     /// A tool call with the given name and input.
     pub fn new(name: impl Into<String>, input: Value) -> Self {
-        Self {
-            name: name.into(),
-            input,
-        }
+        Self { name: name.into(), input }
     }
 }
 
@@ -88,11 +85,7 @@ fn path_string(path: impl AsRef<Path>) -> String {
 impl Script {
     /// A script with these replies, no fault and no delay.
     pub fn new(replies: Vec<Reply>) -> Self {
-        Self {
-            replies,
-            fault: None,
-            chunk_delay: Duration::ZERO,
-        }
+        Self { replies, fault: None, chunk_delay: Duration::ZERO }
     }
 
     /// Always answer with this text.
@@ -107,10 +100,7 @@ impl Script {
             json!({ "file_path": path_string(path), "content": content.into() }),
         );
         Self::new(vec![
-            Reply::ToolUses {
-                text: Some("I'll write the file.".to_owned()),
-                calls: vec![call],
-            },
+            Reply::ToolUses { text: Some("I'll write the file.".to_owned()), calls: vec![call] },
             Reply::Text("done".to_owned()),
         ])
     }
@@ -133,10 +123,7 @@ impl Script {
                 text: Some("I'll read the file first.".to_owned()),
                 calls: vec![read],
             },
-            Reply::ToolUses {
-                text: Some("I'll edit the file.".to_owned()),
-                calls: vec![edit],
-            },
+            Reply::ToolUses { text: Some("I'll edit the file.".to_owned()), calls: vec![edit] },
             Reply::Text("done".to_owned()),
         ])
     }
@@ -148,28 +135,19 @@ impl Script {
             json!({ "command": command.into(), "description": "Run the requested command" }),
         );
         Self::new(vec![
-            Reply::ToolUses {
-                text: Some("I'll run the command.".to_owned()),
-                calls: vec![call],
-            },
+            Reply::ToolUses { text: Some("I'll run the command.".to_owned()), calls: vec![call] },
             Reply::Text("done".to_owned()),
         ])
     }
 
     /// Turn 1: all these calls in one assistant message; turn 2: "done".
     pub fn tools_then_done(calls: Vec<ToolCall>) -> Self {
-        Self::new(vec![
-            Reply::ToolUses { text: None, calls },
-            Reply::Text("done".to_owned()),
-        ])
+        Self::new(vec![Reply::ToolUses { text: None, calls }, Reply::Text("done".to_owned())])
     }
 
     /// A thinking block followed by a text block.
     pub fn thinking(thinking: impl Into<String>, text: impl Into<String>) -> Self {
-        Self::new(vec![Reply::ThinkingThenText {
-            thinking: thinking.into(),
-            text: text.into(),
-        }])
+        Self::new(vec![Reply::ThinkingThenText { thinking: thinking.into(), text: text.into() }])
     }
 
     /// Inject `kind` on the first `count` requests (`None` = on every request).
@@ -206,9 +184,7 @@ fn blocks(content: &Value) -> &[Value] {
 }
 
 fn has_block(content: &Value, kind: &str) -> bool {
-    blocks(content)
-        .iter()
-        .any(|b| b.get("type").and_then(Value::as_str) == Some(kind))
+    blocks(content).iter().any(|b| b.get("type").and_then(Value::as_str) == Some(kind))
 }
 
 /// A fresh prompt: a user message whose content is a string, or holds a `text` block and no
@@ -230,10 +206,7 @@ fn is_fresh_prompt(message: &Value) -> bool {
 /// last fresh user prompt (all of them if there is none). Other roles (the CLI inserts a
 /// `system` entry) are ignored.
 pub fn reply_index(messages: &[Value]) -> usize {
-    let start = messages
-        .iter()
-        .rposition(is_fresh_prompt)
-        .map_or(0, |i| i + 1);
+    let start = messages.iter().rposition(is_fresh_prompt).map_or(0, |i| i + 1);
     messages[start..]
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
@@ -276,13 +249,8 @@ mod tests {
     fn tool_results_continue_the_prompt() {
         let msgs = [user_text("hi"), system(), assistant_tool(), tool_result()];
         assert_eq!(reply_index(&msgs), 1);
-        let msgs = [
-            user_text("hi"),
-            assistant_tool(),
-            tool_result(),
-            assistant_tool(),
-            tool_result(),
-        ];
+        let msgs =
+            [user_text("hi"), assistant_tool(), tool_result(), assistant_tool(), tool_result()];
         assert_eq!(reply_index(&msgs), 2);
     }
 
@@ -304,37 +272,21 @@ mod tests {
 
     #[test]
     fn no_fresh_prompt_counts_every_assistant_message() {
-        let msgs = [
-            assistant_tool(),
-            tool_result(),
-            assistant_tool(),
-            tool_result(),
-        ];
+        let msgs = [assistant_tool(), tool_result(), assistant_tool(), tool_result()];
         assert_eq!(reply_index(&msgs), 2);
     }
 
     #[test]
     fn past_the_end_repeats_text_or_says_done() {
-        let msgs = [
-            user_text("x"),
-            assistant_tool(),
-            tool_result(),
-            assistant_tool(),
-            tool_result(),
-        ];
+        let msgs =
+            [user_text("x"), assistant_tool(), tool_result(), assistant_tool(), tool_result()];
         let script = Script::write_then_done("/tmp/a", "b");
         assert!(matches!(script.reply_for(&msgs), Reply::Text(t) if t == "done"));
         let script = Script::text("hello");
         assert!(matches!(script.reply_for(&msgs), Reply::Text(t) if t == "hello"));
         let script = Script::tools_then_done(vec![]);
-        assert!(matches!(
-            script.reply_for(&msgs[..1]),
-            Reply::ToolUses { .. }
-        ));
-        let script = Script::new(vec![Reply::ToolUses {
-            text: None,
-            calls: vec![],
-        }]);
+        assert!(matches!(script.reply_for(&msgs[..1]), Reply::ToolUses { .. }));
+        let script = Script::new(vec![Reply::ToolUses { text: None, calls: vec![] }]);
         assert!(matches!(script.reply_for(&msgs), Reply::Text(t) if t == "done"));
     }
 }

@@ -55,20 +55,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     pub(crate) fn new(script: Script, shutdown: watch::Receiver<()>) -> Self {
         Self {
-            scenario: Mutex::new(Scenario {
-                script,
-                faults_served: 0,
-            }),
+            scenario: Mutex::new(Scenario { script, faults_served: 0 }),
             requests: Mutex::new(Vec::new()),
             shutdown,
         }
     }
 
     pub(crate) fn set_script(&self, script: Script) {
-        *lock(&self.scenario) = Scenario {
-            script,
-            faults_served: 0,
-        };
+        *lock(&self.scenario) = Scenario { script, faults_served: 0 };
     }
 
     pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
@@ -101,10 +95,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
     let path = parts.uri.path().to_owned();
     lock(&shared.requests).push(RecordedRequest {
         method: parts.method.as_str().to_owned(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map_or_else(|| path.clone(), |pq| pq.as_str().to_owned()),
+        path: parts.uri.path_and_query().map_or_else(|| path.clone(), |pq| pq.as_str().to_owned()),
         headers: parts
             .headers
             .iter()
@@ -116,11 +107,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         body: body_json.clone(),
     });
     if bytes.is_err() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "mock: unreadable body",
-        );
+        return error(StatusCode::BAD_REQUEST, "invalid_request_error", "mock: unreadable body");
     }
     match (&parts.method, path.as_str()) {
         (&Method::POST, "/v1/messages") => messages(&shared, &body_json).await,
@@ -149,32 +136,20 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response {
 async fn messages(shared: &Shared, body: &Value) -> Response {
     let (script, fault) = shared.next();
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("claude-opus-5-5");
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-opus-5-5");
     let empty = Vec::new();
-    let history = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
+    let history = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
     let message = Message::from_reply(&script.reply_for(history), model);
     match fault {
-        Some(FaultKind::Http500) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            "mock: internal error",
-        ),
+        Some(FaultKind::Http500) => {
+            error(StatusCode::INTERNAL_SERVER_ERROR, "api_error", "mock: internal error")
+        }
         Some(FaultKind::Http429) => {
-            let mut response = error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limit_error",
-                "mock: rate limited",
-            );
-            response.headers_mut().insert(
-                HeaderName::from_static("retry-after"),
-                HeaderValue::from_static("1"),
-            );
+            let mut response =
+                error(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "mock: rate limited");
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static("retry-after"), HeaderValue::from_static("1"));
             response
         }
         Some(FaultKind::Http529) => error(
@@ -187,18 +162,10 @@ async fn messages(shared: &Shared, body: &Value) -> Response {
             // Errors once the handle (the sender) is dropped; the connection refuses to write
             // from then on (see `listener`), so this error never reaches the client.
             while shutdown.changed().await.is_ok() {}
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "api_error",
-                "mock: shutting down",
-            )
+            error(StatusCode::SERVICE_UNAVAILABLE, "api_error", "mock: shutting down")
         }
         Some(FaultKind::DropMidStream) if stream => {
-            let chunks = message
-                .truncated_frames()
-                .iter()
-                .map(|f| f.to_wire())
-                .collect();
+            let chunks = message.truncated_frames().iter().map(|f| f.to_wire()).collect();
             streamed(sse_headers(), chunks, script.chunk_delay, true)
         }
         Some(FaultKind::DropMidStream) => {
@@ -235,9 +202,7 @@ fn json_headers() -> [(HeaderName, HeaderValue); 2] {
 fn add_request_id(response: &mut Response) {
     let id = format!("req_mock_{}", uuid::Uuid::new_v4().simple());
     if let Ok(value) = HeaderValue::from_str(&id) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static("request-id"), value);
+        response.headers_mut().insert(HeaderName::from_static("request-id"), value);
     }
 }
 
@@ -258,12 +223,7 @@ fn streamed(
     delay: Duration,
     fail: bool,
 ) -> Response {
-    let feed = Feed {
-        chunks: chunks.into(),
-        delay,
-        fail,
-        first: true,
-    };
+    let feed = Feed { chunks: chunks.into(), delay, fail, first: true };
     let body = futures_util::stream::unfold(feed, |mut feed| async move {
         if !feed.first && !feed.delay.is_zero() {
             tokio::time::sleep(feed.delay).await;

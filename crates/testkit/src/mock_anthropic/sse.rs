@@ -11,15 +11,8 @@ pub(crate) const INPUT_TOKENS: u64 = 100;
 #[derive(Clone, Debug)]
 enum Block {
     Text(String),
-    Thinking {
-        thinking: String,
-        signature: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        input: Value,
-    },
+    Thinking { thinking: String, signature: String },
+    ToolUse { id: String, name: String, input: Value },
 }
 
 /// A reply made concrete: message id, blocks, stop reason, model.
@@ -101,12 +94,7 @@ impl Message {
                 "end_turn",
             ),
         };
-        Self {
-            id: message_id(),
-            model: model.to_owned(),
-            blocks,
-            stop_reason,
-        }
+        Self { id: message_id(), model: model.to_owned(), blocks, stop_reason }
     }
 
     fn output_tokens(&self) -> u64 {
@@ -125,10 +113,9 @@ impl Message {
     fn block_json(block: &Block) -> Value {
         match block {
             Block::Text(text) => json!({"type": "text", "text": text}),
-            Block::Thinking {
-                thinking,
-                signature,
-            } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+            Block::Thinking { thinking, signature } => {
+                json!({"type": "thinking", "thinking": thinking, "signature": signature})
+            }
             Block::ToolUse { id, name, input } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": input})
             }
@@ -198,10 +185,7 @@ impl Message {
         let mut frames = self.head_frames();
         let block = Block::Text(String::new());
         frames.push(block_start(0, &block));
-        frames.push(delta(
-            0,
-            json!({"type": "text_delta", "text": "Partial ans"}),
-        ));
+        frames.push(delta(0, json!({"type": "text_delta", "text": "Partial ans"})));
         frames
     }
 }
@@ -242,28 +226,17 @@ fn block_deltas(index: usize, block: &Block) -> Vec<Frame> {
             .into_iter()
             .map(|t| delta(index, json!({"type": "text_delta", "text": t})))
             .collect(),
-        Block::Thinking {
-            thinking,
-            signature,
-        } => {
+        Block::Thinking { thinking, signature } => {
             let mut frames: Vec<Frame> = split(thinking, 2)
                 .into_iter()
                 .map(|t| delta(index, json!({"type": "thinking_delta", "thinking": t})))
                 .collect();
-            frames.push(delta(
-                index,
-                json!({"type": "signature_delta", "signature": signature}),
-            ));
+            frames.push(delta(index, json!({"type": "signature_delta", "signature": signature})));
             frames
         }
         Block::ToolUse { input, .. } => split(&input.to_string(), 3)
             .into_iter()
-            .map(|p| {
-                delta(
-                    index,
-                    json!({"type": "input_json_delta", "partial_json": p}),
-                )
-            })
+            .map(|p| delta(index, json!({"type": "input_json_delta", "partial_json": p})))
             .collect(),
     }
 }
@@ -297,19 +270,12 @@ mod tests {
             .map(|f| f.data["delta"]["partial_json"].as_str().unwrap_or_default())
             .collect();
         assert!(
-            frames
-                .iter()
-                .filter(|f| f.data["delta"]["type"] == "input_json_delta")
-                .count()
-                >= 2
+            frames.iter().filter(|f| f.data["delta"]["type"] == "input_json_delta").count() >= 2
         );
         assert_eq!(serde_json::from_str::<Value>(&partial).unwrap(), input);
         assert_eq!(frames.last().map(|f| f.event), Some("message_stop"));
         assert_eq!(msg.to_json()["stop_reason"], "tool_use");
-        let id = msg.to_json()["content"][1]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let id = msg.to_json()["content"][1]["id"].as_str().unwrap().to_owned();
         assert_eq!(id.len(), "toolu_".len() + 24);
     }
 }
