@@ -26,6 +26,9 @@ const MAX_BATCH: usize = 1024;
 /// Batches the live bus holds for slow subscribers before they must catch up from disk.
 const BUS_CAPACITY: usize = 1024;
 
+/// Seconds the writer keeps retrying held-back events after the agent exited.
+const UNWRITTEN_RETRIES: usize = 60;
+
 /// How a session is set up.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -126,6 +129,14 @@ impl<A: AgentControl> Writer<A> {
                 },
                 () = sleep_until(deadline) => self.expire_approvals().await,
             }
+        }
+        // Events held back by a full disk: keep trying for a while before the writer goes.
+        for _ in 0..UNWRITTEN_RETRIES {
+            if self.unwritten.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            self.append(Vec::new());
         }
         let _ = self.transcript.sync();
     }
