@@ -416,3 +416,37 @@ async fn a_full_disk_holds_events_in_memory_and_loses_nothing() {
     assert_eq!(n, 24, "20 held (+ the idle→running status) + 1 + runFinished + its status");
     assert!(r.session.state().storage_error.is_none());
 }
+
+#[tokio::test]
+async fn events_held_by_a_full_disk_are_written_after_the_agent_exits() {
+    if nucleic_testkit::isolated!(
+        "events_held_by_a_full_disk_are_written_after_the_agent_exits",
+        mounts
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mount tmpfs");
+    let filler = dir.path().join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 128 * 1024]);
+    let r = rig_in(dir, ALL, None);
+    let mut sub = r.session.subscribe(1).unwrap();
+    r.emit(vec![text("held")]).await;
+    r.exit(RunOutcome::Completed).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(r.session.state().storage_error.is_some());
+    std::fs::remove_file(&filler).unwrap();
+    let mut seqs = Vec::new();
+    while let Some(e) =
+        tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().unwrap()
+    {
+        seqs.push(e.seq);
+    }
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(seqs.len() >= 3, "held text, its status change and runFinished: {seqs:?}");
+}
