@@ -112,11 +112,7 @@ impl<A: AgentControl> Writer<A> {
             tokio::select! {
                 output = outputs.recv() => {
                     let Some(output) = output else {
-                        self.finish(RunFinished {
-                            outcome: RunOutcome::Crashed,
-                            message: Some("the agent adapter stopped without reporting an exit".into()),
-                            exit_code: None,
-                        });
+                        self.finish(RunFinished::new(RunOutcome::Crashed, Some("the agent adapter stopped without reporting an exit".into()), None));
                         break;
                     };
                     if self.on_output(output, &mut outputs) {

@@ -134,11 +134,11 @@ impl SessionHandle {
                 return f;
             }
             if state.changed().await.is_err() {
-                return state.borrow().finished.clone().unwrap_or(RunFinished {
-                    outcome: nucleic_protocol::RunOutcome::Crashed,
-                    message: Some("the session controller stopped unexpectedly".into()),
-                    exit_code: None,
-                });
+                return state.borrow().finished.clone().unwrap_or(RunFinished::new(
+                    nucleic_protocol::RunOutcome::Crashed,
+                    Some("the session controller stopped unexpectedly".into()),
+                    None,
+                ));
             }
         }
     }

@@ -62,11 +62,7 @@ mod tests {
     fn a_run_moves_through_the_expected_statuses() {
         let s = next_status(SessionStatus::Idle, &text(), 0);
         assert_eq!(s, SessionStatus::Running);
-        let done = EventKind::RunFinished(RunFinished {
-            outcome: RunOutcome::Crashed,
-            message: None,
-            exit_code: Some(3),
-        });
+        let done = EventKind::RunFinished(RunFinished::new(RunOutcome::Crashed, None, Some(3)));
         assert_eq!(next_status(s, &done, 0), SessionStatus::Error);
         assert_eq!(
             next_status(SessionStatus::Error, &text(), 0),

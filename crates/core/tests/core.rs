@@ -143,10 +143,7 @@ impl Rig {
             .unwrap();
     }
     async fn exit(&self, outcome: RunOutcome) {
-        self.tx
-            .send(AgentOutput::Exited(RunFinished { outcome, message: None, exit_code: Some(0) }))
-            .await
-            .unwrap();
+        self.tx.send(AgentOutput::Exited(RunFinished::new(outcome, None, Some(0)))).await.unwrap();
     }
     /// Opens approval `id` as the agent would and waits until the controller has it.
     async fn open_approval(&self, id: &str) {

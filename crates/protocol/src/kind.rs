@@ -207,6 +207,24 @@ pub struct RunFinished {
     pub message: Option<String>,
     #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Native lines of this run the decoder did not recognise (each kept as a `raw` event).
+    #[serde(rename = "unknownLines", default, skip_serializing_if = "is_zero")]
+    pub unknown_lines: u64,
+}
+
+impl RunFinished {
+    /// A run end with no unknown lines.
+    pub fn new(
+        outcome: RunOutcome,
+        message: Option<String>,
+        exit_code: Option<i32>,
+    ) -> RunFinished {
+        RunFinished { outcome, message, exit_code, unknown_lines: 0 }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How a run ended.

@@ -66,11 +66,11 @@ fn host_made_kinds_snapshot() {
             status: SessionStatus::AwaitingApproval,
             previous: SessionStatus::Running,
         }),
-        EventKind::RunFinished(RunFinished {
-            outcome: RunOutcome::ApiError,
-            message: Some("API Error: 500".into()),
-            exit_code: Some(1),
-        }),
+        EventKind::RunFinished(RunFinished::new(
+            RunOutcome::ApiError,
+            Some("API Error: 500".into()),
+            Some(1),
+        )),
     ];
     insta::assert_json_snapshot!("host_made_kinds", kinds);
 }

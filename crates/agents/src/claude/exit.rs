@@ -27,8 +27,7 @@ pub struct ExitFacts<'a> {
 /// Classifies the end of a run.
 pub fn classify(f: &ExitFacts<'_>) -> RunFinished {
     let exit_code = f.end.code;
-    let done =
-        |outcome, message: String| RunFinished { outcome, message: Some(message), exit_code };
+    let done = |outcome, message: String| RunFinished::new(outcome, Some(message), exit_code);
     if f.stop_requested {
         return done(RunOutcome::Stopped, "stopped on request".into());
     }

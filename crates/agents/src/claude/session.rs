@@ -222,13 +222,14 @@ async fn supervise(
         Err(_) => ProcessEnd { code: None, signal: None },
     };
     let last_stderr = tail.lock().ok().and_then(|t| t.back().cloned());
-    let finished = classify(&ExitFacts {
+    let mut finished = classify(&ExitFacts {
         end,
         last_turn: decoder.last_turn(),
         turn_open: decoder.turn_open(),
         stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
         last_stderr: last_stderr.as_deref(),
     });
+    finished.unknown_lines = decoder.unknown_lines();
     let _ = tx.send(AgentOutput::Exited(finished)).await;
 }
 

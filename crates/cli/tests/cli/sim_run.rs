@@ -102,6 +102,8 @@ async fn sim_malformed_and_unknown_output_is_kept_raw_and_the_run_completes() {
     assert!(r.events.iter().any(
         |e| matches!(&e.kind, EventKind::Error(x) if x.code == nucleic_protocol::ErrorCode::Decode)
     ));
+    // Counted too: the malformed line and the two unknown kinds.
+    assert_eq!(first!(r.events, RunFinished).unknown_lines, 3);
 }
 
 #[tokio::test]
