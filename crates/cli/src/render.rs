@@ -141,6 +141,19 @@ impl Renderer {
             ),
             EventKind::InterruptRequested(i) => format!("· interrupt requested by {}", i.by),
             EventKind::RateLimit(r) => format!("· rate limit: {}", r.status),
+            EventKind::SessionCreated(c) => match &c.worktree {
+                Some(w) => format!(
+                    "· session {:?} in {} (branch {} off {})",
+                    c.title, w.path, w.branch, w.base_ref
+                ),
+                None => format!("· session {:?} in {}", c.title, c.cwd),
+            },
+            EventKind::SessionUpdated(u) => format!(
+                "· {}{}by {}",
+                u.title.as_deref().map(|t| format!("renamed to {t:?} ")).unwrap_or_default(),
+                u.archived.map(|a| if a { "archived " } else { "unarchived " }).unwrap_or_default(),
+                u.by
+            ),
             EventKind::Thinking(_)
             | EventKind::ToolCallStarted(_)
             | EventKind::ToolInputDelta(_)

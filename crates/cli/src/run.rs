@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use nucleic_agents::claude::{ClaudeOptions, spawn_claude};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
-use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind};
+use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
 
 use crate::locate::{find_claude, nucleic_home};
 use crate::render::{Renderer, summarize_input};
@@ -46,6 +46,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     opts.fork = args.fork;
     opts.append_system_prompt = args.append_system_prompt.clone();
 
+    let prompt = args.prompt.join(" ");
     let home = nucleic_home(args.home.clone())
         .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
     let session_id = uuid::Uuid::new_v4().to_string();
@@ -57,12 +58,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             backend,
             transcript,
             approval_timeout: args.approval_timeout.map(Duration::from_secs),
+            created: Some(SessionCreated {
+                title: title_of(&prompt),
+                project_id: None,
+                project_root: None,
+                cwd: opts.cwd.to_string_lossy().into_owned(),
+                worktree: None,
+                model: args.model.clone(),
+                permission_mode: Some(args.permission_mode.clone()),
+                read_only: false,
+                continues_session_id: None,
+            }),
         },
         agent,
         outputs,
     )?;
     let mut events = session.subscribe(1)?;
-    session.send_user_text(&args.prompt.join(" ")).await?;
+    session.send_user_text(&prompt).await?;
 
     let mut renderer = Renderer::default();
     let mut interrupts = 0u32;
@@ -128,6 +140,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished.message.as_deref().unwrap_or("no details")
     );
     Ok(ExitCode::from(1))
+}
+
+/// A session title from its first prompt: the first line, at most 60 characters.
+fn title_of(prompt: &str) -> String {
+    let line = prompt.lines().next().unwrap_or_default().trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
 }
 
 async fn sleep_or_never(d: Option<Duration>) {

@@ -175,6 +175,7 @@ fn whole(
             backend: Backend::ClaudeCode,
             transcript: work.join(format!("t{round}/transcript.jsonl")),
             approval_timeout: None,
+            created: None,
         };
         let session = SessionController::start(config, handle, outputs)?;
         let mut sub = session.subscribe(1)?;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities};
 use nucleic_protocol::{
     ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent, Event, EventKind,
-    InterruptRequested, RunFinished, RunOutcome, SessionStatus, StatusChanged, TextBlock,
-    Timestamp,
+    InterruptRequested, RunFinished, RunOutcome, SessionCreated, SessionStatus, StatusChanged,
+    TextBlock, Timestamp,
 };
 use nucleic_store::TranscriptWriter;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -37,6 +37,8 @@ pub struct SessionConfig {
     pub transcript: PathBuf,
     /// Pending approvals are denied after this long (never, when `None`).
     pub approval_timeout: Option<Duration>,
+    /// Written as the first event of a new transcript.
+    pub created: Option<SessionCreated>,
 }
 
 /// Starts sessions; the controller itself lives in its task.
@@ -81,6 +83,12 @@ impl SessionController {
             status: SessionStatus::Idle,
             user_turns: 0,
         };
+        let mut writer = writer;
+        if last_seq == 0
+            && let Some(created) = writer.config.created.clone()
+        {
+            writer.append(vec![(None, EventKind::SessionCreated(created))]);
+        }
         tokio::spawn(writer.run(outputs, commands));
         Ok(handle)
     }

@@ -96,6 +96,7 @@ fn rig_in(dir: tempfile::TempDir, caps: Capabilities, timeout: Option<Duration>)
         backend: Backend::ClaudeCode,
         transcript: dir.path().join("s1/transcript.jsonl"),
         approval_timeout: timeout,
+        created: None,
     };
     let session = SessionController::start(config, agent.clone(), rx).unwrap();
     Rig { _dir: dir, agent, tx, session }

@@ -53,6 +53,11 @@ pub enum EventKind {
     Error(ErrorEvent),
     /// A line the agent wrote to stderr.
     Stderr(StderrLine),
+    /// The host created the session: its project, worktree and settings (first event of every
+    /// host session, so the catalog can be rebuilt from transcripts alone).
+    SessionCreated(SessionCreated),
+    /// A person renamed or (un)archived the session.
+    SessionUpdated(SessionUpdated),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -83,6 +88,8 @@ impl EventKind {
             EventKind::InterruptRequested(_) => "interruptRequested",
             EventKind::Error(_) => "error",
             EventKind::Stderr(_) => "stderr",
+            EventKind::SessionCreated(_) => "sessionCreated",
+            EventKind::SessionUpdated(_) => "sessionUpdated",
             EventKind::Raw(_) => "raw",
         }
     }
@@ -365,4 +372,50 @@ pub struct StderrLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Raw {
     pub native: RawJson,
+}
+
+/// How and where the host created a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCreated {
+    pub title: String,
+    #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    #[serde(rename = "projectRoot", default, skip_serializing_if = "Option::is_none")]
+    pub project_root: Option<String>,
+    /// Where the agent runs: a worktree, or the directory `nucleic run` was given.
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// An imported session: events only, no agent.
+    #[serde(rename = "readOnly", default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
+    /// The session this one continues (keep → continue), if any.
+    #[serde(rename = "continuesSessionID", default, skip_serializing_if = "Option::is_none")]
+    pub continues_session_id: Option<String>,
+}
+
+/// A session's worktree, as created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeInfo {
+    pub path: String,
+    pub branch: String,
+    #[serde(rename = "baseRef")]
+    pub base_ref: String,
+    #[serde(rename = "baseSHA")]
+    pub base_sha: String,
+}
+
+/// A change a person made to the session's own metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionUpdated {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
+    /// Who made the change.
+    pub by: String,
 }

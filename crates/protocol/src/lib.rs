@@ -15,8 +15,9 @@ pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
 pub use event::{Backend, Event};
 pub use kind::{
     ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
-    Raw, RunFinished, RunOutcome, SessionStarted, SettingsChanged, StatusChanged, StderrLine,
-    TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted, Usage,
+    Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted, SessionUpdated, SettingsChanged,
+    StatusChanged, StderrLine, TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted,
+    Usage, WorktreeInfo,
 };
 pub use raw_json::RawJson;
 pub use status::SessionStatus;

@@ -38,6 +38,7 @@ fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions
         backend: opts.backend,
         transcript: cwd.join(format!(".nh/{pid}/transcript.jsonl")),
         approval_timeout: None,
+        created: None,
     };
     let session = SessionController::start(config, agent, outputs).unwrap();
     let events = session.subscribe(1).unwrap();
