@@ -9,6 +9,7 @@ mod event;
 mod kind;
 mod raw_json;
 mod status;
+mod sync;
 mod timestamp;
 
 pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
@@ -21,4 +22,8 @@ pub use kind::{
 };
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
+pub use sync::{
+    ClientMessage, FinishAction, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession,
+    PROTOCOL_VERSION, ProjectSummary, ProtocolErrorCode, SessionSummary, Verbosity,
+};
 pub use timestamp::{Timestamp, TimestampError};

@@ -1,0 +1,341 @@
+//! The sync protocol: messages between the host and its clients (web cockpit, CLI, phone).
+//! Transport-agnostic — the same JSON objects travel over a local WebSocket, plain HTTP, or
+//! later an end-to-end encrypted relay — so nothing here depends on the connection. See
+//! `docs/protocol.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::Decision;
+use crate::event::{Backend, Event};
+use crate::kind::{RunOutcome, WorktreeInfo};
+use crate::status::SessionStatus;
+
+/// Bumped on incompatible changes; `hello` carries the client's, `welcome` the host's.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest client message the host accepts, in bytes.
+pub const MAX_CLIENT_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// Client → host. Every request carries a `messageID` unique per client; the host answers each
+/// exactly once (`ack`, a data reply, or `error`) and answers a repeated id with the same reply
+/// without doing the work again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ClientMessage {
+    /// First message on a connection: who is speaking.
+    Hello {
+        #[serde(rename = "clientID")]
+        client_id: String,
+        #[serde(rename = "clientName")]
+        client_name: String,
+        #[serde(rename = "protocolVersion")]
+        protocol_version: u32,
+    },
+    ListProjects {
+        #[serde(rename = "messageID")]
+        message_id: String,
+    },
+    ListSessions {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+        project_id: Option<String>,
+        #[serde(rename = "includeArchived", default)]
+        include_archived: bool,
+    },
+    /// Stream a session's events from `fromSeq` (1 = from the start): first the catch-up from
+    /// the transcript, then live, with no gap and no duplicate.
+    Subscribe {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(rename = "fromSeq")]
+        from_seq: u64,
+        #[serde(default)]
+        verbosity: Verbosity,
+    },
+    Unsubscribe {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// A follow-up prompt.
+    SendInput {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        text: String,
+    },
+    /// An answer to an approval; the first answer wins.
+    Decide {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(rename = "requestID")]
+        request_id: String,
+        decision: Decision,
+    },
+    /// Anything that changes what exists: sessions, projects, finishing.
+    Intent {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        intent: Intent,
+    },
+}
+
+impl ClientMessage {
+    /// The request id, if the message has one (`hello` does not).
+    pub fn message_id(&self) -> Option<&str> {
+        match self {
+            ClientMessage::Hello { .. } => None,
+            ClientMessage::ListProjects { message_id }
+            | ClientMessage::ListSessions { message_id, .. }
+            | ClientMessage::Subscribe { message_id, .. }
+            | ClientMessage::Unsubscribe { message_id, .. }
+            | ClientMessage::SendInput { message_id, .. }
+            | ClientMessage::Decide { message_id, .. }
+            | ClientMessage::Intent { message_id, .. } => Some(message_id),
+        }
+    }
+}
+
+/// How much of the event stream a client wants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verbosity {
+    /// Every event.
+    #[default]
+    Full,
+    /// No streamed partial deltas (whole blocks still arrive).
+    NoPartials,
+    /// No partial deltas, raw native lines or agent stderr: what a phone needs.
+    Summary,
+}
+
+/// Requests that create, change or end things.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Intent {
+    AddProject {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(rename = "setupScript", default, skip_serializing_if = "Option::is_none")]
+        setup_script: Option<String>,
+        #[serde(rename = "copyFiles", default)]
+        copy_files: Vec<String>,
+        #[serde(rename = "defaultBackend", default, skip_serializing_if = "Option::is_none")]
+        default_backend: Option<Backend>,
+    },
+    RenameProject {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        name: String,
+    },
+    RemoveProject {
+        #[serde(rename = "projectID")]
+        project_id: String,
+    },
+    NewSession(NewSession),
+    Interrupt {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    Stop {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    SetModel {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        model: String,
+    },
+    SetPermissionMode {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        mode: String,
+    },
+    Rename {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        title: String,
+    },
+    Archive {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        archived: bool,
+    },
+    Finish {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        action: FinishAction,
+    },
+}
+
+/// A new session in a fresh worktree of a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewSession {
+    #[serde(rename = "projectID")]
+    pub project_id: String,
+    /// Branch or commit to start from (default: the project's default branch).
+    #[serde(rename = "baseRef", default, skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub prompt: String,
+}
+
+/// How a session's work ends (or continues).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum FinishAction {
+    /// Merge the session branch (its uncommitted work committed first) into the base branch.
+    Merge {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// One squashed commit on the base branch.
+    Squash {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Replay the session's commits onto the base branch's tip.
+    Rebase {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Remove the worktree and its branch.
+    Discard,
+    /// Preserve the worktree and branch as they are.
+    Keep,
+    /// Delete a kept session's worktree and branch; needs `confirm: true`.
+    Rollback { confirm: bool },
+    /// A new session starting from this one's changes, forking its conversation.
+    Continue { prompt: String },
+    /// The shell command that resumes the session by hand.
+    Handoff,
+}
+
+/// Host → client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum HostMessage {
+    Welcome {
+        #[serde(rename = "hostVersion")]
+        host_version: String,
+        #[serde(rename = "protocolVersion")]
+        protocol_version: u32,
+    },
+    /// The request succeeded; `result` carries what it produced, if anything.
+    Ack {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<serde_json::Value>,
+    },
+    Projects {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        projects: Vec<ProjectSummary>,
+    },
+    Sessions {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        sessions: Vec<SessionSummary>,
+    },
+    /// One event of a subscribed session.
+    Event { event: Event },
+    /// A session's summary changed (status, pending approvals, cost, title …).
+    SessionChanged { session: SessionSummary },
+    Error {
+        #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        code: ProtocolErrorCode,
+        message: String,
+        /// For `alreadyResolved`: who answered first.
+        #[serde(rename = "resolvedBy", default, skip_serializing_if = "Option::is_none")]
+        resolved_by: Option<String>,
+    },
+    /// The host does not know this message type; nothing was done.
+    Unsupported {
+        #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        #[serde(rename = "messageType")]
+        message_type: String,
+    },
+}
+
+/// Machine-readable error classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProtocolErrorCode {
+    /// Not JSON, or not the shape of any known message.
+    BadMessage,
+    TooLarge,
+    /// `hello` missing or repeated, or a protocol version the host does not speak.
+    BadHandshake,
+    NotFound,
+    /// The approval was already answered (`resolvedBy` says by whom) or voided.
+    AlreadyResolved,
+    /// The cursor is past the end of the session (`fromSeq` > last seq + 1).
+    BadCursor,
+    /// The session's backend cannot do this.
+    Unsupported,
+    /// A git operation refused (conflict, dirty checkout, …); the message says which files.
+    GitRefused,
+    /// A guardrail (session or worktree limit, free disk) refused.
+    LimitReached,
+    InvalidRequest,
+    Internal,
+}
+
+/// A project as clients see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectSummary {
+    #[serde(rename = "projectID")]
+    pub project_id: String,
+    pub name: String,
+    pub root: String,
+    #[serde(rename = "defaultBranch")]
+    pub default_branch: String,
+    #[serde(rename = "defaultBackend")]
+    pub default_backend: Backend,
+}
+
+/// A session as list views see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    pub title: String,
+    pub backend: Backend,
+    pub status: SessionStatus,
+    #[serde(rename = "pendingApprovals")]
+    pub pending_approvals: u32,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: f64,
+    #[serde(rename = "lastSeq")]
+    pub last_seq: u64,
+    /// Unix milliseconds of the last event.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RunOutcome>,
+    pub archived: bool,
+    #[serde(rename = "readOnly")]
+    pub read_only: bool,
+}

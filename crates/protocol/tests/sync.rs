@@ -1,0 +1,110 @@
+//! Wire snapshots of the sync protocol and its round trips.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use nucleic_protocol::{
+    Backend, ClientMessage, Decision, FinishAction, HostMessage, Intent, NewSession,
+    ProtocolErrorCode, SessionStatus, SessionSummary, Verbosity,
+};
+use serde_json::json;
+
+fn round_trip_client(m: &ClientMessage) {
+    let text = serde_json::to_string(m).unwrap();
+    assert_eq!(&serde_json::from_str::<ClientMessage>(&text).unwrap(), m);
+}
+
+#[test]
+fn client_messages_snapshot_and_round_trip() {
+    let messages = vec![
+        ClientMessage::Hello {
+            client_id: "phone-1".into(),
+            client_name: "Ana's phone".into(),
+            protocol_version: 1,
+        },
+        ClientMessage::Subscribe {
+            message_id: "m1".into(),
+            session_id: "s1".into(),
+            from_seq: 42,
+            verbosity: Verbosity::Summary,
+        },
+        ClientMessage::Decide {
+            message_id: "m2".into(),
+            session_id: "s1".into(),
+            request_id: "r1".into(),
+            decision: Decision::AllowEdited {
+                updated_input: json!({"file_path": "/w/a", "content": "x"}),
+            },
+        },
+        ClientMessage::Intent {
+            message_id: "m3".into(),
+            intent: Intent::NewSession(NewSession {
+                project_id: "p1".into(),
+                base_ref: Some("main".into()),
+                backend: Some(Backend::ClaudeCode),
+                model: None,
+                permission_mode: Some("default".into()),
+                title: None,
+                prompt: "fix the flaky test".into(),
+            }),
+        },
+        ClientMessage::Intent {
+            message_id: "m4".into(),
+            intent: Intent::Finish {
+                session_id: "s1".into(),
+                action: FinishAction::Rollback { confirm: true },
+            },
+        },
+    ];
+    for m in &messages {
+        round_trip_client(m);
+    }
+    insta::assert_json_snapshot!("client_messages", messages);
+}
+
+#[test]
+fn host_messages_snapshot() {
+    let messages = vec![
+        HostMessage::Error {
+            message_id: Some("m2".into()),
+            code: ProtocolErrorCode::AlreadyResolved,
+            message: "approval r1 was already answered".into(),
+            resolved_by: Some("desktop".into()),
+        },
+        HostMessage::Unsupported { message_id: Some("m9".into()), message_type: "teleport".into() },
+        HostMessage::SessionChanged {
+            session: SessionSummary {
+                session_id: "s1".into(),
+                project_id: Some("p1".into()),
+                title: "fix the flaky test".into(),
+                backend: Backend::Simulated,
+                status: SessionStatus::AwaitingApproval,
+                pending_approvals: 1,
+                cost_usd: 0.0,
+                last_seq: 17,
+                updated_at: 1_790_000_000_000,
+                worktree: None,
+                outcome: None,
+                archived: false,
+                read_only: false,
+            },
+        },
+    ];
+    insta::assert_json_snapshot!("host_messages", messages);
+}
+
+#[test]
+fn a_missing_verbosity_means_full_and_unknown_types_are_errors() {
+    let m: ClientMessage =
+        serde_json::from_str(r#"{"type":"subscribe","messageID":"m","sessionID":"s","fromSeq":1}"#)
+            .unwrap();
+    assert!(matches!(m, ClientMessage::Subscribe { verbosity: Verbosity::Full, .. }));
+    assert!(
+        serde_json::from_str::<ClientMessage>(r#"{"type":"teleport","messageID":"m"}"#).is_err()
+    );
+    assert!(
+        serde_json::from_str::<ClientMessage>(
+            r#"{"type":"subscribe","messageID":"m","sessionID":"s","fromSeq":-1}"#
+        )
+        .is_err()
+    );
+}
