@@ -69,6 +69,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 read_only: false,
                 continues_session_id: None,
             }),
+            keep_open: false,
         },
         agent,
         outputs,

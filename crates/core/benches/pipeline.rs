@@ -176,6 +176,7 @@ fn whole(
             transcript: work.join(format!("t{round}/transcript.jsonl")),
             approval_timeout: None,
             created: None,
+            keep_open: false,
         };
         let session = SessionController::start(config, handle, outputs)?;
         let mut sub = session.subscribe(1)?;

@@ -39,6 +39,9 @@ pub struct SessionConfig {
     pub approval_timeout: Option<Duration>,
     /// Written as the first event of a new transcript.
     pub created: Option<SessionCreated>,
+    /// Keep serving commands (e.g. recording host events) after the agent exited, until every
+    /// handle is dropped. The host keeps its sessions open; `nucleic run` does not.
+    pub keep_open: bool,
 }
 
 /// Starts sessions; the controller itself lives in its task.
@@ -124,6 +127,10 @@ impl<A: AgentControl> Writer<A> {
                         break;
                     };
                     if self.on_output(output, &mut outputs) {
+                        if !self.config.keep_open {
+                            break;
+                        }
+                        self.serve_after_exit(&mut commands).await;
                         break;
                     }
                 }
@@ -143,6 +150,35 @@ impl<A: AgentControl> Writer<A> {
             self.append(Vec::new());
         }
         let _ = self.transcript.sync();
+    }
+
+    /// After the agent exited: record host events, refuse agent actions, until all handles go.
+    async fn serve_after_exit(&mut self, commands: &mut mpsc::Receiver<Command>) {
+        while let Some(command) = commands.recv().await {
+            match command {
+                Command::Record { kind, reply } => {
+                    self.append(vec![(None, kind)]);
+                    let _ = reply.send(Ok(()));
+                }
+                Command::UserText { reply, .. }
+                | Command::Interrupt { reply, .. }
+                | Command::SetModel { reply, .. }
+                | Command::SetPermissionMode { reply, .. } => {
+                    let _ = reply.send(Err(CoreError::AgentGone));
+                }
+                Command::Decide { request_id, reply, .. } => {
+                    // Every request was voided when the agent exited: say by whom.
+                    let error = match self.approvals.check(&request_id) {
+                        Err(e) => e,
+                        Ok(_) => CoreError::AgentGone,
+                    };
+                    let _ = reply.send(Err(error));
+                }
+                Command::CloseInput { reply } | Command::Stop { reply, .. } => {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+        }
     }
 
     /// Handles one output and whatever else is already queued; true once the agent exited.
@@ -213,6 +249,10 @@ impl<A: AgentControl> Writer<A> {
             }
             Command::CloseInput { reply } => {
                 self.agent.close_input().await;
+                let _ = reply.send(Ok(()));
+            }
+            Command::Record { kind, reply } => {
+                self.append(vec![(None, kind)]);
                 let _ = reply.send(Ok(()));
             }
             Command::Stop { grace, reason, reply } => {

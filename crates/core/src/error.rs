@@ -17,6 +17,8 @@ pub enum CoreError {
     AlreadyResolved { request_id: String, decision: DecisionKind, by: String },
     #[error("the session has ended")]
     SessionEnded,
+    #[error("the session's agent is no longer running")]
+    AgentGone,
     #[error("{0}")]
     Unsupported(String),
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nucleic_protocol::{ApprovalResolved, Decision, Event, RunFinished, SessionStatus};
+use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, RunFinished, SessionStatus};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::error::CoreError;
@@ -36,6 +36,7 @@ pub(crate) enum Command {
     SetModel { model: String, reply: Reply<()> },
     SetPermissionMode { mode: String, reply: Reply<()> },
     CloseInput { reply: Reply<()> },
+    Record { kind: EventKind, reply: Reply<()> },
     Stop { grace: Duration, reason: Option<String>, reply: Reply<()> },
 }
 
@@ -118,6 +119,11 @@ impl SessionHandle {
     pub async fn stop(&self, grace: Duration, reason: Option<&str>) -> Result<(), CoreError> {
         let reason = reason.map(str::to_owned);
         self.ask(|reply| Command::Stop { grace, reason, reply }).await
+    }
+
+    /// Appends an event the host made (e.g. a rename or a finished merge) to the transcript.
+    pub async fn record(&self, kind: EventKind) -> Result<(), CoreError> {
+        self.ask(|reply| Command::Record { kind, reply }).await
     }
 
     /// Every event from `from_seq` on: first what is on disk, then live.

@@ -48,6 +48,12 @@ impl Subscription {
         Ok(sub)
     }
 
+    /// Replays a transcript with no live writer (a finished or imported session).
+    pub fn replay(transcript: PathBuf, from_seq: u64) -> Result<Subscription, CoreError> {
+        let index = SharedIndex::default();
+        Subscription::start(transcript, index, from_seq, None)
+    }
+
     /// The `seq` the next event will have.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

@@ -89,6 +89,15 @@ struct Rig {
 }
 
 fn rig_in(dir: tempfile::TempDir, caps: Capabilities, timeout: Option<Duration>) -> Rig {
+    rig_with(dir, caps, timeout, false)
+}
+
+fn rig_with(
+    dir: tempfile::TempDir,
+    caps: Capabilities,
+    timeout: Option<Duration>,
+    keep_open: bool,
+) -> Rig {
     let agent = FakeAgent { calls: Arc::default(), waiting: Arc::default(), caps };
     let (tx, rx) = mpsc::channel(16);
     let config = SessionConfig {
@@ -97,6 +106,7 @@ fn rig_in(dir: tempfile::TempDir, caps: Capabilities, timeout: Option<Duration>)
         transcript: dir.path().join("s1/transcript.jsonl"),
         approval_timeout: timeout,
         created: None,
+        keep_open,
     };
     let session = SessionController::start(config, agent.clone(), rx).unwrap();
     Rig { _dir: dir, agent, tx, session }
@@ -447,4 +457,30 @@ async fn events_held_by_a_full_disk_are_written_after_the_agent_exits() {
     }
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     assert!(seqs.len() >= 3, "held text, its status change and runFinished: {seqs:?}");
+}
+
+#[tokio::test]
+async fn a_kept_open_session_records_host_events_after_the_agent_exits() {
+    let r = rig_with(tempfile::tempdir().unwrap(), ALL, None, true);
+    r.open_approval("r1").await;
+    r.exit(RunOutcome::Completed).await;
+    let update = EventKind::SessionUpdated(nucleic_protocol::SessionUpdated {
+        title: Some("renamed".into()),
+        archived: None,
+        by: "desk".into(),
+    });
+    r.session.record(update).await.unwrap();
+    assert!(matches!(r.session.send_user_text("more").await, Err(CoreError::AgentGone)));
+    match r.session.decide("r1", Decision::Allow, "late").await {
+        Err(CoreError::AlreadyResolved { by, decision, .. }) => {
+            assert_eq!((by.as_str(), decision), ("host", DecisionKind::Cancelled));
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut sub = r.session.subscribe(1).unwrap();
+    let mut last = None;
+    while let Ok(Ok(Some(e))) = tokio::time::timeout(Duration::from_millis(200), sub.next()).await {
+        last = Some(e.kind.type_name());
+    }
+    assert_eq!(last, Some("sessionUpdated"));
 }

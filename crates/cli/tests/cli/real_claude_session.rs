@@ -39,6 +39,7 @@ fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions
         transcript: cwd.join(format!(".nh/{pid}/transcript.jsonl")),
         approval_timeout: None,
         created: None,
+        keep_open: false,
     };
     let session = SessionController::start(config, agent, outputs).unwrap();
     let events = session.subscribe(1).unwrap();
