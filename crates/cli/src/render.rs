@@ -148,6 +148,15 @@ impl Renderer {
                 ),
                 None => format!("· session {:?} in {}", c.title, c.cwd),
             },
+            EventKind::WorktreeFinished(w) => format!(
+                "· worktree {} by {}{}",
+                serde_json::to_value(w.action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                w.by,
+                w.base_branch.as_deref().map(|b| format!(" into {b}")).unwrap_or_default()
+            ),
             EventKind::SessionUpdated(u) => format!(
                 "· {}{}by {}",
                 u.title.as_deref().map(|t| format!("renamed to {t:?} ")).unwrap_or_default(),

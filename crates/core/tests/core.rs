@@ -464,6 +464,7 @@ async fn a_kept_open_session_records_host_events_after_the_agent_exits() {
     let r = rig_with(tempfile::tempdir().unwrap(), ALL, None, true);
     r.open_approval("r1").await;
     r.exit(RunOutcome::Completed).await;
+    r.session.wait_finished().await;
     let update = EventKind::SessionUpdated(nucleic_protocol::SessionUpdated {
         title: Some("renamed".into()),
         archived: None,

@@ -58,6 +58,9 @@ pub enum EventKind {
     SessionCreated(SessionCreated),
     /// A person renamed or (un)archived the session.
     SessionUpdated(SessionUpdated),
+    /// The session's worktree was merged, squashed, rebased, discarded, kept, rolled back or
+    /// continued — always on a person's request.
+    WorktreeFinished(WorktreeFinished),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -90,6 +93,7 @@ impl EventKind {
             EventKind::Stderr(_) => "stderr",
             EventKind::SessionCreated(_) => "sessionCreated",
             EventKind::SessionUpdated(_) => "sessionUpdated",
+            EventKind::WorktreeFinished(_) => "worktreeFinished",
             EventKind::Raw(_) => "raw",
         }
     }
@@ -418,4 +422,32 @@ pub struct SessionUpdated {
     pub archived: Option<bool>,
     /// Who made the change.
     pub by: String,
+}
+
+/// What happened to a session's worktree, and who asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorktreeFinished {
+    pub action: WorktreeAction,
+    /// For merge / squash / rebase: the branch that moved and its new tip.
+    #[serde(rename = "baseBranch", default, skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    #[serde(rename = "newTip", default, skip_serializing_if = "Option::is_none")]
+    pub new_tip: Option<String>,
+    /// For continue: the new session.
+    #[serde(rename = "continuedIn", default, skip_serializing_if = "Option::is_none")]
+    pub continued_in: Option<String>,
+    pub by: String,
+}
+
+/// The finishing actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WorktreeAction {
+    Merged,
+    Squashed,
+    Rebased,
+    Discarded,
+    Kept,
+    RolledBack,
+    Continued,
 }

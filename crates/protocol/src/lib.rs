@@ -18,12 +18,12 @@ pub use kind::{
     ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
     Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted, SessionUpdated, SettingsChanged,
     StatusChanged, StderrLine, TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted,
-    Usage, WorktreeInfo,
+    Usage, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use sync::{
-    ClientMessage, FinishAction, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession,
-    PROTOCOL_VERSION, ProjectSummary, ProtocolErrorCode, SessionSummary, Verbosity,
+    ClientMessage, DiffFile, FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES,
+    NewSession, PROTOCOL_VERSION, ProjectSummary, ProtocolErrorCode, SessionSummary, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};

@@ -61,6 +61,16 @@ pub enum ClientMessage {
         #[serde(rename = "sessionID")]
         session_id: String,
     },
+    /// The session worktree's diff vs its base, ahead/behind and conflict preview.
+    GitFacts {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        /// Include the unified patch text (file list and counts always come).
+        #[serde(rename = "includePatch", default)]
+        include_patch: bool,
+    },
     /// A follow-up prompt.
     SendInput {
         #[serde(rename = "messageID")]
@@ -96,6 +106,7 @@ impl ClientMessage {
             | ClientMessage::ListSessions { message_id, .. }
             | ClientMessage::Subscribe { message_id, .. }
             | ClientMessage::Unsubscribe { message_id, .. }
+            | ClientMessage::GitFacts { message_id, .. }
             | ClientMessage::SendInput { message_id, .. }
             | ClientMessage::Decide { message_id, .. }
             | ClientMessage::Intent { message_id, .. } => Some(message_id),
@@ -253,6 +264,11 @@ pub enum HostMessage {
         message_id: String,
         sessions: Vec<SessionSummary>,
     },
+    GitFacts {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        facts: GitFacts,
+    },
     /// One event of a subscribed session.
     Event { event: Event },
     /// A session's summary changed (status, pending approvals, cost, title …).
@@ -338,4 +354,35 @@ pub struct SessionSummary {
     pub archived: bool,
     #[serde(rename = "readOnly")]
     pub read_only: bool,
+}
+
+/// What a session's worktree changed, live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitFacts {
+    #[serde(rename = "baseBranch")]
+    pub base_branch: String,
+    #[serde(rename = "baseSHA")]
+    pub base_sha: String,
+    /// Changed files vs the base commit, uncommitted and untracked work included.
+    pub files: Vec<DiffFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// Commits on the session branch the base branch lacks, and the reverse.
+    pub ahead: u64,
+    pub behind: u64,
+    /// Files that would conflict merging into the base branch's current tip.
+    pub conflicts: Vec<String>,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffFile {
+    pub path: String,
+    #[serde(rename = "oldPath", default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// `added`, `untracked`, `modified`, `deleted`, `renamed`, `copied`, `typeChanged`.
+    pub status: String,
+    pub additions: u64,
+    pub deletions: u64,
+    pub binary: bool,
 }

@@ -1,0 +1,123 @@
+//! Opening the database: private file modes, pragmas, and `PRAGMA user_version` migrations.
+
+use std::fs::{DirBuilder, OpenOptions, Permissions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use crate::error::{CatalogError, Result};
+
+/// Schema steps, in order; step `i` brings `user_version` from `i` to `i + 1`. Never edit a
+/// shipped step: add a new file.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+
+/// The schema version this build writes (`PRAGMA user_version` after migrating).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Opens (creating if needed) the database at `path`, configured and migrated.
+pub(crate) fn open(path: &Path) -> Result<Connection> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| CatalogError::io(dir, e))?;
+    }
+    // Create the file ourselves so it is never world-readable, not even briefly.
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| CatalogError::io(path, e))?;
+    let mut conn = Connection::open(path).map_err(|e| CatalogError::open(path, e))?;
+    configure(&conn).map_err(|e| CatalogError::open(path, e))?;
+    migrate(&mut conn, path)?;
+    restrict_permissions(path)?;
+    Ok(conn)
+}
+
+/// busy_timeout first (so the WAL switch itself waits out a lock), then WAL and foreign keys.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "busy_timeout", 5000)?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
+    // The catalog is rebuildable from transcripts, so NORMAL (durable at checkpoints) is enough.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`], one transaction per step.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let found: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| CatalogError::open(path, e))?;
+    let Ok(done) = usize::try_from(found) else {
+        return Err(CatalogError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    };
+    if found > SCHEMA_VERSION {
+        return Err(CatalogError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (version, sql) in (1i64..).zip(MIGRATIONS).skip(done) {
+        let fail = |source: rusqlite::Error| match CatalogError::open(path, source) {
+            CatalogError::Open { path, source } => {
+                CatalogError::Migration { path, version, source }
+            }
+            other => other,
+        };
+        let tx = conn.transaction().map_err(fail)?;
+        tx.execute_batch(sql).map_err(fail)?;
+        tx.pragma_update(None, "user_version", version).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Sets 0600 on the database and on its `-wal` / `-shm` companions when they exist.
+fn restrict_permissions(path: &Path) -> Result<()> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    for file in files {
+        match std::fs::set_permissions(&file, Permissions::from_mode(0o600)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file != path => {}
+            Err(e) => return Err(CatalogError::io(&file, e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_step_is_counted() {
+        assert_eq!(SCHEMA_VERSION, 1);
+        assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
+    }
+
+    #[test]
+    fn migrating_twice_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let mut conn = open(&path).unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+}

@@ -1,0 +1,80 @@
+//! The catalog: a SQLite index of projects, sessions, approvals, devices and client message ids.
+//!
+//! Transcripts stay the source of truth. Every session row is a fold of its transcript's events
+//! ([`Catalog::apply_events`]) and the whole session index can be recreated from the transcripts
+//! alone ([`Catalog::rebuild_sessions`]). Projects, devices and remembered client responses are
+//! the catalog's own data.
+//!
+//! One connection behind a mutex: a single writer by construction, meant to be called from
+//! blocking threads (`spawn_blocking`), shared as `Arc<Catalog>`. Timestamps are unix millis.
+
+mod client_messages;
+mod db;
+mod devices;
+mod error;
+mod fold;
+mod projects;
+mod rebuild;
+mod sessions;
+mod wire;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+pub use db::SCHEMA_VERSION;
+pub use devices::{DeviceRow, NewDevice};
+pub use error::{CatalogError, Result};
+pub use fold::UNTITLED;
+pub use projects::{NewProject, ProjectRow, ProjectSettings};
+pub use rebuild::RebuildReport;
+pub use sessions::{AgentProcess, ApprovalRow, SessionFilter, SessionRow};
+
+/// The catalog database. `Send + Sync`; share it as `Arc<Catalog>`.
+#[derive(Debug)]
+pub struct Catalog {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl Catalog {
+    /// Opens (creating if needed) the catalog at `path`: a 0700 parent directory, a 0600 file,
+    /// WAL, foreign keys on, and the schema migrated to [`SCHEMA_VERSION`]. A file from a newer
+    /// build is refused ([`CatalogError::TooNew`]); a damaged one is reported as
+    /// [`CatalogError::Corrupt`] (move it aside and rebuild).
+    pub fn open(path: &Path) -> Result<Catalog> {
+        let conn = db::open(path)?;
+        Ok(Catalog { path: path.to_path_buf(), conn: Mutex::new(conn) })
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version recorded in the file (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64> {
+        use error::SqlContext;
+        self.conn()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .ctx("read user_version")
+    }
+
+    /// The connection. A panic while it was held cannot leave a transaction open (rusqlite rolls
+    /// back on drop), so a poisoned lock is safe to reuse.
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Catalog>();
+    }
+}

@@ -1,0 +1,252 @@
+//! The host with the simulated agent and real git: sessions in parallel worktrees, git facts,
+//! finishing (merge / squash / rebase / discard / keep / continue / handoff), and bad input.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nucleic_host::{AgentPaths, Host, HostConfig, HostError, Limits};
+use nucleic_protocol::{
+    Decision, EventKind, FinishAction, NewSession, ProtocolErrorCode, SessionStatus,
+};
+use pretty_assertions::assert_eq;
+
+use crate::support::nucleic;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn repo(dir: &Path) -> PathBuf {
+    let root = dir.join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "hello\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "init"]);
+    root.canonicalize().unwrap()
+}
+
+async fn host(dir: &Path) -> Arc<Host> {
+    Host::open(HostConfig {
+        home: dir.join("home"),
+        agents: AgentPaths {
+            claude: None,
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+        },
+        limits: Limits { max_live_sessions: 10, max_worktrees: 10, min_free_bytes: 0 },
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(2),
+        agent_env: Vec::new(),
+    })
+    .await
+    .unwrap()
+}
+
+fn new_session(project: &str, prompt: &str) -> NewSession {
+    NewSession {
+        project_id: project.into(),
+        base_ref: None,
+        backend: Some(nucleic_protocol::Backend::Simulated),
+        model: None,
+        permission_mode: None,
+        title: None,
+        prompt: prompt.into(),
+    }
+}
+
+/// Allows every approval until the session's turn is over.
+async fn approve_until_turn_done(host: &Host, id: &str) {
+    let mut events = host.subscribe(id, 1).await.unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match &e.kind {
+            EventKind::ApprovalRequested(a) => {
+                host.decide(id, &a.request_id, Decision::Allow, "test").await.unwrap();
+            }
+            EventKind::TurnCompleted(_) => break,
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_sessions_in_parallel_worktrees_merge_squash_discard() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    assert_eq!(project.default_branch, "main");
+
+    let mut ids = Vec::new();
+    for (file, text) in [("a.txt", "A"), ("b.txt", "B"), ("c.txt", "C")] {
+        let s = host
+            .new_session(
+                new_session(&project.project_id, &format!("write {file} containing {text}")),
+                "test",
+            )
+            .await
+            .unwrap();
+        ids.push(s.session_id);
+    }
+    for id in &ids {
+        approve_until_turn_done(&host, id).await;
+    }
+    // Each worktree holds only its own file.
+    for (id, file) in ids.iter().zip(["a.txt", "b.txt", "c.txt"]) {
+        let facts = host.git_facts(id, true).await.unwrap();
+        assert_eq!(facts.files.len(), 1, "{facts:?}");
+        assert_eq!(facts.files[0].path, file);
+        assert_eq!(facts.files[0].status, "untracked");
+        assert_eq!(facts.files[0].additions, 1);
+        assert!(facts.patch.unwrap().contains(&format!("+++ b/{file}")));
+        assert!(facts.conflicts.is_empty());
+    }
+    let sessions = host.list_sessions(Some(project.project_id.clone()), false).await.unwrap();
+    assert_eq!(sessions.len(), 3);
+    assert!(sessions.iter().all(|s| s.status == SessionStatus::AwaitingInput), "{sessions:?}");
+
+    host.finish(&ids[0], FinishAction::Merge { message: Some("merge a".into()) }, "test")
+        .await
+        .unwrap();
+    host.finish(&ids[1], FinishAction::Squash { message: Some("squash b".into()) }, "test")
+        .await
+        .unwrap();
+    host.finish(&ids[2], FinishAction::Discard, "test").await.unwrap();
+
+    assert_eq!(git(&root, &["show", "main:a.txt"]), "A\n");
+    assert_eq!(git(&root, &["show", "main:b.txt"]), "B\n");
+    assert!(
+        std::process::Command::new("git")
+            .args(["cat-file", "-e", "main:c.txt"])
+            .current_dir(&root)
+            .status()
+            .unwrap()
+            .code()
+            != Some(0)
+    );
+    let tip_parents = git(&root, &["rev-list", "--parents", "-n1", "main"]);
+    assert_eq!(tip_parents.split_whitespace().count(), 2, "squash: one parent");
+    let merge_parents = git(&root, &["rev-list", "--parents", "-n1", "main~1"]);
+    assert_eq!(merge_parents.split_whitespace().count(), 3, "merge: two parents");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "", "the main checkout stays clean");
+    let discarded = host.session_summary(&ids[2]).await.unwrap().worktree.unwrap();
+    assert!(!Path::new(&discarded.path).exists());
+    assert!(!git(&root, &["branch", "--list", &discarded.branch]).contains("nucleic/"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keep_continue_handoff_and_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let first = host
+        .new_session(new_session(&project.project_id, "write notes.txt containing draft"), "test")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &first.session_id).await;
+    host.finish(&first.session_id, FinishAction::Keep, "test").await.unwrap();
+
+    let handoff =
+        host.finish(&first.session_id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    let command = handoff["command"].as_str().unwrap();
+    let path = first.worktree.as_ref().unwrap().path.clone();
+    assert!(command.starts_with(&format!("cd '{path}' && claude --resume '")), "{command}");
+
+    let next = host
+        .finish(
+            &first.session_id,
+            FinishAction::Continue { prompt: "run cat notes.txt".into() },
+            "test",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let next_id = next["sessionID"].as_str().unwrap().to_owned();
+    approve_until_turn_done(&host, &next_id).await;
+    let next_path = host.session_summary(&next_id).await.unwrap().worktree.unwrap().path;
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&next_path).join("notes.txt")).unwrap(),
+        "draft\n"
+    );
+    // The kept session's branch did not move; its work is still uncommitted there.
+    assert!(Path::new(&path).join("notes.txt").exists());
+
+    let refused = host
+        .finish(&first.session_id, FinishAction::Rollback { confirm: false }, "test")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), ProtocolErrorCode::GitRefused);
+    host.finish(&first.session_id, FinishAction::Rollback { confirm: true }, "test").await.unwrap();
+    assert!(!Path::new(&path).exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_projects_and_bases_are_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let not_repo = dir.path().join("plain");
+    std::fs::create_dir_all(&not_repo).unwrap();
+    let e = host.add_project(not_repo.to_str().unwrap(), None, |_| {}).await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{e}");
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let dup = host.add_project(root.join(".").to_str().unwrap(), None, |_| {}).await.unwrap_err();
+    assert!(dup.to_string().contains("already"), "{dup}");
+
+    let mut request = new_session(&project.project_id, "hi");
+    request.base_ref = Some("no-such-branch".into());
+    let e = host.new_session(request, "test").await.unwrap_err();
+    assert!(e.to_string().contains("no-such-branch"), "{e}");
+    let e = host.subscribe("nope", 1).await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_or_hanging_setup_leaves_a_clear_error_and_no_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let failing = host
+        .add_project(root.to_str().unwrap(), None, |s| {
+            s.setup_script = Some("echo installing; exit 7".into())
+        })
+        .await
+        .unwrap();
+    let s = host.new_session(new_session(&failing.project_id, "hi"), "test").await.unwrap();
+    assert_eq!(s.status, SessionStatus::Error);
+    let mut events = host.subscribe(&s.session_id, 1).await.unwrap();
+    let mut messages = Vec::new();
+    while let Some(e) = events.next().await.unwrap() {
+        if let EventKind::Error(err) = &e.kind {
+            messages.push(err.message.clone());
+        }
+    }
+    assert!(messages.iter().any(|m| m.contains("setup")), "{messages:?}");
+    assert!(matches!(host.send_input(&s.session_id, "hello").await, Err(HostError::Invalid(_))));
+
+    host.remove_project(&failing.project_id).await.unwrap_err();
+    host.archive(&s.session_id, true, "test").await.unwrap();
+    host.remove_project(&failing.project_id).await.unwrap();
+    let hanging = host
+        .add_project(root.to_str().unwrap(), None, |s| s.setup_script = Some("sleep 30".into()))
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    let s = host.new_session(new_session(&hanging.project_id, "hi"), "test").await.unwrap();
+    assert_eq!(s.status, SessionStatus::Error);
+    assert!(t.elapsed() < Duration::from_secs(15), "the setup timeout (2 s) cut it off");
+}

@@ -1,0 +1,104 @@
+//! Errors of git operations: failed git commands with their context, plus typed refusals.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A git operation failed or was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// `git` itself could not be started (not installed, not on `PATH`, …).
+    #[error("cannot run git in {dir}: {source}")]
+    Spawn {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A git command exited unsuccessfully; `code` is `None` when it died from a signal.
+    #[error("`git {}` in {dir} failed (exit {}): {stderr}", args.join(" "), code_text(*code))]
+    Command { dir: PathBuf, args: Vec<String>, code: Option<i32>, stderr: String },
+    /// A file-system step outside git failed.
+    #[error("{context} {path}: {source}")]
+    Io {
+        context: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path is not inside a git working tree.
+    #[error("{path} is not inside a git repository")]
+    NotARepo { path: PathBuf },
+    /// The path is a bare repository, which has no checkout to branch worktrees from.
+    #[error("{path} is a bare repository")]
+    BareRepo { path: PathBuf },
+    /// A ref (branch, tag, SHA, …) does not name a commit.
+    #[error("unknown ref `{reference}`")]
+    UnknownRef { reference: String },
+    /// A worktree slug does not match `[a-z0-9][a-z0-9-]{0,62}`.
+    #[error("invalid worktree slug `{slug}` (expected [a-z0-9][a-z0-9-]{{0,62}})")]
+    InvalidSlug { slug: String },
+    /// The branch a new worktree would create already exists.
+    #[error("branch `{branch}` already exists")]
+    BranchExists { branch: String },
+    /// The directory a new worktree would occupy already exists.
+    #[error("worktree path {path} already exists")]
+    PathExists { path: PathBuf },
+    /// A file to copy is absolute or leaves its root (`..`, or a symlink pointing outside).
+    #[error("path {path} escapes the checkout")]
+    PathEscape { path: PathBuf },
+    /// The worktree's directory is gone (deleted behind git's back, or already removed).
+    #[error("worktree {path} is missing")]
+    WorktreeMissing { path: PathBuf },
+    /// The worktree has uncommitted or untracked changes and the operation needs it clean.
+    #[error("worktree {path} has uncommitted changes (commit them first)")]
+    Dirty { path: PathBuf },
+    /// The worktree's HEAD is detached instead of on its branch.
+    #[error("worktree {path} has a detached HEAD (expected branch `{expected}`)")]
+    Detached { path: PathBuf, expected: String },
+    /// The worktree's HEAD is on another branch than the one it was created with.
+    #[error("worktree {path} is on branch `{found}` (expected `{expected}`)")]
+    WrongBranch { path: PathBuf, expected: String, found: String },
+    /// Merging would conflict in these files; nothing was changed.
+    #[error("merge conflicts in {}", join_paths(files))]
+    Conflict { files: Vec<PathBuf> },
+    /// The base branch already contains everything the worktree branch has.
+    #[error("nothing to merge: `{base_branch}` already contains `{branch}`")]
+    NothingToMerge { base_branch: String, branch: String },
+    /// The base branch moved while finishing (compare-and-swap failed); nothing was changed.
+    #[error("branch `{branch}` moved during the operation (expected it at {expected})")]
+    BaseMoved { branch: String, expected: String },
+    /// The base branch is checked out in a checkout with uncommitted changes to tracked files
+    /// (or changes the update would overwrite); nothing was changed.
+    #[error("`{branch}` is checked out in {path}, which has local changes; commit or stash them")]
+    BaseCheckedOutDirty { branch: String, path: PathBuf },
+    /// A destructive operation was called without its explicit confirmation.
+    #[error("{operation} needs explicit confirmation")]
+    NotConfirmed { operation: &'static str },
+    /// The worktree's setup script exited unsuccessfully; the worktree was left in place.
+    #[error("setup script failed (exit {}); see {log_path}", code_text(*code))]
+    SetupFailed { log_path: PathBuf, code: Option<i32> },
+    /// The worktree's setup script ran past its timeout and was killed with its process group;
+    /// the worktree was left in place.
+    #[error("setup script timed out after {timeout:?} and was killed; see {log_path}")]
+    SetupTimedOut { log_path: PathBuf, timeout: Duration },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = GitError> = std::result::Result<T, E>;
+
+impl GitError {
+    pub(crate) fn io(
+        context: &'static str,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> Self {
+        GitError::Io { context, path: path.to_path_buf(), source }
+    }
+}
+
+fn code_text(code: Option<i32>) -> String {
+    code.map_or_else(|| "signal".to_owned(), |c| c.to_string())
+}
+
+fn join_paths(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,43 @@
+//! Git for session worktrees: create them, read their diffs, and finish their work on request.
+//!
+//! Every session gets its own worktree under `<root>/.nucleic/worktrees/<slug>` on a branch
+//! `nucleic/<slug>` cut from a recorded base commit. [`Repo`] creates and lists them, reports
+//! their [`Diff`] against the base (uncommitted and untracked work included), previews merge
+//! conflicts, and — only when explicitly asked — commits, merges, squashes or rebases the work
+//! into the base branch, or discards it.
+//!
+//! # Git CLI, not a library
+//!
+//! Everything runs the `git` executable, through a single runner (`LC_ALL=C`,
+//! `GIT_TERMINAL_PROMPT=0`, `-c core.quotepath=off`, `GIT_OPTIONAL_LOCKS=0` for queries, and
+//! never the caller's `GIT_DIR`/`GIT_WORK_TREE`/`GIT_INDEX_FILE`), parsing `-z` porcelain output.
+//! libgit2 (`git2`) does not refuse to clobber uncommitted files on checkout and lacks parts of
+//! git's semantics (sparse checkout, hooks, config corner cases); gix cannot create worktrees,
+//! merge or rebase. The CLI is the implementation users already trust with their repositories.
+//!
+//! # Safety rules
+//!
+//! - Queries never write the index of any checkout: diffs and conflict previews stage the
+//!   worktree into a temporary index (`GIT_INDEX_FILE`) and work on the resulting objects.
+//! - Finishing never rewrites uncommitted work: the base branch is moved by compare-and-swap,
+//!   and a checkout that has it checked out is only fast-forwarded when clean
+//!   (see [`Repo::merge_into_base`]).
+//! - Changes to shared repository state are serialized per repository.
+//!
+//! Calls are synchronous and spawn processes; call them from blocking threads.
+
+mod diff;
+mod error;
+mod finish;
+mod provision;
+mod repo;
+mod runner;
+mod snapshot;
+mod worktree;
+
+pub use diff::{AheadBehind, Diff, FileChange, FileStatus};
+pub use error::{GitError, Result};
+pub use finish::{FinishMode, FinishOutcome};
+pub use provision::SetupSpec;
+pub use repo::{HeadState, Repo};
+pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

@@ -1,0 +1,107 @@
+//! Snapshots of a checkout's working tree (committed, staged, unstaged and untracked work) as a
+//! tree or commit object, built in a temporary index so the checkout's own index is never touched.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{GitError, Result};
+use crate::runner::git;
+
+/// A private index file, deleted (with any leftover lock) when dropped.
+#[derive(Debug)]
+pub(crate) struct TempIndex {
+    path: PathBuf,
+}
+
+impl TempIndex {
+    /// A copy of the checkout's real index, next to it in the checkout's private git dir (not
+    /// in a shared temp dir). Copying keeps git's stat cache, so `git add -A` only rehashes
+    /// files that changed instead of every file in the tree.
+    fn copy_of(checkout: &Path) -> Result<TempIndex> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let real = git(checkout)
+            .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+            .read_only()
+            .run_text()?;
+        let real = PathBuf::from(real);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("nucleic-index-{}-{n}", std::process::id());
+        let temp = TempIndex { path: real.with_file_name(name) };
+        temp.remove();
+        if real.exists() {
+            std::fs::copy(&real, &temp.path)
+                .map_err(|e| GitError::io("cannot copy index to", &temp.path, e))?;
+        }
+        Ok(temp)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
+    }
+}
+
+impl Drop for TempIndex {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// The state of a checkout's working tree, as objects.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// The commit HEAD points to.
+    pub head: String,
+    /// HEAD's tree.
+    pub head_tree: String,
+    /// The tree of the working tree as `git add -A` would stage it (ignored files excluded).
+    pub tree: String,
+}
+
+impl Snapshot {
+    /// Whether the working tree matches HEAD (no uncommitted or untracked work).
+    pub(crate) fn is_clean(&self) -> bool {
+        self.tree == self.head_tree
+    }
+}
+
+/// Writes the working tree of `checkout` as a tree object, via a temporary index.
+pub(crate) fn snapshot(checkout: &Path) -> Result<Snapshot> {
+    let heads = git(checkout).args(["rev-parse", "HEAD", "HEAD^{tree}"]).read_only().run_text()?;
+    let mut lines = heads.lines().map(str::to_owned);
+    let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
+        return Err(GitError::UnknownRef { reference: "HEAD".to_owned() });
+    };
+    let index = TempIndex::copy_of(checkout)?;
+    git(checkout).args(["add", "-A"]).index_file(index.path()).run()?;
+    let tree = git(checkout).arg("write-tree").index_file(index.path()).run_text()?;
+    Ok(Snapshot { head, head_tree, tree })
+}
+
+/// Who a snapshot commit is attributed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Author {
+    /// A fixed identity, unsigned: for throwaway commits no ref will point at.
+    Throwaway,
+    /// The user's configured identity and signing settings: for commits that become history.
+    User,
+}
+
+/// A commit holding everything in the working tree of `checkout`, whose parent is HEAD; HEAD
+/// itself when there is no uncommitted work. No ref is moved.
+pub(crate) fn snapshot_commit(checkout: &Path, message: &str, author: Author) -> Result<String> {
+    let snap = snapshot(checkout)?;
+    if snap.is_clean() {
+        return Ok(snap.head);
+    }
+    let mut command =
+        git(checkout).args(["commit-tree", &snap.tree, "-p", &snap.head, "-m", message]);
+    if author == Author::Throwaway {
+        command = command.arg("--no-gpg-sign").snapshot_identity();
+    }
+    command.run_text()
+}

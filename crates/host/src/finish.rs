@@ -1,0 +1,317 @@
+//! Finishing a session's work, always on request: merge / squash / rebase into the base branch,
+//! discard, keep, roll back, continue in a new session, or hand off to a terminal.
+
+use std::path::PathBuf;
+
+use nucleic_git::{FinishMode, Repo, Worktree};
+use nucleic_protocol::{
+    DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
+    WorktreeAction, WorktreeFinished, WorktreeInfo,
+};
+use serde_json::{Value, json};
+
+use crate::error::{HostError, blocking};
+use crate::host::{Host, Launch};
+use crate::launch::AgentRequest;
+use crate::names::{shell_quote, slug_for};
+
+impl Host {
+    /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
+    pub async fn finish(
+        &self,
+        id: &str,
+        action: FinishAction,
+        by: &str,
+    ) -> Result<Option<Value>, HostError> {
+        let row = self.session_row(id).await?;
+        let info = row
+            .worktree
+            .clone()
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
+        let worktree = Worktree {
+            path: PathBuf::from(&info.path),
+            branch: info.branch.clone(),
+            base_ref: info.base_ref.clone(),
+            base_sha: info.base_sha.clone(),
+        };
+        let root = match &row.project_id {
+            Some(p) => PathBuf::from(self.project(p).await?.root),
+            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
+        };
+        let busy = matches!(row.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
+            && self.live_handle(id).is_some_and(|h| h.state().finished.is_none());
+        let finished =
+            |action, base_branch: Option<String>, new_tip: Option<String>, continued_in| {
+                EventKind::WorktreeFinished(WorktreeFinished {
+                    action,
+                    base_branch,
+                    new_tip,
+                    continued_in,
+                    by: by.to_owned(),
+                })
+            };
+        match action {
+            FinishAction::Merge { message }
+            | FinishAction::Squash { message }
+            | FinishAction::Rebase { message }
+                if busy =>
+            {
+                let _ = message;
+                Err(HostError::Invalid(format!(
+                    "session {id} is still working; wait for its turn to end or stop it"
+                )))
+            }
+            FinishAction::Merge { message } => {
+                self.integrate(id, root, worktree, FinishMode::Merge, message, &row.title, finished)
+                    .await
+            }
+            FinishAction::Squash { message } => {
+                self.integrate(
+                    id,
+                    root,
+                    worktree,
+                    FinishMode::Squash,
+                    message,
+                    &row.title,
+                    finished,
+                )
+                .await
+            }
+            FinishAction::Rebase { message } => {
+                self.integrate(
+                    id,
+                    root,
+                    worktree,
+                    FinishMode::Rebase,
+                    message,
+                    &row.title,
+                    finished,
+                )
+                .await
+            }
+            FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
+                Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
+            }
+            FinishAction::Discard => {
+                blocking(move || Repo::open(&root)?.discard(&worktree)).await?;
+                self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Keep => {
+                self.record(id, finished(WorktreeAction::Kept, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Rollback { confirm } => {
+                blocking(move || Repo::open(&root)?.remove_kept(&worktree, confirm)).await?;
+                self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Continue { prompt } => {
+                let new_id = uuid::Uuid::new_v4().to_string();
+                let slug = slug_for(&row.title, &new_id);
+                let kept = worktree.clone();
+                let fresh =
+                    blocking(move || Repo::open(&root)?.continue_from(&kept, &slug)).await?;
+                let created = SessionCreated {
+                    title: format!("{} (continued)", row.title),
+                    project_id: row.project_id.clone(),
+                    project_root: None,
+                    cwd: fresh.path.to_string_lossy().into_owned(),
+                    worktree: Some(WorktreeInfo {
+                        path: fresh.path.to_string_lossy().into_owned(),
+                        branch: fresh.branch.clone(),
+                        base_ref: fresh.base_ref.clone(),
+                        base_sha: fresh.base_sha.clone(),
+                    }),
+                    model: row.model.clone(),
+                    permission_mode: row.permission_mode.clone(),
+                    read_only: false,
+                    continues_session_id: Some(id.to_owned()),
+                };
+                let launch = Launch {
+                    session_id: new_id.clone(),
+                    created,
+                    backend: row.backend,
+                    cwd: fresh.path.clone(),
+                    agent: AgentRequest {
+                        model: row.model.clone(),
+                        permission_mode: row.permission_mode.clone(),
+                        resume: row.backend_session_id.clone(),
+                        fork: row.backend_session_id.is_some(),
+                    },
+                    prompt,
+                };
+                let summary = self.launch(launch).await?;
+                self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
+                    .await?;
+                Ok(json_of(&summary))
+            }
+            FinishAction::Handoff => {
+                let resume = row.backend_session_id.clone().ok_or_else(|| {
+                    HostError::Invalid(format!(
+                        "session {id} has no agent conversation to resume yet"
+                    ))
+                })?;
+                let command = format!(
+                    "cd {} && claude --resume {}",
+                    shell_quote(&info.path),
+                    shell_quote(&resume)
+                );
+                Ok(Some(json!({ "command": command })))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn integrate(
+        &self,
+        id: &str,
+        root: PathBuf,
+        worktree: Worktree,
+        mode: FinishMode,
+        message: Option<String>,
+        title: &str,
+        finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
+    ) -> Result<Option<Value>, HostError> {
+        let message = message.unwrap_or_else(|| title.to_owned());
+        let base = worktree.base_ref.clone();
+        let outcome = blocking(move || {
+            let repo = Repo::open(&root)?;
+            repo.commit_all(&worktree, &message)?;
+            repo.merge_into_base(&worktree, &base, mode, &message)
+        })
+        .await?;
+        let action = match mode {
+            FinishMode::Merge => WorktreeAction::Merged,
+            FinishMode::Squash => WorktreeAction::Squashed,
+            FinishMode::Rebase => WorktreeAction::Rebased,
+        };
+        self.record(
+            id,
+            finished(
+                action,
+                Some(outcome.base_branch.clone()),
+                Some(outcome.new_tip.clone()),
+                None,
+            ),
+        )
+        .await?;
+        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+    }
+
+    /// The session worktree's diff vs its base, ahead/behind, and conflict preview (read-only).
+    pub async fn git_facts(&self, id: &str, include_patch: bool) -> Result<GitFacts, HostError> {
+        let row = self.session_row(id).await?;
+        let info = row
+            .worktree
+            .clone()
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
+        let root = match &row.project_id {
+            Some(p) => PathBuf::from(self.project(p).await?.root),
+            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
+        };
+        let worktree = Worktree {
+            path: PathBuf::from(&info.path),
+            branch: info.branch.clone(),
+            base_ref: info.base_ref.clone(),
+            base_sha: info.base_sha.clone(),
+        };
+        let base = info.base_ref.clone();
+        let (diff, ahead_behind, conflicts) = blocking(move || {
+            let repo = Repo::open(&root)?;
+            let diff = repo.diff(&worktree)?;
+            let ahead_behind = repo.ahead_behind(&worktree, &base)?;
+            let conflicts = repo.conflict_preview(&worktree, &base)?;
+            Ok::<_, nucleic_git::GitError>((diff, ahead_behind, conflicts))
+        })
+        .await?;
+        let files = diff
+            .files
+            .iter()
+            .map(|f| DiffFile {
+                path: f.path.to_string_lossy().into_owned(),
+                old_path: f.old_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                status: serde_json::to_value(f.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(camel_case))
+                    .unwrap_or_default(),
+                additions: f.additions,
+                deletions: f.deletions,
+                binary: f.binary,
+            })
+            .collect();
+        Ok(GitFacts {
+            base_branch: info.base_ref,
+            base_sha: info.base_sha,
+            files,
+            patch: include_patch.then_some(diff.patch),
+            ahead: ahead_behind.ahead,
+            behind: ahead_behind.behind,
+            conflicts: conflicts.iter().map(|p| p.to_string_lossy().into_owned()).collect(),
+        })
+    }
+
+    /// Carries out an intent from a client named `by`.
+    pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
+        match intent {
+            Intent::AddProject { path, name, setup_script, copy_files, default_backend } => {
+                let project = self
+                    .add_project(&path, name, move |s| {
+                        s.setup_script = setup_script;
+                        s.copy_files = copy_files;
+                        if let Some(b) = default_backend {
+                            s.default_backend = b;
+                        }
+                    })
+                    .await?;
+                Ok(json_of(&project))
+            }
+            Intent::RenameProject { project_id, name } => {
+                self.rename_project(&project_id, &name).await.map(|()| None)
+            }
+            Intent::RemoveProject { project_id } => {
+                self.remove_project(&project_id).await.map(|()| None)
+            }
+            Intent::NewSession(request) => Ok(json_of(&self.new_session(request, by).await?)),
+            Intent::Interrupt { session_id } => {
+                self.interrupt(&session_id, by).await.map(|()| None)
+            }
+            Intent::Stop { session_id } => self.stop(&session_id).await.map(|()| None),
+            Intent::SetModel { session_id, model } => {
+                self.set_model(&session_id, &model).await.map(|()| None)
+            }
+            Intent::SetPermissionMode { session_id, mode } => {
+                self.set_permission_mode(&session_id, &mode).await.map(|()| None)
+            }
+            Intent::Rename { session_id, title } => {
+                self.rename(&session_id, &title, by).await.map(|()| None)
+            }
+            Intent::Archive { session_id, archived } => {
+                self.archive(&session_id, archived, by).await.map(|()| None)
+            }
+            Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
+        }
+    }
+}
+
+/// `type_changed` → `typeChanged`.
+fn camel_case(snake: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A result for the client.
+fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
+    serde_json::to_value(value).ok()
+}

@@ -1,0 +1,525 @@
+//! `Host`: the registry of projects and sessions, and every operation clients can ask for.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nucleic_agents::AgentControl;
+use nucleic_agents::claude::spawn_claude;
+use nucleic_catalog::{
+    AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
+};
+use nucleic_core::{SessionConfig, SessionController, SessionHandle, Subscription};
+use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
+use nucleic_protocol::{
+    ApprovalResolved, Backend, Decision, ErrorCode, ErrorEvent, Event, EventKind, NewSession,
+    ProjectSummary, RunFinished, RunOutcome, SessionCreated, SessionStatus, SessionSummary,
+    SessionUpdated, StatusChanged, Timestamp, WorktreeInfo,
+};
+use nucleic_store::TranscriptWriter;
+use tokio::sync::broadcast;
+
+use crate::config::HostConfig;
+use crate::error::{HostError, blocking};
+use crate::follower::{follow, summary_of};
+use crate::launch::{AgentRequest, agent_options};
+use crate::names::{slug_for, title_from_prompt};
+
+/// The host. Share it as `Arc<Host>`.
+#[derive(Debug)]
+pub struct Host {
+    pub(crate) config: HostConfig,
+    pub(crate) catalog: Arc<Catalog>,
+    /// Sessions with a live single writer (their agent may have exited since).
+    pub(crate) live: Mutex<HashMap<String, SessionHandle>>,
+    pub(crate) changes: broadcast::Sender<SessionSummary>,
+}
+
+/// What a new session runs in, and with what.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    pub session_id: String,
+    pub created: SessionCreated,
+    pub backend: Backend,
+    pub cwd: PathBuf,
+    pub agent: AgentRequest,
+    pub prompt: String,
+}
+
+impl Host {
+    /// Opens the host's data under `config.home` (created 0700).
+    pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
+        let path = config.catalog_path();
+        let catalog = blocking(move || Catalog::open(&path)).await?;
+        let (changes, _) = broadcast::channel(1024);
+        Ok(Arc::new(Host { config, catalog: Arc::new(catalog), live: Mutex::default(), changes }))
+    }
+
+    /// Summaries of sessions as they change, for every connected client.
+    pub fn changes(&self) -> broadcast::Receiver<SessionSummary> {
+        self.changes.subscribe()
+    }
+
+    pub(crate) async fn catalog<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Catalog) -> Result<T, nucleic_catalog::CatalogError> + Send + 'static,
+    ) -> Result<T, HostError> {
+        let catalog = self.catalog.clone();
+        blocking(move || f(&catalog)).await
+    }
+
+    // ----- projects -------------------------------------------------------------------------
+
+    /// Registers a git repository. Refuses a path that is not a repository and a repository
+    /// that is already registered (same canonical root).
+    pub async fn add_project(
+        &self,
+        path: &str,
+        name: Option<String>,
+        settings: impl FnOnce(&mut ProjectSettings) + Send + 'static,
+    ) -> Result<ProjectSummary, HostError> {
+        let path = PathBuf::from(path);
+        let repo = blocking(move || Repo::open(&path)).await?;
+        let root = repo.root().to_string_lossy().into_owned();
+        let branch =
+            blocking(move || repo.default_branch()).await?.unwrap_or_else(|| "main".into());
+        let name = name.unwrap_or_else(|| {
+            Path::new(&root)
+                .file_name()
+                .map_or("project".into(), |n| n.to_string_lossy().into_owned())
+        });
+        let mut project_settings = ProjectSettings::defaults(Backend::ClaudeCode);
+        project_settings.default_branch = branch;
+        settings(&mut project_settings);
+        let new = NewProject {
+            id: uuid::Uuid::new_v4().to_string(),
+            name,
+            root,
+            settings: project_settings,
+        };
+        let row = self.catalog(move |c| c.add_project(&new)).await?;
+        Ok(project_summary(&row))
+    }
+
+    pub async fn list_projects(&self) -> Result<Vec<ProjectSummary>, HostError> {
+        let rows = self.catalog(|c| c.list_projects()).await?;
+        Ok(rows.iter().map(project_summary).collect())
+    }
+
+    pub async fn rename_project(&self, id: &str, name: &str) -> Result<(), HostError> {
+        let (id, name) = (id.to_owned(), name.to_owned());
+        self.catalog(move |c| c.rename_project(&id, &name)).await
+    }
+
+    /// Forgets a project; refused while it has sessions that are not archived (their worktrees
+    /// are never deleted silently).
+    pub async fn remove_project(&self, id: &str) -> Result<(), HostError> {
+        let id = id.to_owned();
+        self.catalog(move |c| c.remove_project(&id)).await
+    }
+
+    pub(crate) async fn project(&self, id: &str) -> Result<ProjectRow, HostError> {
+        let key = id.to_owned();
+        self.catalog(move |c| c.project(&key))
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("project {id}")))
+    }
+
+    // ----- sessions -------------------------------------------------------------------------
+
+    pub async fn list_sessions(
+        &self,
+        project_id: Option<String>,
+        include_archived: bool,
+    ) -> Result<Vec<SessionSummary>, HostError> {
+        let filter = SessionFilter { project_id, include_archived };
+        let rows = self.catalog(move |c| c.list_sessions(&filter)).await?;
+        Ok(rows.iter().map(summary_of).collect())
+    }
+
+    pub async fn session_summary(&self, id: &str) -> Result<SessionSummary, HostError> {
+        Ok(summary_of(&self.session_row(id).await?))
+    }
+
+    /// The session's catalog row. For a live session, waits (briefly) until the follower has
+    /// folded every event written so far, so callers never act on a stale row.
+    pub(crate) async fn session_row(
+        &self,
+        id: &str,
+    ) -> Result<nucleic_catalog::SessionRow, HostError> {
+        let written = self.live_handle(id).map(|h| h.state().last_seq);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let key = id.to_owned();
+            let row = self
+                .catalog(move |c| c.session(&key))
+                .await?
+                .ok_or_else(|| HostError::NotFound(format!("session {id}")))?;
+            if written.is_none_or(|w| row.last_seq >= w) || tokio::time::Instant::now() >= deadline
+            {
+                return Ok(row);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    pub(crate) fn live_handle(&self, id: &str) -> Option<SessionHandle> {
+        self.live.lock().ok().and_then(|live| live.get(id).cloned())
+    }
+
+    fn handle(&self, id: &str) -> Result<SessionHandle, HostError> {
+        self.live_handle(id)
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no running agent")))
+    }
+
+    /// Creates a worktree off the chosen base, runs the project's setup, starts the agent there
+    /// and sends the first prompt.
+    pub async fn new_session(
+        &self,
+        request: NewSession,
+        by: &str,
+    ) -> Result<SessionSummary, HostError> {
+        let project = self.project(&request.project_id).await?;
+        self.check_limits(&project).await?;
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let title = request.title.clone().unwrap_or_else(|| title_from_prompt(&request.prompt));
+        let slug = slug_for(&title, &session_id);
+        let base_ref =
+            request.base_ref.clone().unwrap_or_else(|| project.settings.default_branch.clone());
+        let setup = project.settings.setup_script.clone().map(|script| SetupSpec {
+            script,
+            timeout: project
+                .settings
+                .setup_timeout_secs
+                .map_or(self.config.setup_timeout, Duration::from_secs),
+            log_path: self.config.setup_log_path(&session_id),
+        });
+        let spec = WorktreeSpec {
+            slug,
+            base_ref: base_ref.clone(),
+            copy_files: project.settings.copy_files.iter().map(PathBuf::from).collect(),
+            setup,
+        };
+        let root = PathBuf::from(&project.root);
+        let repo = blocking(move || Repo::open(&root)).await?;
+        let backend = request.backend.unwrap_or(project.settings.default_backend);
+        let made = {
+            let repo = repo.clone();
+            tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
+                .await
+                .map_err(|e| HostError::Task(e.to_string()))?
+        };
+        let worktree = match made {
+            Ok(w) => w,
+            Err(
+                e @ (nucleic_git::GitError::SetupFailed { .. }
+                | nucleic_git::GitError::SetupTimedOut { .. }),
+            ) => {
+                return self
+                    .record_setup_failure(&session_id, &title, &project, backend, &request, e, by)
+                    .await;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let created = SessionCreated {
+            title,
+            project_id: Some(project.id.clone()),
+            project_root: Some(project.root.clone()),
+            cwd: worktree.path.to_string_lossy().into_owned(),
+            worktree: Some(WorktreeInfo {
+                path: worktree.path.to_string_lossy().into_owned(),
+                branch: worktree.branch.clone(),
+                base_ref: worktree.base_ref.clone(),
+                base_sha: worktree.base_sha.clone(),
+            }),
+            model: request.model.clone(),
+            permission_mode: request.permission_mode.clone(),
+            read_only: false,
+            continues_session_id: None,
+        };
+        let launch = Launch {
+            session_id,
+            created,
+            backend,
+            cwd: worktree.path.clone(),
+            agent: AgentRequest {
+                model: request.model.clone(),
+                permission_mode: request.permission_mode.clone(),
+                resume: None,
+                fork: false,
+            },
+            prompt: request.prompt.clone(),
+        };
+        self.launch(launch).await
+    }
+
+    /// Starts the agent and the session's writer and follower, then sends the first prompt.
+    pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
+        let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
+        let opts = agent_options(&self.config, backend, &cwd, &agent)?;
+        let (agent_handle, outputs) = spawn_claude(&opts)?;
+        let pid = agent_handle.pid();
+        let transcript = self.config.transcript_path(&session_id);
+        let session = SessionController::start(
+            SessionConfig {
+                session_id: session_id.clone(),
+                backend,
+                transcript: transcript.clone(),
+                approval_timeout: self.config.approval_timeout,
+                created: Some(created),
+                keep_open: true,
+            },
+            agent_handle,
+            outputs,
+        )?;
+        // Index the first events now, so the session is listed before this call returns.
+        let first = nucleic_store::read_transcript(&transcript, 1)?.events;
+        let next_seq = first.last().map_or(1, |e| e.seq + 1);
+        {
+            let (id, path) = (session_id.clone(), transcript.clone());
+            let agent_process = pid.and_then(|p| {
+                process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t })
+            });
+            self.catalog(move |c| {
+                c.apply_events(&id, &path, &first)?;
+                c.set_agent_process(&id, agent_process)
+            })
+            .await?;
+        }
+        let events = session.subscribe(next_seq)?;
+        tokio::spawn(follow(
+            self.catalog.clone(),
+            session_id.clone(),
+            transcript,
+            events,
+            self.changes.clone(),
+        ));
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(session_id.clone(), session.clone());
+        }
+        session.send_user_text(&prompt).await?;
+        self.session_summary(&session_id).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn record_setup_failure(
+        &self,
+        session_id: &str,
+        title: &str,
+        project: &ProjectRow,
+        backend: Backend,
+        request: &NewSession,
+        error: nucleic_git::GitError,
+        by: &str,
+    ) -> Result<SessionSummary, HostError> {
+        let _ = by;
+        let transcript = self.config.transcript_path(session_id);
+        let created = SessionCreated {
+            title: title.to_owned(),
+            project_id: Some(project.id.clone()),
+            project_root: Some(project.root.clone()),
+            cwd: project.root.clone(),
+            worktree: None,
+            model: request.model.clone(),
+            permission_mode: request.permission_mode.clone(),
+            read_only: false,
+            continues_session_id: None,
+        };
+        let message =
+            format!("the project's setup script failed, so no agent was started: {error}");
+        let kinds = vec![
+            EventKind::SessionCreated(created),
+            EventKind::Error(ErrorEvent {
+                code: ErrorCode::Host,
+                message: message.clone(),
+                http_status: None,
+            }),
+            EventKind::RunFinished(RunFinished::new(RunOutcome::SpawnFailed, Some(message), None)),
+            EventKind::StatusChanged(StatusChanged {
+                status: SessionStatus::Error,
+                previous: SessionStatus::Idle,
+            }),
+        ];
+        let events: Vec<Event> = kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, kind)| Event {
+                seq: i as u64 + 1,
+                at: now(),
+                session_id: session_id.to_owned(),
+                backend,
+                native_type: None,
+                kind,
+            })
+            .collect();
+        let mut writer = TranscriptWriter::open(&transcript)?.writer;
+        writer.append(&events)?;
+        let id = session_id.to_owned();
+        let row = self
+            .catalog(move |c| {
+                c.apply_events(&id, &transcript, &events)?;
+                c.session(&id)
+            })
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("session {session_id}")))?;
+        let summary = summary_of(&row);
+        let _ = self.changes.send(summary.clone());
+        Ok(summary)
+    }
+
+    async fn check_limits(&self, project: &ProjectRow) -> Result<(), HostError> {
+        let limits = self.config.limits;
+        let live_agents = self
+            .live
+            .lock()
+            .map(|live| live.values().filter(|h| h.state().finished.is_none()).count())
+            .unwrap_or(0);
+        if live_agents >= limits.max_live_sessions {
+            return Err(HostError::Limit(format!(
+                "{live_agents} sessions are running (limit {}); stop one first",
+                limits.max_live_sessions
+            )));
+        }
+        let root = PathBuf::from(&project.root);
+        let worktrees = blocking(move || Repo::open(&root)?.list_worktrees()).await?;
+        let ours = worktrees
+            .iter()
+            .filter(|w| w.path.to_string_lossy().contains("/.nucleic/worktrees/"))
+            .count();
+        if ours >= limits.max_worktrees {
+            return Err(HostError::Limit(format!(
+                "the project has {ours} worktrees (limit {}); discard or roll back some",
+                limits.max_worktrees
+            )));
+        }
+        let stat = nix::sys::statvfs::statvfs(Path::new(&project.root)).map_err(|e| {
+            HostError::Invalid(format!("cannot check free space at {}: {e}", project.root))
+        })?;
+        let free = stat.blocks_available().saturating_mul(stat.fragment_size());
+        if free < limits.min_free_bytes {
+            return Err(HostError::Limit(format!(
+                "only {} MiB free on the project's disk (need {} MiB)",
+                free >> 20,
+                limits.min_free_bytes >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every event of a session from `from_seq`: live sessions catch up then follow; others
+    /// replay their transcript. A cursor past the end is refused.
+    pub async fn subscribe(&self, id: &str, from_seq: u64) -> Result<Subscription, HostError> {
+        let row = self.session_row(id).await?;
+        let from_seq = from_seq.max(1);
+        if from_seq > row.last_seq + 1
+            && self.live_handle(id).is_none_or(|h| from_seq > h.state().last_seq + 1)
+        {
+            return Err(HostError::BadCursor { from_seq, last_seq: row.last_seq });
+        }
+        Ok(match self.live_handle(id) {
+            Some(handle) => handle.subscribe(from_seq)?,
+            None => Subscription::replay(PathBuf::from(&row.transcript), from_seq)?,
+        })
+    }
+
+    pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.send_user_text(text).await?)
+    }
+
+    /// Answers an approval; the first answer wins.
+    pub async fn decide(
+        &self,
+        id: &str,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+    ) -> Result<ApprovalResolved, HostError> {
+        Ok(self.handle(id)?.decide(request_id, decision, by).await?)
+    }
+
+    pub async fn interrupt(&self, id: &str, by: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.interrupt(by).await?)
+    }
+
+    pub async fn stop(&self, id: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.stop(Duration::from_secs(5), None).await?)
+    }
+
+    pub async fn set_model(&self, id: &str, model: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.set_model(model).await?)
+    }
+
+    pub async fn set_permission_mode(&self, id: &str, mode: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.set_permission_mode(mode).await?)
+    }
+
+    /// Records a host event in a session's transcript (through its writer when it has one).
+    pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
+        if let Some(handle) = self.live_handle(id) {
+            return Ok(handle.record(kind).await?);
+        }
+        let row = self.session_row(id).await?;
+        let transcript = PathBuf::from(&row.transcript);
+        let mut writer = TranscriptWriter::open(&transcript)?.writer;
+        let event = Event {
+            seq: writer.last_seq() + 1,
+            at: now(),
+            session_id: id.to_owned(),
+            backend: row.backend,
+            native_type: None,
+            kind,
+        };
+        writer.append(std::slice::from_ref(&event))?;
+        let key = id.to_owned();
+        let folded = self
+            .catalog(move |c| {
+                c.apply_events(&key, &transcript, &[event])?;
+                c.session(&key)
+            })
+            .await?;
+        if let Some(row) = folded {
+            let _ = self.changes.send(summary_of(&row));
+        }
+        Ok(())
+    }
+
+    pub async fn rename(&self, id: &str, title: &str, by: &str) -> Result<(), HostError> {
+        if title.trim().is_empty() {
+            return Err(HostError::Invalid("a title cannot be empty".into()));
+        }
+        let update = SessionUpdated {
+            title: Some(title.trim().to_owned()),
+            archived: None,
+            by: by.to_owned(),
+        };
+        self.record(id, EventKind::SessionUpdated(update)).await
+    }
+
+    pub async fn archive(&self, id: &str, archived: bool, by: &str) -> Result<(), HostError> {
+        let update = SessionUpdated { title: None, archived: Some(archived), by: by.to_owned() };
+        self.record(id, EventKind::SessionUpdated(update)).await
+    }
+}
+
+fn project_summary(row: &ProjectRow) -> ProjectSummary {
+    ProjectSummary {
+        project_id: row.id.clone(),
+        name: row.name.clone(),
+        root: row.root.clone(),
+        default_branch: row.settings.default_branch.clone(),
+        default_backend: row.settings.default_backend,
+    }
+}
+
+pub(crate) fn now() -> Timestamp {
+    Timestamp::from_datetime(time::OffsetDateTime::now_utc())
+}
+
+/// Field 22 of `/proc/<pid>/stat`: with the pid, identifies a process across pid reuse.
+fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    // After the command: state is field 3, so starttime (22) is the 20th field here.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}

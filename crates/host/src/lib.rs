@@ -1,0 +1,16 @@
+//! The host: owns projects and sessions. A session lives in its own git worktree and branch,
+//! runs its own agent process under its own single writer (`nucleic_core`), and is indexed in
+//! the catalog (SQLite) by a follower task that folds its transcript's events. Every client
+//! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
+
+mod config;
+mod error;
+mod finish;
+mod follower;
+mod host;
+mod launch;
+mod names;
+
+pub use config::{AgentPaths, HostConfig, Limits};
+pub use error::HostError;
+pub use host::Host;
