@@ -69,6 +69,18 @@ impl Host {
         blocking(move || f(&catalog)).await
     }
 
+    /// The reply already given to `(client, message)`, for idempotent client message ids.
+    pub async fn recall_reply(&self, client: &str, message: &str) -> Result<Option<String>, HostError> {
+        let (client, message) = (client.to_owned(), message.to_owned());
+        self.catalog(move |c| c.recall_response(&client, &message)).await
+    }
+
+    /// Remembers the reply to `(client, message)` (the first one stored wins).
+    pub async fn remember_reply(&self, client: &str, message: &str, reply: String) -> Result<(), HostError> {
+        let (client, message) = (client.to_owned(), message.to_owned());
+        self.catalog(move |c| c.remember_response(&client, &message, &reply)).await
+    }
+
     // ----- projects -------------------------------------------------------------------------
 
     /// Registers a git repository. Refuses a path that is not a repository and a repository

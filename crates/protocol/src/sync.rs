@@ -16,6 +16,20 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Largest client message the host accepts, in bytes.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 1024 * 1024;
 
+/// The `type` tags of [`ClientMessage`]: a message whose tag is here but whose fields are wrong
+/// is malformed (`badMessage`); any other tag is `unsupported`.
+pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
+    "hello",
+    "listProjects",
+    "listSessions",
+    "subscribe",
+    "unsubscribe",
+    "gitFacts",
+    "sendInput",
+    "decide",
+    "intent",
+];
+
 /// Client → host. Every request carries a `messageID` unique per client; the host answers each
 /// exactly once (`ack`, a data reply, or `error`) and answers a repeated id with the same reply
 /// without doing the work again.

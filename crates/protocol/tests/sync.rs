@@ -57,6 +57,8 @@ fn client_messages_snapshot_and_round_trip() {
     ];
     for m in &messages {
         round_trip_client(m);
+        let tag = serde_json::to_value(m).unwrap()["type"].as_str().unwrap().to_owned();
+        assert!(nucleic_protocol::CLIENT_MESSAGE_TYPES.contains(&tag.as_str()), "{tag}");
     }
     insta::assert_json_snapshot!("client_messages", messages);
 }

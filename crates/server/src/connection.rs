@@ -1,0 +1,200 @@
+//! One WebSocket client: the hello handshake, then requests and replies, event streams for its
+//! subscriptions (filtered by verbosity), and session summaries as they change.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use nucleic_protocol::{
+    ClientMessage, EventKind, HostMessage, PROTOCOL_VERSION, ProtocolErrorCode, Verbosity,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::AppState;
+use crate::dispatch::{Client, answer, error, parse};
+
+/// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
+const MAX_FRAME_BYTES: usize = 4 * nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES;
+
+/// `GET /ws`.
+pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run(socket, state))
+}
+
+/// True when a client at `verbosity` wants events of this kind.
+pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
+    match verbosity {
+        Verbosity::Full => true,
+        Verbosity::NoPartials => !kind.is_partial(),
+        Verbosity::Summary => {
+            !kind.is_partial() && !matches!(kind, EventKind::Raw(_) | EventKind::Stderr(_))
+        }
+    }
+}
+
+async fn run(socket: WebSocket, state: AppState) {
+    let (mut sink, mut stream) = socket.split();
+    let (out, mut outbox) = mpsc::channel::<HostMessage>(1024);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = outbox.recv().await {
+            let Ok(text) = serde_json::to_string(&message) else { continue };
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+    });
+    let Some(client) = handshake(&mut stream, &out).await else {
+        drop(out);
+        let _ = writer.await;
+        return;
+    };
+    let mut changes = state.host.changes();
+    let changes_out = out.clone();
+    let change_task = tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(session) => {
+                    if changes_out.send(HostMessage::SessionChanged { session }).await.is_err() {
+                        break;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+    let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
+    while let Some(Ok(frame)) = stream.next().await {
+        let text = match frame {
+            Message::Text(t) => t.to_string(),
+            Message::Binary(_) => {
+                let _ = out
+                    .send(error(None, ProtocolErrorCode::BadMessage, "send JSON text frames"))
+                    .await;
+                continue;
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        let message = match parse(&text) {
+            Ok(m) => m,
+            Err(reply) => {
+                let _ = out.send(*reply).await;
+                continue;
+            }
+        };
+        match message {
+            ClientMessage::Hello { .. } => {
+                let _ = out
+                    .send(error(
+                        None,
+                        ProtocolErrorCode::BadHandshake,
+                        "hello was already received",
+                    ))
+                    .await;
+            }
+            ClientMessage::Subscribe { message_id, session_id, from_seq, verbosity } => {
+                if let Some(old) = subscriptions.remove(&session_id) {
+                    old.abort();
+                }
+                match state.host.subscribe(&session_id, from_seq).await {
+                    Ok(mut events) => {
+                        let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
+                        let out = out.clone();
+                        let task = tokio::spawn(async move {
+                            while let Ok(Some(event)) = events.next().await {
+                                if wanted(verbosity, &event.kind)
+                                    && out
+                                        .send(HostMessage::Event { event: (*event).clone() })
+                                        .await
+                                        .is_err()
+                                {
+                                    break;
+                                }
+                            }
+                        });
+                        subscriptions.insert(session_id, task);
+                    }
+                    Err(e) => {
+                        let _ = out
+                            .send(HostMessage::Error {
+                                message_id: Some(message_id),
+                                code: e.code(),
+                                message: e.to_string(),
+                                resolved_by: None,
+                            })
+                            .await;
+                    }
+                }
+            }
+            ClientMessage::Unsubscribe { message_id, session_id } => {
+                if let Some(task) = subscriptions.remove(&session_id) {
+                    task.abort();
+                }
+                let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
+            }
+            other => {
+                // Answered in its own task so a slow git operation does not hold up the stream.
+                let (host, client, out) = (state.host.clone(), client.clone(), out.clone());
+                tokio::spawn(async move {
+                    let reply = answer(&host, &client, other).await;
+                    let _ = out.send(reply).await;
+                });
+            }
+        }
+    }
+    for task in subscriptions.into_values() {
+        task.abort();
+    }
+    change_task.abort();
+    drop(out);
+    let _ = writer.await;
+}
+
+/// Waits for `hello`; answers `welcome`, or `badHandshake` and gives up.
+async fn handshake(
+    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    out: &mpsc::Sender<HostMessage>,
+) -> Option<Client> {
+    let frame = loop {
+        match stream.next().await? {
+            Ok(Message::Text(t)) => break t.to_string(),
+            Ok(Message::Ping(_) | Message::Pong(_)) => {}
+            Ok(_) | Err(_) => return None,
+        }
+    };
+    match parse(&frame) {
+        Ok(ClientMessage::Hello { client_id, client_name, protocol_version })
+            if protocol_version == PROTOCOL_VERSION && !client_id.trim().is_empty() =>
+        {
+            let _ = out
+                .send(HostMessage::Welcome {
+                    host_version: env!("CARGO_PKG_VERSION").to_owned(),
+                    protocol_version: PROTOCOL_VERSION,
+                })
+                .await;
+            let name = if client_name.trim().is_empty() { client_id.clone() } else { client_name };
+            Some(Client { id: client_id, name })
+        }
+        Ok(ClientMessage::Hello { protocol_version, .. }) => {
+            let why = format!(
+                "protocol version {protocol_version} is not spoken here (host speaks {PROTOCOL_VERSION}), or clientID is empty"
+            );
+            let _ = out.send(error(None, ProtocolErrorCode::BadHandshake, why)).await;
+            None
+        }
+        Ok(_) | Err(_) => {
+            let _ = out
+                .send(error(
+                    None,
+                    ProtocolErrorCode::BadHandshake,
+                    "the first message must be hello",
+                ))
+                .await;
+            None
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Answering one request: the host call behind each `ClientMessage`, errors turned into
+//! `error` replies, and replies remembered per (client, messageID) so a resent request is
+//! answered again without being carried out twice.
+
+use nucleic_host::{Host, HostError};
+use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
+use serde_json::Value;
+
+/// Who sent a request.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub id: String,
+    /// Shown as who answered an approval or made a change.
+    pub name: String,
+}
+
+/// An `error` reply.
+pub fn error(
+    message_id: Option<String>,
+    code: ProtocolErrorCode,
+    message: impl Into<String>,
+) -> HostMessage {
+    HostMessage::Error { message_id, code, message: message.into(), resolved_by: None }
+}
+
+fn host_error(message_id: &str, e: &HostError) -> HostMessage {
+    HostMessage::Error {
+        message_id: Some(message_id.to_owned()),
+        code: e.code(),
+        message: e.to_string(),
+        resolved_by: e.resolved_by().map(str::to_owned),
+    }
+}
+
+/// Parses a text frame: `Ok(message)`, or the reply explaining why not.
+pub fn parse(text: &str) -> Result<ClientMessage, Box<HostMessage>> {
+    if text.len() > nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES {
+        return Err(Box::new(error(
+            None,
+            ProtocolErrorCode::TooLarge,
+            format!(
+                "message of {} bytes is over the {}-byte limit",
+                text.len(),
+                nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES
+            ),
+        )));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        Box::new(error(None, ProtocolErrorCode::BadMessage, format!("not JSON: {e}")))
+    })?;
+    let message_id = value.get("messageID").and_then(Value::as_str).map(str::to_owned);
+    let Some(kind) = value.get("type").and_then(Value::as_str).map(str::to_owned) else {
+        return Err(Box::new(error(
+            message_id,
+            ProtocolErrorCode::BadMessage,
+            "a message needs a string \"type\"",
+        )));
+    };
+    if !nucleic_protocol::CLIENT_MESSAGE_TYPES.contains(&kind.as_str()) {
+        return Err(Box::new(HostMessage::Unsupported { message_id, message_type: kind }));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        Box::new(error(message_id, ProtocolErrorCode::BadMessage, format!("malformed {kind}: {e}")))
+    })
+}
+
+/// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe),
+/// remembering the reply for its message id.
+pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> HostMessage {
+    let Some(id) = message.message_id().map(str::to_owned) else {
+        return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
+    };
+    if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
+        && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
+    {
+        return reply;
+    }
+    let reply = carry_out(host, client, &id, message).await;
+    if let Ok(text) = serde_json::to_string(&reply) {
+        let _ = host.remember_reply(&client.id, &id, text).await;
+    }
+    reply
+}
+
+async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
+    let ack = |result: Option<Value>| HostMessage::Ack { message_id: id.to_owned(), result };
+    let result = match message {
+        ClientMessage::ListProjects { .. } => host
+            .list_projects()
+            .await
+            .map(|projects| HostMessage::Projects { message_id: id.to_owned(), projects }),
+        ClientMessage::ListSessions { project_id, include_archived, .. } => host
+            .list_sessions(project_id, include_archived)
+            .await
+            .map(|sessions| HostMessage::Sessions { message_id: id.to_owned(), sessions }),
+        ClientMessage::GitFacts { session_id, include_patch, .. } => host
+            .git_facts(&session_id, include_patch)
+            .await
+            .map(|facts| HostMessage::GitFacts { message_id: id.to_owned(), facts }),
+        ClientMessage::SendInput { session_id, text, .. } => {
+            host.send_input(&session_id, &text).await.map(|()| ack(None))
+        }
+        ClientMessage::Decide { session_id, request_id, decision, .. } => host
+            .decide(&session_id, &request_id, decision, &client.name)
+            .await
+            .map(|r| ack(serde_json::to_value(r).ok())),
+        ClientMessage::Intent { intent, .. } => host.intent(intent, &client.name).await.map(ack),
+        ClientMessage::Hello { .. }
+        | ClientMessage::Subscribe { .. }
+        | ClientMessage::Unsubscribe { .. } => {
+            return error(
+                Some(id.to_owned()),
+                ProtocolErrorCode::InvalidRequest,
+                "this message needs the WebSocket (/ws)",
+            );
+        }
+    };
+    result.unwrap_or_else(|e| host_error(id, &e))
+}
