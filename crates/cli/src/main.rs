@@ -1,10 +1,13 @@
 //! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
 //! library crates; this file only turns errors into one line on stderr and an exit code.
 
+mod commands;
+mod daemon;
 mod doctor;
 mod locate;
 mod render;
 mod run;
+mod serve;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -31,6 +34,29 @@ enum Commands {
     Run(Box<RunArgs>),
     /// Find claude, codex and git, show their versions, and say what is missing or untested.
     Doctor,
+    /// Run the daemon: owns all sessions, serves the sync protocol on loopback.
+    Serve {
+        /// Address to listen on (default: a fixed loopback port).
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        bind: std::net::SocketAddr,
+        /// Where data lives (default: $NUCLEIC_HOME, else the XDG data dir).
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Projects: git repositories sessions run in.
+    Project {
+        #[command(subcommand)]
+        command: commands::ProjectCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// Sessions: agents in worktrees, through the daemon (started if needed).
+    Session {
+        #[command(subcommand)]
+        command: commands::SessionCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
     /// The built-in simulated agent (speaks the Claude Code stream-json protocol).
     #[command(name = "__sim-agent", hide = true)]
     SimAgent {
@@ -113,21 +139,41 @@ fn main() -> ExitCode {
             ExitCode::from(u8::try_from(nucleic_sim::run_cli(args)).unwrap_or(1))
         }
         Commands::Doctor => doctor::doctor(),
-        Commands::Run(args) => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("nucleic: cannot start the async runtime: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match runtime.block_on(run::run(*args)) {
-                Ok(code) => code,
-                Err(e) => {
-                    eprintln!("nucleic: {e:#}");
-                    ExitCode::from(2)
-                }
-            }
+        Commands::Run(args) => block_on(run::run(*args)),
+        Commands::Serve { bind, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(serve::serve(home, bind)),
+            None => no_home(),
+        },
+        Commands::Project { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(commands::project(&home, command)),
+            None => no_home(),
+        },
+        Commands::Session { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(commands::session(&home, command)),
+            None => no_home(),
+        },
+    }
+}
+
+fn no_home() -> ExitCode {
+    eprintln!("nucleic: cannot tell where data lives: set NUCLEIC_HOME");
+    ExitCode::from(2)
+}
+
+/// Runs `future` on a fresh runtime; an error becomes one line on stderr and exit code 2.
+fn block_on(future: impl std::future::Future<Output = anyhow::Result<ExitCode>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("nucleic: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(future) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("nucleic: {e:#}");
+            ExitCode::from(2)
         }
     }
 }

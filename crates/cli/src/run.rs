@@ -185,7 +185,7 @@ async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: Appr
 }
 
 /// Asks on the terminal: allow, deny with a reason, always, or stop.
-async fn ask_terminal(request: &ApprovalRequested) -> Decision {
+pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
     let prompt = format!(
         "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
         request.tool_name,

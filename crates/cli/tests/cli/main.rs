@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod bad_input;
+mod daemon;
 mod host_sessions;
 mod real_claude;
 mod real_claude_session;

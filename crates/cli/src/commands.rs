@@ -1,0 +1,426 @@
+//! `nucleic project …` and `nucleic session …`: thin clients of the daemon's sync protocol.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Subcommand;
+use nucleic_protocol::{
+    Backend, ClientMessage, EventKind, FinishAction, HostMessage, Intent, NewSession,
+    SessionSummary, Verbosity,
+};
+use serde_json::Value;
+
+use crate::daemon::Daemon;
+use crate::render::Renderer;
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// Register a git repository.
+    Add {
+        path: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Shell script run in every new worktree (e.g. "npm ci").
+        #[arg(long)]
+        setup: Option<String>,
+        /// Gitignored files to copy into new worktrees (e.g. .env); repeatable.
+        #[arg(long = "copy")]
+        copy_files: Vec<String>,
+    },
+    /// List projects.
+    List,
+    /// Forget a project (refused while it has unarchived sessions).
+    Rm { project_id: String },
+    /// Rename a project.
+    Rename { project_id: String, name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Start a session in a new worktree.
+    New {
+        #[arg(long)]
+        project: String,
+        /// Branch or commit to start from (default: the project's default branch).
+        #[arg(long)]
+        base: Option<String>,
+        #[arg(long, value_enum)]
+        agent: Option<crate::AgentKind>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        permission_mode: Option<String>,
+        #[arg(required = true, num_args = 1..)]
+        prompt: Vec<String>,
+    },
+    /// List sessions.
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one session's summary.
+    Show {
+        session_id: String,
+    },
+    /// Stream a session's events and answer its approvals here (Ctrl-C detaches).
+    Attach {
+        session_id: String,
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+    },
+    /// Send a follow-up prompt.
+    Send {
+        session_id: String,
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+    },
+    /// Allow a pending approval.
+    Approve {
+        session_id: String,
+        request_id: String,
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a pending approval, with the reason the model will see.
+    Deny {
+        session_id: String,
+        request_id: String,
+        reason: String,
+        #[arg(long)]
+        stop: bool,
+    },
+    Interrupt {
+        session_id: String,
+    },
+    Stop {
+        session_id: String,
+    },
+    /// The worktree's diff vs its base (files, counts; --patch for the patch).
+    Diff {
+        session_id: String,
+        #[arg(long)]
+        patch: bool,
+    },
+    Merge {
+        session_id: String,
+        #[arg(short, long)]
+        message: Option<String>,
+    },
+    Squash {
+        session_id: String,
+        #[arg(short, long)]
+        message: Option<String>,
+    },
+    Rebase {
+        session_id: String,
+        #[arg(short, long)]
+        message: Option<String>,
+    },
+    Discard {
+        session_id: String,
+    },
+    Keep {
+        session_id: String,
+    },
+    /// Delete a kept session's worktree and branch.
+    Rollback {
+        session_id: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// A new session starting from this one's changes.
+    Continue {
+        session_id: String,
+        #[arg(required = true, num_args = 1..)]
+        prompt: Vec<String>,
+    },
+    /// Print the command that resumes this session in a terminal.
+    Handoff {
+        session_id: String,
+    },
+    Rename {
+        session_id: String,
+        title: String,
+    },
+    Archive {
+        session_id: String,
+        #[arg(long)]
+        undo: bool,
+    },
+}
+
+async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
+    let message_id = daemon.id();
+    match daemon.request(ClientMessage::Intent { message_id, intent }).await? {
+        HostMessage::Ack { result, .. } => Ok(result),
+        other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
+    }
+}
+
+fn print_session(s: &SessionSummary) {
+    let status = s.status.as_str();
+    let approvals = if s.pending_approvals > 0 {
+        format!(" ({} pending)", s.pending_approvals)
+    } else {
+        String::new()
+    };
+    let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
+    println!("{}  {status:<17}{approvals}  {branch}  {}", s.session_id, s.title);
+}
+
+pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    match command {
+        ProjectCommand::Add { path, name, setup, copy_files } => {
+            let path = std::fs::canonicalize(&path)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(path);
+            let result = intent(
+                &mut daemon,
+                Intent::AddProject {
+                    path,
+                    name,
+                    setup_script: setup,
+                    copy_files,
+                    default_backend: None,
+                },
+            )
+            .await?;
+            let id = result
+                .as_ref()
+                .and_then(|r| r.get("projectID"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            println!("{id}");
+        }
+        ProjectCommand::List => {
+            let message_id = daemon.id();
+            if let HostMessage::Projects { projects, .. } =
+                daemon.request(ClientMessage::ListProjects { message_id }).await?
+            {
+                for p in projects {
+                    println!("{}  {}  {} ({})", p.project_id, p.name, p.root, p.default_branch);
+                }
+            }
+        }
+        ProjectCommand::Rm { project_id } => {
+            intent(&mut daemon, Intent::RemoveProject { project_id }).await?;
+        }
+        ProjectCommand::Rename { project_id, name } => {
+            intent(&mut daemon, Intent::RenameProject { project_id, name }).await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    let finish = |session_id: String, action: FinishAction| Intent::Finish { session_id, action };
+    let result = match command {
+        SessionCommand::New { project, base, agent, model, permission_mode, prompt } => {
+            let backend = agent.map(|a| match a {
+                crate::AgentKind::Claude => Backend::ClaudeCode,
+                crate::AgentKind::Sim => Backend::Simulated,
+            });
+            let request = NewSession {
+                project_id: project,
+                base_ref: base,
+                backend,
+                model,
+                permission_mode,
+                title: None,
+                prompt: prompt.join(" "),
+            };
+            let result = intent(&mut daemon, Intent::NewSession(request)).await?;
+            if let Some(summary) =
+                result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok())
+            {
+                print_session(&summary);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::List { project, all } => {
+            let message_id = daemon.id();
+            let request = ClientMessage::ListSessions {
+                message_id,
+                project_id: project,
+                include_archived: all,
+            };
+            if let HostMessage::Sessions { sessions, .. } = daemon.request(request).await? {
+                sessions.iter().for_each(print_session);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Show { session_id } => {
+            let message_id = daemon.id();
+            let request = ClientMessage::ListSessions {
+                message_id,
+                project_id: None,
+                include_archived: true,
+            };
+            if let HostMessage::Sessions { sessions, .. } = daemon.request(request).await? {
+                match sessions.iter().find(|s| s.session_id == session_id) {
+                    Some(s) => println!("{}", serde_json::to_string_pretty(s)?),
+                    None => bail!("no session {session_id}"),
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Attach { session_id, from } => {
+            return attach(daemon, session_id, from).await;
+        }
+        SessionCommand::Send { session_id, text } => {
+            let message_id = daemon.id();
+            daemon
+                .request(ClientMessage::SendInput { message_id, session_id, text: text.join(" ") })
+                .await?;
+            None
+        }
+        SessionCommand::Approve { session_id, request_id, always } => {
+            let decision = if always {
+                nucleic_protocol::Decision::AllowAlways
+            } else {
+                nucleic_protocol::Decision::Allow
+            };
+            let message_id = daemon.id();
+            daemon
+                .request(ClientMessage::Decide { message_id, session_id, request_id, decision })
+                .await?;
+            None
+        }
+        SessionCommand::Deny { session_id, request_id, reason, stop } => {
+            let decision = if stop {
+                nucleic_protocol::Decision::DenyAndStop { message: reason }
+            } else {
+                nucleic_protocol::Decision::Deny { message: reason }
+            };
+            let message_id = daemon.id();
+            daemon
+                .request(ClientMessage::Decide { message_id, session_id, request_id, decision })
+                .await?;
+            None
+        }
+        SessionCommand::Interrupt { session_id } => {
+            intent(&mut daemon, Intent::Interrupt { session_id }).await?
+        }
+        SessionCommand::Stop { session_id } => {
+            intent(&mut daemon, Intent::Stop { session_id }).await?
+        }
+        SessionCommand::Diff { session_id, patch } => {
+            let message_id = daemon.id();
+            if let HostMessage::GitFacts { facts, .. } = daemon
+                .request(ClientMessage::GitFacts { message_id, session_id, include_patch: patch })
+                .await?
+            {
+                println!(
+                    "vs {} ({}): {} ahead, {} behind",
+                    facts.base_branch,
+                    &facts.base_sha[..facts.base_sha.len().min(12)],
+                    facts.ahead,
+                    facts.behind
+                );
+                for f in &facts.files {
+                    println!(
+                        "  {:<10} +{:<5} -{:<5} {}",
+                        f.status, f.additions, f.deletions, f.path
+                    );
+                }
+                if !facts.conflicts.is_empty() {
+                    println!("would conflict: {}", facts.conflicts.join(", "));
+                }
+                if let Some(p) = facts.patch {
+                    print!("{p}");
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Merge { session_id, message } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Merge { message })).await?
+        }
+        SessionCommand::Squash { session_id, message } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Squash { message })).await?
+        }
+        SessionCommand::Rebase { session_id, message } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Rebase { message })).await?
+        }
+        SessionCommand::Discard { session_id } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Discard)).await?
+        }
+        SessionCommand::Keep { session_id } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Keep)).await?
+        }
+        SessionCommand::Rollback { session_id, yes } => {
+            intent(&mut daemon, finish(session_id, FinishAction::Rollback { confirm: yes })).await?
+        }
+        SessionCommand::Continue { session_id, prompt } => {
+            intent(
+                &mut daemon,
+                finish(session_id, FinishAction::Continue { prompt: prompt.join(" ") }),
+            )
+            .await?
+        }
+        SessionCommand::Handoff { session_id } => {
+            let result = intent(&mut daemon, finish(session_id, FinishAction::Handoff)).await?;
+            if let Some(command) =
+                result.as_ref().and_then(|r| r.get("command")).and_then(Value::as_str)
+            {
+                println!("{command}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Rename { session_id, title } => {
+            intent(&mut daemon, Intent::Rename { session_id, title }).await?
+        }
+        SessionCommand::Archive { session_id, undo } => {
+            intent(&mut daemon, Intent::Archive { session_id, archived: !undo }).await?
+        }
+    };
+    if let Some(value) = result {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Streams a session's events and answers its approvals on the terminal, until its turn ends.
+async fn attach(mut daemon: Daemon, session_id: String, from: u64) -> anyhow::Result<ExitCode> {
+    let message_id = daemon.id();
+    daemon
+        .request(ClientMessage::Subscribe {
+            message_id,
+            session_id: session_id.clone(),
+            from_seq: from,
+            verbosity: Verbosity::Full,
+        })
+        .await?;
+    let mut renderer = Renderer::default();
+    loop {
+        let message = tokio::select! {
+            m = daemon.recv() => m?,
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        };
+        let HostMessage::Event { event } = message else { continue };
+        renderer.render(&event, &mut std::io::stdout().lock())?;
+        std::io::stdout().flush()?;
+        match &event.kind {
+            EventKind::ApprovalRequested(a) => {
+                let decision = crate::run::ask_terminal(a).await;
+                let message_id = daemon.id();
+                let request = ClientMessage::Decide {
+                    message_id,
+                    session_id: session_id.clone(),
+                    request_id: a.request_id.clone(),
+                    decision,
+                };
+                if let Err(e) = daemon.request(request).await {
+                    eprintln!("nucleic: {e}");
+                }
+            }
+            EventKind::RunFinished(_) => return Ok(ExitCode::SUCCESS),
+            _ => {}
+        }
+    }
+}

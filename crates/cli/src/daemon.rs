@@ -1,0 +1,171 @@
+//! Talking to the daemon from the CLI: find it (or start it), connect over the WebSocket, say
+//! hello, and exchange requests and replies.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures_util::{SinkExt, StreamExt};
+use nucleic_protocol::{ClientMessage, HostMessage, PROTOCOL_VERSION};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::serve::DAEMON_FILE;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A connection to the daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    socket: Socket,
+    next_id: u64,
+}
+
+fn daemon_port(home: &Path) -> Option<u16> {
+    let text = std::fs::read_to_string(home.join(DAEMON_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    u16::try_from(v.get("port")?.as_u64()?).ok()
+}
+
+async fn connect(home: &Path, port: u16) -> anyhow::Result<Socket> {
+    let token =
+        std::fs::read_to_string(home.join(nucleic_server::TOKEN_FILE)).context("no token file")?;
+    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request()?;
+    request.headers_mut().insert("authorization", format!("Bearer {}", token.trim()).parse()?);
+    let (socket, _) = tokio_tungstenite::connect_async(request).await?;
+    Ok(socket)
+}
+
+impl Daemon {
+    /// Connects to the daemon of `home`, starting it (detached) if none answers.
+    pub async fn connect(home: &Path) -> anyhow::Result<Daemon> {
+        let socket = match daemon_port(home) {
+            Some(port) => match connect(home, port).await {
+                Ok(s) => s,
+                Err(_) => start_and_connect(home).await?,
+            },
+            None => start_and_connect(home).await?,
+        };
+        let mut daemon = Daemon { socket, next_id: 0 };
+        let client_id = format!("cli-{}", std::process::id());
+        daemon
+            .send(&ClientMessage::Hello {
+                client_id,
+                client_name: format!("terminal ({})", whoami()),
+                protocol_version: PROTOCOL_VERSION,
+            })
+            .await?;
+        match daemon.recv().await? {
+            HostMessage::Welcome { .. } => Ok(daemon),
+            other => bail!("the daemon refused the connection: {}", describe(&other)),
+        }
+    }
+
+    /// A fresh message id.
+    pub fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!("m{}", self.next_id)
+    }
+
+    pub async fn send(&mut self, message: &ClientMessage) -> anyhow::Result<()> {
+        self.socket.send(Message::Text(serde_json::to_string(message)?.into())).await?;
+        Ok(())
+    }
+
+    /// The next message that is not a session summary broadcast.
+    pub async fn recv(&mut self) -> anyhow::Result<HostMessage> {
+        loop {
+            match self.socket.next().await {
+                Some(Ok(Message::Text(t))) => {
+                    let message: HostMessage = serde_json::from_str(&t)?;
+                    if !matches!(message, HostMessage::SessionChanged { .. }) {
+                        return Ok(message);
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None => bail!("the daemon closed the connection"),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Sends `message` and waits for its reply; an `error` reply becomes an `Err`.
+    pub async fn request(&mut self, message: ClientMessage) -> anyhow::Result<HostMessage> {
+        let id = message.message_id().map(str::to_owned);
+        self.send(&message).await?;
+        loop {
+            let reply = self.recv().await?;
+            let reply_id = match &reply {
+                HostMessage::Ack { message_id, .. }
+                | HostMessage::Projects { message_id, .. }
+                | HostMessage::Sessions { message_id, .. }
+                | HostMessage::GitFacts { message_id, .. } => Some(message_id.clone()),
+                HostMessage::Error { message_id, .. }
+                | HostMessage::Unsupported { message_id, .. } => message_id.clone(),
+                HostMessage::Welcome { .. }
+                | HostMessage::Event { .. }
+                | HostMessage::SessionChanged { .. } => None,
+            };
+            if reply_id.is_some() && reply_id == id {
+                if let HostMessage::Error { .. } | HostMessage::Unsupported { .. } = reply {
+                    bail!("{}", describe(&reply));
+                }
+                return Ok(reply);
+            }
+        }
+    }
+}
+
+/// One line for a person.
+pub fn describe(message: &HostMessage) -> String {
+    match message {
+        HostMessage::Error { code, message, resolved_by, .. } => {
+            let code = serde_json::to_value(code)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            match resolved_by {
+                Some(by) => format!("{message} [{code}; answered by {by}]"),
+                None => format!("{message} [{code}]"),
+            }
+        }
+        HostMessage::Unsupported { message_type, .. } => {
+            format!("the daemon does not support {message_type}")
+        }
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+fn whoami() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "user".into())
+}
+
+async fn start_and_connect(home: &Path) -> anyhow::Result<Socket> {
+    std::fs::create_dir_all(home)?;
+    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
+    let log: PathBuf = home.join("daemon.log");
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("serve")
+        .arg("--home")
+        .arg(home)
+        .args(["--bind", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.spawn().context("cannot start the daemon")?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if let Some(port) = daemon_port(home)
+            && let Ok(socket) = connect(home, port).await
+        {
+            return Ok(socket);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bail!("the daemon did not start; see {}", log.display())
+}

@@ -1,0 +1,83 @@
+//! `nucleic serve`: the daemon. Opens the host under `$NUCLEIC_HOME`, serves the sync protocol on
+//! loopback, and advertises its port in `daemon.json` (0600) for CLI clients.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_server::{AppState, load_or_create_token};
+
+use crate::locate::find_claude;
+
+/// The file a running daemon writes its address into.
+pub const DAEMON_FILE: &str = "daemon.json";
+
+/// Host settings for `home`, with agents found the usual way.
+pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
+    Ok(HostConfig {
+        home: home.to_owned(),
+        agents: AgentPaths {
+            claude: find_claude(),
+            sim_program: std::env::current_exe().context("cannot find the nucleic executable")?,
+            sim_prefix: vec!["__sim-agent".into()],
+        },
+        limits: Limits::default(),
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(600),
+        agent_env: Vec::new(),
+    })
+}
+
+/// Runs the daemon until Ctrl-C or SIGTERM.
+pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> {
+    if !bind.ip().is_loopback() {
+        eprintln!(
+            "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
+        );
+    }
+    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let token = load_or_create_token(&home).context("cannot read or create the token")?;
+    let host = Host::open(host_config(&home)?).await?;
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("cannot listen on {bind}"))?;
+    let addr = listener.local_addr()?;
+    write_daemon_file(&home, addr)?;
+    println!(
+        "nucleic: serving on http://{addr} (token in {})",
+        home.join(nucleic_server::TOKEN_FILE).display()
+    );
+    let state = AppState::new(host, token, addr);
+    let shutdown = async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    };
+    let result = nucleic_server::serve(listener, state, shutdown).await;
+    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
+    result.context("the server failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
+    let path = home.join(DAEMON_FILE);
+    let tmp = home.join(format!("{DAEMON_FILE}.tmp"));
+    let body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() }).to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(body.as_bytes())?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
