@@ -177,6 +177,10 @@ impl<A: AgentControl> Writer<A> {
                 Command::CloseInput { reply } | Command::Stop { reply, .. } => {
                     let _ = reply.send(Ok(()));
                 }
+                Command::Close { reply } => {
+                    let _ = reply.send(Ok(()));
+                    return;
+                }
             }
         }
     }
@@ -254,6 +258,9 @@ impl<A: AgentControl> Writer<A> {
             Command::Record { kind, reply } => {
                 self.append(vec![(None, kind)]);
                 let _ = reply.send(Ok(()));
+            }
+            Command::Close { reply } => {
+                let _ = reply.send(Err(CoreError::Unsupported("the agent is still running; stop it first".into())));
             }
             Command::Stop { grace, reason, reply } => {
                 if let Some(reason) = reason {

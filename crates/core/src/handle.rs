@@ -37,6 +37,7 @@ pub(crate) enum Command {
     SetPermissionMode { mode: String, reply: Reply<()> },
     CloseInput { reply: Reply<()> },
     Record { kind: EventKind, reply: Reply<()> },
+    Close { reply: Reply<()> },
     Stop { grace: Duration, reason: Option<String>, reply: Reply<()> },
 }
 
@@ -119,6 +120,12 @@ impl SessionHandle {
     pub async fn stop(&self, grace: Duration, reason: Option<&str>) -> Result<(), CoreError> {
         let reason = reason.map(str::to_owned);
         self.ask(|reply| Command::Stop { grace, reason, reply }).await
+    }
+
+    /// Ends a session whose agent has exited: its writer stops for good (so another can take over
+    /// the transcript, e.g. to resume the conversation). Refused while the agent runs.
+    pub async fn close(&self) -> Result<(), CoreError> {
+        self.ask(|reply| Command::Close { reply }).await
     }
 
     /// Appends an event the host made (e.g. a rename or a finished merge) to the transcript.

@@ -25,6 +25,7 @@ use crate::error::{HostError, blocking};
 use crate::follower::{follow, summary_of};
 use crate::launch::{AgentRequest, agent_options};
 use crate::names::{slug_for, title_from_prompt};
+use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
 
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
@@ -34,6 +35,8 @@ pub struct Host {
     /// Sessions with a live single writer (their agent may have exited since).
     pub(crate) live: Mutex<HashMap<String, SessionHandle>>,
     pub(crate) changes: broadcast::Sender<SessionSummary>,
+    /// What opening found and repaired.
+    pub(crate) recovery: RecoveryReport,
 }
 
 /// What a new session runs in, and with what.
@@ -50,10 +53,29 @@ pub(crate) struct Launch {
 impl Host {
     /// Opens the host's data under `config.home` (created 0700).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        let path = config.catalog_path();
-        let catalog = blocking(move || Catalog::open(&path)).await?;
+        std::fs::create_dir_all(&config.home)
+            .map_err(|e| HostError::Invalid(format!("cannot create {}: {e}", config.home.display())))?;
+        let (path, sessions) = (config.catalog_path(), config.sessions_dir());
+        let (catalog, report) = blocking(move || {
+            let mut report = RecoveryReport::default();
+            let catalog = open_catalog(&path, &sessions, &mut report)?;
+            recover_sessions(&catalog, &sessions, &mut report)?;
+            Ok::<_, HostError>((catalog, report))
+        })
+        .await?;
         let (changes, _) = broadcast::channel(1024);
-        Ok(Arc::new(Host { config, catalog: Arc::new(catalog), live: Mutex::default(), changes }))
+        Ok(Arc::new(Host {
+            config,
+            catalog: Arc::new(catalog),
+            live: Mutex::default(),
+            changes,
+            recovery: report,
+        }))
+    }
+
+    /// What opening found and repaired after the previous host stopped.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
     }
 
     /// Summaries of sessions as they change, for every connected client.
@@ -435,8 +457,70 @@ impl Host {
         })
     }
 
+    /// Sends a follow-up. A session whose agent is gone (finished, or interrupted by a host
+    /// restart) is resumed first: a new agent process continues the same conversation
+    /// (native resume) in the same worktree, under a new writer on the same transcript.
     pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
-        Ok(self.handle(id)?.send_user_text(text).await?)
+        if let Some(handle) = self.live_handle(id) {
+            match handle.send_user_text(text).await {
+                Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => {}
+                other => return Ok(other?),
+            }
+        }
+        self.resume(id, text).await
+    }
+
+    async fn resume(&self, id: &str, text: &str) -> Result<(), HostError> {
+        let row = self.session_row(id).await?;
+        if row.read_only {
+            return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
+        }
+        let conversation = row.backend_session_id.clone().ok_or_else(|| {
+            HostError::Invalid(format!("session {id} never started an agent conversation; nothing to resume"))
+        })?;
+        let cwd = PathBuf::from(&row.cwd);
+        if !cwd.is_dir() {
+            return Err(HostError::Invalid(format!("the session's directory {} is gone", cwd.display())));
+        }
+        let old = self.live.lock().ok().and_then(|mut live| live.remove(id));
+        if let Some(old) = old {
+            old.close().await?;
+        }
+        let request = AgentRequest {
+            model: row.model.clone(),
+            permission_mode: row.permission_mode.clone(),
+            resume: Some(conversation),
+            fork: false,
+        };
+        let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
+        let (agent, outputs) = spawn_claude(&opts)?;
+        let pid = agent.pid();
+        let transcript = PathBuf::from(&row.transcript);
+        let session = SessionController::start(
+            SessionConfig {
+                session_id: id.to_owned(),
+                backend: row.backend,
+                transcript: transcript.clone(),
+                approval_timeout: self.config.approval_timeout,
+                created: None,
+                keep_open: true,
+            },
+            agent,
+            outputs,
+        )?;
+        // From what the catalog has: anything the old follower had not folded yet comes too.
+        let events = session.subscribe(row.last_seq + 1)?;
+        tokio::spawn(follow(self.catalog.clone(), id.to_owned(), transcript, events, self.changes.clone()));
+        {
+            let key = id.to_owned();
+            let agent_process =
+                pid.and_then(|p| process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t }));
+            self.catalog(move |c| c.set_agent_process(&key, agent_process)).await?;
+        }
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(id.to_owned(), session.clone());
+        }
+        Ok(session.send_user_text(text).await?)
     }
 
     /// Answers an approval; the first answer wins.

@@ -10,7 +10,9 @@ mod follower;
 mod host;
 mod launch;
 mod names;
+mod recovery;
 
 pub use config::{AgentPaths, HostConfig, Limits};
 pub use error::HostError;
 pub use host::Host;
+pub use recovery::RecoveryReport;

@@ -8,9 +8,14 @@ use crate::support::nucleic;
 
 /// Runs `nucleic <args>` with `home` as NUCLEIC_HOME; returns (exit code, stdout, stderr).
 async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
+    cli_env(home, args, &[]).await
+}
+
+async fn cli_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = tokio::process::Command::new(nucleic())
         .args(args)
         .env("NUCLEIC_HOME", home)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -125,4 +130,162 @@ async fn the_cli_drives_sessions_through_an_auto_started_daemon() {
     assert_eq!(git(&root, &["show", "main:hello.txt"]), "hi\n");
     let (_, list, _) = cli(&home, &["session", "list"]).await;
     assert!(list.contains(&session), "{list}");
+}
+
+fn daemon_pid(home: &Path) -> i32 {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
+    v["pid"].as_i64().unwrap() as i32
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    // The simulated agent ignores the end of its input, so the dead daemon leaves it running.
+    let env = [("NUCLEIC_SIM_FAULT", "ignore_stdin_eof")];
+    let (_, project, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], &env).await;
+    assert!(!project.trim().is_empty(), "{err}");
+    let (code, out, err) = cli_env(
+        &home,
+        &[
+            "session",
+            "new",
+            "--project",
+            project.trim(),
+            "--agent",
+            "sim",
+            "write notes.txt containing kept",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+
+    // A client watches the session until the agent asks for approval.
+    let port = {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap())
+                .unwrap();
+        v["port"].as_u64().unwrap()
+    };
+    let token = std::fs::read_to_string(home.join("token")).unwrap();
+    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
+    socket.send(Message::Text(hello.to_string().into())).await.unwrap();
+    let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
+    socket.send(Message::Text(sub.to_string().into())).await.unwrap();
+    let mut received = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let Message::Text(t) = frame else { continue };
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        if v["type"] == "event" {
+            let asked = v["event"]["kind"]["type"] == "approvalRequested";
+            received.push(v["event"].clone());
+            if asked {
+                break;
+            }
+        }
+    }
+    let daemon = daemon_pid(&home);
+    let agent_pid = {
+        let text = std::fs::read_to_string(home.join("daemon.log")).unwrap_or_default();
+        let _ = text;
+        // The agent is the daemon's child running `__sim-agent`.
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(')').unwrap().1.split_whitespace().nth(1)
+                        == Some(&daemon.to_string())
+                }) && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains("__sim-agent"))
+            })
+            .expect("the agent process")
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    for _ in 0..50 {
+        if !alive(daemon) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(alive(agent_pid), "the orphaned agent outlives the killed daemon");
+
+    // Restart (the CLI starts the daemon again): recovery stops the orphan and closes the session.
+    std::fs::remove_file(home.join("daemon.json")).unwrap();
+    let (code, out, err) = cli_env(&home, &["session", "show", &session], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(summary["outcome"], "interrupted");
+    assert_eq!(summary["pendingApprovals"], 0);
+    for _ in 0..40 {
+        if !alive(agent_pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(agent_pid), "recovery stopped the orphaned agent");
+
+    // Every event the client received is in the transcript, unchanged.
+    let transcript = home.join("sessions").join(&session).join("transcript.jsonl");
+    let on_disk: Vec<serde_json::Value> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (i, event) in received.iter().enumerate() {
+        assert_eq!(&on_disk[i], event, "event {} differs", i + 1);
+    }
+    let seqs: Vec<u64> = on_disk.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let worktree = summary["worktree"]["path"].as_str().unwrap();
+    assert!(Path::new(worktree).is_dir(), "the worktree survived");
+
+    // The session resumes its conversation in a new agent, continuing the same transcript.
+    let (code, _, err) = cli_env(&home, &["session", "send", &session, "say hi"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let mut resumed = false;
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(&transcript).unwrap();
+        if text.lines().skip(seqs.len()).any(|l| l.contains("\"sessionStarted\"")) {
+            resumed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(resumed, "a resumed agent started");
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let all: Vec<u64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
 }

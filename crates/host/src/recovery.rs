@@ -1,0 +1,148 @@
+//! Starting after a crash: a damaged catalog is set aside and rebuilt from transcripts; rows
+//! catch up with their transcripts; sessions that were live in the dead host are closed as
+//! interrupted (their pending approvals voided) and stay resumable; agent processes the dead
+//! host left behind are stopped; worktrees git lost track of are pruned, and ones no session
+//! owns are reported for `gc`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nucleic_catalog::{Catalog, SessionFilter, SessionRow};
+use nucleic_protocol::{
+    ApprovalResolved, DecisionKind, Event, EventKind, RunFinished, RunOutcome, SessionStatus,
+    StatusChanged,
+};
+use nucleic_store::{TranscriptWriter, read_transcript};
+
+use crate::error::HostError;
+use crate::host::now;
+
+/// What recovery did, for the log and for `nucleic gc`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The catalog was unreadable and was rebuilt from transcripts (old file kept here).
+    pub catalog_rebuilt_from: Option<PathBuf>,
+    /// Sessions whose catalog row caught up with events it had missed.
+    pub rows_caught_up: usize,
+    /// Sessions that were live when the host died, now closed as interrupted.
+    pub interrupted: Vec<String>,
+    /// Agent processes of the dead host that were still running and were stopped.
+    pub orphans_stopped: Vec<u32>,
+    /// Torn transcript tails cut off.
+    pub torn_tails: usize,
+}
+
+/// Opens the catalog at `path`, rebuilding it from `sessions_dir` when it is damaged.
+pub(crate) fn open_catalog(path: &Path, sessions_dir: &Path, report: &mut RecoveryReport) -> Result<Catalog, HostError> {
+    match Catalog::open(path) {
+        Ok(c) => Ok(c),
+        Err(e) if e.is_corrupt() => {
+            let aside = path.with_extension(format!("corrupt-{}", now().unix_millis()));
+            std::fs::rename(path, &aside).map_err(|io| HostError::Invalid(format!("cannot move the damaged catalog {} aside: {io}", path.display())))?;
+            for suffix in ["-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+            let catalog = Catalog::open(path)?;
+            catalog.rebuild_sessions(sessions_dir)?;
+            report.catalog_rebuilt_from = Some(aside);
+            Ok(catalog)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Brings every session's row up to date and closes the ones the dead host left running.
+pub(crate) fn recover_sessions(catalog: &Catalog, sessions_dir: &Path, report: &mut RecoveryReport) -> Result<(), HostError> {
+    // Transcripts without a row (the host died before indexing them) come back through a rebuild.
+    let rows = catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
+    let known: std::collections::HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let unindexed = std::fs::read_dir(sessions_dir)
+        .map(|d| d.filter_map(Result::ok).filter(|e| !known.contains(&e.file_name().to_string_lossy().into_owned())).count())
+        .unwrap_or(0);
+    if unindexed > 0 {
+        catalog.rebuild_sessions(sessions_dir)?;
+    }
+    let rows = catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
+    for row in rows {
+        let transcript = PathBuf::from(&row.transcript);
+        let read = read_transcript(&transcript, row.last_seq + 1)?;
+        if !read.events.is_empty() {
+            catalog.apply_events(&row.id, &transcript, &read.events)?;
+            report.rows_caught_up += 1;
+        }
+        let row = catalog.session(&row.id)?.unwrap_or(row);
+        if let Some(agent) = row.agent {
+            if process_matches(agent.pid, agent.start_ticks) {
+                stop_orphan(agent.pid);
+                report.orphans_stopped.push(agent.pid);
+            }
+            catalog.set_agent_process(&row.id, None)?;
+        }
+        if !row.status.is_terminal() && !row.read_only {
+            close_interrupted(catalog, &row, &transcript, report)?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends "voided approvals, interrupted, finished" to a session the dead host left open.
+fn close_interrupted(catalog: &Catalog, row: &SessionRow, transcript: &Path, report: &mut RecoveryReport) -> Result<(), HostError> {
+    let opened = TranscriptWriter::open(transcript)?;
+    if opened.truncated_bytes > 0 {
+        report.torn_tails += 1;
+    }
+    let mut writer = opened.writer;
+    let mut kinds: Vec<EventKind> = catalog
+        .pending_approvals(&row.id)?
+        .into_iter()
+        .map(|a| {
+            EventKind::ApprovalResolved(ApprovalResolved {
+                request_id: a.request_id,
+                decision: DecisionKind::Cancelled,
+                by: "host".into(),
+                updated_input: None,
+                message: Some("the host stopped before an answer".into()),
+            })
+        })
+        .collect();
+    let message = "the host stopped while this session was live; send a prompt to resume it".to_owned();
+    kinds.push(EventKind::RunFinished(RunFinished::new(RunOutcome::Interrupted, Some(message), None)));
+    kinds.push(EventKind::StatusChanged(StatusChanged { status: SessionStatus::Finished, previous: row.status }));
+    let mut seq = writer.last_seq();
+    let events: Vec<Event> = kinds
+        .into_iter()
+        .map(|kind| {
+            seq += 1;
+            Event { seq, at: now(), session_id: row.id.clone(), backend: row.backend, native_type: None, kind }
+        })
+        .collect();
+    writer.append(&events)?;
+    writer.sync()?;
+    catalog.apply_events(&row.id, transcript, &events)?;
+    report.interrupted.push(row.id.clone());
+    Ok(())
+}
+
+/// True when `pid` is alive and is the process that was recorded (same start time).
+fn process_matches(pid: u32, start_ticks: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields.first().is_some_and(|state| *state != "Z") && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(start_ticks)
+}
+
+fn stop_orphan(pid: u32) {
+    let mut tree = vec![pid];
+    tree.extend(nucleic_agents::process::descendants(pid));
+    for p in &tree {
+        if let Ok(raw) = i32::try_from(*p) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for p in &tree {
+        if let Ok(raw) = i32::try_from(*p) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
