@@ -12,6 +12,8 @@ use nucleic_protocol::{
 };
 use serde_json::Value;
 
+use std::os::unix::fs::OpenOptionsExt;
+
 use crate::daemon::Daemon;
 use crate::render::Renderer;
 
@@ -35,6 +37,13 @@ pub enum ProjectCommand {
     Rm { project_id: String },
     /// Rename a project.
     Rename { project_id: String, name: String },
+}
+
+/// `--format` of `session export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    Markdown,
+    Jsonl,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +146,15 @@ pub enum SessionCommand {
         session_id: String,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
+    },
+    /// Write the session as a "Nucleic session export" (markdown) or JSONL.
+    Export {
+        session_id: String,
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: ExportFormatArg,
+        /// Write here instead of stdout (created 0600).
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
     },
     /// Print the command that resumes this session in a terminal.
     Handoff {
@@ -363,6 +381,33 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             )
             .await?
         }
+        SessionCommand::Export { session_id, format, output } => {
+            let format = match format {
+                ExportFormatArg::Markdown => nucleic_protocol::ExportFormat::Markdown,
+                ExportFormatArg::Jsonl => nucleic_protocol::ExportFormat::Jsonl,
+            };
+            let message_id = daemon.id();
+            let reply = daemon
+                .request(ClientMessage::ExportSession { message_id, session_id, format })
+                .await?;
+            let HostMessage::Ack { result: Some(result), .. } = reply else {
+                bail!("the daemon sent no document")
+            };
+            let text = result.get("text").and_then(Value::as_str).unwrap_or_default();
+            match output {
+                Some(path) => {
+                    let mut file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .mode(0o600)
+                        .open(&path)?;
+                    file.write_all(text.as_bytes())?;
+                }
+                None => print!("{text}"),
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         SessionCommand::Handoff { session_id } => {
             let result = intent(&mut daemon, finish(session_id, FinishAction::Handoff)).await?;
             if let Some(command) =
@@ -423,4 +468,35 @@ async fn attach(mut daemon: Daemon, session_id: String, from: u64) -> anyhow::Re
             _ => {}
         }
     }
+}
+
+/// `nucleic import PATH`: a read-only session from a Claude transcript or a Nucleic export.
+pub async fn import(home: &Path, path: &Path) -> anyhow::Result<ExitCode> {
+    let path = std::fs::canonicalize(path)?;
+    let mut daemon = Daemon::connect(home).await?;
+    let result =
+        intent(&mut daemon, Intent::Import { path: path.to_string_lossy().into_owned() }).await?;
+    if let Some(summary) = result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok()) {
+        print_session(&summary);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `nucleic gc [--apply]`: worktrees no session owns (listed; removed with --apply).
+pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    let result = intent(&mut daemon, Intent::Gc { apply }).await?.unwrap_or_default();
+    let orphans =
+        result.get("orphanWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    if orphans.is_empty() {
+        println!("no orphan worktrees");
+    }
+    for o in orphans {
+        println!(
+            "{} {}",
+            if apply { "removed" } else { "orphan (dry run; --apply removes)" },
+            o.as_str().unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -57,6 +57,19 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
+    /// Import a Claude Code transcript or a Nucleic export as a read-only session.
+    Import {
+        path: PathBuf,
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Find worktrees no session owns (dry run); `--apply` removes them.
+    Gc {
+        #[arg(long)]
+        apply: bool,
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
     /// The built-in simulated agent (speaks the Claude Code stream-json protocol).
     #[command(name = "__sim-agent", hide = true)]
     SimAgent {
@@ -150,6 +163,14 @@ fn main() -> ExitCode {
         },
         Commands::Session { command, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(commands::session(&home, command)),
+            None => no_home(),
+        },
+        Commands::Import { path, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(commands::import(&home, &path)),
+            None => no_home(),
+        },
+        Commands::Gc { apply, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(commands::gc(&home, apply)),
             None => no_home(),
         },
     }

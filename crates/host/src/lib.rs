@@ -10,6 +10,7 @@ mod follower;
 mod host;
 mod launch;
 mod names;
+mod portable;
 mod recovery;
 
 pub use config::{AgentPaths, HostConfig, Limits};

@@ -25,6 +25,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "subscribe",
     "unsubscribe",
     "gitFacts",
+    "exportSession",
     "sendInput",
     "decide",
     "intent",
@@ -85,6 +86,15 @@ pub enum ClientMessage {
         #[serde(rename = "includePatch", default)]
         include_patch: bool,
     },
+    /// The session as a document: the "Nucleic session export" markdown, or plain JSONL.
+    ExportSession {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(default)]
+        format: ExportFormat,
+    },
     /// A follow-up prompt.
     SendInput {
         #[serde(rename = "messageID")]
@@ -121,6 +131,7 @@ impl ClientMessage {
             | ClientMessage::Subscribe { message_id, .. }
             | ClientMessage::Unsubscribe { message_id, .. }
             | ClientMessage::GitFacts { message_id, .. }
+            | ClientMessage::ExportSession { message_id, .. }
             | ClientMessage::SendInput { message_id, .. }
             | ClientMessage::Decide { message_id, .. }
             | ClientMessage::Intent { message_id, .. } => Some(message_id),
@@ -199,6 +210,25 @@ pub enum Intent {
         session_id: String,
         action: FinishAction,
     },
+    /// A read-only session from a file on the host: a Nucleic export (markdown or JSONL) or a
+    /// Claude Code transcript (`~/.claude/projects/…/<id>.jsonl`).
+    Import { path: String },
+    /// Worktrees under `.nucleic/worktrees` that no session owns; removed only with `apply`.
+    Gc {
+        #[serde(default)]
+        apply: bool,
+    },
+}
+
+/// Export document formats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExportFormat {
+    /// The "Nucleic session export" markdown: header, conversation, raw events.
+    #[default]
+    Markdown,
+    /// One event per line.
+    Jsonl,
 }
 
 /// A new session in a fresh worktree of a project.

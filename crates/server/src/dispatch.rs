@@ -97,6 +97,10 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             .git_facts(&session_id, include_patch)
             .await
             .map(|facts| HostMessage::GitFacts { message_id: id.to_owned(), facts }),
+        ClientMessage::ExportSession { session_id, format, .. } => host
+            .export_session(&session_id, format)
+            .await
+            .map(|text| ack(Some(serde_json::json!({ "text": text })))),
         ClientMessage::SendInput { session_id, text, .. } => {
             host.send_input(&session_id, &text).await.map(|()| ack(None))
         }

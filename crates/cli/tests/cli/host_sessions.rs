@@ -250,3 +250,72 @@ async fn a_failing_or_hanging_setup_leaves_a_clear_error_and_no_agent() {
     assert_eq!(s.status, SessionStatus::Error);
     assert!(t.elapsed() < Duration::from_secs(15), "the setup timeout (2 s) cut it off");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn export_import_gc_and_a_worktree_deleted_behind_our_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write a.txt containing A"), "test")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &s.session_id).await;
+
+    let markdown =
+        host.export_session(&s.session_id, nucleic_protocol::ExportFormat::Markdown).await.unwrap();
+    assert!(
+        markdown.contains("Nucleic session export") && markdown.contains("Raw events (JSONL)"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("write a.txt containing A"));
+    let jsonl =
+        host.export_session(&s.session_id, nucleic_protocol::ExportFormat::Jsonl).await.unwrap();
+    let exported = dir.path().join("export.md");
+    std::fs::write(&exported, &markdown).unwrap();
+    let imported = host.import_session(&exported).await.unwrap();
+    assert!(imported.read_only);
+    assert_ne!(imported.session_id, s.session_id);
+    assert_eq!(imported.last_seq, jsonl.lines().count() as u64, "every event came back");
+    assert!(matches!(
+        host.send_input(&imported.session_id, "more").await,
+        Err(HostError::Invalid(_))
+    ));
+
+    let claude = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../transfer/tests/fixtures/claude-transcript.jsonl");
+    let from_claude = host.import_session(&claude).await.unwrap();
+    assert!(from_claude.read_only);
+    assert_eq!(from_claude.backend, nucleic_protocol::Backend::ClaudeCode);
+    let mut events = host.subscribe(&from_claude.session_id, 1).await.unwrap();
+    let mut kinds = Vec::new();
+    while let Some(e) = events.next().await.unwrap() {
+        kinds.push(e.kind.type_name());
+    }
+    assert_eq!(kinds[0], "sessionCreated");
+    assert!(kinds.contains(&"userText") && kinds.contains(&"toolResult"), "{kinds:?}");
+    let garbage = dir.path().join("garbage.txt");
+    std::fs::write(&garbage, "not an export\n").unwrap();
+    assert!(host.import_session(&garbage).await.is_err());
+
+    // A worktree nobody owns: reported, removed only with apply.
+    git(
+        &root,
+        &["worktree", "add", "-q", "-b", "nucleic/stray", ".nucleic/worktrees/stray", "main"],
+    );
+    let report = host.gc(false).await.unwrap();
+    let orphans = report["orphanWorktrees"].as_array().unwrap();
+    assert_eq!(orphans.len(), 1, "{report}");
+    assert!(root.join(".nucleic/worktrees/stray").exists());
+    host.gc(true).await.unwrap();
+    assert!(!root.join(".nucleic/worktrees/stray").exists());
+    assert!(host.gc(false).await.unwrap()["orphanWorktrees"].as_array().unwrap().is_empty());
+
+    // The session's worktree deleted behind the host's back: a clear refusal, not a crash.
+    let path = s.worktree.unwrap().path;
+    std::fs::remove_dir_all(&path).unwrap();
+    let e = host.git_facts(&s.session_id, false).await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::GitRefused);
+    assert!(e.to_string().contains(&path) || e.to_string().contains("missing"), "{e}");
+}

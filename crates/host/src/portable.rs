@@ -1,0 +1,174 @@
+//! Sessions leaving and entering the host: exports in the seed's "Nucleic session export"
+//! format (or JSONL), imports of Nucleic exports and Claude Code transcripts as read-only
+//! sessions, and garbage collection of worktrees no session owns.
+
+use std::path::{Path, PathBuf};
+
+use nucleic_catalog::SessionFilter;
+use nucleic_git::{Repo, Worktree};
+use nucleic_protocol::{
+    Backend, Event, EventKind, ExportFormat, SessionCreated, SessionSummary, Timestamp,
+};
+use nucleic_store::{TranscriptWriter, read_transcript};
+use nucleic_transfer::{ExportMeta, ImportedSession, ProjectMeta, export, import};
+use serde_json::{Value, json};
+
+use crate::error::{HostError, blocking};
+use crate::follower::summary_of;
+use crate::host::{Host, now};
+
+impl Host {
+    /// The session as a document.
+    pub async fn export_session(&self, id: &str, format: ExportFormat) -> Result<String, HostError> {
+        let row = self.session_row(id).await?;
+        let project = match &row.project_id {
+            Some(p) => self.project(p).await.ok(),
+            None => None,
+        };
+        let transcript = PathBuf::from(&row.transcript);
+        let events = blocking(move || read_transcript(&transcript, 1).map(|r| r.events)).await?;
+        Ok(match format {
+            ExportFormat::Jsonl => export::jsonl(&events),
+            ExportFormat::Markdown => {
+                let meta = ExportMeta {
+                    title: row.title.clone(),
+                    session_id: row.id.clone(),
+                    status: row.status,
+                    backend: row.backend,
+                    backend_session_id: row.backend_session_id.clone(),
+                    model: row.model.clone(),
+                    effort: None,
+                    branch: row.worktree.as_ref().map(|w| w.branch.clone()),
+                    worktree: row.worktree.as_ref().map(|w| w.path.clone()),
+                    base_sha: row.worktree.as_ref().map(|w| w.base_sha.clone()),
+                    last_seq: row.last_seq,
+                    transcript_path: Some(row.transcript.clone()),
+                    created_at: Timestamp::from_unix_millis(row.created_at),
+                    updated_at: Timestamp::from_unix_millis(row.updated_at),
+                    project: project.map(|p| ProjectMeta {
+                        name: p.name,
+                        root: p.root,
+                        default_branch: p.settings.default_branch,
+                    }),
+                };
+                export::markdown(&meta, &events)
+            }
+        })
+    }
+
+    /// Imports a file as a new read-only session: a Claude Code transcript, or a Nucleic export
+    /// (markdown or JSONL). Its first event records the import.
+    pub async fn import_session(&self, path: &Path) -> Result<SessionSummary, HostError> {
+        let path = path.to_path_buf();
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let id = session_id.clone();
+        let imported = blocking(move || {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| HostError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+            if looks_like_claude_transcript(&text) {
+                import::claude_transcript(&text, &id).map_err(|e| HostError::Invalid(e.to_string()))
+            } else {
+                import::nucleic_export(&text).map_err(|e| HostError::Invalid(e.to_string()))
+            }
+        })
+        .await?;
+        let events = readonly_events(&session_id, imported);
+        let transcript = self.config.transcript_path(&session_id);
+        let key = session_id.clone();
+        let path = transcript.clone();
+        let events = blocking(move || {
+            let mut writer = TranscriptWriter::open(&path)?.writer;
+            writer.append(&events)?;
+            writer.sync()?;
+            Ok::<_, HostError>(events)
+        })
+        .await?;
+        let path = transcript;
+        let row = self
+            .catalog(move |c| {
+                c.apply_events(&key, &path, &events)?;
+                c.session(&key)
+            })
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("session {session_id}")))?;
+        let summary = summary_of(&row);
+        let _ = self.changes.send(summary.clone());
+        Ok(summary)
+    }
+
+    /// Worktrees under `.nucleic/worktrees` of every project that no (unarchived or archived)
+    /// session owns; with `apply`, they are removed (worktree and branch).
+    pub async fn gc(&self, apply: bool) -> Result<Value, HostError> {
+        let projects = self.catalog(|c| c.list_projects()).await?;
+        let sessions =
+            self.catalog(|c| c.list_sessions(&SessionFilter { project_id: None, include_archived: true })).await?;
+        let owned: Vec<String> = sessions.iter().filter_map(|s| s.worktree.as_ref().map(|w| w.path.clone())).collect();
+        let mut orphans = Vec::new();
+        for project in projects {
+            let root = PathBuf::from(&project.root);
+            let owned = owned.clone();
+            let found = blocking(move || {
+                let repo = Repo::open(&root)?;
+                repo.prune()?;
+                let mut found = Vec::new();
+                for entry in repo.list_worktrees()? {
+                    let path = entry.path.to_string_lossy().into_owned();
+                    if !path.contains("/.nucleic/worktrees/") || owned.contains(&path) {
+                        continue;
+                    }
+                    if apply && let Some(branch) = entry.branch.clone() {
+                        let worktree =
+                            Worktree { path: entry.path.clone(), branch, base_ref: String::new(), base_sha: String::new() };
+                        repo.discard(&worktree)?;
+                    }
+                    found.push(path);
+                }
+                Ok::<_, nucleic_git::GitError>(found)
+            })
+            .await?;
+            orphans.extend(found);
+        }
+        Ok(json!({ "orphanWorktrees": orphans, "removed": apply }))
+    }
+}
+
+/// A Claude Code transcript has `sessionId` + `type` user/assistant lines; a Nucleic JSONL has
+/// `sessionID` + `seq`.
+fn looks_like_claude_transcript(text: &str) -> bool {
+    text.lines().filter(|l| !l.trim().is_empty()).take(20).any(|l| {
+        serde_json::from_str::<Value>(l)
+            .is_ok_and(|v| v.get("sessionId").is_some() && v.get("seq").is_none())
+    })
+}
+
+/// The imported events under `session_id`, starting with a read-only `sessionCreated`.
+fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
+    let first_is_created = matches!(imported.events.first().map(|e| &e.kind), Some(EventKind::SessionCreated(_)));
+    let backend = imported.meta.backend.unwrap_or(Backend::ClaudeCode);
+    let mut events = Vec::with_capacity(imported.events.len() + 1);
+    if !first_is_created {
+        let created = SessionCreated {
+            title: imported.meta.title.clone().unwrap_or_else(|| "imported session".into()),
+            project_id: None,
+            project_root: imported.meta.project.as_ref().map(|p| p.root.clone()),
+            cwd: imported.meta.cwd.clone().unwrap_or_default(),
+            worktree: None,
+            model: imported.meta.model.clone(),
+            permission_mode: None,
+            read_only: true,
+            continues_session_id: None,
+        };
+        let at = imported.events.first().map_or_else(now, |e| e.at);
+        events.push(Event { seq: 0, at, session_id: String::new(), backend, native_type: None, kind: EventKind::SessionCreated(created) });
+    }
+    events.extend(imported.events);
+    for (i, e) in events.iter_mut().enumerate() {
+        e.seq = i as u64 + 1;
+        e.session_id = session_id.to_owned();
+        if let EventKind::SessionCreated(c) = &mut e.kind {
+            c.read_only = true;
+            c.project_id = None;
+        }
+    }
+    events
+}
