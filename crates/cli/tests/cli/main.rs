@@ -8,6 +8,7 @@ mod bad_input;
 mod daemon;
 mod host_sessions;
 mod real_claude;
+mod real_claude_host;
 mod real_claude_session;
 mod sim_run;
 mod support;
