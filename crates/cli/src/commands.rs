@@ -80,6 +80,9 @@ pub enum SessionCommand {
         session_id: String,
         #[arg(long, default_value_t = 1)]
         from: u64,
+        /// Return once the agent's turn is over (instead of following until Ctrl-C).
+        #[arg(long)]
+        until_idle: bool,
     },
     /// Send a follow-up prompt.
     Send {
@@ -288,8 +291,8 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             }
             return Ok(ExitCode::SUCCESS);
         }
-        SessionCommand::Attach { session_id, from } => {
-            return attach(daemon, session_id, from).await;
+        SessionCommand::Attach { session_id, from, until_idle } => {
+            return attach(daemon, session_id, from, until_idle).await;
         }
         SessionCommand::Send { session_id, text } => {
             let message_id = daemon.id();
@@ -431,7 +434,12 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
 }
 
 /// Streams a session's events and answers its approvals on the terminal, until its turn ends.
-async fn attach(mut daemon: Daemon, session_id: String, from: u64) -> anyhow::Result<ExitCode> {
+async fn attach(
+    mut daemon: Daemon,
+    session_id: String,
+    from: u64,
+    until_idle: bool,
+) -> anyhow::Result<ExitCode> {
     let message_id = daemon.id();
     daemon
         .request(ClientMessage::Subscribe {
@@ -465,6 +473,7 @@ async fn attach(mut daemon: Daemon, session_id: String, from: u64) -> anyhow::Re
                 }
             }
             EventKind::RunFinished(_) => return Ok(ExitCode::SUCCESS),
+            EventKind::TurnCompleted(_) if until_idle => return Ok(ExitCode::SUCCESS),
             _ => {}
         }
     }

@@ -21,6 +21,8 @@ type Socket =
 pub struct Daemon {
     socket: Socket,
     next_id: u64,
+    /// Messages that arrived while a request waited for its reply (events, mostly).
+    pending: std::collections::VecDeque<HostMessage>,
 }
 
 fn daemon_port(home: &Path) -> Option<u16> {
@@ -48,7 +50,7 @@ impl Daemon {
             },
             None => start_and_connect(home).await?,
         };
-        let mut daemon = Daemon { socket, next_id: 0 };
+        let mut daemon = Daemon { socket, next_id: 0, pending: std::collections::VecDeque::new() };
         let client_id = format!("cli-{}", std::process::id());
         daemon
             .send(&ClientMessage::Hello {
@@ -76,6 +78,13 @@ impl Daemon {
 
     /// The next message that is not a session summary broadcast.
     pub async fn recv(&mut self) -> anyhow::Result<HostMessage> {
+        if let Some(message) = self.pending.pop_front() {
+            return Ok(message);
+        }
+        self.recv_socket().await
+    }
+
+    async fn recv_socket(&mut self) -> anyhow::Result<HostMessage> {
         loop {
             match self.socket.next().await {
                 Some(Ok(Message::Text(t))) => {
@@ -96,7 +105,7 @@ impl Daemon {
         let id = message.message_id().map(str::to_owned);
         self.send(&message).await?;
         loop {
-            let reply = self.recv().await?;
+            let reply = self.recv_socket().await?;
             let reply_id = match &reply {
                 HostMessage::Ack { message_id, .. }
                 | HostMessage::Projects { message_id, .. }
@@ -114,6 +123,7 @@ impl Daemon {
                 }
                 return Ok(reply);
             }
+            self.pending.push_back(reply);
         }
     }
 }

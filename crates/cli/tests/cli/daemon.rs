@@ -289,3 +289,49 @@ async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
         .collect();
     assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let (_, project, _) = cli(&home, &["project", "add", root.to_str().unwrap()]).await;
+    let (code, out, err) = cli(
+        &home,
+        &[
+            "session",
+            "new",
+            "--project",
+            project.trim(),
+            "--agent",
+            "sim",
+            "write todo.txt containing buy milk",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+    let mut child = tokio::process::Command::new(nucleic())
+        .args(["session", "attach", &session, "--until-idle"])
+        .env("NUCLEIC_HOME", &home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"y\n").await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("> write todo.txt containing buy milk"), "{stdout}");
+    assert!(stdout.contains("allowed by terminal"), "{stdout}");
+    assert!(stdout.contains("· turn done"), "{stdout}");
+}

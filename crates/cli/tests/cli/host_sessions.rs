@@ -319,3 +319,43 @@ async fn export_import_gc_and_a_worktree_deleted_behind_our_back() {
     assert_eq!(e.code(), ProtocolErrorCode::GitRefused);
     assert!(e.to_string().contains(&path) || e.to_string().contains("missing"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dirty_or_detached_main_checkouts_and_bad_cursors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+
+    // A dirty main checkout does not stop a session (it works in its own worktree) …
+    std::fs::write(root.join("README.md"), "edited by the user\n").unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write a.txt containing A"), "test")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &s.session_id).await;
+    // … but merging into the branch that dirty checkout has checked out is refused, untouched.
+    let before = git(&root, &["rev-parse", "main"]);
+    let e = host
+        .finish(&s.session_id, FinishAction::Merge { message: None }, "test")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::GitRefused, "{e}");
+    assert_eq!(git(&root, &["rev-parse", "main"]), before);
+    assert_eq!(std::fs::read_to_string(root.join("README.md")).unwrap(), "edited by the user\n");
+
+    // Detached main checkout: the base branch is only a ref there, so the merge just moves it.
+    git(&root, &["checkout", "-q", "--detach", "HEAD"]);
+    host.finish(&s.session_id, FinishAction::Merge { message: Some("merge a".into()) }, "test")
+        .await
+        .unwrap();
+    assert_eq!(git(&root, &["show", "main:a.txt"]), "A\n");
+    assert_eq!(std::fs::read_to_string(root.join("README.md")).unwrap(), "edited by the user\n");
+    assert!(!root.join("a.txt").exists(), "the detached checkout's files are untouched");
+
+    // Cursors past the end are refused; the end itself (last + 1) waits for new events.
+    let last = host.session_summary(&s.session_id).await.unwrap().last_seq;
+    let e = host.subscribe(&s.session_id, last + 5).await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::BadCursor);
+    assert!(host.subscribe(&s.session_id, last + 1).await.is_ok());
+}
