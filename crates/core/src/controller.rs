@@ -260,7 +260,9 @@ impl<A: AgentControl> Writer<A> {
                 let _ = reply.send(Ok(()));
             }
             Command::Close { reply } => {
-                let _ = reply.send(Err(CoreError::Unsupported("the agent is still running; stop it first".into())));
+                let _ = reply.send(Err(CoreError::Unsupported(
+                    "the agent is still running; stop it first".into(),
+                )));
             }
             Command::Stop { grace, reason, reply } => {
                 if let Some(reason) = reason {

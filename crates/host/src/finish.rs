@@ -290,7 +290,9 @@ impl Host {
                 self.archive(&session_id, archived, by).await.map(|()| None)
             }
             Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
-            Intent::Import { path } => Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?)),
+            Intent::Import { path } => {
+                Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?))
+            }
             Intent::Gc { apply } => self.gc(apply).await.map(Some),
         }
     }

@@ -53,8 +53,9 @@ pub(crate) struct Launch {
 impl Host {
     /// Opens the host's data under `config.home` (created 0700).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        std::fs::create_dir_all(&config.home)
-            .map_err(|e| HostError::Invalid(format!("cannot create {}: {e}", config.home.display())))?;
+        std::fs::create_dir_all(&config.home).map_err(|e| {
+            HostError::Invalid(format!("cannot create {}: {e}", config.home.display()))
+        })?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let (catalog, report) = blocking(move || {
             let mut report = RecoveryReport::default();
@@ -92,13 +93,22 @@ impl Host {
     }
 
     /// The reply already given to `(client, message)`, for idempotent client message ids.
-    pub async fn recall_reply(&self, client: &str, message: &str) -> Result<Option<String>, HostError> {
+    pub async fn recall_reply(
+        &self,
+        client: &str,
+        message: &str,
+    ) -> Result<Option<String>, HostError> {
         let (client, message) = (client.to_owned(), message.to_owned());
         self.catalog(move |c| c.recall_response(&client, &message)).await
     }
 
     /// Remembers the reply to `(client, message)` (the first one stored wins).
-    pub async fn remember_reply(&self, client: &str, message: &str, reply: String) -> Result<(), HostError> {
+    pub async fn remember_reply(
+        &self,
+        client: &str,
+        message: &str,
+        reply: String,
+    ) -> Result<(), HostError> {
         let (client, message) = (client.to_owned(), message.to_owned());
         self.catalog(move |c| c.remember_response(&client, &message, &reply)).await
     }
@@ -463,7 +473,8 @@ impl Host {
     pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
         if let Some(handle) = self.live_handle(id) {
             match handle.send_user_text(text).await {
-                Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => {}
+                Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => {
+                }
                 other => return Ok(other?),
             }
         }
@@ -476,11 +487,16 @@ impl Host {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
         }
         let conversation = row.backend_session_id.clone().ok_or_else(|| {
-            HostError::Invalid(format!("session {id} never started an agent conversation; nothing to resume"))
+            HostError::Invalid(format!(
+                "session {id} never started an agent conversation; nothing to resume"
+            ))
         })?;
         let cwd = PathBuf::from(&row.cwd);
         if !cwd.is_dir() {
-            return Err(HostError::Invalid(format!("the session's directory {} is gone", cwd.display())));
+            return Err(HostError::Invalid(format!(
+                "the session's directory {} is gone",
+                cwd.display()
+            )));
         }
         let old = self.live.lock().ok().and_then(|mut live| live.remove(id));
         if let Some(old) = old {
@@ -510,11 +526,18 @@ impl Host {
         )?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
         let events = session.subscribe(row.last_seq + 1)?;
-        tokio::spawn(follow(self.catalog.clone(), id.to_owned(), transcript, events, self.changes.clone()));
+        tokio::spawn(follow(
+            self.catalog.clone(),
+            id.to_owned(),
+            transcript,
+            events,
+            self.changes.clone(),
+        ));
         {
             let key = id.to_owned();
-            let agent_process =
-                pid.and_then(|p| process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t }));
+            let agent_process = pid.and_then(|p| {
+                process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t })
+            });
             self.catalog(move |c| c.set_agent_process(&key, agent_process)).await?;
         }
         if let Ok(mut live) = self.live.lock() {

@@ -19,7 +19,11 @@ use crate::host::{Host, now};
 
 impl Host {
     /// The session as a document.
-    pub async fn export_session(&self, id: &str, format: ExportFormat) -> Result<String, HostError> {
+    pub async fn export_session(
+        &self,
+        id: &str,
+        format: ExportFormat,
+    ) -> Result<String, HostError> {
         let row = self.session_row(id).await?;
         let project = match &row.project_id {
             Some(p) => self.project(p).await.ok(),
@@ -100,9 +104,13 @@ impl Host {
     /// session owns; with `apply`, they are removed (worktree and branch).
     pub async fn gc(&self, apply: bool) -> Result<Value, HostError> {
         let projects = self.catalog(|c| c.list_projects()).await?;
-        let sessions =
-            self.catalog(|c| c.list_sessions(&SessionFilter { project_id: None, include_archived: true })).await?;
-        let owned: Vec<String> = sessions.iter().filter_map(|s| s.worktree.as_ref().map(|w| w.path.clone())).collect();
+        let sessions = self
+            .catalog(|c| {
+                c.list_sessions(&SessionFilter { project_id: None, include_archived: true })
+            })
+            .await?;
+        let owned: Vec<String> =
+            sessions.iter().filter_map(|s| s.worktree.as_ref().map(|w| w.path.clone())).collect();
         let mut orphans = Vec::new();
         for project in projects {
             let root = PathBuf::from(&project.root);
@@ -117,8 +125,12 @@ impl Host {
                         continue;
                     }
                     if apply && let Some(branch) = entry.branch.clone() {
-                        let worktree =
-                            Worktree { path: entry.path.clone(), branch, base_ref: String::new(), base_sha: String::new() };
+                        let worktree = Worktree {
+                            path: entry.path.clone(),
+                            branch,
+                            base_ref: String::new(),
+                            base_sha: String::new(),
+                        };
                         repo.discard(&worktree)?;
                     }
                     found.push(path);
@@ -143,7 +155,8 @@ fn looks_like_claude_transcript(text: &str) -> bool {
 
 /// The imported events under `session_id`, starting with a read-only `sessionCreated`.
 fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
-    let first_is_created = matches!(imported.events.first().map(|e| &e.kind), Some(EventKind::SessionCreated(_)));
+    let first_is_created =
+        matches!(imported.events.first().map(|e| &e.kind), Some(EventKind::SessionCreated(_)));
     let backend = imported.meta.backend.unwrap_or(Backend::ClaudeCode);
     let mut events = Vec::with_capacity(imported.events.len() + 1);
     if !first_is_created {
@@ -159,7 +172,14 @@ fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
             continues_session_id: None,
         };
         let at = imported.events.first().map_or_else(now, |e| e.at);
-        events.push(Event { seq: 0, at, session_id: String::new(), backend, native_type: None, kind: EventKind::SessionCreated(created) });
+        events.push(Event {
+            seq: 0,
+            at,
+            session_id: String::new(),
+            backend,
+            native_type: None,
+            kind: EventKind::SessionCreated(created),
+        });
     }
     events.extend(imported.events);
     for (i, e) in events.iter_mut().enumerate() {

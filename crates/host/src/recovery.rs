@@ -33,12 +33,21 @@ pub struct RecoveryReport {
 }
 
 /// Opens the catalog at `path`, rebuilding it from `sessions_dir` when it is damaged.
-pub(crate) fn open_catalog(path: &Path, sessions_dir: &Path, report: &mut RecoveryReport) -> Result<Catalog, HostError> {
+pub(crate) fn open_catalog(
+    path: &Path,
+    sessions_dir: &Path,
+    report: &mut RecoveryReport,
+) -> Result<Catalog, HostError> {
     match Catalog::open(path) {
         Ok(c) => Ok(c),
         Err(e) if e.is_corrupt() => {
             let aside = path.with_extension(format!("corrupt-{}", now().unix_millis()));
-            std::fs::rename(path, &aside).map_err(|io| HostError::Invalid(format!("cannot move the damaged catalog {} aside: {io}", path.display())))?;
+            std::fs::rename(path, &aside).map_err(|io| {
+                HostError::Invalid(format!(
+                    "cannot move the damaged catalog {} aside: {io}",
+                    path.display()
+                ))
+            })?;
             for suffix in ["-wal", "-shm"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
             }
@@ -52,17 +61,27 @@ pub(crate) fn open_catalog(path: &Path, sessions_dir: &Path, report: &mut Recove
 }
 
 /// Brings every session's row up to date and closes the ones the dead host left running.
-pub(crate) fn recover_sessions(catalog: &Catalog, sessions_dir: &Path, report: &mut RecoveryReport) -> Result<(), HostError> {
+pub(crate) fn recover_sessions(
+    catalog: &Catalog,
+    sessions_dir: &Path,
+    report: &mut RecoveryReport,
+) -> Result<(), HostError> {
     // Transcripts without a row (the host died before indexing them) come back through a rebuild.
-    let rows = catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
+    let rows =
+        catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
     let known: std::collections::HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
     let unindexed = std::fs::read_dir(sessions_dir)
-        .map(|d| d.filter_map(Result::ok).filter(|e| !known.contains(&e.file_name().to_string_lossy().into_owned())).count())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| !known.contains(&e.file_name().to_string_lossy().into_owned()))
+                .count()
+        })
         .unwrap_or(0);
     if unindexed > 0 {
         catalog.rebuild_sessions(sessions_dir)?;
     }
-    let rows = catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
+    let rows =
+        catalog.list_sessions(&SessionFilter { project_id: None, include_archived: true })?;
     for row in rows {
         let transcript = PathBuf::from(&row.transcript);
         let read = read_transcript(&transcript, row.last_seq + 1)?;
@@ -86,7 +105,12 @@ pub(crate) fn recover_sessions(catalog: &Catalog, sessions_dir: &Path, report: &
 }
 
 /// Appends "voided approvals, interrupted, finished" to a session the dead host left open.
-fn close_interrupted(catalog: &Catalog, row: &SessionRow, transcript: &Path, report: &mut RecoveryReport) -> Result<(), HostError> {
+fn close_interrupted(
+    catalog: &Catalog,
+    row: &SessionRow,
+    transcript: &Path,
+    report: &mut RecoveryReport,
+) -> Result<(), HostError> {
     let opened = TranscriptWriter::open(transcript)?;
     if opened.truncated_bytes > 0 {
         report.torn_tails += 1;
@@ -105,15 +129,30 @@ fn close_interrupted(catalog: &Catalog, row: &SessionRow, transcript: &Path, rep
             })
         })
         .collect();
-    let message = "the host stopped while this session was live; send a prompt to resume it".to_owned();
-    kinds.push(EventKind::RunFinished(RunFinished::new(RunOutcome::Interrupted, Some(message), None)));
-    kinds.push(EventKind::StatusChanged(StatusChanged { status: SessionStatus::Finished, previous: row.status }));
+    let message =
+        "the host stopped while this session was live; send a prompt to resume it".to_owned();
+    kinds.push(EventKind::RunFinished(RunFinished::new(
+        RunOutcome::Interrupted,
+        Some(message),
+        None,
+    )));
+    kinds.push(EventKind::StatusChanged(StatusChanged {
+        status: SessionStatus::Finished,
+        previous: row.status,
+    }));
     let mut seq = writer.last_seq();
     let events: Vec<Event> = kinds
         .into_iter()
         .map(|kind| {
             seq += 1;
-            Event { seq, at: now(), session_id: row.id.clone(), backend: row.backend, native_type: None, kind }
+            Event {
+                seq,
+                at: now(),
+                session_id: row.id.clone(),
+                backend: row.backend,
+                native_type: None,
+                kind,
+            }
         })
         .collect();
     writer.append(&events)?;
@@ -128,7 +167,8 @@ fn process_matches(pid: u32, start_ticks: u64) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
     let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    fields.first().is_some_and(|state| *state != "Z") && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(start_ticks)
+    fields.first().is_some_and(|state| *state != "Z")
+        && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(start_ticks)
 }
 
 fn stop_orphan(pid: u32) {
@@ -136,13 +176,19 @@ fn stop_orphan(pid: u32) {
     tree.extend(nucleic_agents::process::descendants(pid));
     for p in &tree {
         if let Ok(raw) = i32::try_from(*p) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(raw),
+                nix::sys::signal::Signal::SIGTERM,
+            );
         }
     }
     std::thread::sleep(Duration::from_millis(300));
     for p in &tree {
         if let Ok(raw) = i32::try_from(*p) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(raw),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

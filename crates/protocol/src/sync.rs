@@ -212,7 +212,9 @@ pub enum Intent {
     },
     /// A read-only session from a file on the host: a Nucleic export (markdown or JSONL) or a
     /// Claude Code transcript (`~/.claude/projects/…/<id>.jsonl`).
-    Import { path: String },
+    Import {
+        path: String,
+    },
     /// Worktrees under `.nucleic/worktrees` that no session owns; removed only with `apply`.
     Gc {
         #[serde(default)]
