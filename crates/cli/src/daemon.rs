@@ -1,6 +1,7 @@
 //! Talking to the daemon from the CLI: find it (or start it), connect over the WebSocket, say
 //! hello, and exchange requests and replies.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -156,7 +157,7 @@ async fn start_and_connect(home: &Path) -> anyhow::Result<Socket> {
     std::fs::create_dir_all(home)?;
     let _ = std::fs::remove_file(home.join(DAEMON_FILE));
     let log: PathBuf = home.join("daemon.log");
-    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&log)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("serve")

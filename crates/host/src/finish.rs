@@ -177,6 +177,11 @@ impl Host {
         let base = worktree.base_ref.clone();
         let outcome = blocking(move || {
             let repo = Repo::open(&root)?;
+            // Check first, so that a conflict leaves even the uncommitted work as it was.
+            let files = repo.conflict_preview(&worktree, &base)?;
+            if !files.is_empty() {
+                return Err(nucleic_git::GitError::Conflict { files });
+            }
             repo.commit_all(&worktree, &message)?;
             repo.merge_into_base(&worktree, &base, mode, &message)
         })

@@ -359,3 +359,34 @@ async fn dirty_or_detached_main_checkouts_and_bad_cursors() {
     assert_eq!(e.code(), ProtocolErrorCode::BadCursor);
     assert!(host.subscribe(&s.session_id, last + 1).await.is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflicting_merge_names_the_files_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let a = host
+        .new_session(new_session(&project.project_id, "write same.txt containing one"), "t")
+        .await
+        .unwrap();
+    let b = host
+        .new_session(new_session(&project.project_id, "write same.txt containing two"), "t")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &a.session_id).await;
+    approve_until_turn_done(&host, &b.session_id).await;
+    host.finish(&a.session_id, FinishAction::Merge { message: None }, "t").await.unwrap();
+    let preview = host.git_facts(&b.session_id, false).await.unwrap();
+    assert_eq!(preview.conflicts, vec!["same.txt".to_owned()], "the preview sees it coming");
+    let tip = git(&root, &["rev-parse", "main"]);
+    let e =
+        host.finish(&b.session_id, FinishAction::Squash { message: None }, "t").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::GitRefused);
+    assert!(e.to_string().contains("same.txt"), "{e}");
+    assert_eq!(git(&root, &["rev-parse", "main"]), tip);
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    let b_path = b.worktree.unwrap().path;
+    assert_eq!(std::fs::read_to_string(Path::new(&b_path).join("same.txt")).unwrap(), "two\n");
+    assert_eq!(git(Path::new(&b_path), &["status", "--porcelain"]), "?? same.txt\n", "still uncommitted");
+}
