@@ -388,5 +388,9 @@ async fn a_conflicting_merge_names_the_files_and_changes_nothing() {
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
     let b_path = b.worktree.unwrap().path;
     assert_eq!(std::fs::read_to_string(Path::new(&b_path).join("same.txt")).unwrap(), "two\n");
-    assert_eq!(git(Path::new(&b_path), &["status", "--porcelain"]), "?? same.txt\n", "still uncommitted");
+    assert_eq!(
+        git(Path::new(&b_path), &["status", "--porcelain"]),
+        "?? same.txt\n",
+        "still uncommitted"
+    );
 }
