@@ -117,20 +117,35 @@ pub enum SessionCommand {
         #[arg(long)]
         patch: bool,
     },
+    /// Merge the session's work into its base branch (a merge commit).
     Merge {
         session_id: String,
         #[arg(short, long)]
         message: Option<String>,
+        /// Also fast-forward a clean checkout that has the base branch checked out (by
+        /// default such a merge is refused and no checkout's files change).
+        #[arg(long)]
+        update_checkout: bool,
     },
+    /// Bring the session's work into its base branch as one commit.
     Squash {
         session_id: String,
         #[arg(short, long)]
         message: Option<String>,
+        /// Also fast-forward a clean checkout that has the base branch checked out (by
+        /// default such a merge is refused and no checkout's files change).
+        #[arg(long)]
+        update_checkout: bool,
     },
+    /// Replay the session's commits onto its base branch.
     Rebase {
         session_id: String,
         #[arg(short, long)]
         message: Option<String>,
+        /// Also fast-forward a clean checkout that has the base branch checked out (by
+        /// default such a merge is refused and no checkout's files change).
+        #[arg(long)]
+        update_checkout: bool,
     },
     Discard {
         session_id: String,
@@ -359,14 +374,26 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             }
             return Ok(ExitCode::SUCCESS);
         }
-        SessionCommand::Merge { session_id, message } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Merge { message })).await?
+        SessionCommand::Merge { session_id, message, update_checkout } => {
+            intent(
+                &mut daemon,
+                finish(session_id, FinishAction::Merge { message, update_checkout }),
+            )
+            .await?
         }
-        SessionCommand::Squash { session_id, message } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Squash { message })).await?
+        SessionCommand::Squash { session_id, message, update_checkout } => {
+            intent(
+                &mut daemon,
+                finish(session_id, FinishAction::Squash { message, update_checkout }),
+            )
+            .await?
         }
-        SessionCommand::Rebase { session_id, message } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Rebase { message })).await?
+        SessionCommand::Rebase { session_id, message, update_checkout } => {
+            intent(
+                &mut daemon,
+                finish(session_id, FinishAction::Rebase { message, update_checkout }),
+            )
+            .await?
         }
         SessionCommand::Discard { session_id } => {
             intent(&mut daemon, finish(session_id, FinishAction::Discard)).await?

@@ -70,6 +70,12 @@ pub enum GitError {
     /// (or changes the update would overwrite); nothing was changed.
     #[error("`{branch}` is checked out in {path}, which has local changes; commit or stash them")]
     BaseCheckedOutDirty { branch: String, path: PathBuf },
+    /// The base branch is checked out in a checkout whose files the caller did not allow to be
+    /// changed.
+    #[error(
+        "{branch} is checked out in {path}; its files are only updated when asked (update the checkout explicitly, or check out another branch there)"
+    )]
+    BaseCheckedOut { branch: String, path: PathBuf },
     /// A destructive operation was called without its explicit confirmation.
     #[error("{operation} needs explicit confirmation")]
     NotConfirmed { operation: &'static str },

@@ -25,6 +25,16 @@ pub enum FinishMode {
     Rebase,
 }
 
+/// What finishing may do to a checkout that has the base branch checked out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckoutPolicy {
+    /// Refuse ([`GitError::BaseCheckedOut`]): no checkout's files change.
+    Refuse,
+    /// Fast-forward it when clean; refuse when it has changes to tracked files.
+    FastForwardIfClean,
+}
+
 /// Where the base branch ended up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinishOutcome {
@@ -82,6 +92,27 @@ impl Repo {
         mode: FinishMode,
         message: &str,
     ) -> Result<FinishOutcome> {
+        self.merge_into_base_with(
+            worktree,
+            base_branch,
+            mode,
+            message,
+            CheckoutPolicy::FastForwardIfClean,
+        )
+    }
+
+    /// [`Repo::merge_into_base`], choosing what happens to a checkout that has `base_branch`
+    /// checked out: with [`CheckoutPolicy::Refuse`] the call fails with
+    /// [`GitError::BaseCheckedOut`] before anything is written, so no checkout's files ever
+    /// change unless the person asked for it.
+    pub fn merge_into_base_with(
+        &self,
+        worktree: &Worktree,
+        base_branch: &str,
+        mode: FinishMode,
+        message: &str,
+        policy: CheckoutPolicy,
+    ) -> Result<FinishOutcome> {
         require_present(worktree)?;
         require_on_branch(worktree)?;
         if is_dirty_in(&worktree.path, true)? {
@@ -102,6 +133,14 @@ impl Repo {
             return Err(nothing());
         }
         let checkout = self.checkout_of(base_branch)?;
+        if let Some(path) = &checkout
+            && policy == CheckoutPolicy::Refuse
+        {
+            return Err(GitError::BaseCheckedOut {
+                branch: base_branch.to_owned(),
+                path: path.clone(),
+            });
+        }
         if let Some(path) = &checkout
             && is_dirty_in(path, false)?
         {

@@ -37,7 +37,7 @@ mod worktree;
 
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus};
 pub use error::{GitError, Result};
-pub use finish::{FinishMode, FinishOutcome};
+pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
 pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use nucleic_git::{FinishMode, Repo, Worktree};
+use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
     DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
     WorktreeAction, WorktreeFinished, WorktreeInfo,
@@ -51,43 +51,26 @@ impl Host {
                 })
             };
         match action {
-            FinishAction::Merge { message }
-            | FinishAction::Squash { message }
-            | FinishAction::Rebase { message }
+            FinishAction::Merge { .. }
+            | FinishAction::Squash { .. }
+            | FinishAction::Rebase { .. }
                 if busy =>
             {
-                let _ = message;
                 Err(HostError::Invalid(format!(
                     "session {id} is still working; wait for its turn to end or stop it"
                 )))
             }
-            FinishAction::Merge { message } => {
-                self.integrate(id, root, worktree, FinishMode::Merge, message, &row.title, finished)
-                    .await
+            FinishAction::Merge { message, update_checkout } => {
+                let how = Integration { mode: FinishMode::Merge, message, update_checkout };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
             }
-            FinishAction::Squash { message } => {
-                self.integrate(
-                    id,
-                    root,
-                    worktree,
-                    FinishMode::Squash,
-                    message,
-                    &row.title,
-                    finished,
-                )
-                .await
+            FinishAction::Squash { message, update_checkout } => {
+                let how = Integration { mode: FinishMode::Squash, message, update_checkout };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
             }
-            FinishAction::Rebase { message } => {
-                self.integrate(
-                    id,
-                    root,
-                    worktree,
-                    FinishMode::Rebase,
-                    message,
-                    &row.title,
-                    finished,
-                )
-                .await
+            FinishAction::Rebase { message, update_checkout } => {
+                let how = Integration { mode: FinishMode::Rebase, message, update_checkout };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
             }
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
@@ -162,28 +145,43 @@ impl Host {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn integrate(
         &self,
         id: &str,
         root: PathBuf,
         worktree: Worktree,
-        mode: FinishMode,
-        message: Option<String>,
+        how: Integration,
         title: &str,
         finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
     ) -> Result<Option<Value>, HostError> {
+        let Integration { mode, message, update_checkout } = how;
         let message = message.unwrap_or_else(|| title.to_owned());
         let base = worktree.base_ref.clone();
+        let policy = if update_checkout {
+            CheckoutPolicy::FastForwardIfClean
+        } else {
+            CheckoutPolicy::Refuse
+        };
         let outcome = blocking(move || {
             let repo = Repo::open(&root)?;
-            // Check first, so that a conflict leaves even the uncommitted work as it was.
+            // Check first, so that a refusal leaves even the uncommitted work as it was.
+            if policy == CheckoutPolicy::Refuse
+                && let Some(entry) = repo
+                    .list_worktrees()?
+                    .into_iter()
+                    .find(|e| !e.prunable && e.branch.as_deref() == Some(base.as_str()))
+            {
+                return Err(nucleic_git::GitError::BaseCheckedOut {
+                    branch: base,
+                    path: entry.path,
+                });
+            }
             let files = repo.conflict_preview(&worktree, &base)?;
             if !files.is_empty() {
                 return Err(nucleic_git::GitError::Conflict { files });
             }
             repo.commit_all(&worktree, &message)?;
-            repo.merge_into_base(&worktree, &base, mode, &message)
+            repo.merge_into_base_with(&worktree, &base, mode, &message, policy)
         })
         .await?;
         let action = match mode {
@@ -301,6 +299,14 @@ impl Host {
             Intent::Gc { apply } => self.gc(apply).await.map(Some),
         }
     }
+}
+
+/// How to bring a session's work into its base branch.
+#[derive(Debug)]
+struct Integration {
+    mode: FinishMode,
+    message: Option<String>,
+    update_checkout: bool,
 }
 
 /// `type_changed` → `typeChanged`.

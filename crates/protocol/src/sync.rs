@@ -260,16 +260,28 @@ pub enum FinishAction {
     Merge {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
     },
     /// One squashed commit on the base branch.
     Squash {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
     },
     /// Replay the session's commits onto the base branch's tip.
     Rebase {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
     },
     /// Remove the worktree and its branch.
     Discard,
@@ -431,4 +443,8 @@ pub struct DiffFile {
     pub additions: u64,
     pub deletions: u64,
     pub binary: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -126,6 +126,10 @@ async fn the_cli_drives_sessions_through_an_auto_started_daemon() {
     let (_, diff, _) = cli(&home, &["session", "diff", &session]).await;
     assert!(diff.contains("untracked") && diff.contains("hello.txt"), "{diff}");
     let (code, _, err) = cli(&home, &["session", "merge", &session, "-m", "add hello"]).await;
+    assert_eq!(code, 2, "main is checked out in the repo: refused without --update-checkout");
+    assert!(err.contains("checked out"), "{err}");
+    let (code, _, err) =
+        cli(&home, &["session", "merge", &session, "-m", "add hello", "--update-checkout"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(git(&root, &["show", "main:hello.txt"]), "hi\n");
     let (_, list, _) = cli(&home, &["session", "list"]).await;
