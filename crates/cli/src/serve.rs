@@ -43,6 +43,22 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(host_config(&home)?).await?;
+    let recovery = host.recovery();
+    if !recovery.is_clean() {
+        println!(
+            "nucleic: recovered: {} session(s) interrupted, {} orphan agent(s) stopped, {} torn transcript tail(s) cut, {} row(s) caught up, {} session(s) missing their worktree{}",
+            recovery.interrupted.len(),
+            recovery.orphans_stopped.len(),
+            recovery.torn_tails,
+            recovery.rows_caught_up,
+            recovery.missing_worktrees.len(),
+            recovery
+                .catalog_rebuilt_from
+                .as_ref()
+                .map(|p| format!("; catalog rebuilt (damaged one kept at {})", p.display()))
+                .unwrap_or_default()
+        );
+    }
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;

@@ -30,6 +30,15 @@ pub struct RecoveryReport {
     pub orphans_stopped: Vec<u32>,
     /// Torn transcript tails cut off.
     pub torn_tails: usize,
+    /// Sessions whose worktree directory is gone (git's stale entries were pruned).
+    pub missing_worktrees: Vec<String>,
+}
+
+impl RecoveryReport {
+    /// True when nothing needed repair.
+    pub fn is_clean(&self) -> bool {
+        self == &RecoveryReport::default()
+    }
 }
 
 /// Opens the catalog at `path`, rebuilding it from `sessions_dir` when it is damaged.
@@ -99,6 +108,17 @@ pub(crate) fn recover_sessions(
         }
         if !row.status.is_terminal() && !row.read_only {
             close_interrupted(catalog, &row, &transcript, report)?;
+        }
+        if let Some(worktree) = &row.worktree
+            && !Path::new(&worktree.path).is_dir()
+        {
+            report.missing_worktrees.push(row.id.clone());
+        }
+    }
+    // Reconcile with `git worktree list`: forget entries whose directory is gone.
+    for project in catalog.list_projects()? {
+        if let Ok(repo) = nucleic_git::Repo::open(&project.root) {
+            let _ = repo.prune();
         }
     }
     Ok(())

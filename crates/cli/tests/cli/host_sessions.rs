@@ -415,3 +415,81 @@ async fn a_conflicting_merge_names_the_files_and_changes_nothing() {
         "still uncommitted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn guardrails_refuse_sessions_beyond_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let config = |limits: Limits| HostConfig {
+        home: dir.path().join("home"),
+        agents: AgentPaths {
+            claude: None,
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+        },
+        limits,
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(2),
+        agent_env: Vec::new(),
+    };
+    let host =
+        Host::open(config(Limits { max_live_sessions: 1, max_worktrees: 10, min_free_bytes: 0 }))
+            .await
+            .unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap();
+    let e = host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::LimitReached, "{e}");
+    drop(host);
+
+    let host =
+        Host::open(config(Limits { max_live_sessions: 10, max_worktrees: 1, min_free_bytes: 0 }))
+            .await
+            .unwrap();
+    let e = host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::LimitReached, "one worktree exists already: {e}");
+    drop(host);
+
+    let host = Host::open(config(Limits {
+        max_live_sessions: 10,
+        max_worktrees: 10,
+        min_free_bytes: u64::MAX,
+    }))
+    .await
+    .unwrap();
+    let e = host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::LimitReached);
+    assert!(e.to_string().contains("free"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_damaged_catalog_is_rebuilt_from_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write a.txt containing A"), "t")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &s.session_id).await;
+    host.stop(&s.session_id).await.unwrap();
+    drop(host);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let catalog = dir.path().join("home/catalog.sqlite");
+    std::fs::write(&catalog, b"this is not a database, it was damaged").unwrap();
+    let _ = std::fs::remove_file(dir.path().join("home/catalog.sqlite-wal"));
+    std::fs::remove_dir_all(s.worktree.as_ref().unwrap().path.clone()).unwrap();
+
+    let host = self::host(dir.path()).await;
+    let report = host.recovery();
+    assert!(report.catalog_rebuilt_from.is_some(), "{report:?}");
+    assert_eq!(report.missing_worktrees, vec![s.session_id.clone()]);
+    let sessions = host.list_sessions(None, true).await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].session_id, s.session_id);
+    assert_eq!(sessions[0].title, "write a.txt containing A");
+    let projects = host.list_projects().await.unwrap();
+    assert_eq!(projects.len(), 1, "the project came back from the session's sessionCreated");
+    assert_eq!(projects[0].root, root.to_string_lossy());
+}
