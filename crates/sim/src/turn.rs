@@ -188,6 +188,10 @@ impl<W: Write> Session<W> {
                         return Ok(Verdict::Abort);
                     }
                     if self.eof {
+                        if self.faults.ignore_stdin_eof {
+                            // An agent that outlives its host: keep waiting for an answer.
+                            crate::session::sleep_forever();
+                        }
                         self.pending = None;
                         return Ok(deny(st, STREAM_CLOSED.to_owned()));
                     }
