@@ -3,10 +3,12 @@
 //!
 //! - [`agent`]: the backend-neutral [`AgentControl`] trait, [`AgentOutput`] and [`Capabilities`].
 //! - [`claude`]: Claude Code (and the simulated agent, which speaks the same protocol).
+//! - [`codex`]: Codex CLI output decoders (`exec --json` and `app-server`).
 //! - [`process`]: process groups, capped line reading, group termination.
 
 pub mod agent;
 pub mod claude;
+pub mod codex;
 mod error;
 pub mod process;
 

@@ -3,3 +3,4 @@
 pub mod agents;
 pub mod isolation;
 pub mod mock_anthropic;
+pub mod mock_openai;
