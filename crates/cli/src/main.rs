@@ -15,10 +15,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// mimalloc: the event path allocates per event across threads, where glibc's arenas contend.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Nucleic runs coding agents (Claude Code, Codex, a built-in simulated agent) and turns their
 /// output into one normalized, sequenced event stream.
 #[derive(Debug, Parser)]

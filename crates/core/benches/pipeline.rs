@@ -23,10 +23,6 @@ use serde_json::Value;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
-// The same allocator as the `nucleic` binary.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const SAMPLES: &str = include_str!("../../agents/tests/fixtures/claude-2.1.332.samples.jsonl");
 const WORDS: &[&str] = &[
     "the", "file", "test", "build", "check", "function", "error", "module", "should", "write",

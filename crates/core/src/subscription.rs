@@ -26,6 +26,11 @@ pub struct Subscription {
     live: Option<broadcast::Receiver<EventBatch>>,
     transcript: PathBuf,
     index: SharedIndex,
+    /// Where the last disk read stopped, and the seq that follows it there: the next read
+    /// continues from that byte instead of rescanning.
+    resume_at: Option<(u64, u64)>,
+    /// The last disk read stopped at its chunk limit: there may be more on disk.
+    more_on_disk: bool,
 }
 
 impl Subscription {
@@ -43,6 +48,8 @@ impl Subscription {
             live,
             transcript,
             index,
+            resume_at: None,
+            more_on_disk: false,
         };
         sub.refill()?;
         Ok(sub)
@@ -61,8 +68,14 @@ impl Subscription {
 
     /// Reads the next chunk from disk, starting at the cursor; true if it found anything.
     fn refill(&mut self) -> Result<bool, CoreError> {
-        let offset = self.index.read().map(|i| i.offset_before(self.next_seq)).unwrap_or(0);
+        let indexed = self.index.read().map(|i| i.offset_before(self.next_seq)).unwrap_or(0);
+        let offset = match self.resume_at {
+            Some((offset, seq)) if seq == self.next_seq && offset >= indexed => offset,
+            _ => indexed,
+        };
         let read = read_range(&self.transcript, offset, self.next_seq, CATCH_UP_CHUNK)?;
+        self.more_on_disk = read.events.len() == CATCH_UP_CHUNK;
+        self.resume_at = read.events.last().map(|e| (read.complete_len, e.seq + 1));
         self.backlog = read.events.into_iter().map(Arc::new).collect();
         Ok(!self.backlog.is_empty())
     }
@@ -83,11 +96,12 @@ impl Subscription {
                     )));
                 }
                 self.next_seq += 1;
-                if self.backlog.is_empty() && self.live.is_none() {
-                    // Disk-only mode: fetch the next chunk lazily.
-                    self.refill()?;
-                }
                 return Ok(Some(event));
+            }
+            // A full chunk means the catch-up is not over: read on before waiting for live
+            // events (an idle session sends none).
+            if self.more_on_disk && self.refill()? {
+                continue;
             }
             let Some(live) = self.live.as_mut() else {
                 if self.refill()? {

@@ -485,3 +485,37 @@ async fn a_kept_open_session_records_host_events_after_the_agent_exits() {
     }
     assert_eq!(last, Some("sessionUpdated"));
 }
+
+#[tokio::test]
+async fn catching_up_a_long_idle_session_does_not_stop_at_a_chunk() {
+    let r = rig_with(tempfile::tempdir().unwrap(), ALL, None, true);
+    for chunk in 0..100 {
+        r.emit((0..100).map(|i| text(&format!("{chunk}-{i}"))).collect()).await;
+    }
+    // Wait until everything is written; then nothing more happens (an idle session).
+    while r.session.state().last_seq < 10_001 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for from in [1u64, 4_000, 9_000] {
+        let mut sub = r.session.subscribe(from).unwrap();
+        let mut next = from;
+        while next <= 10_001 {
+            let e = tokio::time::timeout(Duration::from_secs(5), sub.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            assert_eq!(e.seq, next);
+            next += 1;
+        }
+    }
+    // A replay of the transcript alone (no writer) reads it once, in order.
+    let mut replay =
+        nucleic_core::Subscription::replay(r.session.transcript_path().to_owned(), 1).unwrap();
+    let mut n = 0;
+    while let Some(e) = replay.next().await.unwrap() {
+        n += 1;
+        assert_eq!(e.seq, n);
+    }
+    assert_eq!(n, 10_001);
+}

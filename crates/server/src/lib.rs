@@ -56,5 +56,11 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Events are small and latency-sensitive: without TCP_NODELAY, Nagle plus delayed ACKs
+    // added ~40 ms stalls (see docs/benchmarks.md).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }

@@ -1,0 +1,201 @@
+//! Host benchmarks for issue 3, in one process; figures and caveats in `docs/benchmarks.md`.
+//!
+//! 1. **Session start vs `git worktree add`**: `Host::new_session` (simulated agent, no setup
+//!    script, `bypassPermissions`, prompt "say hi"), timed until it returns, against a bare
+//!    `git worktree add -b b_N <path> HEAD`, on a synthetic 20k-file repository on tmpfs. The two
+//!    alternate (order flipping each round), every worktree at a fresh path, nothing deleted until
+//!    the end.
+//! 2. **50 parallel sessions** of the simulated agent streaming to one WebSocket client. The
+//!    daemon (`Host` + `nucleic_server` on 127.0.0.1:0) runs in this process, the client on its
+//!    own thread and runtime. A paced run (`slow`: 200 ms between chunks, like a live model) and a
+//!    flat-out run report events/s delivered, host RSS, and latency from each event's `at`
+//!    (stamped by the session writer) to the client. Five probe sessions (this binary started as
+//!    the `claude` backend, see [`probe_agent`]) write timestamped lines throughout, which
+//!    measures agent stdout → writer, → an in-process subscriber and → the client. Fails if any
+//!    stream has a gap or a duplicate, or ends short of its transcript's last seq.
+//! 3. **Catch-up of 100k events from a cursor**: one session driven to ≥ 100k events, then read
+//!    from seq 1 while it is live and idle (fails if that stalls), and after a daemon restart
+//!    (replay) over the WebSocket from seq 1 and from the middle, in-process from seq 1, and as
+//!    one `read_transcript` pass (the floor), interleaved.
+//!
+//! Run: `cargo bench -p nucleic-cli --bench host` (about 45 s). Knobs: `HOST_BENCH_ROUNDS`
+//! (part 1, default 8), `HOST_BENCH_SESSIONS` (part 2, default 50), `HOST_BENCH_EVENTS` (part 3,
+//! default 100000), `HOST_BENCH_DIR` (scratch, default `/dev/shm`), `HOST_BENCH_PARTS` (default
+//! `123`).
+
+use std::error::Error;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_server::{AppState, load_or_create_token};
+
+pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
+pub(crate) type Res<T> = Result<T, BoxError>;
+
+mod catchup;
+mod client;
+mod parallel;
+mod start;
+mod util;
+
+#[allow(unused_imports)]
+use catchup::*;
+#[allow(unused_imports)]
+use client::*;
+#[allow(unused_imports)]
+use parallel::*;
+#[allow(unused_imports)]
+use start::*;
+#[allow(unused_imports)]
+use util::*;
+
+pub(crate) const WORDS: &[&str] = &[
+    "the", "file", "test", "build", "check", "function", "error", "module", "should", "write",
+    "config", "update", "because", "returns", "value", "path", "crate", "session", "is", "to",
+    "and", "not", "this", "output", "line", "handler", "fix", "cargo", "passes", "code",
+];
+
+/// How long the client waits for any message before calling the run broken.
+pub(crate) const STALL: Duration = Duration::from_secs(60);
+
+fn main() -> ExitCode {
+    if std::env::var_os(PROBE_ENV).is_some() {
+        return probe_agent();
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("host bench FAILED: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Removes the scratch directory however the run ends.
+#[derive(Debug)]
+pub(crate) struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn run() -> Res<()> {
+    let base = PathBuf::from(std::env::var("HOST_BENCH_DIR").unwrap_or_else(|_| "/dev/shm".into()));
+    let scratch = Scratch(base.join(format!("nucleic-host-bench-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)?;
+    println!(
+        "host bench: {} cores, {}, scratch {}",
+        std::thread::available_parallelism().map_or(0, usize::from),
+        git(&scratch.0, &["--version"])?.trim(),
+        scratch.0.display()
+    );
+
+    let t = Instant::now();
+    let big = build_repo(&scratch.0.join("repo-20k"), 20, 20, 50)?;
+    println!("built the 20k-file repository in {:.1} s", t.elapsed().as_secs_f64());
+    let small = build_repo(&scratch.0.join("repo-small"), 2, 5, 10)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let outcome = runtime.block_on(async_main(&scratch.0, &big, &small));
+    drop(runtime);
+    wait_for_children(Duration::from_secs(10));
+    outcome
+}
+
+pub(crate) async fn async_main(scratch: &Path, big: &Path, small: &Path) -> Res<()> {
+    let home = scratch.join("home");
+    let daemon = Daemon::start(&home).await?;
+    let parts = std::env::var("HOST_BENCH_PARTS").unwrap_or_else(|_| "123".into());
+    let result = async {
+        if parts.contains('1') {
+            session_start(&daemon.host, scratch, big).await?;
+            stop_all(&daemon.host).await;
+        }
+        if parts.contains('2') {
+            parallel_sessions(&daemon, &home, small).await?;
+            stop_all(&daemon.host).await;
+        }
+        if parts.contains('3') {
+            return Ok(Some(catch_up_live(&daemon, &home, small).await?));
+        }
+        Ok::<_, BoxError>(None)
+    }
+    .await;
+    daemon.shutdown().await;
+    let Some(live) = result? else { return Ok(()) };
+    // The same transcript once its session is no longer live: a restarted daemon replays it.
+    let daemon = Daemon::start(&home).await?;
+    let replayed = catch_up_replay(&daemon, &live).await;
+    daemon.shutdown().await;
+    replayed?;
+    match live.failure {
+        Some(failure) => Err(failure.into()),
+        None => Ok(()),
+    }
+}
+
+/// The host and its server (`nucleic serve` without the daemon file), in this process.
+#[derive(Debug)]
+pub(crate) struct Daemon {
+    pub(crate) host: Arc<Host>,
+    pub(crate) addr: SocketAddr,
+    pub(crate) token: String,
+    pub(crate) stop: tokio::sync::oneshot::Sender<()>,
+    pub(crate) server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Daemon {
+    pub(crate) async fn start(home: &Path) -> Res<Daemon> {
+        let host = Host::open(HostConfig {
+            home: home.to_owned(),
+            agents: AgentPaths {
+                // `claude` is this bench binary acting as a latency probe (see `probe_agent`).
+                claude: Some(std::env::current_exe()?),
+                sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
+                sim_prefix: vec!["__sim-agent".into()],
+            },
+            // The defaults (20 live sessions, 50 worktrees) would refuse part 2.
+            limits: Limits { max_live_sessions: 1000, max_worktrees: 1000, min_free_bytes: 0 },
+            approval_timeout: None,
+            setup_timeout: Duration::from_secs(60),
+            agent_env: vec![(PROBE_ENV.into(), "1".into())],
+        })
+        .await?;
+        let token = load_or_create_token(home)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(nucleic_server::serve(
+            listener,
+            AppState::new(host.clone(), token.clone(), addr),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Daemon { host, addr, token, stop, server })
+    }
+
+    pub(crate) async fn shutdown(self) {
+        stop_all(&self.host).await;
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.server).await;
+    }
+}
+
+/// Stops every session's agent and waits (briefly) for the processes to go.
+pub(crate) async fn stop_all(host: &Host) {
+    for s in host.list_sessions(None, true).await.unwrap_or_default() {
+        let _ = host.stop(&s.session_id).await;
+    }
+    let _ = tokio::task::spawn_blocking(|| wait_for_children(Duration::from_secs(10))).await;
+}
