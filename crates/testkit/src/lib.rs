@@ -3,4 +3,5 @@
 pub mod agents;
 pub mod isolation;
 pub mod mock_anthropic;
+mod mock_http;
 pub mod mock_openai;

@@ -1,6 +1,8 @@
 //! Integration tests for the mock Responses API, over a hand-written HTTP/1.1 client.
-// The helpers below are test code too: a malformed response should fail the test loudly.
+// Helpers here and in `support` are test code too: a malformed response fails the test loudly.
 #![allow(clippy::unwrap_used)]
+
+mod support;
 
 use std::time::Duration;
 
@@ -8,45 +10,9 @@ use nucleic_testkit::mock_openai::{
     FaultKind, MockOpenAi, Reply, Script, ToolCall, add_file_patch, codex_config_toml,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{RawResponse, read_all, receive};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-
-#[derive(Debug)]
-struct RawResponse {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    /// Chunked body ended with the zero-size chunk (always true when not chunked).
-    complete: bool,
-}
-
-impl RawResponse {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-    /// `(event, data)` pairs of an SSE body.
-    fn events(&self) -> Vec<(String, Value)> {
-        let text = String::from_utf8(self.body.clone()).unwrap();
-        text.split("\n\n")
-            .filter(|f| !f.is_empty())
-            .map(|frame| {
-                let mut lines = frame.lines();
-                let event = lines.next().unwrap().strip_prefix("event: ").unwrap();
-                let data = lines.next().unwrap().strip_prefix("data: ").unwrap();
-                assert!(lines.next().is_none(), "one data line per frame: {frame:?}");
-                let data: Value = serde_json::from_str(data).unwrap();
-                assert_eq!(data["type"], event, "data.type names the event");
-                (event.to_owned(), data)
-            })
-            .collect()
-    }
-    fn names(&self) -> Vec<String> {
-        self.events().into_iter().map(|(e, _)| e).collect()
-    }
-}
 
 fn host_port(mock: &MockOpenAi) -> String {
     let url = mock.base_url();
@@ -54,69 +20,18 @@ fn host_port(mock: &MockOpenAi) -> String {
 }
 
 async fn send(mock: &MockOpenAi, method: &str, path: &str, body: Option<&Value>) -> TcpStream {
-    let addr = host_port(mock);
-    let mut stream = TcpStream::connect(&addr).await.unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer sk-mock\r\naccept: text/event-stream\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    stream
-}
-
-/// Read until EOF or a connection error, keeping whatever arrived.
-async fn read_all(stream: &mut TcpStream) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return out,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-        }
-    }
-}
-
-fn parse(raw: &[u8]) -> RawResponse {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
-    let mut rest = &raw[split + 4..];
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .map(|l| {
-            let (k, v) = l.split_once(':').unwrap();
-            (k.trim().to_ascii_lowercase(), v.trim().to_owned())
-        })
-        .collect();
-    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    if !chunked {
-        return RawResponse { status, headers, body: rest.to_vec(), complete: true };
-    }
-    let mut body = Vec::new();
-    let mut complete = false;
-    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size_text = std::str::from_utf8(&rest[..eol]).unwrap();
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            complete = true;
-            break;
-        }
-        let start = eol + 2;
-        if rest.len() < start + size + 2 {
-            body.extend_from_slice(&rest[start.min(rest.len())..]);
-            break;
-        }
-        body.extend_from_slice(&rest[start..start + size]);
-        rest = &rest[start + size + 2..];
-    }
-    RawResponse { status, headers, body, complete }
+    support::send(
+        &host_port(mock),
+        "authorization: Bearer sk-mock\r\naccept: text/event-stream\r\n",
+        method,
+        path,
+        body,
+    )
+    .await
 }
 
 async fn request(mock: &MockOpenAi, method: &str, path: &str, body: Option<&Value>) -> RawResponse {
-    let mut stream = send(mock, method, path, body).await;
-    let raw = tokio::time::timeout(Duration::from_secs(10), read_all(&mut stream)).await.unwrap();
-    parse(&raw)
+    receive(&mut send(mock, method, path, body).await).await
 }
 
 async fn post(mock: &MockOpenAi, body: &Value) -> RawResponse {

@@ -1,116 +1,36 @@
-//! HTTP side of the mock: request recording, routing, fault injection and response bodies.
+//! HTTP side of the mock: routing, fault injection and response bodies.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use super::script::{FaultKind, Script};
 use super::sse::{INPUT_TOKENS, Message};
+use crate::mock_http::{
+    CONTENT_TYPE_JSON, CONTENT_TYPE_SSE, End, Scenario, Shared, add_request_id, streamed,
+};
 
-/// Largest request body read (the CLI sends a few hundred KB at most).
-const BODY_LIMIT: usize = 64 * 1024 * 1024;
+/// The header carrying the request id, as the Anthropic API names it.
+const REQUEST_ID: &str = "request-id";
 
-/// One request as the mock received it.
-#[derive(Clone, Debug)]
-pub struct RecordedRequest {
-    /// HTTP method, e.g. `POST`.
-    pub method: String,
-    /// Path including the query string, e.g. `/v1/messages?beta=true`.
-    pub path: String,
-    /// Header names (lowercase) and values, in the order received.
-    pub headers: Vec<(String, String)>,
-    /// The body parsed as JSON; `Null` if it is not JSON.
-    pub body: Value,
-}
+impl Scenario for Script {
+    type FaultKind = FaultKind;
 
-/// The current scenario and how many faults it has served.
-#[derive(Debug)]
-struct Scenario {
-    script: Script,
-    faults_served: u32,
-}
-
-/// State shared by the server task and the [`super::MockAnthropic`] handle.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    scenario: Mutex<Scenario>,
-    requests: Mutex<Vec<RecordedRequest>>,
-    /// Resolves (`changed()` errors) when the handle is dropped.
-    shutdown: watch::Receiver<()>,
-}
-
-/// Lock, ignoring poisoning (the data stays usable for a test mock).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl Shared {
-    pub(crate) fn new(script: Script, shutdown: watch::Receiver<()>) -> Self {
-        Self {
-            scenario: Mutex::new(Scenario { script, faults_served: 0 }),
-            requests: Mutex::new(Vec::new()),
-            shutdown,
-        }
-    }
-
-    pub(crate) fn set_script(&self, script: Script) {
-        *lock(&self.scenario) = Scenario { script, faults_served: 0 };
-    }
-
-    pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.requests).clone()
-    }
-
-    /// The script, and the fault this request gets (counting it).
-    fn next(&self) -> (Script, Option<FaultKind>) {
-        let mut scenario = lock(&self.scenario);
-        let fault = match &scenario.script.fault {
-            Some(f) if f.count.is_none_or(|n| scenario.faults_served < n) => Some(f.kind),
-            _ => None,
-        };
-        if fault.is_some() {
-            scenario.faults_served = scenario.faults_served.saturating_add(1);
-        }
-        (scenario.script.clone(), fault)
+    fn fault(&self) -> Option<(FaultKind, Option<u32>)> {
+        self.fault.as_ref().map(|f| (f.kind, f.count))
     }
 }
 
 /// The single handler behind every route.
-pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, BODY_LIMIT).await;
-    let body_json = bytes
-        .as_ref()
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
-        .unwrap_or(Value::Null);
-    let path = parts.uri.path().to_owned();
-    lock(&shared.requests).push(RecordedRequest {
-        method: parts.method.as_str().to_owned(),
-        path: parts.uri.path_and_query().map_or_else(|| path.clone(), |pq| pq.as_str().to_owned()),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                (k.as_str().to_owned(), value)
-            })
-            .collect(),
-        body: body_json.clone(),
-    });
-    if bytes.is_err() {
+pub(crate) async fn handle(State(shared): State<Arc<Shared<Script>>>, req: Request) -> Response {
+    let Some(req) = shared.record(req).await else {
         return error(StatusCode::BAD_REQUEST, "invalid_request_error", "mock: unreadable body");
-    }
-    match (&parts.method, path.as_str()) {
-        (&Method::POST, "/v1/messages") => messages(&shared, &body_json).await,
+    };
+    match (&req.method, req.path.as_str()) {
+        (&Method::POST, "/v1/messages") => messages(&shared, &req.body).await,
         (&Method::POST, "/v1/messages/count_tokens") => {
             axum::Json(json!({ "input_tokens": INPUT_TOKENS })).into_response()
         }
@@ -119,7 +39,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             "has_more": false,
         }))
         .into_response(),
-        (method, _) => error(
+        (method, path) => error(
             StatusCode::NOT_FOUND,
             "not_found_error",
             &format!("mock: no route for {method} {path}"),
@@ -133,13 +53,14 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn messages(shared: &Shared, body: &Value) -> Response {
+async fn messages(shared: &Shared<Script>, body: &Value) -> Response {
     let (script, fault) = shared.next();
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-opus-5-5");
     let empty = Vec::new();
     let history = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
     let message = Message::from_reply(&script.reply_for(history), model);
+    let delay = script.chunk_delay;
     match fault {
         Some(FaultKind::Http500) => {
             error(StatusCode::INTERNAL_SERVER_ERROR, "api_error", "mock: internal error")
@@ -158,90 +79,28 @@ async fn messages(shared: &Shared, body: &Value) -> Response {
             "mock: overloaded",
         ),
         Some(FaultKind::Hang) => {
-            let mut shutdown = shared.shutdown.clone();
-            // Errors once the handle (the sender) is dropped; the connection refuses to write
-            // from then on (see `listener`), so this error never reaches the client.
-            while shutdown.changed().await.is_ok() {}
+            // Returns once the handle is dropped; the connection refuses to write from then on
+            // (see `mock_http::listener`), so this error never reaches the client.
+            shared.until_shutdown().await;
             error(StatusCode::SERVICE_UNAVAILABLE, "api_error", "mock: shutting down")
         }
         Some(FaultKind::DropMidStream) if stream => {
             let chunks = message.truncated_frames().iter().map(|f| f.to_wire()).collect();
-            streamed(sse_headers(), chunks, script.chunk_delay, true)
+            streamed(CONTENT_TYPE_SSE, chunks, delay, End::Break, REQUEST_ID)
         }
         Some(FaultKind::DropMidStream) => {
             let full = message.to_json().to_string();
             let half = full.get(..full.len() / 2).unwrap_or_default().to_owned();
-            streamed(json_headers(), vec![half], script.chunk_delay, true)
+            streamed(CONTENT_TYPE_JSON, vec![half], delay, End::Break, REQUEST_ID)
         }
         None if stream => {
             let chunks = message.frames().iter().map(|f| f.to_wire()).collect();
-            streamed(sse_headers(), chunks, script.chunk_delay, false)
+            streamed(CONTENT_TYPE_SSE, chunks, delay, End::Finish, REQUEST_ID)
         }
         None => {
             let mut response = axum::Json(message.to_json()).into_response();
-            add_request_id(&mut response);
+            add_request_id(&mut response, REQUEST_ID);
             response
         }
     }
-}
-
-fn sse_headers() -> [(HeaderName, HeaderValue); 2] {
-    [
-        (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
-        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-    ]
-}
-
-fn json_headers() -> [(HeaderName, HeaderValue); 2] {
-    [
-        (CONTENT_TYPE, HeaderValue::from_static("application/json")),
-        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-    ]
-}
-
-fn add_request_id(response: &mut Response) {
-    let id = format!("req_mock_{}", uuid::Uuid::new_v4().simple());
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HeaderName::from_static("request-id"), value);
-    }
-}
-
-/// Body-stream state: chunks left, the pause between them, whether to break the connection
-/// at the end, and whether the next chunk is the first.
-struct Feed {
-    chunks: VecDeque<String>,
-    delay: Duration,
-    fail: bool,
-    first: bool,
-}
-
-/// A 200 response whose body is `chunks` sent one by one (chunked encoding), `delay` apart;
-/// with `fail`, the body then errors so the connection closes without the final chunk.
-fn streamed(
-    headers: [(HeaderName, HeaderValue); 2],
-    chunks: Vec<String>,
-    delay: Duration,
-    fail: bool,
-) -> Response {
-    let feed = Feed { chunks: chunks.into(), delay, fail, first: true };
-    let body = futures_util::stream::unfold(feed, |mut feed| async move {
-        if !feed.first && !feed.delay.is_zero() {
-            tokio::time::sleep(feed.delay).await;
-        }
-        feed.first = false;
-        if let Some(chunk) = feed.chunks.pop_front() {
-            return Some((Ok::<Bytes, std::io::Error>(Bytes::from(chunk)), feed));
-        }
-        if feed.fail {
-            feed.fail = false;
-            // Let hyper flush what was sent before breaking the connection.
-            tokio::time::sleep(feed.delay.max(Duration::from_millis(50))).await;
-            let err = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "mock: dropped");
-            return Some((Err(err), feed));
-        }
-        None
-    });
-    let mut response = (StatusCode::OK, headers, Body::from_stream(body)).into_response();
-    add_request_id(&mut response);
-    response
 }
