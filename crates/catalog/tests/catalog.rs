@@ -46,6 +46,7 @@ fn created(title: &str, project: Option<(&str, &str)>) -> EventKind {
         permission_mode: Some("default".to_owned()),
         read_only: false,
         continues_session_id: None,
+        created_by: None,
     })
 }
 

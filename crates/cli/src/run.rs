@@ -68,6 +68,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 permission_mode: Some(args.permission_mode.clone()),
                 read_only: false,
                 continues_session_id: None,
+                created_by: Some("terminal".into()),
             }),
             keep_open: false,
         },

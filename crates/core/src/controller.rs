@@ -157,7 +157,7 @@ impl<A: AgentControl> Writer<A> {
         while let Some(command) = commands.recv().await {
             match command {
                 Command::Record { kind, reply } => {
-                    self.append(vec![(None, kind)]);
+                    self.append(vec![(None, *kind)]);
                     let _ = reply.send(Ok(()));
                 }
                 Command::UserText { reply, .. }
@@ -256,7 +256,7 @@ impl<A: AgentControl> Writer<A> {
                 let _ = reply.send(Ok(()));
             }
             Command::Record { kind, reply } => {
-                self.append(vec![(None, kind)]);
+                self.append(vec![(None, *kind)]);
                 let _ = reply.send(Ok(()));
             }
             Command::Close { reply } => {

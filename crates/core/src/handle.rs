@@ -36,7 +36,7 @@ pub(crate) enum Command {
     SetModel { model: String, reply: Reply<()> },
     SetPermissionMode { mode: String, reply: Reply<()> },
     CloseInput { reply: Reply<()> },
-    Record { kind: EventKind, reply: Reply<()> },
+    Record { kind: Box<EventKind>, reply: Reply<()> },
     Close { reply: Reply<()> },
     Stop { grace: Duration, reason: Option<String>, reply: Reply<()> },
 }
@@ -130,7 +130,7 @@ impl SessionHandle {
 
     /// Appends an event the host made (e.g. a rename or a finished merge) to the transcript.
     pub async fn record(&self, kind: EventKind) -> Result<(), CoreError> {
-        self.ask(|reply| Command::Record { kind, reply }).await
+        self.ask(|reply| Command::Record { kind: Box::new(kind), reply }).await
     }
 
     /// Every event from `from_seq` on: first what is on disk, then live.

@@ -110,6 +110,7 @@ impl Host {
                     permission_mode: row.permission_mode.clone(),
                     read_only: false,
                     continues_session_id: Some(id.to_owned()),
+                    created_by: Some(by.to_owned()),
                 };
                 let launch = Launch {
                     session_id: new_id.clone(),

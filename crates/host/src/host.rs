@@ -281,6 +281,7 @@ impl Host {
             permission_mode: request.permission_mode.clone(),
             read_only: false,
             continues_session_id: None,
+            created_by: Some(by.to_owned()),
         };
         let launch = Launch {
             session_id,
@@ -357,7 +358,6 @@ impl Host {
         error: nucleic_git::GitError,
         by: &str,
     ) -> Result<SessionSummary, HostError> {
-        let _ = by;
         let transcript = self.config.transcript_path(session_id);
         let created = SessionCreated {
             title: title.to_owned(),
@@ -369,6 +369,7 @@ impl Host {
             permission_mode: request.permission_mode.clone(),
             read_only: false,
             continues_session_id: None,
+            created_by: Some(by.to_owned()),
         };
         let message =
             format!("the project's setup script failed, so no agent was started: {error}");

@@ -170,6 +170,7 @@ fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
             permission_mode: None,
             read_only: true,
             continues_session_id: None,
+            created_by: None,
         };
         let at = imported.events.first().map_or_else(now, |e| e.at);
         events.push(Event {

@@ -400,6 +400,9 @@ pub struct SessionCreated {
     /// The session this one continues (keep → continue), if any.
     #[serde(rename = "continuesSessionID", default, skip_serializing_if = "Option::is_none")]
     pub continues_session_id: Option<String>,
+    /// Who asked for the session (a client's name).
+    #[serde(rename = "createdBy", default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
 }
 
 /// A session's worktree, as created.

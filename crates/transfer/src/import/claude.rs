@@ -78,6 +78,7 @@ pub fn claude_transcript(text: &str, session_id: &str) -> Result<ImportedSession
             permission_mode: objects().find_map(|o| str_at(o, "permissionMode")).map(Into::into),
             read_only: true,
             continues_session_id: None,
+            created_by: None,
         }),
     );
     for (i, (number, line, obj, error)) in lines.iter().enumerate() {

@@ -59,6 +59,7 @@ pub fn synthetic_events() -> Vec<Event> {
                 permission_mode: Some("default".into()),
                 read_only: false,
                 continues_session_id: None,
+                created_by: None,
             }),
         ),
         (None, status(SessionStatus::Running, SessionStatus::Idle)),
