@@ -1,0 +1,188 @@
+//! Acting on a session: subscribing, follow-ups (resuming a session whose agent is gone),
+//! decisions, interrupts, settings, and host-recorded changes (rename, archive).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nucleic_agents::AgentControl;
+use nucleic_agents::claude::spawn_claude;
+use nucleic_catalog::AgentProcess;
+use nucleic_core::{SessionConfig, SessionController, Subscription};
+use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, SessionUpdated};
+use nucleic_store::TranscriptWriter;
+
+use crate::error::HostError;
+use crate::follower::{follow, summary_of};
+use crate::host::{Host, now, process_start_ticks};
+use crate::launch::{AgentRequest, agent_options};
+
+impl Host {
+    /// Every event of a session from `from_seq`: live sessions catch up then follow; others
+    /// replay their transcript. A cursor past the end is refused.
+    pub async fn subscribe(&self, id: &str, from_seq: u64) -> Result<Subscription, HostError> {
+        let row = self.session_row(id).await?;
+        let from_seq = from_seq.max(1);
+        if from_seq > row.last_seq + 1
+            && self.live_handle(id).is_none_or(|h| from_seq > h.state().last_seq + 1)
+        {
+            return Err(HostError::BadCursor { from_seq, last_seq: row.last_seq });
+        }
+        Ok(match self.live_handle(id) {
+            Some(handle) => handle.subscribe(from_seq)?,
+            None => Subscription::replay(PathBuf::from(&row.transcript), from_seq)?,
+        })
+    }
+
+    /// Sends a follow-up. A session whose agent is gone (finished, or interrupted by a host
+    /// restart) is resumed first: a new agent process continues the same conversation
+    /// (native resume) in the same worktree, under a new writer on the same transcript.
+    pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
+        if let Some(handle) = self.live_handle(id) {
+            match handle.send_user_text(text).await {
+                Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => {
+                }
+                other => return Ok(other?),
+            }
+        }
+        self.resume(id, text).await
+    }
+
+    async fn resume(&self, id: &str, text: &str) -> Result<(), HostError> {
+        let row = self.session_row(id).await?;
+        if row.read_only {
+            return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
+        }
+        let conversation = row.backend_session_id.clone().ok_or_else(|| {
+            HostError::Invalid(format!(
+                "session {id} never started an agent conversation; nothing to resume"
+            ))
+        })?;
+        let cwd = PathBuf::from(&row.cwd);
+        if !cwd.is_dir() {
+            return Err(HostError::Invalid(format!(
+                "the session's directory {} is gone",
+                cwd.display()
+            )));
+        }
+        let old = self.live.lock().ok().and_then(|mut live| live.remove(id));
+        if let Some(old) = old {
+            old.close().await?;
+        }
+        let request = AgentRequest {
+            model: row.model.clone(),
+            permission_mode: row.permission_mode.clone(),
+            resume: Some(conversation),
+            fork: false,
+        };
+        let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
+        let (agent, outputs) = spawn_claude(&opts)?;
+        let pid = agent.pid();
+        let transcript = PathBuf::from(&row.transcript);
+        let session = SessionController::start(
+            SessionConfig {
+                session_id: id.to_owned(),
+                backend: row.backend,
+                transcript: transcript.clone(),
+                approval_timeout: self.config.approval_timeout,
+                created: None,
+                keep_open: true,
+            },
+            agent,
+            outputs,
+        )?;
+        // From what the catalog has: anything the old follower had not folded yet comes too.
+        let events = session.subscribe(row.last_seq + 1)?;
+        tokio::spawn(follow(
+            self.catalog.clone(),
+            id.to_owned(),
+            transcript,
+            events,
+            self.changes.clone(),
+        ));
+        {
+            let key = id.to_owned();
+            let agent_process = pid.and_then(|p| {
+                process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t })
+            });
+            self.catalog(move |c| c.set_agent_process(&key, agent_process)).await?;
+        }
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(id.to_owned(), session.clone());
+        }
+        Ok(session.send_user_text(text).await?)
+    }
+
+    /// Answers an approval; the first answer wins.
+    pub async fn decide(
+        &self,
+        id: &str,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+    ) -> Result<ApprovalResolved, HostError> {
+        Ok(self.handle(id)?.decide(request_id, decision, by).await?)
+    }
+
+    pub async fn interrupt(&self, id: &str, by: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.interrupt(by).await?)
+    }
+
+    pub async fn stop(&self, id: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.stop(Duration::from_secs(5), None).await?)
+    }
+
+    pub async fn set_model(&self, id: &str, model: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.set_model(model).await?)
+    }
+
+    pub async fn set_permission_mode(&self, id: &str, mode: &str) -> Result<(), HostError> {
+        Ok(self.handle(id)?.set_permission_mode(mode).await?)
+    }
+
+    /// Records a host event in a session's transcript (through its writer when it has one).
+    pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
+        if let Some(handle) = self.live_handle(id) {
+            return Ok(handle.record(kind).await?);
+        }
+        let row = self.session_row(id).await?;
+        let transcript = PathBuf::from(&row.transcript);
+        let mut writer = TranscriptWriter::open(&transcript)?.writer;
+        let event = Event {
+            seq: writer.last_seq() + 1,
+            at: now(),
+            session_id: id.to_owned(),
+            backend: row.backend,
+            native_type: None,
+            kind,
+        };
+        writer.append(std::slice::from_ref(&event))?;
+        let key = id.to_owned();
+        let folded = self
+            .catalog(move |c| {
+                c.apply_events(&key, &transcript, &[event])?;
+                c.session(&key)
+            })
+            .await?;
+        if let Some(row) = folded {
+            let _ = self.changes.send(summary_of(&row));
+        }
+        Ok(())
+    }
+
+    pub async fn rename(&self, id: &str, title: &str, by: &str) -> Result<(), HostError> {
+        if title.trim().is_empty() {
+            return Err(HostError::Invalid("a title cannot be empty".into()));
+        }
+        let update = SessionUpdated {
+            title: Some(title.trim().to_owned()),
+            archived: None,
+            by: by.to_owned(),
+        };
+        self.record(id, EventKind::SessionUpdated(update)).await
+    }
+
+    pub async fn archive(&self, id: &str, archived: bool, by: &str) -> Result<(), HostError> {
+        let update = SessionUpdated { title: None, archived: Some(archived), by: by.to_owned() };
+        self.record(id, EventKind::SessionUpdated(update)).await
+    }
+}
