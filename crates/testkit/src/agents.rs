@@ -6,11 +6,23 @@ use std::path::{Path, PathBuf};
 /// The Claude Code version the tests pin.
 pub const CLAUDE_VERSION: &str = "2.1.332";
 
+/// The Codex version the tests pin.
+pub const CODEX_VERSION: &str = "0.171.0";
+
 /// The pinned `claude`: `$NUCLEIC_CLAUDE_BIN`, else the install cache of
 /// `scripts/install-agents.sh`. Panics with instructions when it is missing: the real-CLI tests
 /// are not optional.
 pub fn real_claude() -> PathBuf {
-    if let Some(p) = std::env::var_os("NUCLEIC_CLAUDE_BIN") {
+    pinned("NUCLEIC_CLAUDE_BIN", &format!("claude-code-{CLAUDE_VERSION}"), "claude")
+}
+
+/// The pinned `codex`: `$NUCLEIC_CODEX_BIN`, else the install cache (as [`real_claude`]).
+pub fn real_codex() -> PathBuf {
+    pinned("NUCLEIC_CODEX_BIN", &format!("codex-{CODEX_VERSION}"), "codex")
+}
+
+fn pinned(override_var: &str, dir: &str, bin: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(override_var) {
         return PathBuf::from(p);
     }
     let cache = std::env::var_os("NUCLEIC_AGENT_CACHE").map(PathBuf::from).or_else(|| {
@@ -19,11 +31,10 @@ pub fn real_claude() -> PathBuf {
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
             .map(|c| c.join("nucleic/agents"))
     });
-    let path = cache
-        .map(|c| c.join(format!("claude-code-{CLAUDE_VERSION}/node_modules/.bin/claude")))
-        .filter(|p| p.is_file());
+    let path =
+        cache.map(|c| c.join(dir).join("node_modules/.bin").join(bin)).filter(|p| p.is_file());
     path.unwrap_or_else(|| {
-        panic!("the pinned claude {CLAUDE_VERSION} is not installed: run scripts/install-agents.sh (or set NUCLEIC_CLAUDE_BIN)")
+        panic!("the pinned {dir} is not installed: run scripts/install-agents.sh (or set {override_var})")
     })
 }
 

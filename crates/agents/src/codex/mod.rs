@@ -8,7 +8,9 @@
 pub mod appserver;
 pub mod exec;
 mod item;
+mod launch;
 mod retry;
+mod session;
 mod wire;
 
 use std::fmt;
@@ -21,6 +23,8 @@ use serde_json::Value;
 pub use appserver::AppServerDecoder;
 pub use exec::ExecDecoder;
 pub use item::{PATCH_TOOL, SHELL_TOOL};
+pub use launch::{APPROVAL_POLICIES, CodexOptions, SANDBOX_MODES};
+pub use session::{CODEX_CAPABILITIES, CodexExit, CodexHandle, classify_codex, spawn_codex};
 
 /// What one line decoded to.
 #[derive(Debug)]

@@ -1,0 +1,605 @@
+//! A running `codex app-server` process: the stdout pump (decode → outputs), the JSON-RPC client
+//! side ([`CodexHandle`]: handshake, thread, turns, approval replies), and the bookkeeping that
+//! keeps replies tied to requests codex really made.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufReader, PipeReader};
+use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nucleic_protocol::{
+    Decision, ErrorCode, ErrorEvent, EventKind, RawJson, RunFinished, RunOutcome, StderrLine,
+};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+
+use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
+use crate::error::AgentError;
+use crate::process::{
+    MAX_LINE_BYTES, ReadLine, Spawned, read_line_capped, spawn_group, terminate_tree,
+};
+
+use super::launch::CodexOptions;
+use super::{AppServerDecoder, ControlIn, RequestId, RpcError};
+
+/// What Codex supports through this adapter.
+pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
+    interactive_approvals: true,
+    edited_tool_input: false,
+    allow_always: true,
+    deny_and_stop: true,
+    interrupt: true,
+    set_model: false,
+    set_permission_mode: false,
+    resume: true,
+    fork: false,
+    partial_deltas: true,
+};
+
+/// The `clientInfo` sent in `initialize`.
+const CLIENT_NAME: &str = "nucleic";
+
+/// Most events handed to the controller in one message (lines already buffered are batched).
+const MAX_BATCH: usize = 128;
+
+/// How long output may lag behind the process's exit before the exit is reported anyway.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
+/// What one of our requests was, so its response can be acted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Initialize,
+    Thread,
+    TurnStart,
+    Other,
+}
+
+/// Session bookkeeping, shared by the reader thread and the handle.
+#[derive(Debug, Default)]
+struct State {
+    /// Our requests awaiting a response, by id.
+    sent: HashMap<i64, Sent>,
+    /// Approval requests codex is blocked on, by their id as shown in events.
+    asks: HashMap<String, RequestId>,
+    thread_id: Option<String>,
+    /// The turn in progress (for `turn/interrupt`).
+    turn_id: Option<String>,
+    /// A `turn/start` was sent and its turn has not ended.
+    turn_busy: bool,
+    /// A turn started and has not ended.
+    turn_open: bool,
+    /// How the last turn ended (`completed`, `interrupted`, `failed`).
+    last_turn: Option<String>,
+    /// Texts waiting for the thread, or for the running turn to end.
+    queued: VecDeque<String>,
+    /// Why the session could not be set up (initialize or thread start refused).
+    setup_failed: Option<String>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    state: Mutex<State>,
+    thread_request: (&'static str, Value),
+    next_id: AtomicI64,
+    stop_requested: AtomicBool,
+    pid: Option<u32>,
+    lines_read: AtomicU64,
+    output_abandoned: AtomicBool,
+}
+
+/// The JSON-RPC client side of a running `codex app-server`. Cheap to share.
+#[derive(Debug, Clone)]
+pub struct CodexHandle {
+    shared: Arc<Shared>,
+}
+
+/// Starts `codex app-server` with `opts`, performs the handshake and starts (or resumes) the
+/// thread. Returns the handle and the stream of outputs, which ends with exactly one
+/// [`AgentOutput::Exited`]. Texts sent before the thread exists are queued.
+pub fn spawn_codex(
+    opts: &CodexOptions,
+) -> Result<(CodexHandle, mpsc::Receiver<AgentOutput>), AgentError> {
+    let spec = opts.spawn_spec()?;
+    let Spawned { mut child, stdout, stderr } = spawn_group(&spec)?;
+    let stdin = child.stdin.take();
+    let shared = Arc::new(Shared {
+        stdin: tokio::sync::Mutex::new(stdin),
+        state: Mutex::new(State::default()),
+        thread_request: opts.thread_request(),
+        next_id: AtomicI64::new(1),
+        stop_requested: AtomicBool::new(false),
+        pid: child.id(),
+        lines_read: AtomicU64::new(0),
+        output_abandoned: AtomicBool::new(false),
+    });
+    let (tx, rx) = mpsc::channel(1024);
+    let handle = CodexHandle { shared };
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let stderr_task = {
+        let (tx, tail) = (tx.clone(), tail.clone());
+        tokio::task::spawn_blocking(move || read_stderr(stderr, &tx, &tail))
+    };
+    let rt = tokio::runtime::Handle::current();
+    let stdout_task = {
+        let (tx, handle) = (tx.clone(), handle.clone());
+        tokio::task::spawn_blocking(move || read_stdout(stdout, &handle, &tx, &rt))
+    };
+    {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let params = json!({
+                "clientInfo": {"name": CLIENT_NAME, "title": "Nucleic", "version": env!("CARGO_PKG_VERSION")},
+                "capabilities": {"experimentalApi": false, "requestAttestation": false},
+            });
+            if let Err(e) = handle.request("initialize", params, Sent::Initialize).await {
+                handle.state().setup_failed = Some(format!("cannot send initialize: {e}"));
+            }
+        });
+    }
+    tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
+    Ok((handle, rx))
+}
+
+/// Forwards stderr lines as events and keeps the last few for the exit message.
+fn read_stderr(stderr: PipeReader, tx: &mpsc::Sender<AgentOutput>, tail: &Mutex<VecDeque<String>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        let text = match read_line_capped(&mut reader, &mut buf, 64 * 1024) {
+            Ok(ReadLine::Line(l)) => l,
+            Ok(ReadLine::Oversized { head, .. }) => head,
+            Ok(ReadLine::Eof) | Err(_) => break,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == 20 {
+                t.pop_front();
+            }
+            t.push_back(text.clone());
+        }
+        let out = AgentOutput::Events(vec![NativeEvent {
+            native_type: Some("stderr".into()),
+            kind: EventKind::Stderr(StderrLine { text }),
+        }]);
+        if tx.blocking_send(out).is_err() {
+            break;
+        }
+    }
+}
+
+/// Reads and decodes stdout until EOF (on its own thread), acting on control traffic and
+/// handing events over in batches; returns the decoder (for its unknown-line count).
+fn read_stdout(
+    stdout: PipeReader,
+    handle: &CodexHandle,
+    tx: &mpsc::Sender<AgentOutput>,
+    rt: &tokio::runtime::Handle,
+) -> AppServerDecoder {
+    let mut decoder = AppServerDecoder::new();
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buf = Vec::new();
+    let mut batch: Vec<NativeEvent> = Vec::new();
+    let mut orphaned = false;
+    loop {
+        let mut done = false;
+        match read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES) {
+            Ok(ReadLine::Line(line)) if line.trim().is_empty() => {}
+            Ok(ReadLine::Line(line)) => {
+                handle.shared.lines_read.fetch_add(1, Ordering::SeqCst);
+                let decoded = decoder.decode(&line);
+                batch.extend(NativeEvent::from_line(&decoded.native_type, decoded.events));
+                if let Some(control) = decoded.control {
+                    rt.block_on(handle.on_control(control));
+                }
+            }
+            Ok(ReadLine::Oversized { head, len }) => batch.extend(oversized(&head, len)),
+            Ok(ReadLine::Eof) => done = true,
+            Err(e) => {
+                let message = format!("reading agent output failed: {e}");
+                batch.extend(host_events(vec![host_error(ErrorCode::AgentExited, message)]));
+                done = true;
+            }
+        }
+        let more_buffered = reader.buffer().contains(&b'\n');
+        if handle.shared.output_abandoned.load(Ordering::SeqCst) {
+            return decoder;
+        }
+        if !batch.is_empty() && (done || batch.len() >= MAX_BATCH || !more_buffered) {
+            let out = AgentOutput::Events(std::mem::take(&mut batch));
+            if tx.blocking_send(out).is_err() && !orphaned {
+                orphaned = true;
+                let _guard = rt.enter();
+                handle.stop(Duration::from_secs(2));
+            }
+        }
+        if done {
+            return decoder;
+        }
+    }
+}
+
+/// Waits for the output readers and the process, then reports how the run ended.
+async fn supervise(
+    mut child: Child,
+    handle: CodexHandle,
+    tx: mpsc::Sender<AgentOutput>,
+    mut stdout_task: tokio::task::JoinHandle<AppServerDecoder>,
+    stderr_task: tokio::task::JoinHandle<()>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let status = child.wait().await;
+    let decoder = loop {
+        let before = handle.shared.lines_read.load(Ordering::SeqCst);
+        match tokio::time::timeout(OUTPUT_DRAIN, &mut stdout_task).await {
+            Ok(result) => break result.unwrap_or_default(),
+            Err(_) if handle.shared.lines_read.load(Ordering::SeqCst) != before => {}
+            Err(_) => {
+                handle.shared.output_abandoned.store(true, Ordering::SeqCst);
+                break AppServerDecoder::new();
+            }
+        }
+    };
+    handle.shared.stdin.lock().await.take();
+    let _ = tokio::time::timeout(OUTPUT_DRAIN, stderr_task).await;
+    let (code, signal) = match status {
+        Ok(s) => (s.code(), s.signal()),
+        Err(_) => (None, None),
+    };
+    let last_stderr = tail.lock().ok().and_then(|t| t.back().cloned());
+    let facts = {
+        let mut st = handle.state();
+        st.asks.clear();
+        CodexExit {
+            code,
+            signal,
+            last_turn: st.last_turn.clone(),
+            turn_open: st.turn_open,
+            setup_failed: st.setup_failed.clone(),
+            stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
+            last_stderr,
+        }
+    };
+    let mut finished = classify_codex(&facts);
+    finished.unknown_lines = decoder.unknown_lines();
+    let _ = tx.send(AgentOutput::Exited(finished)).await;
+}
+
+/// Everything known when `codex app-server` ended.
+#[derive(Debug, Clone, Default)]
+pub struct CodexExit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// How the last turn ended (`completed`, `interrupted`, `failed`).
+    pub last_turn: Option<String>,
+    /// A turn started and never completed.
+    pub turn_open: bool,
+    /// The handshake or thread start was refused.
+    pub setup_failed: Option<String>,
+    pub stop_requested: bool,
+    pub last_stderr: Option<String>,
+}
+
+/// Classifies the end of a `codex app-server` run.
+pub fn classify_codex(f: &CodexExit) -> RunFinished {
+    let done = |outcome, message: String| RunFinished::new(outcome, Some(message), f.code);
+    if f.stop_requested {
+        return done(RunOutcome::Stopped, "stopped on request".into());
+    }
+    let how = match (f.code, f.signal) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        (None, None) => "ended".into(),
+    };
+    let with_stderr = |base: String| match &f.last_stderr {
+        Some(line) => format!("{base}: {line}"),
+        None => base,
+    };
+    if let Some(why) = &f.setup_failed {
+        return done(RunOutcome::AgentError, why.clone());
+    }
+    if f.turn_open {
+        return done(
+            RunOutcome::Crashed,
+            with_stderr(format!("agent {how} in the middle of a turn")),
+        );
+    }
+    match (f.last_turn.as_deref(), f.code) {
+        (Some("completed"), Some(0)) => done(RunOutcome::Completed, "finished".into()),
+        (Some("interrupted"), _) => done(RunOutcome::Interrupted, "turn interrupted".into()),
+        (Some("failed"), _) => done(RunOutcome::AgentError, "the last turn failed".into()),
+        (None, Some(0)) => done(RunOutcome::Completed, "no turn ran".into()),
+        (Some(_), _) => {
+            done(RunOutcome::Crashed, with_stderr(format!("agent {how} after its last turn")))
+        }
+        (None, _) => {
+            done(RunOutcome::Crashed, with_stderr(format!("agent {how} before finishing a turn")))
+        }
+    }
+}
+
+fn oversized(head: &str, len: usize) -> Vec<NativeEvent> {
+    let preview: String = head.chars().take(200).collect();
+    host_events(vec![
+        EventKind::raw(RawJson::from_value(&Value::String(preview))),
+        EventKind::Error(ErrorEvent {
+            code: ErrorCode::Decode,
+            message: format!(
+                "agent wrote a {len}-byte line, over the {MAX_LINE_BYTES}-byte cap; kept its start only"
+            ),
+            http_status: None,
+        }),
+    ])
+}
+
+fn host_error(code: ErrorCode, message: String) -> EventKind {
+    EventKind::Error(ErrorEvent { code, message, http_status: None })
+}
+
+/// The `decision` codex expects for `decision` (command and file-change approvals alike).
+fn wire_decision(decision: &Decision) -> Result<&'static str, AgentError> {
+    match decision {
+        Decision::Allow => Ok("accept"),
+        Decision::AllowAlways => Ok("acceptForSession"),
+        Decision::Deny { .. } => Ok("decline"),
+        Decision::DenyAndStop { .. } => Ok("cancel"),
+        Decision::AllowEdited { .. } => Err(AgentError::Unsupported("edited tool input")),
+    }
+}
+
+impl CodexHandle {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind: keep going with it.
+        self.shared.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The thread id, once `thread/start` (or `thread/resume`) answered.
+    pub fn thread_id(&self) -> Option<String> {
+        self.state().thread_id.clone()
+    }
+
+    async fn write_value(&self, value: &Value) -> Result<(), AgentError> {
+        let mut line =
+            serde_json::to_string(value).map_err(|e| AgentError::InvalidInput(e.to_string()))?;
+        line.push('\n');
+        let mut stdin = self.shared.stdin.lock().await;
+        let pipe = stdin.as_mut().ok_or(AgentError::InputClosed)?;
+        pipe.write_all(line.as_bytes()).await.map_err(AgentError::Write)?;
+        pipe.flush().await.map_err(AgentError::Write)
+    }
+
+    async fn request(&self, method: &str, params: Value, sent: Sent) -> Result<i64, AgentError> {
+        let id = self.shared.next_id.fetch_add(1, Ordering::SeqCst);
+        self.state().sent.insert(id, sent);
+        let result = self.write_value(&json!({"id": id, "method": method, "params": params})).await;
+        if let Err(e) = result {
+            self.state().sent.remove(&id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Sends `turn/start` with `text` now (the thread exists and no turn is running).
+    async fn start_turn(&self, thread_id: &str, text: &str) -> Result<(), AgentError> {
+        let params = json!({
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": text, "text_elements": []}],
+        });
+        self.state().turn_busy = true;
+        if let Err(e) = self.request("turn/start", params, Sent::TurnStart).await {
+            self.state().turn_busy = false;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Starts the next queued turn if the thread is ready and idle.
+    async fn pump_queue(&self) {
+        let next = {
+            let mut guard = self.state();
+            let st = &mut *guard;
+            match (&st.thread_id, st.turn_busy) {
+                (Some(thread), false) => st.queued.pop_front().map(|t| (thread.clone(), t)),
+                _ => None,
+            }
+        };
+        if let Some((thread, text)) = next {
+            let _ = self.start_turn(&thread, &text).await;
+        }
+    }
+
+    async fn on_control(&self, control: ControlIn) {
+        match control {
+            ControlIn::ApprovalAsked { request_id, .. } => {
+                self.state().asks.insert(request_id.to_string(), request_id);
+            }
+            ControlIn::Unsupported { request_id, method } => {
+                // Silence would leave codex waiting forever; an error makes it fail the call closed.
+                let reply = json!({
+                    "id": request_id.to_json(),
+                    "error": {"code": -32601, "message": format!("nucleic does not serve {method}")},
+                });
+                let _ = self.write_value(&reply).await;
+            }
+            ControlIn::Response { id, outcome } => self.on_response(&id, outcome).await,
+            ControlIn::RequestResolved { request_id } => {
+                self.state().asks.remove(&request_id.to_string());
+            }
+            ControlIn::TurnStarted { turn_id, .. } => {
+                let mut st = self.state();
+                st.turn_id = Some(turn_id);
+                st.turn_open = true;
+                st.turn_busy = true;
+            }
+            ControlIn::TurnEnded { status } => {
+                {
+                    let mut st = self.state();
+                    st.asks.clear();
+                    st.turn_id = None;
+                    st.turn_open = false;
+                    st.turn_busy = false;
+                    st.last_turn = Some(status);
+                }
+                self.pump_queue().await;
+            }
+        }
+    }
+
+    async fn on_response(&self, id: &RequestId, outcome: Result<Value, RpcError>) {
+        let sent = match id {
+            RequestId::Number(n) => self.state().sent.remove(n),
+            RequestId::Text(_) => None,
+        };
+        match (sent, outcome) {
+            (Some(Sent::Initialize), Ok(_)) => {
+                let (method, params) = self.shared.thread_request.clone();
+                let ok = self.write_value(&json!({"method": "initialized"})).await.is_ok()
+                    && self.request(method, params, Sent::Thread).await.is_ok();
+                if !ok {
+                    self.state().setup_failed = Some("cannot write to codex".into());
+                }
+            }
+            (Some(Sent::Thread), Ok(result)) => {
+                let thread = result.pointer("/thread/id").and_then(Value::as_str);
+                match thread {
+                    Some(t) => {
+                        self.state().thread_id = Some(t.to_owned());
+                        self.pump_queue().await;
+                    }
+                    None => self.setup_failed("codex started no thread".into()).await,
+                }
+            }
+            (Some(Sent::TurnStart), Ok(result)) => {
+                if let Some(turn) = result.pointer("/turn/id").and_then(Value::as_str) {
+                    let mut st = self.state();
+                    if st.turn_busy && st.turn_id.is_none() {
+                        st.turn_id = Some(turn.to_owned());
+                    }
+                }
+            }
+            (Some(Sent::TurnStart), Err(_)) => {
+                self.state().turn_busy = false;
+                self.pump_queue().await;
+            }
+            (Some(Sent::Initialize), Err(e)) => {
+                self.setup_failed(format!("codex refused initialize: {}", e.message)).await;
+            }
+            (Some(Sent::Thread), Err(e)) => {
+                let method = self.shared.thread_request.0;
+                self.setup_failed(format!("codex refused {method}: {}", e.message)).await;
+            }
+            (Some(Sent::Other) | None, _) => {}
+        }
+    }
+
+    /// The session cannot work: remember why and close codex's input so it exits.
+    async fn setup_failed(&self, why: String) {
+        self.state().setup_failed = Some(why);
+        self.shared.stdin.lock().await.take();
+    }
+}
+
+impl AgentControl for CodexHandle {
+    fn capabilities(&self) -> Capabilities {
+        CODEX_CAPABILITIES
+    }
+
+    async fn send_user_text(&self, text: &str) -> Result<(), AgentError> {
+        if text.trim().is_empty() {
+            return Err(AgentError::InvalidInput("empty message".into()));
+        }
+        if self.shared.stdin.lock().await.is_none() {
+            return Err(AgentError::InputClosed);
+        }
+        self.state().queued.push_back(text.to_owned());
+        self.pump_queue().await;
+        Ok(())
+    }
+
+    async fn respond(&self, request_id: &str, decision: &Decision) -> Result<(), AgentError> {
+        decision.validate().map_err(AgentError::InvalidInput)?;
+        let wire = wire_decision(decision)?;
+        let id = self
+            .state()
+            .asks
+            .get(request_id)
+            .cloned()
+            .ok_or_else(|| AgentError::UnknownRequest(request_id.to_owned()))?;
+        self.write_value(&json!({"id": id.to_json(), "result": {"decision": wire}})).await?;
+        self.state().asks.remove(request_id);
+        Ok(())
+    }
+
+    async fn interrupt(&self) -> Result<(), AgentError> {
+        let target = {
+            let st = self.state();
+            st.thread_id.clone().zip(st.turn_id.clone())
+        };
+        let Some((thread, turn)) = target else {
+            return Err(AgentError::InvalidInput("no turn is running".into()));
+        };
+        self.request("turn/interrupt", json!({"threadId": thread, "turnId": turn}), Sent::Other)
+            .await
+            .map(|_| ())
+    }
+
+    async fn set_model(&self, _model: &str) -> Result<(), AgentError> {
+        Err(AgentError::Unsupported("changing the model mid-session (codex)"))
+    }
+
+    async fn set_permission_mode(&self, _mode: &str) -> Result<(), AgentError> {
+        Err(AgentError::Unsupported("changing the permission mode mid-session (codex)"))
+    }
+
+    async fn close_input(&self) {
+        self.shared.stdin.lock().await.take();
+    }
+
+    fn stop(&self, grace: Duration) {
+        self.shared.stop_requested.store(true, Ordering::SeqCst);
+        if let Some(pid) = self.shared.pid {
+            terminate_tree(pid, grace);
+        }
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.shared.pid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_map_to_codex_words() {
+        assert_eq!(wire_decision(&Decision::Allow).unwrap(), "accept");
+        assert_eq!(wire_decision(&Decision::AllowAlways).unwrap(), "acceptForSession");
+        assert_eq!(wire_decision(&Decision::Deny { message: "no".into() }).unwrap(), "decline");
+        assert_eq!(
+            wire_decision(&Decision::DenyAndStop { message: "no".into() }).unwrap(),
+            "cancel"
+        );
+        assert!(wire_decision(&Decision::AllowEdited { updated_input: json!({}) }).is_err());
+    }
+
+    #[test]
+    fn exits_are_classified() {
+        let ok =
+            CodexExit { code: Some(0), last_turn: Some("completed".into()), ..Default::default() };
+        assert_eq!(classify_codex(&ok).outcome, RunOutcome::Completed);
+        let open = CodexExit { code: Some(1), turn_open: true, ..Default::default() };
+        assert_eq!(classify_codex(&open).outcome, RunOutcome::Crashed);
+        let stopped = CodexExit { signal: Some(15), stop_requested: true, ..Default::default() };
+        assert_eq!(classify_codex(&stopped).outcome, RunOutcome::Stopped);
+        let bad =
+            CodexExit { code: Some(1), last_turn: Some("completed".into()), ..Default::default() };
+        assert_eq!(classify_codex(&bad).outcome, RunOutcome::Crashed);
+    }
+}

@@ -1,0 +1,183 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `spawn_codex` with the real pinned `codex app-server` against the mock Responses API, each
+//! test in its own loopback-only network namespace.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nucleic_agents::codex::{CodexOptions, spawn_codex};
+use nucleic_agents::{AgentControl, AgentOutput, NativeEvent};
+use nucleic_protocol::{Decision, EventKind, RunFinished, RunOutcome};
+use nucleic_testkit::agents::real_codex;
+use nucleic_testkit::mock_openai::{API_KEY_ENV, MockOpenAi, Script, ToolCall, codex_config_toml};
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+struct Setup {
+    dir: tempfile::TempDir,
+    mock: MockOpenAi,
+}
+
+impl Setup {
+    async fn new(script: Script) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = MockOpenAi::start(script).await.unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        std::fs::write(dir.path().join("home/config.toml"), codex_config_toml(&mock.base_url()))
+            .unwrap();
+        Setup { dir, mock }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+
+    fn options(&self) -> CodexOptions {
+        let mut o = CodexOptions::new(real_codex(), self.ws());
+        o.codex_home = Some(self.dir.path().join("home"));
+        o.env = vec![(API_KEY_ENV.into(), "sk-mock".into())];
+        o
+    }
+}
+
+/// Collects events until one matches `stop` (returned last); panics on timeout or exit.
+async fn until(
+    rx: &mut mpsc::Receiver<AgentOutput>,
+    seen: &mut Vec<NativeEvent>,
+    stop: impl Fn(&EventKind) -> bool,
+) -> EventKind {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out; seen: {seen:#?}"));
+        match out {
+            Some(AgentOutput::Events(events)) => {
+                for e in events {
+                    seen.push(e.clone());
+                    if stop(&e.kind) {
+                        return e.kind;
+                    }
+                }
+            }
+            other => panic!("agent ended early: {other:?}; seen: {seen:#?}"),
+        }
+    }
+}
+
+/// Drains outputs until `Exited`.
+async fn exited(rx: &mut mpsc::Receiver<AgentOutput>) -> RunFinished {
+    loop {
+        match tokio::time::timeout(WAIT, rx.recv()).await.expect("no exit in time") {
+            Some(AgentOutput::Exited(f)) => return f,
+            Some(AgentOutput::Events(_)) => {}
+            None => panic!("output ended without Exited"),
+        }
+    }
+}
+
+/// `isError` of each tool result seen.
+fn shell_result_errors(seen: &[NativeEvent]) -> Vec<bool> {
+    seen.iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult(r) => Some(r.is_error),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_turn_completed(k: &EventKind) -> bool {
+    matches!(k, EventKind::TurnCompleted(_))
+}
+
+/// The model asks to run `touch <target>` outside the sandbox; `decision` answers the approval.
+/// Returns the completed turn's events.
+async fn approval_round_trip(name: &str, decision: Decision) -> (Setup, PathBuf, Vec<NativeEvent>) {
+    let s = Setup::new(Script::text("unused")).await;
+    let target = s.dir.path().join(format!("{name}.txt"));
+    let cmd = format!("touch {}", target.display());
+    s.mock.set_script(Script::tools_then_done(vec![ToolCall::exec_command_escalated(
+        cmd,
+        "need to write outside the workspace",
+    )]));
+    let (handle, mut rx) = spawn_codex(&s.options()).unwrap();
+    handle.send_user_text("create the file").await.unwrap();
+    let mut seen = Vec::new();
+    let asked = until(&mut rx, &mut seen, |k| matches!(k, EventKind::ApprovalRequested(_))).await;
+    let EventKind::ApprovalRequested(ask) = asked else { unreachable!() };
+    assert_eq!(ask.tool_name, "shell");
+    // Ids codex did not ask about are refused.
+    assert!(handle.respond("999", &Decision::Allow).await.is_err());
+    handle.respond(&ask.request_id, &decision).await.unwrap();
+    // Answered once: a second answer is refused.
+    assert!(handle.respond(&ask.request_id, &decision).await.is_err());
+    let done = until(&mut rx, &mut seen, is_turn_completed).await;
+    let EventKind::TurnCompleted(tc) = done else { unreachable!() };
+    assert!(!tc.is_error, "{tc:?}");
+    handle.close_input().await;
+    let finished = exited(&mut rx).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{finished:?}");
+    (s, target, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_shell_approval_allowed() {
+    if nucleic_testkit::isolated!("codex_shell_approval_allowed") {
+        return;
+    }
+    let (_s, target, seen) = approval_round_trip("allowed", Decision::Allow).await;
+    assert!(target.exists(), "the approved command should have created {target:?}");
+    assert_eq!(shell_result_errors(&seen), vec![false], "{seen:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_shell_approval_denied() {
+    if nucleic_testkit::isolated!("codex_shell_approval_denied") {
+        return;
+    }
+    let deny = Decision::Deny { message: "no".into() };
+    let (_s, target, seen) = approval_round_trip("denied", deny).await;
+    assert!(!target.exists(), "the denied command must not run");
+    assert_eq!(shell_result_errors(&seen), vec![true], "{seen:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_message_then_follow_up() {
+    if nucleic_testkit::isolated!("codex_message_then_follow_up") {
+        return;
+    }
+    let s = Setup::new(Script::text("Hello from the mock model.")).await;
+    let (handle, mut rx) = spawn_codex(&s.options()).unwrap();
+    assert!(handle.capabilities().interrupt && !handle.capabilities().set_model);
+    // Sent before the thread exists: queued until it does.
+    handle.send_user_text("say hi").await.unwrap();
+    let mut seen = Vec::new();
+    until(&mut rx, &mut seen, is_turn_completed).await;
+    assert!(
+        seen.iter().any(|e| matches!(&e.kind, EventKind::SessionStarted(_))),
+        "no sessionStarted: {seen:#?}"
+    );
+    let text = |seen: &[NativeEvent]| {
+        seen.iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::AssistantText(t) if !t.is_partial => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(text(&seen), vec!["Hello from the mock model.".to_owned()]);
+    let thread = handle.thread_id().expect("thread id known");
+    let mut follow = Vec::new();
+    handle.send_user_text("and again").await.unwrap();
+    until(&mut rx, &mut follow, is_turn_completed).await;
+    assert_eq!(text(&follow), vec!["Hello from the mock model.".to_owned()]);
+    assert_eq!(handle.thread_id().as_deref(), Some(thread.as_str()));
+    assert!(handle.set_model("other").await.is_err());
+    let responses = s.mock.requests().iter().filter(|r| r.path.ends_with("/responses")).count();
+    assert_eq!(responses, 2);
+    handle.close_input().await;
+    let finished = exited(&mut rx).await;
+    assert_eq!(finished.outcome, RunOutcome::Completed, "{finished:?}");
+}
