@@ -100,6 +100,15 @@ pub fn terminate_tree(pid: u32, grace: Duration) {
     });
 }
 
+/// [`terminate_tree`] for a blocking thread: waits out `grace` itself.
+pub fn terminate_tree_blocking(pid: u32, grace: Duration) {
+    let mut tree = vec![pid];
+    tree.extend(descendants(pid));
+    signal_tree(&tree, Signal::SIGTERM);
+    std::thread::sleep(grace);
+    signal_tree(&tree, Signal::SIGKILL);
+}
+
 fn signal_tree(pids: &[u32], signal: Signal) {
     let mut groups: Vec<u32> = pids.iter().filter_map(|p| proc_stat(*p).map(|s| s.pgrp)).collect();
     groups.sort_unstable();
@@ -120,6 +129,8 @@ pub struct ProcStat {
     pub ppid: u32,
     pub pgrp: u32,
     pub zombie: bool,
+    /// Field 22 (`starttime`): with the pid, tells a process from a later one reusing its pid.
+    pub start_ticks: u64,
 }
 
 /// Reads `/proc/<pid>/stat` (`None` when the process is gone).
@@ -131,7 +142,9 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    Some(ProcStat { ppid, pgrp, zombie: state == "Z" })
+    // `starttime` is field 22; `pgrp` was field 5.
+    let start_ticks = fields.nth(16)?.parse().ok()?;
+    Some(ProcStat { ppid, pgrp, zombie: state == "Z", start_ticks })
 }
 
 /// Every live descendant of `pid` (children, grandchildren, …), from `/proc`.
@@ -236,6 +249,9 @@ mod tests {
         };
         let mut child = spawn_group(&spec).unwrap().child;
         let pid = child.id().unwrap();
+        let me = proc_stat(std::process::id()).unwrap();
+        let stat = proc_stat(pid).unwrap();
+        assert!(stat.start_ticks >= me.start_ticks, "a child starts after its parent");
         // Wait (generously: tests run in parallel) for the child that left the group.
         let mut kids = Vec::new();
         for _ in 0..250 {

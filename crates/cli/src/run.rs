@@ -59,7 +59,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             transcript,
             approval_timeout: args.approval_timeout.map(Duration::from_secs),
             created: Some(SessionCreated {
-                title: title_of(&prompt),
+                title: nucleic_host::title_from_prompt(&prompt),
                 project_id: None,
                 project_root: None,
                 cwd: opts.cwd.to_string_lossy().into_owned(),
@@ -142,16 +142,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished.message.as_deref().unwrap_or("no details")
     );
     Ok(ExitCode::from(1))
-}
-
-/// A session title from its first prompt: the first line, at most 60 characters.
-fn title_of(prompt: &str) -> String {
-    let line = prompt.lines().next().unwrap_or_default().trim();
-    let mut title: String = line.chars().take(60).collect();
-    if line.chars().count() > 60 {
-        title.push('…');
-    }
-    title
 }
 
 async fn sleep_or_never(d: Option<Duration>) {

@@ -467,10 +467,7 @@ pub(crate) fn now() -> Timestamp {
     Timestamp::from_datetime(time::OffsetDateTime::now_utc())
 }
 
-/// Field 22 of `/proc/<pid>/stat`: with the pid, identifies a process across pid reuse.
+/// The start time of `pid`, to recognise it after a restart (see `recovery.rs`).
 pub(crate) fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.rsplit_once(')')?.1;
-    // After the command: state is field 3, so starttime (22) is the 20th field here.
-    rest.split_whitespace().nth(19)?.parse().ok()
+    nucleic_agents::process::proc_stat(pid).map(|s| s.start_ticks)
 }

@@ -17,4 +17,5 @@ mod recovery;
 pub use config::{AgentPaths, HostConfig, Limits};
 pub use error::HostError;
 pub use host::Host;
+pub use names::title_from_prompt;
 pub use recovery::RecoveryReport;

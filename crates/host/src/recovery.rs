@@ -184,31 +184,10 @@ fn close_interrupted(
 
 /// True when `pid` is alive and is the process that was recorded (same start time).
 fn process_matches(pid: u32, start_ticks: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    fields.first().is_some_and(|state| *state != "Z")
-        && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(start_ticks)
+    nucleic_agents::process::proc_stat(pid)
+        .is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
 }
 
 fn stop_orphan(pid: u32) {
-    let mut tree = vec![pid];
-    tree.extend(nucleic_agents::process::descendants(pid));
-    for p in &tree {
-        if let Ok(raw) = i32::try_from(*p) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(raw),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    for p in &tree {
-        if let Ok(raw) = i32::try_from(*p) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(raw),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
+    nucleic_agents::process::terminate_tree_blocking(pid, Duration::from_millis(300));
 }
