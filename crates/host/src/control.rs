@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use nucleic_agents::AgentControl;
 use nucleic_agents::claude::spawn_claude;
-use nucleic_catalog::AgentProcess;
 use nucleic_core::{SessionConfig, SessionController, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, SessionUpdated};
 use nucleic_store::TranscriptWriter;
 
 use crate::error::HostError;
-use crate::follower::{follow, summary_of};
-use crate::host::{Host, now, process_start_ticks};
+use crate::follower::summary_of;
+use crate::host::{Host, now};
 use crate::launch::{AgentRequest, agent_options};
 
 impl Host {
@@ -82,7 +81,7 @@ impl Host {
             SessionConfig {
                 session_id: id.to_owned(),
                 backend: row.backend,
-                transcript: transcript.clone(),
+                transcript,
                 approval_timeout: self.config.approval_timeout,
                 created: None,
                 keep_open: true,
@@ -91,24 +90,7 @@ impl Host {
             outputs,
         )?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
-        let events = session.subscribe(row.last_seq + 1)?;
-        tokio::spawn(follow(
-            self.catalog.clone(),
-            id.to_owned(),
-            transcript,
-            events,
-            self.changes.clone(),
-        ));
-        {
-            let key = id.to_owned();
-            let agent_process = pid.and_then(|p| {
-                process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t })
-            });
-            self.catalog(move |c| c.set_agent_process(&key, agent_process)).await?;
-        }
-        if let Ok(mut live) = self.live.lock() {
-            live.insert(id.to_owned(), session.clone());
-        }
+        self.adopt(id, &session, pid, row.last_seq + 1).await?;
         Ok(session.send_user_text(text).await?)
     }
 

@@ -310,7 +310,7 @@ impl Host {
             SessionConfig {
                 session_id: session_id.clone(),
                 backend,
-                transcript: transcript.clone(),
+                transcript,
                 approval_timeout: self.config.approval_timeout,
                 created: Some(created),
                 keep_open: true,
@@ -318,33 +318,44 @@ impl Host {
             agent_handle,
             outputs,
         )?;
-        // Index the first events now, so the session is listed before this call returns.
-        let first = nucleic_store::read_transcript(&transcript, 1)?.events;
-        let next_seq = first.last().map_or(1, |e| e.seq + 1);
-        {
-            let (id, path) = (session_id.clone(), transcript.clone());
-            let agent_process = pid.and_then(|p| {
-                process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t })
-            });
-            self.catalog(move |c| {
-                c.apply_events(&id, &path, &first)?;
-                c.set_agent_process(&id, agent_process)
-            })
-            .await?;
-        }
+        self.adopt(&session_id, &session, pid, 1).await?;
+        session.send_user_text(&prompt).await?;
+        self.session_summary(&session_id).await
+    }
+
+    /// Takes a freshly started writer into the host: folds what it has written from `from_seq`
+    /// into the catalog now (so the session is listed before the caller returns), records its
+    /// agent process, starts the catalog follower for the rest, and registers it as live.
+    pub(crate) async fn adopt(
+        &self,
+        id: &str,
+        session: &SessionHandle,
+        pid: Option<u32>,
+        from_seq: u64,
+    ) -> Result<(), HostError> {
+        let transcript = session.transcript_path().to_path_buf();
+        let written = nucleic_store::read_transcript(&transcript, from_seq)?.events;
+        let next_seq = written.last().map_or(from_seq, |e| e.seq + 1);
+        let agent = pid
+            .and_then(|p| process_start_ticks(p).map(|t| AgentProcess { pid: p, start_ticks: t }));
+        let (key, path) = (id.to_owned(), transcript.clone());
+        self.catalog(move |c| {
+            c.apply_events(&key, &path, &written)?;
+            c.set_agent_process(&key, agent)
+        })
+        .await?;
         let events = session.subscribe(next_seq)?;
         tokio::spawn(follow(
             self.catalog.clone(),
-            session_id.clone(),
+            id.to_owned(),
             transcript,
             events,
             self.changes.clone(),
         ));
         if let Ok(mut live) = self.live.lock() {
-            live.insert(session_id.clone(), session.clone());
+            live.insert(id.to_owned(), session.clone());
         }
-        session.send_user_text(&prompt).await?;
-        self.session_summary(&session_id).await
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
