@@ -225,7 +225,9 @@ impl Host {
         by: &str,
     ) -> Result<SessionSummary, HostError> {
         let project = self.project(&request.project_id).await?;
-        self.check_limits(&project).await?;
+        let root = PathBuf::from(&project.root);
+        let repo = blocking(move || Repo::open(&root)).await?;
+        self.check_limits(&project, &repo).await?;
         let session_id = uuid::Uuid::new_v4().to_string();
         let title = request.title.clone().unwrap_or_else(|| title_from_prompt(&request.prompt));
         let slug = slug_for(&title, &session_id);
@@ -245,8 +247,6 @@ impl Host {
             copy_files: project.settings.copy_files.iter().map(PathBuf::from).collect(),
             setup,
         };
-        let root = PathBuf::from(&project.root);
-        let repo = blocking(move || Repo::open(&root)).await?;
         let backend = request.backend.unwrap_or(project.settings.default_backend);
         let made = {
             let repo = repo.clone();
@@ -424,7 +424,7 @@ impl Host {
         Ok(summary)
     }
 
-    async fn check_limits(&self, project: &ProjectRow) -> Result<(), HostError> {
+    async fn check_limits(&self, project: &ProjectRow, repo: &Repo) -> Result<(), HostError> {
         let limits = self.config.limits;
         let live_agents = self
             .live
@@ -437,8 +437,8 @@ impl Host {
                 limits.max_live_sessions
             )));
         }
-        let root = PathBuf::from(&project.root);
-        let worktrees = blocking(move || Repo::open(&root)?.list_worktrees()).await?;
+        let repo = repo.clone();
+        let worktrees = blocking(move || repo.list_worktrees()).await?;
         let ours = worktrees
             .iter()
             .filter(|w| w.path.to_string_lossy().contains("/.nucleic/worktrees/"))
