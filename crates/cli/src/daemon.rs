@@ -111,7 +111,9 @@ impl Daemon {
                 HostMessage::Ack { message_id, .. }
                 | HostMessage::Projects { message_id, .. }
                 | HostMessage::Sessions { message_id, .. }
-                | HostMessage::GitFacts { message_id, .. } => Some(message_id.clone()),
+                | HostMessage::GitFacts { message_id, .. }
+                | HostMessage::Files { message_id, .. }
+                | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),
                 HostMessage::Welcome { .. }

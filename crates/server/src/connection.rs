@@ -46,7 +46,7 @@ async fn run(socket: WebSocket, state: AppState) {
             }
         }
     });
-    let Some(client) = handshake(&mut stream, &out).await else {
+    let Some(client) = handshake(&mut stream, &out, &state.host).await else {
         drop(out);
         let _ = writer.await;
         return;
@@ -158,6 +158,7 @@ async fn run(socket: WebSocket, state: AppState) {
 async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::Sender<HostMessage>,
+    host: &nucleic_host::Host,
 ) -> Option<Client> {
     let frame = loop {
         match stream.next().await? {
@@ -174,6 +175,7 @@ async fn handshake(
                 .send(HostMessage::Welcome {
                     host_version: env!("CARGO_PKG_VERSION").to_owned(),
                     protocol_version: PROTOCOL_VERSION,
+                    backends: host.backends(),
                 })
                 .await;
             let name = if client_name.trim().is_empty() { client_id.clone() } else { client_name };
