@@ -73,10 +73,14 @@ export class Transcript {
   private tools = new Map<string, Row & { kind: "tool" }>();
   private approvals = new Map<string, Row & { kind: "approval" }>();
 
+  /** Events folded so far (equals `facts.lastSeq` when none was missed). */
+  eventsFolded = 0;
+
   fold(events: Event[]): void {
     for (const e of events) {
       if (e.seq <= this.facts.lastSeq) continue;
       this.facts.lastSeq = e.seq;
+      this.eventsFolded++;
       this.apply(e);
     }
     this.version++;

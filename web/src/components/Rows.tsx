@@ -1,5 +1,6 @@
 /** One transcript row per kind: markdown prose, collapsed thinking, collapsible tool calls
  *  with input and (truncated) result, approvals with who answered, errors, notices, raw. */
+import type { ComponentChildren } from "preact";
 import { memo } from "preact/compat";
 import { useState } from "preact/hooks";
 
@@ -45,6 +46,28 @@ export function LongText({ text, label }: { text: string; label: string }) {
   );
 }
 
+/** Which collapsible rows a person opened (by seq), so scrolling away and back keeps them open. */
+const opened = new Set<number>();
+
+function Collapsible({ row, class: cls, kind, summary, children, tool }: { row: Row; class: string; kind: string; summary: ComponentChildren; children: ComponentChildren; tool?: string }) {
+  return (
+    <details
+      class={cls}
+      data-kind={kind}
+      data-seq={row.seq}
+      data-tool={tool}
+      open={opened.has(row.seq)}
+      onToggle={(e) => {
+        if ((e.currentTarget as HTMLDetailsElement).open) opened.add(row.seq);
+        else opened.delete(row.seq);
+      }}
+    >
+      <summary>{summary}</summary>
+      {children}
+    </details>
+  );
+}
+
 function json(v: unknown): string {
   try {
     return JSON.stringify(v, null, 2) ?? "";
@@ -70,21 +93,27 @@ function RowImpl({ row }: { row: Row; rev: number }) {
       );
     case "thinking":
       return (
-        <details class="row thinking" data-kind="thinking" data-seq={row.seq}>
-          <summary>Thinking{row.streaming ? "…" : ""}</summary>
+        <Collapsible row={row} class="row thinking" kind="thinking" summary={`Thinking${row.streaming ? "…" : ""}`}>
           <pre>{row.text}</pre>
-        </details>
+        </Collapsible>
       );
     case "tool": {
       const state = row.result ? (row.result.isError ? "error" : "done") : row.complete ? "waiting" : "running";
       const input = row.input ?? (row.inputStream ? row.inputStream : null);
       const result = row.result ? displayText(row.result.content) : null;
       return (
-        <details class={`row tool tool-${state}`} data-kind="tool" data-seq={row.seq} data-tool={row.name}>
-          <summary>
-            <span class="tool-name">{row.name}</span> <span class="tool-arg">{toolSummary(row.name, row.input)}</span>
-            <span class={`tool-state ${state}`}>{state}</span>
-          </summary>
+        <Collapsible
+          row={row}
+          class={`row tool tool-${state}`}
+          kind="tool"
+          tool={row.name}
+          summary={
+            <>
+              <span class="tool-name">{row.name}</span> <span class="tool-arg">{toolSummary(row.name, row.input)}</span>
+              <span class={`tool-state ${state}`}>{state}</span>
+            </>
+          }
+        >
           <div class="tool-body">
             <h4>Input</h4>
             <LongText text={typeof input === "string" ? input : json(input)} label={`${row.name}-input`} />
@@ -95,7 +124,7 @@ function RowImpl({ row }: { row: Row; rev: number }) {
               </>
             )}
           </div>
-        </details>
+        </Collapsible>
       );
     }
     case "approval": {
@@ -132,24 +161,21 @@ function RowImpl({ row }: { row: Row; rev: number }) {
       );
     case "stderr":
       return (
-        <details class="row stderr" data-kind="stderr" data-seq={row.seq}>
-          <summary>stderr ({row.lines.length} lines)</summary>
+        <Collapsible row={row} class="row stderr" kind="stderr" summary={`stderr (${row.lines.length} lines)`}>
           <LongText text={row.lines.join("\n")} label="stderr" />
-        </details>
+        </Collapsible>
       );
     case "raw":
       return (
-        <details class="row raw" data-kind="raw" data-seq={row.seq}>
-          <summary>Native line{row.nativeType ? `: ${row.nativeType}` : ""}</summary>
+        <Collapsible row={row} class="row raw" kind="raw" summary={`Native line${row.nativeType ? `: ${row.nativeType}` : ""}`}>
           <LongText text={json(row.native)} label="raw" />
-        </details>
+        </Collapsible>
       );
     case "unknown":
       return (
-        <details class="row unknown" data-kind="unknown" data-seq={row.seq}>
-          <summary>Event this cockpit does not know: {row.type}</summary>
+        <Collapsible row={row} class="row unknown" kind="unknown" summary={`Event this cockpit does not know: ${row.type}`}>
           <LongText text={json(row.event)} label="event" />
-        </details>
+        </Collapsible>
       );
   }
 }

@@ -3,6 +3,7 @@ import type { SessionSummary } from "../protocol.gen";
 import { go, href } from "../route";
 import { byUrgency, type CockpitStore } from "../store";
 import { SessionMeta, StatusBadge } from "./Badges";
+import { NotifyButton } from "./NotifyButton";
 
 export function SessionList({
   store,
@@ -36,6 +37,7 @@ export function SessionList({
         <button class="primary small" onClick={() => go({ newSession: true })} data-testid="new-session" disabled={store.link !== "online"}>
           New
         </button>
+        <NotifyButton />
         {onCollapse && (
           <button class="ghost small" title="Collapse" onClick={onCollapse} data-testid="collapse-list">
             ⟨
