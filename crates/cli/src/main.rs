@@ -5,6 +5,7 @@ mod commands;
 mod daemon;
 mod doctor;
 mod locate;
+mod open;
 mod render;
 mod run;
 mod serve;
@@ -36,6 +37,12 @@ enum Commands {
         #[arg(long, default_value = "127.0.0.1:7878")]
         bind: std::net::SocketAddr,
         /// Where data lives (default: $NUCLEIC_HOME, else the XDG data dir).
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Print a one-time link that signs a browser in to the daemon's web app (starts the daemon
+    /// if needed).
+    Open {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
@@ -151,6 +158,10 @@ fn main() -> ExitCode {
         Commands::Run(args) => block_on(run::run(*args)),
         Commands::Serve { bind, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(serve::serve(home, bind)),
+            None => no_home(),
+        },
+        Commands::Open { home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(open::open(&home)),
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {

@@ -69,6 +69,10 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         home.join(nucleic_server::TOKEN_FILE).display()
     );
     let state = AppState::new(host, token, addr);
+    match state.login_link() {
+        Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
+        Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
+    }
     let shutdown = async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

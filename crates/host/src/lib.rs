@@ -4,6 +4,7 @@
 //! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
 
 mod backends;
+mod browsers;
 mod config;
 mod control;
 mod error;

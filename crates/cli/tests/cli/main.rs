@@ -12,3 +12,4 @@ mod real_claude_host;
 mod real_claude_session;
 mod sim_run;
 mod support;
+mod web_signin;

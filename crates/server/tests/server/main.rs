@@ -5,4 +5,6 @@
 
 mod files;
 mod protocol;
+mod signin;
 mod support;
+mod web;

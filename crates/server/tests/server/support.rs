@@ -18,6 +18,9 @@ pub struct Server {
     pub token: String,
     pub repo: std::path::PathBuf,
     pub host: Arc<Host>,
+    pub state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 pub fn git_repo(dir: &Path) -> std::path::PathBuf {
@@ -51,6 +54,12 @@ pub fn git_repo(dir: &Path) -> std::path::PathBuf {
 
 pub async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo).await
+}
+
+/// A host over `dir/home` and a server for it on a fresh port.
+async fn serve_in(dir: tempfile::TempDir, repo: std::path::PathBuf) -> Server {
     let home = dir.path().join("home");
     let host = Host::open(HostConfig {
         home: home.clone(),
@@ -70,9 +79,113 @@ pub async fn start() -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let state = AppState::new(Arc::clone(&host), token.clone(), addr);
-    tokio::spawn(nucleic_server::serve(listener, state, std::future::pending()));
-    let repo = git_repo(dir.path());
-    Server { dir, addr, token, repo, host }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
+        let _ = stopped.await;
+    }));
+    Server { dir, addr, token, repo, host, state, stop: Some(stop), task: Some(task) }
+}
+
+impl Server {
+    /// Stops this server and its host, then opens both again on the same home (a new port).
+    pub async fn restart(mut self) -> Server {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+        let Server { dir, repo, host, state, .. } = self;
+        drop(state);
+        drop(host);
+        serve_in(dir, repo).await
+    }
+
+    pub fn host_header(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
+    }
+
+    /// `GET path` with `extra` header lines (each ending in CRLF) and the right `Host`.
+    pub async fn get(&self, path: &str, extra: &str) -> Reply {
+        let host = self.host_header();
+        request(
+            self.addr,
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+        )
+        .await
+    }
+
+    /// A one-time login URL's path and query (`/login?token=…`), minted in process.
+    pub fn login_path(&self) -> String {
+        let url = self.state.login_link().unwrap();
+        let prefix = format!("http://{}", self.host_header());
+        url.strip_prefix(&prefix).unwrap().to_owned()
+    }
+
+    /// Signs in with a fresh login link; returns the session cookie (`nucleic_session=…`).
+    pub async fn sign_in(&self) -> String {
+        let reply = self.get(&self.login_path(), "").await;
+        assert_eq!(reply.status, 303, "{}", reply.text());
+        let set = reply.header("set-cookie").unwrap();
+        set.split(';').next().unwrap().to_owned()
+    }
+}
+
+/// A parsed HTTP/1.1 response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    /// Header names lowercased, in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// Sends a raw request and reads the whole response (chunked bodies decoded).
+pub async fn request(addr: SocketAddr, request: String) -> Reply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    let mut body = out[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    if headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked") {
+        let mut decoded = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..end]).unwrap(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            decoded.extend_from_slice(&rest[end + 2..end + 2 + size]);
+            rest = &rest[end + 2 + size + 2..];
+        }
+        body = decoded;
+    }
+    Reply { status, headers, body }
 }
 
 /// A raw HTTP/1.1 request; returns (status, body).
