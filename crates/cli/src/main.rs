@@ -3,6 +3,7 @@
 
 mod commands;
 mod daemon;
+mod demo;
 mod doctor;
 mod locate;
 mod open;
@@ -40,6 +41,9 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
+    /// A demo: the host on a throwaway repository with three simulated sessions, served with a
+    /// sign-in link (no API key, no agent CLI). Ctrl-C stops it and removes what it created.
+    Demo(Box<demo::DemoArgs>),
     /// Print a one-time link that signs a browser in to the daemon's web app (starts the daemon
     /// if needed).
     Open {
@@ -160,6 +164,7 @@ fn main() -> ExitCode {
             Some(home) => block_on(serve::serve(home, bind)),
             None => no_home(),
         },
+        Commands::Demo(args) => block_on(demo::demo(*args)),
         Commands::Open { home } => match locate::nucleic_home(home) {
             Some(home) => block_on(open::open(&home)),
             None => no_home(),

@@ -87,7 +87,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
+pub(crate) fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
     let path = home.join(DAEMON_FILE);
     let tmp = home.join(format!("{DAEMON_FILE}.tmp"));
     let body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() }).to_string();

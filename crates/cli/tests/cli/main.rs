@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod daemon;
+mod demo;
 mod host_sessions;
 mod real_claude;
 mod real_claude_host;
