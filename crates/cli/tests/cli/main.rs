@@ -9,6 +9,7 @@ mod daemon;
 mod demo;
 mod host_sessions;
 mod real_claude;
+mod real_claude_demo;
 mod real_claude_host;
 mod real_claude_session;
 mod sim_run;
