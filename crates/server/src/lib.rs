@@ -30,6 +30,8 @@ pub struct AppState {
     allowed_hosts: Arc<Vec<String>>,
     addr: SocketAddr,
     signin: Arc<signin::SignIn>,
+    /// Becomes true when the server shuts down: open WebSockets close.
+    closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -47,6 +49,7 @@ impl AppState {
             allowed_hosts: Arc::new(allowed),
             addr,
             signin: Arc::default(),
+            closing: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
     }
 
@@ -79,7 +82,8 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves.
+/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away") and
+/// requests in flight finish.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -91,5 +95,10 @@ pub async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    let closing = Arc::clone(&state.closing);
+    let shutdown = async move {
+        shutdown.await;
+        closing.send_replace(true);
+    };
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }

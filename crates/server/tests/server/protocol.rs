@@ -128,3 +128,28 @@ async fn http_one_shots_share_the_protocol() {
     assert_eq!(status, 422);
     assert_eq!(serde_json::from_str::<Value>(&reply).unwrap()["code"], "invalidRequest");
 }
+
+#[tokio::test]
+async fn shutting_down_closes_open_websockets_as_going_away() {
+    use futures_util::StreamExt;
+    let s = start().await;
+    let mut talking = ws(&s).await;
+    hello(&mut talking).await;
+    let mut silent = ws(&s).await; // never says hello
+    // A graceful shutdown that waited for these connections would never end.
+    let s = tokio::time::timeout(std::time::Duration::from_secs(10), s.restart()).await.unwrap();
+    for socket in [&mut talking, &mut silent] {
+        let mut code = None;
+        while let Ok(Some(Ok(frame))) =
+            tokio::time::timeout(std::time::Duration::from_secs(5), socket.next()).await
+        {
+            if let Message::Close(Some(close)) = frame {
+                code = Some(u16::from(close.code));
+            }
+        }
+        assert_eq!(code, Some(1001), "closed as going away");
+    }
+    // The restarted server answers as usual.
+    let mut again = ws(&s).await;
+    hello(&mut again).await;
+}
