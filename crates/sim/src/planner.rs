@@ -53,10 +53,12 @@ pub struct Plan {
     pub think: bool,
     /// Sleep 200 ms between stream chunks (`slow` appears as a word).
     pub slow: bool,
-    /// `stream N`: open with a long reply streamed as about N text deltas, one every
+    /// `stream N`: open with a long reply streamed as N text deltas, one every
     /// [`STREAM_DELTA_DELAY`](crate::stream::STREAM_DELTA_DELAY) (a session that visibly streams
     /// for minutes).
     pub stream: Option<usize>,
+    /// `fast`: no pause between the deltas of `stream N` (long transcripts quickly).
+    pub fast: bool,
     /// The tool calls, in order. Empty means a plain text reply.
     pub actions: Vec<Action>,
     /// The prompt text, trimmed.
@@ -143,7 +145,8 @@ pub fn plan(prompt: &str) -> Plan {
         .filter(|n| *n > 0)
         .map(|n| n.min(MAX_STREAM_DELTAS));
     let actions = split_steps(&prompt).into_iter().filter_map(parse_step).collect();
-    Plan { think, slow, stream, actions, prompt }
+    let fast = words.iter().any(|w| w == "fast");
+    Plan { think, slow, stream, fast, actions, prompt }
 }
 
 /// Splits on ` then ` (any case), keeping the original text of each step.
@@ -312,6 +315,7 @@ mod tests {
         assert!(w.opening_text().ends_with("\n\nI'll write a.txt."), "{}", w.opening_text());
         assert_eq!(plan("stream the logs").stream, None);
         assert_eq!(plan("stream 0").stream, None);
+        assert!(plan("stream 20000, fast").fast && !plan("stream 5").fast);
         assert_eq!(plan("stream 999999999").stream, Some(MAX_STREAM_DELTAS));
     }
 }

@@ -85,7 +85,8 @@ impl Block {
     }
 }
 
-/// Splits `s` into up to `n` non-empty pieces, at spaces when it has enough words.
+/// Splits `s` into `n` non-empty pieces (fewer when it is too short), at spaces when it has
+/// enough words.
 pub fn split_pieces(s: &str, n: usize) -> Vec<String> {
     let words: Vec<&str> = s.split_inclusive(' ').collect();
     let units: Vec<String> = if words.len() >= n {
@@ -96,8 +97,9 @@ pub fn split_pieces(s: &str, n: usize) -> Vec<String> {
     if units.is_empty() {
         return vec![String::new()];
     }
-    let per = units.len().div_ceil(n.max(1));
-    units.chunks(per).map(|c| c.concat()).collect()
+    // Exactly `n` pieces when there are enough units, as even as they come.
+    let n = n.clamp(1, units.len());
+    (0..n).map(|i| units[i * units.len() / n..(i + 1) * units.len() / n].concat()).collect()
 }
 
 /// Per-turn bookkeeping.
@@ -115,8 +117,10 @@ pub struct TurnState {
     pub output_tokens: u64,
     /// Sleep between chunks.
     pub slow: bool,
-    /// `stream N`: the next message's text comes in about N deltas, paced.
+    /// `stream N`: the next message's text comes in N deltas, paced.
     pub stream: Option<usize>,
+    /// `fast`: those deltas come without a pause.
+    pub fast: bool,
     /// `permission_denials` entries.
     pub denials: Vec<Value>,
 }
@@ -165,7 +169,7 @@ impl<W: Write> Session<W> {
         for (index, block) in blocks.iter().enumerate() {
             let mut started = false;
             let mut acc = String::new();
-            let paced = st.stream.is_some() && matches!(block, Block::Text(_));
+            let paced = st.stream.is_some() && !st.fast && matches!(block, Block::Text(_));
             for (delta, piece) in block.deltas(text_pieces) {
                 if self.interrupt_point(st, first, paced)? {
                     return self.abort_stream(&msg_id, &req_id, index, block, &acc, started);

@@ -36,6 +36,7 @@ impl<W: Write> Session<W> {
             output_tokens: 0,
             slow: plan.slow,
             stream: plan.stream,
+            fast: plan.fast,
             denials: Vec::new(),
         };
         if self.faults.malformed_stdout {
