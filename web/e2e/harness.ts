@@ -1,8 +1,8 @@
 /** Test support for the browser suite: start `nucleic demo` / `nucleic serve`, launch Debian's
  *  Chromium through playwright-core, sign a page in, and read what the host did. */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdtempSync, mkdirSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -79,8 +79,10 @@ function stopper(child: ChildProcess) {
 }
 
 /** Starts `nucleic demo --json` (three simulated sessions unless `noSessions`). */
-export async function startDemo(opts: { noSessions?: boolean; home?: string; port?: number; env?: Record<string, string> } = {}): Promise<Demo> {
-  const args = ["demo", "--json", "--port", String(opts.port ?? 0)];
+export async function startDemo(
+  opts: { noSessions?: boolean; home?: string; port?: number; env?: Record<string, string>; args?: string[] } = {},
+): Promise<Demo> {
+  const args = ["demo", "--json", "--port", String(opts.port ?? 0), ...(opts.args ?? [])];
   if (opts.noSessions) args.push("--no-sessions");
   if (opts.home) args.push("--home", opts.home);
   const child = spawn(NUCLEIC, args, { env: { ...process.env, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -149,7 +151,7 @@ export function launch(): Promise<Browser> {
 export async function signedInPage(
   browser: Browser,
   loginURL: string,
-  opts: { width?: number; height?: number; name?: string } = {},
+  opts: { width?: number; height?: number; name?: string; slowResolutions?: boolean } = {},
 ): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({
     viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 },
@@ -160,6 +162,19 @@ export async function signedInPage(
     await context.addInitScript((n: string) => localStorage.setItem("nucleic.clientName", n), name);
   }
   const page = await context.newPage();
+  if (opts.slowResolutions) {
+    // A slow link: from an approval's resolution on, messages reach this page 1.5 s late (in
+    // order — the protocol never reorders).
+    await page.routeWebSocket(/\/ws$/, (ws) => {
+      const server = ws.connectToServer();
+      let chain = Promise.resolve();
+      server.onMessage((m) => {
+        const text = typeof m === "string" ? m : m.toString();
+        const late = text.includes('"approvalResolved"');
+        chain = chain.then(() => (late ? new Promise((r) => setTimeout(r, 1500)) : undefined)).then(() => ws.send(text));
+      });
+    });
+  }
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   (page as unknown as { errors: string[] }).errors = errors;
@@ -216,4 +231,22 @@ export function longTranscript(n: number): string {
     i++;
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** The pinned Claude Code CLI installed by scripts/install-agents.sh. */
+export function pinnedClaude(): string {
+  const cache = process.env.NUCLEIC_AGENT_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "nucleic", "agents");
+  const exe = path.join(cache, "claude-code-2.1.332", "node_modules", ".bin", "claude");
+  if (!existsSync(exe)) throw new Error(`the pinned claude is not installed at ${exe}: run scripts/install-agents.sh`);
+  return exe;
+}
+
+/** Starts the Rust mock Anthropic server (crates/testkit, bin mock-anthropic). */
+export async function startMockAnthropic(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(path.join(REPO, "target", "debug", "mock-anthropic"), [], { stdio: ["ignore", "pipe", "pipe"] });
+  const log = track(child);
+  const info = await firstJsonLine(child, "mock-anthropic").catch((e) => {
+    throw new Error(`${(e as Error).message}\n${log()}`);
+  });
+  return { url: String(info.url), stop: stopper(child) };
 }

@@ -6,6 +6,7 @@ import diff from "highlight.js/lib/languages/diff";
 import go from "highlight.js/lib/languages/go";
 import javascript from "highlight.js/lib/languages/javascript";
 import json from "highlight.js/lib/languages/json";
+import plaintext from "highlight.js/lib/languages/plaintext";
 import python from "highlight.js/lib/languages/python";
 import rust from "highlight.js/lib/languages/rust";
 import shell from "highlight.js/lib/languages/shell";
@@ -16,7 +17,7 @@ import yaml from "highlight.js/lib/languages/yaml";
 import MarkdownIt from "markdown-it";
 
 for (const [name, lang] of Object.entries({
-  bash, css, diff, go, javascript, json, python, rust, shell, sql, typescript, xml, yaml,
+  bash, css, diff, go, javascript, json, plaintext, python, rust, shell, sql, typescript, xml, yaml,
 })) {
   hljs.registerLanguage(name, lang);
 }
@@ -27,6 +28,7 @@ hljs.registerAliases(["py"], { languageName: "python" });
 hljs.registerAliases(["rs"], { languageName: "rust" });
 hljs.registerAliases(["html", "svg"], { languageName: "xml" });
 hljs.registerAliases(["yml", "toml"], { languageName: "yaml" });
+hljs.registerAliases(["txt", "text"], { languageName: "plaintext" });
 
 const md: MarkdownIt = new MarkdownIt({
   html: false,
@@ -43,6 +45,9 @@ const md: MarkdownIt = new MarkdownIt({
     return "";
   },
 });
+
+// Only explicit links (http://…, www.…): "CHANGELOG.md" is a file name, not a Moldovan domain.
+md.linkify.set({ fuzzyLink: false });
 
 // Links open in a new tab and never get the opener.
 const defaultLink = md.renderer.rules.link_open ?? ((tokens, i, opts, _env, self) => self.renderToken(tokens, i, opts));

@@ -35,7 +35,8 @@ describe("Transcript.fold", () => {
     ]);
     expect(t.rows).toHaveLength(1);
     expect(t.rows[0]).toMatchObject({ kind: "tool", name: "Write", complete: true, result: { content: "ok", isError: false } });
-    expect(toolSummary("Write", (t.rows[0] as unknown as { input: never }).input)).toBe("a.txt");
+    expect(toolSummary((t.rows[0] as unknown as { input: never }).input)).toBe("a.txt");
+    expect(toolSummary({ file_path: "/w/t/src/a.rs" }, "/w/t")).toBe("src/a.rs");
   });
 
   it("tracks pending approvals and who resolved them", () => {

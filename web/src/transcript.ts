@@ -73,6 +73,8 @@ export class Transcript {
   private tools = new Map<string, Row & { kind: "tool" }>();
   private approvals = new Map<string, Row & { kind: "approval" }>();
 
+  /** `raw` rows (hidden by default in the view). */
+  rawCount = 0;
   /** Events folded so far (equals `facts.lastSeq` when none was missed). */
   eventsFolded = 0;
 
@@ -279,6 +281,7 @@ export class Transcript {
         });
         return;
       case "raw":
+        this.rawCount++;
         this.push({ kind: "raw", seq: e.seq, rev: 0, nativeType: e.nativeType ?? null, native: k.native });
         return;
       default: {
@@ -305,14 +308,18 @@ export function displayText(value: JsonValue | unknown): string {
 }
 
 /** The one-line summary of a tool call: its most telling input field. */
-export function toolSummary(name: string, input: JsonValue): string {
+export function toolSummary(input: JsonValue, cwd?: string | null): string {
   if (!input || typeof input !== "object" || Array.isArray(input)) return "";
   const o = input as Record<string, JsonValue>;
   const pick = o.command ?? o.file_path ?? o.path ?? o.pattern ?? o.url ?? o.query ?? o.description;
-  if (typeof pick === "string") return pick;
-  if (Array.isArray(pick)) return pick.join(" ");
-  void name;
-  return "";
+  const text = typeof pick === "string" ? pick : Array.isArray(pick) ? pick.join(" ") : "";
+  return cwd ? relative(text, cwd) : text;
+}
+
+/** `text` with the session's working directory prefix removed from paths. */
+export function relative(text: string, cwd: string): string {
+  const base = cwd.endsWith("/") ? cwd : `${cwd}/`;
+  return text.split(base).join("");
 }
 
 export type { Usage };

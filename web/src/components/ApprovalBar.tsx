@@ -13,6 +13,7 @@ export function ApprovalBar({
   more,
   caps,
   onRefused,
+  cwd,
 }: {
   store: CockpitStore;
   sessionID: string;
@@ -21,6 +22,8 @@ export function ApprovalBar({
   caps: Capabilities | null;
   /** The host refused our answer (e.g. another client answered first). */
   onRefused: (message: string) => void;
+  /** The session's working directory (paths are shown relative to it). */
+  cwd: string | null;
 }) {
   const [mode, setMode] = useState<"ask" | "edit" | "deny">("ask");
   const [edited, setEdited] = useState("");
@@ -59,7 +62,7 @@ export function ApprovalBar({
   return (
     <section class="approval-bar" role="region" aria-label="Approval" data-testid="approval-bar" data-request={request.requestID}>
       <div class="ask">
-        <strong>{request.toolName}</strong> <code>{toolSummary(request.toolName, request.input)}</code>
+        <strong>{request.toolName}</strong> <code>{toolSummary(request.input, cwd)}</code>
         {more > 0 && <span class="badge pending">+{more} more</span>}
         {request.description && <div class="description">{request.description}</div>}
         {request.blockedPath && <div class="description">Outside the workspace: {request.blockedPath}</div>}

@@ -8,7 +8,7 @@ export function NotifyButton() {
   if (perm !== "default") return null;
   return (
     <button class="ghost small" title="Notify me when a session needs approval or input, or finishes" onClick={async () => setPerm(await askForNotifications())} data-testid="enable-notifications">
-      🔔
+      Notify
     </button>
   );
 }

@@ -76,7 +76,7 @@ function json(v: unknown): string {
   }
 }
 
-function RowImpl({ row }: { row: Row; rev: number }) {
+function RowImpl({ row, cwd }: { row: Row; rev: number; cwd: string | null }) {
   switch (row.kind) {
     case "user":
       return (
@@ -109,7 +109,7 @@ function RowImpl({ row }: { row: Row; rev: number }) {
           tool={row.name}
           summary={
             <>
-              <span class="tool-name">{row.name}</span> <span class="tool-arg">{toolSummary(row.name, row.input)}</span>
+              <span class="tool-name">{row.name}</span> <span class="tool-arg">{toolSummary(row.input, cwd)}</span>
               <span class={`tool-state ${state}`}>{state}</span>
             </>
           }
@@ -133,7 +133,7 @@ function RowImpl({ row }: { row: Row; rev: number }) {
         <div class={`row approval${r ? "" : " open"}`} data-kind="approval" data-seq={row.seq}>
           <span class="icon">{r ? (r.decision.startsWith("allow") ? "✓" : "✗") : "?"}</span>
           <span>
-            {row.request.toolName} {toolSummary(row.request.toolName, row.request.input)} —{" "}
+            {row.request.toolName} {toolSummary(row.request.input, cwd)} —{" "}
             {r ? (
               <span data-testid="approval-outcome">
                 {r.decision} by <strong>{r.by}</strong>
@@ -180,4 +180,4 @@ function RowImpl({ row }: { row: Row; rev: number }) {
   }
 }
 
-export const RowView = memo(RowImpl, (a, b) => a.row === b.row && a.rev === b.rev);
+export const RowView = memo(RowImpl, (a, b) => a.row === b.row && a.rev === b.rev && a.cwd === b.cwd);

@@ -35,6 +35,7 @@ export function SessionPane({
   const caps = info?.capabilities ?? null;
   const status = summary?.status ?? facts.status;
   const [error, setError] = useState<string | null>(null);
+  const [showNative, setShowNative] = useState(false);
   const offline = store.link !== "online";
   const live = status === "running" || status === "awaiting-approval";
 
@@ -130,13 +131,19 @@ export function SessionPane({
             ))}
           </select>
         </label>
+        {transcript.rawCount > 0 && (
+          <label class="check native-toggle" title="Native lines the agent printed that have no normalized meaning">
+            <input type="checkbox" checked={showNative} onChange={(e) => setShowNative(e.currentTarget.checked)} data-testid="show-native" />
+            native lines ({transcript.rawCount})
+          </label>
+        )}
       </div>
       {error && (
         <p class="error banner-inline" role="alert">
           {error}
         </p>
       )}
-      <TranscriptView transcript={transcript} />
+      <TranscriptView transcript={transcript} showNative={showNative} />
       {lastResolution && (
         <p class={`resolution${refused ? " refused" : ""}`} role="status" data-testid="resolved-by">
           {refused ?? `${lastResolution.decision} by ${lastResolution.by}`}
@@ -150,6 +157,7 @@ export function SessionPane({
           more={pending.length - 1}
           caps={caps}
           onRefused={setRefused}
+          cwd={facts.cwd}
         />
       )}
       {!readOnly && (

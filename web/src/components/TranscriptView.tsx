@@ -1,13 +1,17 @@
 /** The session transcript: a virtualized list of rows that sticks to the bottom while live. */
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 
 import type { Transcript } from "../transcript";
 import { RowView } from "./Rows";
 
-export function TranscriptView({ transcript }: { transcript: Transcript }) {
+export function TranscriptView({ transcript, showNative }: { transcript: Transcript; showNative: boolean }) {
   const scroller = useRef<HTMLDivElement>(null);
-  const rows = transcript.rows;
+  // Native lines with no normalized meaning are kept (and countable) but hidden unless asked.
+  const rows = useMemo(
+    () => (showNative ? transcript.rows : transcript.rows.filter((r) => r.kind !== "raw")),
+    [transcript, transcript.version, transcript.rows.length, showNative],
+  );
   const [atBottom, setAtBottom] = useState(true);
   const virtual = useVirtualizer({
     count: rows.length,
@@ -41,7 +45,7 @@ export function TranscriptView({ transcript }: { transcript: Transcript }) {
             if (!row) return null;
             return (
               <div key={item.key} data-index={item.index} ref={virtual.measureElement} class="row-wrap">
-                <RowView row={row} rev={row.rev} />
+                <RowView row={row} rev={row.rev} cwd={transcript.facts.cwd} />
               </div>
             );
           })}
