@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use nucleic_host::Host;
-use nucleic_protocol::{Backend, NewSession, SessionStatus, SessionSummary};
+use nucleic_protocol::{Backend, NewSession, ProjectSummary, SessionStatus, SessionSummary};
 use nucleic_server::{AppState, load_or_create_token};
 use serde_json::json;
 
@@ -23,7 +23,8 @@ pub struct DemoArgs {
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Keep the host's data here instead of a temporary directory (kept afterwards).
+    /// Keep the host's data, and the demo repository (`DIR/demo-repo/wordcount`), here instead
+    /// of temporary directories: kept afterwards, and found again by the next demo on DIR.
     #[arg(long)]
     home: Option<PathBuf>,
     /// Only create the project, no sessions (for creating sessions from the web app).
@@ -189,10 +190,20 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("no home directory"),
     };
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let repo_dir = temp_dir("nucleic-demo-repo-")?;
-    let repo = repo_dir.path().join("wordcount");
-    std::fs::create_dir_all(&repo)?;
-    make_repo(&repo)?;
+    // With --home the repository lives (and stays) in it, so a demo can be stopped and started
+    // again on the same home and find its project and sessions; otherwise it is temporary.
+    let repo_dir = match &args.home {
+        Some(_) => None,
+        None => Some(temp_dir("nucleic-demo-repo-")?),
+    };
+    let repo = match &repo_dir {
+        Some(temp) => temp.path().join("wordcount"),
+        None => home.join("demo-repo").join("wordcount"),
+    };
+    if !repo.join(".git").exists() {
+        std::fs::create_dir_all(&repo)?;
+        make_repo(&repo)?;
+    }
 
     let mut config = host_config(&home)?;
     if let Some(claude) = &args.claude {
@@ -214,12 +225,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }));
 
     let outcome = async {
-        let root = repo.to_string_lossy().into_owned();
-        let project = host
-            .add_project(&root, Some("wordcount".into()), |s| {
-                s.default_backend = Backend::Simulated
-            })
-            .await?;
+        let project = demo_project(&host, &repo).await?;
         let mut sessions = Vec::new();
         if !args.no_sessions {
             for (role, title, prompt, mode, status) in SESSIONS {
@@ -246,10 +252,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     .await;
     let result = match outcome {
         Ok((project, sessions)) => {
-            let url = state.login_link().context("cannot mint a sign-in link")?;
-            announce(&args, &url, &home, &repo, &project.project_id, &sessions, addr.port())?;
-            stop_signal().await;
-            Ok(ExitCode::SUCCESS)
+            let announced =
+                state.login_link().context("cannot mint a sign-in link").and_then(|url| {
+                    announce(&args, &url, &home, &repo, &project.project_id, &sessions, addr.port())
+                });
+            match announced {
+                Ok(()) => {
+                    stop_signal().await;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     };
@@ -269,11 +282,27 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     drop(state);
     drop(host);
     let _ = std::fs::remove_file(home.join(DAEMON_FILE));
-    repo_dir.close().context("cannot remove the demo repository")?;
+    if let Some(temp) = repo_dir {
+        temp.close().context("cannot remove the demo repository")?;
+    }
     if let Some(temp) = temp_home {
         temp.close().context("cannot remove the demo's data directory")?;
     }
     result
+}
+
+/// The demo repository's project: the one already registered for it (a demo started again on
+/// the same home), else a new one.
+async fn demo_project(host: &Host, repo: &Path) -> anyhow::Result<ProjectSummary> {
+    let root = repo.canonicalize()?;
+    let known = host.list_projects().await?;
+    if let Some(project) = known.into_iter().find(|p| Path::new(&p.root) == root) {
+        return Ok(project);
+    }
+    let root = root.to_string_lossy().into_owned();
+    Ok(host
+        .add_project(&root, Some("wordcount".into()), |s| s.default_backend = Backend::Simulated)
+        .await?)
 }
 
 fn announce(

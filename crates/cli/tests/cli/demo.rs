@@ -191,7 +191,18 @@ async fn with_no_sessions_the_demo_has_one_project_to_start_sessions_in() {
     )
     .await;
     assert_eq!(created["type"], "ack", "{created}");
+    let session = created["result"]["sessionID"].as_str().unwrap().to_owned();
+    let project = demo.info["projectID"].clone();
     assert_eq!(demo.stop().await, 0);
     assert!(home.join("catalog.sqlite").is_file(), "a home given with --home is kept");
+    assert!(home.join("demo-repo/wordcount/.git").is_dir(), "and its repository");
     assert!(!home.join("daemon.json").exists());
+
+    // Started again on the same home: the same project, the earlier session, the same browser.
+    let again = Demo::start(&["--no-sessions", "--home", home.to_str().unwrap()]).await;
+    assert_eq!(again.info["projectID"], project);
+    let listed = api(&again, &cookie, json!({"type": "listSessions", "messageID": "l"})).await;
+    assert_eq!(listed["type"], "sessions", "the old cookie still signs in: {listed}");
+    assert_eq!(listed["sessions"][0]["sessionID"], session.as_str());
+    assert_eq!(again.stop().await, 0);
 }
