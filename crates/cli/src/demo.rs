@@ -175,7 +175,12 @@ async fn stop_signal() {
 }
 
 fn temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
-    tempfile::Builder::new().prefix(prefix).tempdir().context("cannot create a temporary directory")
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("cannot create a temporary directory")
 }
 
 /// Runs the demo until Ctrl-C or SIGTERM.
@@ -189,7 +194,9 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         (None, Some(temp)) => temp.path().to_owned(),
         (None, None) => bail!("no home directory"),
     };
-    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&home)
+        .with_context(|| format!("cannot create {}", home.display()))?;
     // With --home the repository lives (and stays) in it, so a demo can be stopped and started
     // again on the same home and find its project and sessions; otherwise it is temporary.
     let repo_dir = match &args.home {

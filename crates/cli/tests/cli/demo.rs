@@ -90,6 +90,8 @@ async fn the_demo_serves_three_sessions_and_cleans_up_on_sigterm() {
     let info = demo.info.clone();
     let (home, repo) = (info["home"].as_str().unwrap(), info["repo"].as_str().unwrap());
     assert!(Path::new(home).is_dir() && Path::new(repo).join(".git").is_dir(), "{info}");
+    let mode = std::fs::metadata(home).unwrap().permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700, "a private home");
     let roles: Vec<(&str, &str)> = info["sessions"]
         .as_array()
         .unwrap()
