@@ -48,11 +48,13 @@ it("bundle size", () => {
 
 it("initial load with 50 sessions", async () => {
   const { context, page } = await signedInPage(browser, demo.url);
+  // 50 sessions, each stopped once created (the host runs at most 20 agents at once).
   for (let i = 0; i < 50; i++) {
-    await page.evaluate(
-      ([pid, n]) => (window as any).nucleic.request({ type: "intent", intent: { kind: "newSession", projectID: pid, backend: "simulated", prompt: `think about task ${n}` } }),
-      [demo.projectID, i] as const,
-    );
+    await page.evaluate(async ([pid, n]) => {
+      const store = (window as any).nucleic;
+      const reply = await store.request({ type: "intent", intent: { kind: "newSession", projectID: pid, backend: "simulated", prompt: `think about task ${n}` } });
+      await store.request({ type: "intent", intent: { kind: "stop", sessionID: reply.result.sessionID } });
+    }, [demo.projectID, i] as const);
   }
   await context.close();
   const times: number[] = [];
