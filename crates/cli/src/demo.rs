@@ -16,6 +16,7 @@ use nucleic_server::{AppState, load_or_create_token};
 use serde_json::json;
 
 use crate::serve::{DAEMON_FILE, host_config, write_daemon_file};
+use crate::signals::StopSignals;
 
 /// Options of `nucleic demo`.
 #[derive(Debug, clap::Args)]
@@ -41,6 +42,9 @@ pub struct DemoArgs {
     /// process's own environment, which agents inherit.
     #[arg(long = "agent-env", value_name = "KEY=VALUE")]
     agent_env: Vec<String>,
+    /// Seconds a sign-in link works (default 600; for tests of expired links).
+    #[arg(long, hide = true)]
+    login_link_ttl: Option<u64>,
 }
 
 /// The demo sessions: role, title, prompt, permission mode, the status to wait for.
@@ -160,20 +164,6 @@ async fn wait_for(host: &Host, id: &str, status: SessionStatus) -> anyhow::Resul
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = async {
-            match term.as_mut() {
-                Some(t) => { t.recv().await; }
-                None => std::future::pending().await,
-            }
-        } => {}
-    }
-}
-
 fn temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
@@ -185,6 +175,7 @@ fn temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
 
 /// Runs the demo until Ctrl-C or SIGTERM.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     let temp_home = match &args.home {
         Some(_) => None,
         None => Some(temp_dir("nucleic-demo-home-")?),
@@ -225,7 +216,10 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     let addr = listener.local_addr()?;
     write_daemon_file(&home, addr)?;
-    let state = AppState::new(Arc::clone(&host), token, addr);
+    let mut state = AppState::new(Arc::clone(&host), token, addr);
+    if let Some(secs) = args.login_link_ttl {
+        state = state.with_login_link_ttl(Duration::from_secs(secs));
+    }
     let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
         let _ = server_stopped.await;
@@ -265,7 +259,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 });
             match announced {
                 Ok(()) => {
-                    stop_signal().await;
+                    signals.wait().await;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => Err(e),

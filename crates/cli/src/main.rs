@@ -10,6 +10,7 @@ mod open;
 mod render;
 mod run;
 mod serve;
+mod signals;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

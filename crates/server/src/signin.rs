@@ -38,8 +38,10 @@ const INVALID_LINK: &str = "<!doctype html>
 ";
 
 /// Outstanding login links and recently verified sessions.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SignIn {
+    /// How long a new login link works.
+    ttl: Duration,
     /// SHA-256 (hex) of each unused login token → when it stops working.
     links: Mutex<HashMap<String, Instant>>,
     /// SHA-256 (hex) of session secrets → when the catalog last confirmed them.
@@ -57,8 +59,19 @@ fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+impl Default for SignIn {
+    fn default() -> SignIn {
+        SignIn::with_ttl(LOGIN_LINK_TTL)
+    }
+}
+
 impl SignIn {
-    /// A fresh one-time login token (valid for [`LOGIN_LINK_TTL`]).
+    /// Login links that work for `ttl`.
+    pub fn with_ttl(ttl: Duration) -> SignIn {
+        SignIn { ttl, links: Mutex::default(), verified: Mutex::default() }
+    }
+
+    /// A fresh one-time login token (valid for the link lifetime, [`LOGIN_LINK_TTL`] by default).
     pub fn mint(&self) -> Result<String, getrandom::Error> {
         let token = secret()?;
         let now = Instant::now();
@@ -71,7 +84,7 @@ impl SignIn {
                 None => break,
             };
         }
-        links.insert(hash(&token), now + LOGIN_LINK_TTL);
+        links.insert(hash(&token), now + self.ttl);
         Ok(token)
     }
 
@@ -105,6 +118,14 @@ impl SignIn {
 }
 
 impl AppState {
+    /// The same server with login links that work for `ttl` instead of [`LOGIN_LINK_TTL`]
+    /// (tests of expiry).
+    #[must_use]
+    pub fn with_login_link_ttl(mut self, ttl: Duration) -> AppState {
+        self.signin = std::sync::Arc::new(SignIn::with_ttl(ttl));
+        self
+    }
+
     /// A one-time sign-in URL for a browser (`http://127.0.0.1:PORT/login?token=…`).
     pub fn login_link(&self) -> Result<String, getrandom::Error> {
         Ok(format!("{}/login?token={}", self.base_url(), self.signin.mint()?))

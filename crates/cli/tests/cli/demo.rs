@@ -208,3 +208,12 @@ async fn with_no_sessions_the_demo_has_one_project_to_start_sessions_in() {
     assert_eq!(listed["sessions"][0]["sessionID"], session.as_str());
     assert_eq!(again.stop().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_can_print_a_link_that_has_already_expired() {
+    let demo = Demo::start(&["--no-sessions", "--login-link-ttl", "0"]).await;
+    let (status, _, page) = get(demo.info["url"].as_str().unwrap(), "").await;
+    assert_eq!(status, 401);
+    assert!(page.contains("invalid, expired or already used"), "{page}");
+    assert_eq!(demo.stop().await, 0);
+}

@@ -138,3 +138,15 @@ async fn the_websocket_takes_the_cookie_from_its_own_origin_only() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_expired_login_link_is_refused() {
+    let s = start_with_login_ttl(std::time::Duration::from_millis(200)).await;
+    let link = s.login_path();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let reply = s.get(&link, "").await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.text().contains(INVALID));
+    // A fresh one, used in time, works.
+    assert_eq!(s.get(&s.login_path(), "").await.status, 303);
+}

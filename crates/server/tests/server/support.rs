@@ -55,11 +55,22 @@ pub fn git_repo(dir: &Path) -> std::path::PathBuf {
 pub async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let repo = git_repo(dir.path());
-    serve_in(dir, repo).await
+    serve_in(dir, repo, None).await
+}
+
+/// A server whose login links work for `ttl`.
+pub async fn start_with_login_ttl(ttl: Duration) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo, Some(ttl)).await
 }
 
 /// A host over `dir/home` and a server for it on a fresh port.
-async fn serve_in(dir: tempfile::TempDir, repo: std::path::PathBuf) -> Server {
+async fn serve_in(
+    dir: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    login_ttl: Option<Duration>,
+) -> Server {
     let home = dir.path().join("home");
     let host = Host::open(HostConfig {
         home: home.clone(),
@@ -78,7 +89,10 @@ async fn serve_in(dir: tempfile::TempDir, repo: std::path::PathBuf) -> Server {
     let token = load_or_create_token(&home).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = AppState::new(Arc::clone(&host), token.clone(), addr);
+    let mut state = AppState::new(Arc::clone(&host), token.clone(), addr);
+    if let Some(ttl) = login_ttl {
+        state = state.with_login_link_ttl(ttl);
+    }
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
         let _ = stopped.await;
@@ -98,7 +112,7 @@ impl Server {
         let Server { dir, repo, host, state, .. } = self;
         drop(state);
         drop(host);
-        serve_in(dir, repo).await
+        serve_in(dir, repo, None).await
     }
 
     pub fn host_header(&self) -> String {
