@@ -157,6 +157,8 @@ export async function signedInPage(
     viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 },
     deviceScaleFactor: 1,
   });
+  // CI has two cores shared with the host and its agents: be patient, not flaky.
+  context.setDefaultTimeout(60_000);
   if (opts.name) {
     const name = opts.name;
     await context.addInitScript((n: string) => localStorage.setItem("nucleic.clientName", n), name);

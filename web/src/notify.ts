@@ -12,9 +12,12 @@ export async function askForNotifications(): Promise<NotificationPermission | "u
 
 /** The notification a status change deserves, if any. */
 export function transitionMessage(before: SessionSummary | undefined, after: SessionSummary): string | null {
-  if (!before || before.status === after.status) {
-    if (before && after.pendingApprovals > before.pendingApprovals) return "needs your approval";
-    return null;
+  if (!before) {
+    // A session this page had not seen yet (started elsewhere) that already waits for a person.
+    return after.status === "awaiting-approval" || after.pendingApprovals > 0 ? "needs your approval" : null;
+  }
+  if (before.status === after.status) {
+    return after.pendingApprovals > before.pendingApprovals ? "needs your approval" : null;
   }
   switch (after.status) {
     case "awaiting-approval":

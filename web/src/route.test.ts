@@ -31,5 +31,6 @@ describe("urgency and notifications", () => {
     expect(transitionMessage(summary("running"), summary("finished"))).toBe("finished");
     expect(transitionMessage(summary("running"), summary("running"))).toBeNull();
     expect(transitionMessage(undefined, summary("running"))).toBeNull();
+    expect(transitionMessage(undefined, summary("awaiting-approval", 1))).toBe("needs your approval");
   });
 });
