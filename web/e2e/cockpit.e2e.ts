@@ -141,9 +141,11 @@ describe("nucleic demo", () => {
       server.onMessage((m) => {
         const text = typeof m === "string" ? m : m.toString();
         const msg = JSON.parse(text);
-        if (msg.type === "event" && msg.event.kind.type === "sessionCreated" && rewrote === 0) {
+        const events = msg.type === "event" ? [msg.event] : msg.type === "events" ? msg.events : [];
+        const created = events.find((e: { kind: { type: string } }) => e.kind.type === "sessionCreated");
+        if (created && rewrote === 0) {
           rewrote++;
-          msg.event.kind = { type: "holographicDisplay", beams: 3 };
+          created.kind = { type: "holographicDisplay", beams: 3 };
           ws.send(JSON.stringify(msg));
           return;
         }

@@ -8,7 +8,7 @@ import type {
   HostMessage,
   SessionSummary,
 } from "./protocol.gen";
-import { PROTOCOL_VERSION } from "./protocol.gen";
+import { FEATURE_EVENT_BATCHES, PROTOCOL_VERSION } from "./protocol.gen";
 
 export type LinkState = "connecting" | "online" | "offline" | "signedOut";
 
@@ -166,6 +166,8 @@ export class HostConnection {
           clientID: this.identity.id,
           clientName: this.identity.name,
           protocolVersion: PROTOCOL_VERSION,
+          // Catch-ups arrive as batches: a browser pays per WebSocket message.
+          features: [FEATURE_EVENT_BATCHES],
         } satisfies ClientMessage),
       );
     };
@@ -219,6 +221,9 @@ export class HostConnection {
         return;
       case "event":
         this.acceptEvent(msg.event);
+        return;
+      case "events":
+        for (const e of msg.events) this.acceptEvent(e);
         return;
       case "sessionChanged":
         this.on.sessionChanged(msg.session);

@@ -6,6 +6,7 @@ export type JsonValue = number | string | boolean | null | JsonValue[] | { [key:
 
 export const PROTOCOL_VERSION = 1;
 export const MAX_FILE_CONTENT_BYTES = 4194304;
+export const FEATURE_EVENT_BATCHES = "eventBatches";
 
 export type Event = { seq: number, at: string, sessionID: string, backend: Backend, 
 /**
@@ -157,7 +158,11 @@ export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "d
 
 export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways" } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
 
-export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
+export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, 
+/**
+ * Optional behaviours the client understands (e.g. [`FEATURE_EVENT_BATCHES`]).
+ */
+features?: Array<string>, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
 /**
  * Include the unified patch text (file list and counts always come).
  */
@@ -200,7 +205,7 @@ backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: J
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
-truncated: boolean, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
+truncated: boolean, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
 /**
  * For `alreadyResolved`: who answered first.
  */

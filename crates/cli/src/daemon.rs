@@ -61,6 +61,8 @@ impl Daemon {
                 client_id,
                 client_name: format!("terminal ({})", whoami()),
                 protocol_version: PROTOCOL_VERSION,
+                // One event per message suits a terminal; batches are for browsers.
+                features: vec![],
             })
             .await?;
         match daemon.recv().await? {
@@ -126,6 +128,7 @@ impl Daemon {
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),
                 HostMessage::Welcome { .. }
                 | HostMessage::Event { .. }
+                | HostMessage::Events { .. }
                 | HostMessage::SessionChanged { .. } => None,
             };
             if reply_id.is_some() && reply_id == id {

@@ -29,9 +29,9 @@ pub use kind::{
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use sync::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, ExportFormat, FinishAction, GitFacts,
-    HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession, PROTOCOL_VERSION, ProjectSummary,
-    ProtocolErrorCode, SessionSummary, Verbosity,
+    CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, ExportFormat, FEATURE_EVENT_BATCHES,
+    FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession,
+    PROTOCOL_VERSION, ProjectSummary, ProtocolErrorCode, SessionSummary, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

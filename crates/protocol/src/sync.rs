@@ -15,6 +15,9 @@ use crate::status::SessionStatus;
 /// Bumped on incompatible changes; `hello` carries the client's, `welcome` the host's.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// `hello.features` value: the client accepts `events` batches.
+pub const FEATURE_EVENT_BATCHES: &str = "eventBatches";
+
 /// Largest client message the host accepts, in bytes.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 1024 * 1024;
 
@@ -50,6 +53,9 @@ pub enum ClientMessage {
         client_name: String,
         #[serde(rename = "protocolVersion")]
         protocol_version: u32,
+        /// Optional behaviours the client understands (e.g. [`FEATURE_EVENT_BATCHES`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
     },
     ListProjects {
         #[serde(rename = "messageID")]
@@ -380,6 +386,14 @@ pub enum HostMessage {
     },
     /// One event of a subscribed session.
     Event { event: Event },
+    /// Consecutive events of one subscribed session, in seq order — sent instead of `event`
+    /// messages to clients that announced [`FEATURE_EVENT_BATCHES`], when events queue up
+    /// (catch-up, bursts). Same cursor rules as single events.
+    Events {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        events: Vec<Event>,
+    },
     /// A session's summary changed (status, pending approvals, cost, title …).
     SessionChanged { session: SessionSummary },
     Error {

@@ -74,7 +74,7 @@ fn render() -> String {
          export type JsonValue = number | string | boolean | null | JsonValue[] | { [key: string]: JsonValue };\n",
     );
     out.push_str(&format!(
-        "\nexport const PROTOCOL_VERSION = {PROTOCOL_VERSION};\nexport const MAX_FILE_CONTENT_BYTES = {MAX_FILE_CONTENT_BYTES};\n"
+        "\nexport const PROTOCOL_VERSION = {PROTOCOL_VERSION};\nexport const MAX_FILE_CONTENT_BYTES = {MAX_FILE_CONTENT_BYTES};\nexport const FEATURE_EVENT_BATCHES = \"{FEATURE_EVENT_BATCHES}\";\n"
     ));
     for decl in declarations() {
         out.push_str("\nexport ");

@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use nucleic_protocol::{
-    Backend, BackendInfo, Capabilities, ClientMessage, Decision, FileContent, FileEncoding,
-    FileEntry, FileKind, FinishAction, HostMessage, Intent, NewSession, ProtocolErrorCode,
-    SessionStatus, SessionSummary, Verbosity,
+    Backend, BackendInfo, Capabilities, ClientMessage, Decision, Event, EventKind, FileContent,
+    FileEncoding, FileEntry, FileKind, FinishAction, HostMessage, Intent, NewSession,
+    ProtocolErrorCode, SessionStatus, SessionSummary, StderrLine, Timestamp, Verbosity,
 };
 use serde_json::json;
 
@@ -21,6 +21,7 @@ fn client_messages_snapshot_and_round_trip() {
             client_id: "phone-1".into(),
             client_name: "Ana's phone".into(),
             protocol_version: 1,
+            features: vec!["eventBatches".into()],
         },
         ClientMessage::Subscribe {
             message_id: "m1".into(),
@@ -128,6 +129,19 @@ fn host_messages_snapshot() {
             resolved_by: Some("desktop".into()),
         },
         HostMessage::Unsupported { message_id: Some("m9".into()), message_type: "teleport".into() },
+        HostMessage::Events {
+            session_id: "s1".into(),
+            events: (1..=2)
+                .map(|seq| Event {
+                    seq,
+                    at: Timestamp::parse("2026-11-29T00:00:00Z").unwrap(),
+                    session_id: "s1".into(),
+                    backend: Backend::Simulated,
+                    native_type: None,
+                    kind: EventKind::Stderr(StderrLine { text: format!("line {seq}") }),
+                })
+                .collect(),
+        },
         HostMessage::SessionChanged {
             session: SessionSummary {
                 session_id: "s1".into(),

@@ -2,18 +2,22 @@
 //! subscriptions (filtered by verbosity), and session summaries as they change.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use nucleic_protocol::{
-    ClientMessage, EventKind, HostMessage, PROTOCOL_VERSION, ProtocolErrorCode, Verbosity,
+    ClientMessage, EventKind, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION,
+    ProtocolErrorCode, Verbosity,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::AppState;
+use crate::batch;
 use crate::dispatch::{Client, answer, error, parse};
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
@@ -38,8 +42,24 @@ pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
 async fn run(socket: WebSocket, state: AppState) {
     let (mut sink, mut stream) = socket.split();
     let (out, mut outbox) = mpsc::channel::<HostMessage>(1024);
+    // Set by the handshake when the client takes `events` batches.
+    let batching = Arc::new(AtomicBool::new(false));
+    let batching_writer = batching.clone();
     let writer = tokio::spawn(async move {
-        while let Some(message) = outbox.recv().await {
+        let mut held: Option<HostMessage> = None;
+        loop {
+            let message = match held.take() {
+                Some(m) => m,
+                None => match outbox.recv().await {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            let message = if batching_writer.load(Ordering::Relaxed) {
+                batch::coalesce(message, &mut outbox, &mut held)
+            } else {
+                message
+            };
             let Ok(text) = serde_json::to_string(&message) else { continue };
             if sink.send(Message::Text(text.into())).await.is_err() {
                 return;
@@ -52,7 +72,7 @@ async fn run(socket: WebSocket, state: AppState) {
     // The server is shutting down: close this connection too (a graceful shutdown waits for it).
     let mut closing = state.closing.subscribe();
     let client = tokio::select! {
-        client = handshake(&mut stream, &out, &state.host) => client,
+        client = handshake(&mut stream, &out, &state.host, &batching) => client,
         _ = closing.wait_for(|closing| *closing) => None,
     };
     let Some(client) = client else {
@@ -173,6 +193,7 @@ async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::Sender<HostMessage>,
     host: &nucleic_host::Host,
+    batching: &AtomicBool,
 ) -> Option<Client> {
     let frame = loop {
         match stream.next().await? {
@@ -182,9 +203,12 @@ async fn handshake(
         }
     };
     match parse(&frame) {
-        Ok(ClientMessage::Hello { client_id, client_name, protocol_version })
+        Ok(ClientMessage::Hello { client_id, client_name, protocol_version, features })
             if protocol_version == PROTOCOL_VERSION && !client_id.trim().is_empty() =>
         {
+            if features.iter().any(|f| f == FEATURE_EVENT_BATCHES) {
+                batching.store(true, Ordering::Relaxed);
+            }
             let _ = out
                 .send(HostMessage::Welcome {
                     host_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -4,6 +4,7 @@
 //! lives in `nucleic_host::Host`; this crate only frames, authenticates and routes.
 
 mod auth;
+mod batch;
 mod connection;
 mod dispatch;
 mod http;

@@ -7,12 +7,16 @@ import { type CockpitStore, errorText } from "../store";
 
 export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClose: () => void }) {
   const projects = store.projects;
-  const [projectID, setProjectID] = useState(projects[0]?.projectID ?? "");
+  const [chosen, setProjectID] = useState<string | null>(null);
+  // The lists may arrive after the sheet opened: default to the first project until one is chosen.
+  const projectID = chosen ?? projects[0]?.projectID ?? "";
   const project = projects.find((p) => p.projectID === projectID);
   const available = store.backends.filter((b) => b.available);
-  const [backend, setBackend] = useState<Backend>(
-    (project && available.some((b) => b.backend === project.defaultBackend) ? project.defaultBackend : available[0]?.backend) ?? "simulated",
-  );
+  const [chosenBackend, setBackend] = useState<Backend | null>(null);
+  const backend: Backend =
+    chosenBackend ??
+    (project && available.some((b) => b.backend === project.defaultBackend) ? project.defaultBackend : available[0]?.backend) ??
+    "simulated";
   const info = store.backend(backend);
   const [baseRef, setBaseRef] = useState("");
   const [model, setModel] = useState("");

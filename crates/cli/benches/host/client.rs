@@ -58,6 +58,7 @@ pub(crate) async fn connect(addr: SocketAddr, token: &str) -> Res<Socket> {
         client_id: format!("bench-{}-{n}", std::process::id()),
         client_name: "bench".into(),
         protocol_version: PROTOCOL_VERSION,
+        features: vec![],
     };
     send(&mut socket, &hello).await?;
     match recv(&mut socket, STALL).await? {
