@@ -181,3 +181,94 @@ async fn codex_message_then_follow_up() {
     let finished = exited(&mut rx).await;
     assert_eq!(finished.outcome, RunOutcome::Completed, "{finished:?}");
 }
+
+/// Runs one turn with `prompt`, answering every approval with `decision`; returns the events
+/// and the approvals asked.
+async fn turn_answering(
+    handle: &nucleic_agents::codex::CodexHandle,
+    rx: &mut mpsc::Receiver<AgentOutput>,
+    prompt: &str,
+    decision: &Decision,
+) -> (Vec<NativeEvent>, Vec<nucleic_protocol::ApprovalRequested>) {
+    handle.send_user_text(prompt).await.unwrap();
+    let mut seen = Vec::new();
+    let mut asks = Vec::new();
+    loop {
+        let k = until(rx, &mut seen, |k| {
+            matches!(k, EventKind::ApprovalRequested(_) | EventKind::TurnCompleted(_))
+        })
+        .await;
+        match k {
+            EventKind::ApprovalRequested(ask) => {
+                handle.respond(&ask.request_id, decision).await.unwrap();
+                asks.push(ask);
+            }
+            _ => return (seen, asks),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_default_mode_asks_before_commands_and_edits() {
+    if nucleic_testkit::isolated!("codex_default_mode_asks_before_commands_and_edits") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = Setup::new(script).await;
+    let mut o = s.options();
+    o.set_permission_mode("default").unwrap();
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    let (seen, asks) = turn_answering(&handle, &mut rx, "go", &Decision::Allow).await;
+    let tools: Vec<&str> = asks.iter().map(|a| a.tool_name.as_str()).collect();
+    assert_eq!(tools, vec!["shell", "apply_patch"], "{seen:#?}");
+    assert!(asks[0].input["command"].as_str().unwrap().contains("touch created.txt"));
+    // The file change's approval carries its diff (taken from the item codex announced).
+    assert_eq!(asks[1].input["changes"][0]["diff"], "hello\n");
+    assert!(asks[1].input["changes"][0]["path"].as_str().unwrap().ends_with("/patched.txt"));
+    assert!(s.ws().join("created.txt").exists() && s.ws().join("patched.txt").exists());
+    assert_eq!(shell_result_errors(&seen), vec![false, false], "{seen:#?}");
+    // Observed with 0.171.0: under `untrusted` even `ls` is asked about.
+    s.mock.set_script(Script::shell_then_done("ls"));
+    let (_, asks) = turn_answering(&handle, &mut rx, "list", &Decision::Allow).await;
+    assert_eq!(asks.len(), 1);
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_accept_edits_and_plan_modes() {
+    if nucleic_testkit::isolated!("codex_accept_edits_and_plan_modes") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = Setup::new(script.clone()).await;
+    // plan: nothing is asked and nothing changes.
+    let mut o = s.options();
+    o.set_permission_mode("plan").unwrap();
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    let (seen, asks) = turn_answering(&handle, &mut rx, "go", &Decision::Allow).await;
+    assert!(asks.is_empty(), "{asks:#?}");
+    assert!(!s.ws().join("created.txt").exists() && !s.ws().join("patched.txt").exists());
+    let errors = shell_result_errors(&seen);
+    assert!(!errors.is_empty() && errors.iter().all(|e| *e), "{seen:#?}");
+    handle.close_input().await;
+    exited(&mut rx).await;
+    // acceptEdits: edits and commands inside the workspace run unasked; leaving it asks.
+    o.set_permission_mode("acceptEdits").unwrap();
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    let (seen, asks) = turn_answering(&handle, &mut rx, "go", &Decision::Allow).await;
+    assert!(asks.is_empty(), "{asks:#?}");
+    assert!(s.ws().join("created.txt").exists() && s.ws().join("patched.txt").exists());
+    assert_eq!(shell_result_errors(&seen), vec![false, false], "{seen:#?}");
+    let outside = s.dir.path().join("outside.txt");
+    s.mock.set_script(Script::tools_then_done(vec![ToolCall::exec_command_escalated(
+        format!("touch {}", outside.display()),
+        "outside",
+    )]));
+    let deny = Decision::Deny { message: "no".into() };
+    let (_, asks) = turn_answering(&handle, &mut rx, "escalate", &deny).await;
+    assert_eq!(asks.len(), 1);
+    assert!(!outside.exists());
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
+}

@@ -23,7 +23,7 @@ use serde_json::Value;
 pub use appserver::AppServerDecoder;
 pub use exec::ExecDecoder;
 pub use item::{PATCH_TOOL, SHELL_TOOL};
-pub use launch::{APPROVAL_POLICIES, CodexOptions, SANDBOX_MODES};
+pub use launch::{APPROVAL_POLICIES, CodexOptions, PERMISSION_MODES, SANDBOX_MODES, codex_policy};
 pub use session::{CODEX_CAPABILITIES, CodexExit, CodexHandle, classify_codex, spawn_codex};
 
 /// What one line decoded to.
