@@ -81,6 +81,8 @@ pub enum AgentKind {
     Claude,
     /// The built-in simulated agent: no API key, no network.
     Sim,
+    /// OpenAI Codex (`codex app-server`; `CODEX_HOME` and the provider's key from the environment).
+    Codex,
 }
 
 /// How `run` answers approvals.

@@ -2,15 +2,19 @@
 //! writer, print events, answer approvals, and exit with the run's outcome.
 
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use nucleic_agents::claude::{ClaudeOptions, spawn_claude};
+
+use nucleic_agents::AgentLaunch;
+use nucleic_agents::claude::ClaudeOptions;
+use nucleic_agents::codex::CodexOptions;
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
 
-use crate::locate::{find_claude, nucleic_home};
+use crate::locate::{find_claude, find_codex, nucleic_home};
 use crate::render::{Renderer, summarize_input};
 use crate::{AgentKind, ApproveMode, RunArgs};
 
@@ -23,35 +27,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cwd = cwd
         .canonicalize()
         .with_context(|| format!("working directory {} does not exist", cwd.display()))?;
-    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
-        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
-        (AgentKind::Sim, None) => (
-            std::env::current_exe().context("cannot find the nucleic executable")?,
-            vec!["__sim-agent".into()],
-            Backend::Simulated,
-        ),
-        (AgentKind::Claude, None) => match find_claude() {
-            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
-            None => bail!(
-                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
-            ),
-        },
-    };
-    let mut opts = ClaudeOptions::new(program, cwd);
-    opts.prefix_args = prefix;
-    opts.backend = backend;
-    opts.permission_mode = args.permission_mode.clone();
-    opts.model = args.model.clone();
-    opts.resume = args.resume.clone();
-    opts.fork = args.fork;
-    opts.append_system_prompt = args.append_system_prompt.clone();
-
+    let launch = agent_launch(&args, cwd)?;
+    let backend = launch.backend();
     let prompt = args.prompt.join(" ");
     let home = nucleic_home(args.home.clone())
         .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
     let session_id = uuid::Uuid::new_v4().to_string();
     let transcript = home.join("sessions").join(&session_id).join("transcript.jsonl");
-    let (agent, outputs) = spawn_claude(&opts)?;
+    let (agent, outputs) = launch.spawn()?;
     let session = SessionController::start(
         SessionConfig {
             session_id,
@@ -62,7 +45,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 title: nucleic_host::title_from_prompt(&prompt),
                 project_id: None,
                 project_root: None,
-                cwd: opts.cwd.to_string_lossy().into_owned(),
+                cwd: launch_cwd(&launch).to_string_lossy().into_owned(),
                 worktree: None,
                 model: args.model.clone(),
                 permission_mode: Some(args.permission_mode.clone()),
@@ -144,6 +127,59 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
+/// The backend's launch options from the command line.
+fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
+    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
+        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
+        (AgentKind::Sim, None) => (
+            std::env::current_exe().context("cannot find the nucleic executable")?,
+            vec!["__sim-agent".into()],
+            Backend::Simulated,
+        ),
+        (AgentKind::Claude, None) => match find_claude() {
+            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
+            None => bail!(
+                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
+            ),
+        },
+        (AgentKind::Codex, None) => match find_codex() {
+            Some(p) => (p, Vec::new(), Backend::Codex),
+            None => bail!(
+                "codex not found on PATH or in the agent cache; run scripts/install-agents.sh or pass --agent-bin"
+            ),
+        },
+    };
+    if backend == Backend::Codex {
+        if args.fork {
+            bail!("--fork is not supported with --agent codex");
+        }
+        if args.append_system_prompt.is_some() {
+            bail!("--append-system-prompt is not supported with --agent codex");
+        }
+        let mut opts = CodexOptions::new(program, cwd);
+        opts.set_permission_mode(&args.permission_mode)?;
+        opts.model = args.model.clone();
+        opts.resume = args.resume.clone();
+        return Ok(AgentLaunch::Codex(opts));
+    }
+    let mut opts = ClaudeOptions::new(program, cwd);
+    opts.prefix_args = prefix;
+    opts.backend = backend;
+    opts.permission_mode = args.permission_mode.clone();
+    opts.model = args.model.clone();
+    opts.resume = args.resume.clone();
+    opts.fork = args.fork;
+    opts.append_system_prompt = args.append_system_prompt.clone();
+    Ok(AgentLaunch::Claude(opts))
+}
+
+fn launch_cwd(launch: &AgentLaunch) -> &Path {
+    match launch {
+        AgentLaunch::Claude(o) => &o.cwd,
+        AgentLaunch::Codex(o) => &o.cwd,
+    }
+}
+
 async fn sleep_or_never(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
@@ -155,6 +191,7 @@ fn backend_of(agent: AgentKind) -> Backend {
     match agent {
         AgentKind::Claude => Backend::ClaudeCode,
         AgentKind::Sim => Backend::Simulated,
+        AgentKind::Codex => Backend::Codex,
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nucleic_agents::AgentControl;
-use nucleic_agents::claude::spawn_claude;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
@@ -303,7 +302,7 @@ impl Host {
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
         let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
-        let (agent_handle, outputs) = spawn_claude(&opts)?;
+        let (agent_handle, outputs) = opts.spawn()?;
         let pid = agent_handle.pid();
         let transcript = self.config.transcript_path(&session_id);
         let session = SessionController::start(

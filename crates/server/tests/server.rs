@@ -58,6 +58,7 @@ async fn start() -> Server {
         home: home.clone(),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
         },

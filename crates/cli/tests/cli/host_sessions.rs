@@ -39,6 +39,7 @@ async fn host(dir: &Path) -> Arc<Host> {
         home: dir.join("home"),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
         },
@@ -424,6 +425,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         home: dir.path().join("home"),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
         },

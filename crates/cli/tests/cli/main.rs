@@ -10,5 +10,6 @@ mod host_sessions;
 mod real_claude;
 mod real_claude_host;
 mod real_claude_session;
+mod real_codex;
 mod sim_run;
 mod support;

@@ -1,0 +1,134 @@
+//! `nucleic run --agent codex` with the real pinned CLI against the mock Responses API, each test
+//! in its own loopback-only network namespace.
+
+use std::path::{Path, PathBuf};
+
+use nucleic_protocol::{EventKind, RunOutcome};
+use nucleic_testkit::agents::real_codex;
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_openai::{API_KEY_ENV, MockOpenAi, Script, codex_config_toml};
+use pretty_assertions::assert_eq;
+
+use crate::support::*;
+
+pub struct CodexSetup {
+    pub dir: tempfile::TempDir,
+    pub mock: MockOpenAi,
+    pub env: Vec<(String, String)>,
+    pub codex: String,
+}
+
+/// A workspace (`dir`), a `CODEX_HOME` beside it (`dir/.codex-home`) pointing at a fresh mock,
+/// and the environment naming both.
+pub async fn codex_setup(script: Script) -> CodexSetup {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockOpenAi::start(script).await.unwrap();
+    let home = dir.path().join(".codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), codex_config_toml(&mock.base_url())).unwrap();
+    let env = vec![
+        ("CODEX_HOME".to_owned(), home.to_string_lossy().into_owned()),
+        (API_KEY_ENV.to_owned(), "sk-mock".to_owned()),
+    ];
+    CodexSetup { dir, mock, env, codex: real_codex().to_string_lossy().into_owned() }
+}
+
+impl CodexSetup {
+    pub fn cwd(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    /// `nucleic run --agent codex --agent-bin <pinned codex> --json <args>` in the setup's dir.
+    async fn run(&self, args: &[&str]) -> RunResult {
+        let mut all = vec!["run", "--agent", "codex", "--agent-bin", &self.codex, "--json"];
+        all.extend_from_slice(args);
+        run_nucleic(&self.cwd(), &all, &self.env).await
+    }
+}
+
+/// The workspace's entries, without Nucleic's and codex's homes.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".nh" && n != ".codex-home")
+        .collect();
+    names.sort();
+    names
+}
+
+fn tool_results(events: &[nucleic_protocol::Event]) -> Vec<nucleic_protocol::ToolResult> {
+    events.iter().filter_map(|e| pick!(&e.kind, ToolResult)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_shell_and_patch_allowed() {
+    if isolated!("real_codex_shell_and_patch_allowed") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let r = s.run(&["--approve", "allow", "create the files"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let cwd = s.cwd();
+    assert!(cwd.join("created.txt").exists(), "{:#?}", kinds(&r.events));
+    assert_eq!(std::fs::read_to_string(cwd.join("patched.txt")).unwrap(), "hello\n");
+    assert_gapless(&r.events);
+    // The same kinds in the same order rules as a Claude run.
+    assert_in_order(
+        &r.events,
+        &[
+            "sessionCreated",
+            "sessionStarted",
+            "toolCallStarted",
+            "approvalRequested",
+            "approvalResolved",
+            "toolResult",
+            "toolCallStarted",
+            "approvalRequested",
+            "approvalResolved",
+            "toolResult",
+            "assistantText",
+            "usage",
+            "turnCompleted",
+            "runFinished",
+        ],
+    );
+    let session = first!(r.events, SessionStarted);
+    assert_eq!(session.agent_version.as_deref(), Some("0.171.0"));
+    assert_eq!(session.permission_mode.as_deref(), Some("untrusted"));
+    let names: Vec<String> =
+        r.events.iter().filter_map(|e| pick!(&e.kind, ToolCallStarted).map(|c| c.name)).collect();
+    assert_eq!(names, vec!["shell", "apply_patch"]);
+    assert!(tool_results(&r.events).iter().all(|t| !t.is_error), "{:#?}", r.events);
+    assert!(r.events.iter().all(|e| e.backend == nucleic_protocol::Backend::Codex));
+    let done = first!(r.events, RunFinished);
+    assert_eq!(done.outcome, RunOutcome::Completed);
+    assert_eq!(transcript_of(&cwd, &r.events), r.events);
+    assert!(
+        s.mock.requests().iter().all(|q| q.path.starts_with("/v1/responses")),
+        "{:?}",
+        s.mock.requests()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_shell_and_patch_denied() {
+    if isolated!("real_codex_shell_and_patch_denied") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let before = listing(&s.cwd());
+    let r = s.run(&["--approve", "deny", "create the files"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(listing(&s.cwd()), before, "{:#?}", r.events);
+    let asked = r.events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested(_)));
+    assert_eq!(asked.count(), 2);
+    let results = tool_results(&r.events);
+    assert!(results.iter().all(|t| t.is_error), "{results:#?}");
+    let texts: Vec<&str> = results.iter().filter_map(|t| t.content.as_str()).collect();
+    assert_eq!(texts, vec!["Command declined.", "Patch declined."]);
+    assert_gapless(&r.events);
+    assert_in_order(&r.events, &["approvalResolved", "toolResult", "turnCompleted", "runFinished"]);
+}
