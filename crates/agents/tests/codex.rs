@@ -9,7 +9,9 @@ use nucleic_agents::codex::{CodexOptions, spawn_codex};
 use nucleic_agents::{AgentControl, AgentOutput, NativeEvent};
 use nucleic_protocol::{Decision, EventKind, RunFinished, RunOutcome};
 use nucleic_testkit::agents::real_codex;
-use nucleic_testkit::mock_openai::{API_KEY_ENV, MockOpenAi, Script, ToolCall, codex_config_toml};
+use nucleic_testkit::mock_openai::{
+    API_KEY_ENV, FaultKind, MockOpenAi, Script, ToolCall, codex_config_toml,
+};
 use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -269,6 +271,76 @@ async fn codex_accept_edits_and_plan_modes() {
     let (_, asks) = turn_answering(&handle, &mut rx, "escalate", &deny).await;
     assert_eq!(asks.len(), 1);
     assert!(!outside.exists());
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
+}
+
+/// Runs a turn against a provider that never answers; the adapter must give up after
+/// `limit` with a `timeout` error and end the run as `apiError`.
+async fn gives_up_on(s: &Setup, limit: Duration) -> (Vec<NativeEvent>, RunFinished) {
+    let mut o = s.options();
+    o.provider_timeout = Some(limit);
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    handle.send_user_text("hi").await.unwrap();
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let error = until(
+        &mut rx,
+        &mut seen,
+        |k| matches!(k, EventKind::Error(e) if e.code == nucleic_protocol::ErrorCode::Timeout),
+    )
+    .await;
+    let EventKind::Error(error) = error else { unreachable!() };
+    assert!(error.message.contains("no progress"), "{error:?}");
+    let finished = exited(&mut rx).await;
+    assert!(started.elapsed() >= limit && started.elapsed() < limit * 4, "{:?}", started.elapsed());
+    assert_eq!(finished.outcome, RunOutcome::ApiError, "{finished:?}");
+    assert_eq!(finished.message.as_deref(), Some(error.message.as_str()));
+    (seen, finished)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_unreachable_provider_is_given_up() {
+    if nucleic_testkit::isolated!("codex_unreachable_provider_is_given_up") {
+        return;
+    }
+    let s = Setup::new(Script::text("x")).await;
+    // Nobody listens on the discard port; codex retries that forever.
+    let dead = "http://127.0.0.1:9/v1";
+    std::fs::write(s.dir.path().join("home/config.toml"), codex_config_toml(dead)).unwrap();
+    let (seen, _) = gives_up_on(&s, Duration::from_secs(3)).await;
+    // Its retry notices are not progress.
+    assert!(seen.iter().any(|e| matches!(e.kind, EventKind::ApiRetry(_))), "{seen:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_hanging_provider_is_given_up() {
+    if nucleic_testkit::isolated!("codex_hanging_provider_is_given_up") {
+        return;
+    }
+    let s = Setup::new(Script::text("x").with_fault(FaultKind::Hang, None)).await;
+    gives_up_on(&s, Duration::from_secs(2)).await;
+    assert!(!s.mock.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_pending_approval_is_not_a_stall() {
+    if nucleic_testkit::isolated!("codex_pending_approval_is_not_a_stall") {
+        return;
+    }
+    let s = Setup::new(Script::shell_then_done("touch created.txt")).await;
+    let mut o = s.options();
+    o.provider_timeout = Some(Duration::from_millis(500));
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    handle.send_user_text("go").await.unwrap();
+    let mut seen = Vec::new();
+    let asked = until(&mut rx, &mut seen, |k| matches!(k, EventKind::ApprovalRequested(_))).await;
+    let EventKind::ApprovalRequested(ask) = asked else { unreachable!() };
+    // A person takes their time: four times the limit.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    handle.respond(&ask.request_id, &Decision::Allow).await.unwrap();
+    until(&mut rx, &mut seen, is_turn_completed).await;
+    assert!(s.ws().join("created.txt").exists());
     handle.close_input().await;
     assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
 }

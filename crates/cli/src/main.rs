@@ -131,7 +131,8 @@ pub struct RunArgs {
     /// Deny a pending approval after this many seconds without an answer.
     #[arg(long)]
     approval_timeout: Option<u64>,
-    /// Stop the agent (and fail) when it produces no output for this many seconds.
+    /// Stop the agent (and fail) when it produces no output for this many seconds (Codex: when
+    /// a turn makes no progress; its retries do not count).
     #[arg(long)]
     idle_timeout: Option<u64>,
     /// Where sessions are stored (default: $NUCLEIC_HOME, else the XDG data dir).

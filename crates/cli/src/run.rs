@@ -65,7 +65,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut interrupts = 0u32;
     let mut finished = None;
     let mut timed_out = false;
-    let idle = args.idle_timeout.map(Duration::from_secs);
+    // For Codex the adapter's watchdog applies the idle timeout to turns (with a clearer
+    // message); this timer is then only a backstop, at twice the time.
+    let backstop = if backend == Backend::Codex { 2 } else { 1 };
+    let idle = args.idle_timeout.map(|secs| Duration::from_secs(secs * backstop));
     loop {
         let event = tokio::select! {
             e = events.next() => e?,
@@ -160,6 +163,11 @@ fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
         opts.set_permission_mode(&args.permission_mode)?;
         opts.model = args.model.clone();
         opts.resume = args.resume.clone();
+        // codex retries an unreachable provider forever, and its retry notices count as output:
+        // the adapter's own watchdog applies the idle timeout to turns that make no progress.
+        if let Some(secs) = args.idle_timeout {
+            opts.provider_timeout = Some(Duration::from_secs(secs));
+        }
         return Ok(AgentLaunch::Codex(opts));
     }
     let mut opts = ClaudeOptions::new(program, cwd);

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -39,6 +40,10 @@ pub fn codex_policy(mode: &str) -> Result<(&'static str, &'static str), AgentErr
     )
 }
 
+/// How long a turn may show no progress before the adapter gives up (see
+/// [`CodexOptions::provider_timeout`]).
+pub const DEFAULT_PROVIDER_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Everything needed to start one `codex app-server` process and its thread.
 #[derive(Debug, Clone)]
 pub struct CodexOptions {
@@ -58,6 +63,10 @@ pub struct CodexOptions {
     pub resume: Option<String>,
     /// Extra environment (e.g. the provider's API key variable); overrides the inherited one.
     pub env: Vec<(OsString, OsString)>,
+    /// Give up (an `error`, then the run ends as `apiError`) when a turn shows no progress for
+    /// this long while no approval is pending and no tool runs: codex itself retries an
+    /// unreachable provider forever. `None` waits forever.
+    pub provider_timeout: Option<Duration>,
 }
 
 impl CodexOptions {
@@ -73,6 +82,7 @@ impl CodexOptions {
             model: None,
             resume: None,
             env: Vec::new(),
+            provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
         }
     }
 

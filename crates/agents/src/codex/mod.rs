@@ -7,6 +7,7 @@
 
 pub mod appserver;
 pub mod exec;
+mod exit;
 mod item;
 mod launch;
 mod retry;
@@ -22,9 +23,13 @@ use serde_json::Value;
 
 pub use appserver::AppServerDecoder;
 pub use exec::ExecDecoder;
+pub use exit::{CodexExit, classify_codex};
 pub use item::{PATCH_TOOL, SHELL_TOOL};
-pub use launch::{APPROVAL_POLICIES, CodexOptions, PERMISSION_MODES, SANDBOX_MODES, codex_policy};
-pub use session::{CODEX_CAPABILITIES, CodexExit, CodexHandle, classify_codex, spawn_codex};
+pub use launch::{
+    APPROVAL_POLICIES, CodexOptions, DEFAULT_PROVIDER_TIMEOUT, PERMISSION_MODES, SANDBOX_MODES,
+    codex_policy,
+};
+pub use session::{CODEX_CAPABILITIES, CodexHandle, spawn_codex};
 
 /// What one line decoded to.
 #[derive(Debug)]

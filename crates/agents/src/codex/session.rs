@@ -2,16 +2,14 @@
 //! side ([`CodexHandle`]: handshake, thread, turns, approval replies), and the bookkeeping that
 //! keeps replies tied to requests codex really made.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufReader, PipeReader};
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use nucleic_protocol::{
-    Decision, ErrorCode, ErrorEvent, EventKind, RawJson, RunFinished, RunOutcome, StderrLine,
-};
+use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind, RawJson, StderrLine};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
@@ -23,8 +21,9 @@ use crate::process::{
     MAX_LINE_BYTES, ReadLine, Spawned, read_line_capped, spawn_group, terminate_tree,
 };
 
+use super::exit::{CodexExit, classify_codex};
 use super::launch::CodexOptions;
-use super::{AppServerDecoder, ControlIn, RequestId, RpcError};
+use super::{AppServerDecoder, ControlIn, DecodedLine, RequestId, RpcError};
 
 /// What Codex supports through this adapter.
 pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
@@ -78,6 +77,12 @@ struct State {
     queued: VecDeque<String>,
     /// Why the session could not be set up (initialize or thread start refused).
     setup_failed: Option<String>,
+    /// When codex last showed progress (any stdout line but an `error` retry notice).
+    last_progress: Option<Instant>,
+    /// Tool items started and not yet completed (a silent long command is not a stall).
+    running_tools: HashSet<String>,
+    /// Why the adapter gave up on a stalled turn.
+    gave_up: Option<String>,
 }
 
 #[derive(Debug)]
@@ -90,6 +95,8 @@ struct Shared {
     pid: Option<u32>,
     lines_read: AtomicU64,
     output_abandoned: AtomicBool,
+    /// The process is gone (the watchdog stops looking).
+    ended: AtomicBool,
 }
 
 /// The JSON-RPC client side of a running `codex app-server`. Cheap to share.
@@ -116,6 +123,7 @@ pub fn spawn_codex(
         pid: child.id(),
         lines_read: AtomicU64::new(0),
         output_abandoned: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
     });
     let (tx, rx) = mpsc::channel(1024);
     let handle = CodexHandle { shared };
@@ -141,8 +149,44 @@ pub fn spawn_codex(
             }
         });
     }
+    if let Some(limit) = opts.provider_timeout {
+        tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
+    }
     tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
     Ok((handle, rx))
+}
+
+/// Gives up on a turn that shows no progress for `limit` while nobody is deciding an approval
+/// and no tool is running: codex retries an unreachable provider forever. Reports an `error`
+/// and stops codex; the run then finishes as `apiError` with the same text.
+async fn watchdog(handle: CodexHandle, tx: mpsc::Sender<AgentOutput>, limit: Duration) {
+    let tick = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(tick).await;
+        if handle.shared.ended.load(Ordering::SeqCst)
+            || handle.shared.stop_requested.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        let stalled = {
+            let st = handle.state();
+            st.turn_busy
+                && st.asks.is_empty()
+                && st.running_tools.is_empty()
+                && st.last_progress.is_some_and(|t| t.elapsed() >= limit)
+        };
+        if stalled {
+            let why = format!(
+                "codex made no progress for {} s during a turn (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
+                limit.as_secs_f32()
+            );
+            handle.state().gave_up = Some(why.clone());
+            let error = host_events(vec![host_error(ErrorCode::Timeout, why)]);
+            let _ = tx.send(AgentOutput::Events(error)).await;
+            handle.stop(Duration::from_secs(2));
+            return;
+        }
+    }
 }
 
 /// Forwards stderr lines as events and keeps the last few for the exit message.
@@ -194,6 +238,7 @@ fn read_stdout(
             Ok(ReadLine::Line(line)) => {
                 handle.shared.lines_read.fetch_add(1, Ordering::SeqCst);
                 let decoded = decoder.decode(&line);
+                handle.note_progress(&decoded);
                 batch.extend(NativeEvent::from_line(&decoded.native_type, decoded.events));
                 if let Some(control) = decoded.control {
                     rt.block_on(handle.on_control(control));
@@ -235,6 +280,7 @@ async fn supervise(
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
     let status = child.wait().await;
+    handle.shared.ended.store(true, Ordering::SeqCst);
     let decoder = loop {
         let before = handle.shared.lines_read.load(Ordering::SeqCst);
         match tokio::time::timeout(OUTPUT_DRAIN, &mut stdout_task).await {
@@ -263,65 +309,13 @@ async fn supervise(
             turn_open: st.turn_open,
             setup_failed: st.setup_failed.clone(),
             stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
+            gave_up: st.gave_up.clone(),
             last_stderr,
         }
     };
     let mut finished = classify_codex(&facts);
     finished.unknown_lines = decoder.unknown_lines();
     let _ = tx.send(AgentOutput::Exited(finished)).await;
-}
-
-/// Everything known when `codex app-server` ended.
-#[derive(Debug, Clone, Default)]
-pub struct CodexExit {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// How the last turn ended (`completed`, `interrupted`, `failed`).
-    pub last_turn: Option<String>,
-    /// A turn started and never completed.
-    pub turn_open: bool,
-    /// The handshake or thread start was refused.
-    pub setup_failed: Option<String>,
-    pub stop_requested: bool,
-    pub last_stderr: Option<String>,
-}
-
-/// Classifies the end of a `codex app-server` run.
-pub fn classify_codex(f: &CodexExit) -> RunFinished {
-    let done = |outcome, message: String| RunFinished::new(outcome, Some(message), f.code);
-    if f.stop_requested {
-        return done(RunOutcome::Stopped, "stopped on request".into());
-    }
-    let how = match (f.code, f.signal) {
-        (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(s)) => format!("was killed by signal {s}"),
-        (None, None) => "ended".into(),
-    };
-    let with_stderr = |base: String| match &f.last_stderr {
-        Some(line) => format!("{base}: {line}"),
-        None => base,
-    };
-    if let Some(why) = &f.setup_failed {
-        return done(RunOutcome::AgentError, why.clone());
-    }
-    if f.turn_open {
-        return done(
-            RunOutcome::Crashed,
-            with_stderr(format!("agent {how} in the middle of a turn")),
-        );
-    }
-    match (f.last_turn.as_deref(), f.code) {
-        (Some("completed"), Some(0)) => done(RunOutcome::Completed, "finished".into()),
-        (Some("interrupted"), _) => done(RunOutcome::Interrupted, "turn interrupted".into()),
-        (Some("failed"), _) => done(RunOutcome::AgentError, "the last turn failed".into()),
-        (None, Some(0)) => done(RunOutcome::Completed, "no turn ran".into()),
-        (Some(_), _) => {
-            done(RunOutcome::Crashed, with_stderr(format!("agent {how} after its last turn")))
-        }
-        (None, _) => {
-            done(RunOutcome::Crashed, with_stderr(format!("agent {how} before finishing a turn")))
-        }
-    }
 }
 
 fn oversized(head: &str, len: usize) -> Vec<NativeEvent> {
@@ -359,6 +353,26 @@ impl CodexHandle {
         self.shared.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Notes what a decoded line says about progress: anything but a retry notice is progress;
+    /// tool items are tracked from start to result.
+    fn note_progress(&self, decoded: &DecodedLine) {
+        let mut st = self.state();
+        if decoded.native_type != "error" {
+            st.last_progress = Some(Instant::now());
+        }
+        for event in &decoded.events {
+            match event {
+                EventKind::ToolCallStarted(call) => {
+                    st.running_tools.insert(call.tool_call_id.clone());
+                }
+                EventKind::ToolResult(result) => {
+                    st.running_tools.remove(&result.tool_call_id);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The thread id, once `thread/start` (or `thread/resume`) answered.
     pub fn thread_id(&self) -> Option<String> {
         self.state().thread_id.clone()
@@ -391,7 +405,11 @@ impl CodexHandle {
             "threadId": thread_id,
             "input": [{"type": "text", "text": text, "text_elements": []}],
         });
-        self.state().turn_busy = true;
+        {
+            let mut st = self.state();
+            st.turn_busy = true;
+            st.last_progress = Some(Instant::now());
+        }
         if let Err(e) = self.request("turn/start", params, Sent::TurnStart).await {
             self.state().turn_busy = false;
             return Err(e);
@@ -444,6 +462,7 @@ impl CodexHandle {
                     st.turn_id = None;
                     st.turn_open = false;
                     st.turn_busy = false;
+                    st.running_tools.clear();
                     st.last_turn = Some(status);
                 }
                 self.pump_queue().await;
@@ -587,19 +606,5 @@ mod tests {
             "cancel"
         );
         assert!(wire_decision(&Decision::AllowEdited { updated_input: json!({}) }).is_err());
-    }
-
-    #[test]
-    fn exits_are_classified() {
-        let ok =
-            CodexExit { code: Some(0), last_turn: Some("completed".into()), ..Default::default() };
-        assert_eq!(classify_codex(&ok).outcome, RunOutcome::Completed);
-        let open = CodexExit { code: Some(1), turn_open: true, ..Default::default() };
-        assert_eq!(classify_codex(&open).outcome, RunOutcome::Crashed);
-        let stopped = CodexExit { signal: Some(15), stop_requested: true, ..Default::default() };
-        assert_eq!(classify_codex(&stopped).outcome, RunOutcome::Stopped);
-        let bad =
-            CodexExit { code: Some(1), last_turn: Some("completed".into()), ..Default::default() };
-        assert_eq!(classify_codex(&bad).outcome, RunOutcome::Crashed);
     }
 }

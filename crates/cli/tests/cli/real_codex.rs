@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use nucleic_protocol::{EventKind, RunOutcome};
 use nucleic_testkit::agents::real_codex;
 use nucleic_testkit::isolated;
-use nucleic_testkit::mock_openai::{API_KEY_ENV, MockOpenAi, Script, codex_config_toml};
+use nucleic_testkit::mock_openai::{API_KEY_ENV, FaultKind, MockOpenAi, Script, codex_config_toml};
 use pretty_assertions::assert_eq;
 
 use crate::support::*;
@@ -131,4 +131,23 @@ async fn real_codex_shell_and_patch_denied() {
     assert_eq!(texts, vec!["Command declined.", "Patch declined."]);
     assert_gapless(&r.events);
     assert_in_order(&r.events, &["approvalResolved", "toolResult", "turnCompleted", "runFinished"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_hanging_provider_is_cut_off_by_the_idle_timeout() {
+    if isolated!("real_codex_hanging_provider_is_cut_off_by_the_idle_timeout") {
+        return;
+    }
+    let s = codex_setup(Script::text("never").with_fault(FaultKind::Hang, None)).await;
+    let r = s.run(&["--idle-timeout", "2", "say hi"]).await;
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("run failed (apiError)") && r.stderr.contains("no progress for 2 s"),
+        "{}",
+        r.stderr
+    );
+    let error = first!(r.events, Error);
+    assert_eq!(error.code, nucleic_protocol::ErrorCode::Timeout);
+    assert_in_order(&r.events, &["sessionStarted", "error", "runFinished"]);
+    assert_gapless(&r.events);
 }
