@@ -1,98 +1,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `spawn_codex` with the real pinned `codex app-server` against the mock Responses API, each
-//! test in its own loopback-only network namespace.
+//! test in its own loopback-only network namespace: approvals and permission modes, follow-ups,
+//! and the provider watchdog.
+
+mod common;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nucleic_agents::codex::{CodexOptions, spawn_codex};
-use nucleic_agents::{AgentControl, AgentOutput, NativeEvent};
+use common::*;
+use nucleic_agents::codex::spawn_codex;
+use nucleic_agents::{AgentControl, NativeEvent};
 use nucleic_protocol::{Decision, EventKind, RunFinished, RunOutcome};
-use nucleic_testkit::agents::real_codex;
-use nucleic_testkit::mock_openai::{
-    API_KEY_ENV, FaultKind, MockOpenAi, Script, ToolCall, codex_config_toml,
-};
-use tokio::sync::mpsc;
-
-const WAIT: Duration = Duration::from_secs(15);
-
-struct Setup {
-    dir: tempfile::TempDir,
-    mock: MockOpenAi,
-}
-
-impl Setup {
-    async fn new(script: Script) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let mock = MockOpenAi::start(script).await.unwrap();
-        std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-        std::fs::write(dir.path().join("home/config.toml"), codex_config_toml(&mock.base_url()))
-            .unwrap();
-        Setup { dir, mock }
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.dir.path().join("ws").canonicalize().unwrap()
-    }
-
-    fn options(&self) -> CodexOptions {
-        let mut o = CodexOptions::new(real_codex(), self.ws());
-        o.codex_home = Some(self.dir.path().join("home"));
-        o.env = vec![(API_KEY_ENV.into(), "sk-mock".into())];
-        o
-    }
-}
-
-/// Collects events until one matches `stop` (returned last); panics on timeout or exit.
-async fn until(
-    rx: &mut mpsc::Receiver<AgentOutput>,
-    seen: &mut Vec<NativeEvent>,
-    stop: impl Fn(&EventKind) -> bool,
-) -> EventKind {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let out = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out; seen: {seen:#?}"));
-        match out {
-            Some(AgentOutput::Events(events)) => {
-                for e in events {
-                    seen.push(e.clone());
-                    if stop(&e.kind) {
-                        return e.kind;
-                    }
-                }
-            }
-            other => panic!("agent ended early: {other:?}; seen: {seen:#?}"),
-        }
-    }
-}
-
-/// Drains outputs until `Exited`.
-async fn exited(rx: &mut mpsc::Receiver<AgentOutput>) -> RunFinished {
-    loop {
-        match tokio::time::timeout(WAIT, rx.recv()).await.expect("no exit in time") {
-            Some(AgentOutput::Exited(f)) => return f,
-            Some(AgentOutput::Events(_)) => {}
-            None => panic!("output ended without Exited"),
-        }
-    }
-}
-
-/// `isError` of each tool result seen.
-fn shell_result_errors(seen: &[NativeEvent]) -> Vec<bool> {
-    seen.iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult(r) => Some(r.is_error),
-            _ => None,
-        })
-        .collect()
-}
-
-fn is_turn_completed(k: &EventKind) -> bool {
-    matches!(k, EventKind::TurnCompleted(_))
-}
+use nucleic_testkit::mock_openai::{FaultKind, Script, ToolCall, codex_config_toml};
 
 /// The model asks to run `touch <target>` outside the sandbox; `decision` answers the approval.
 /// Returns the completed turn's events.
@@ -182,32 +102,6 @@ async fn codex_message_then_follow_up() {
     handle.close_input().await;
     let finished = exited(&mut rx).await;
     assert_eq!(finished.outcome, RunOutcome::Completed, "{finished:?}");
-}
-
-/// Runs one turn with `prompt`, answering every approval with `decision`; returns the events
-/// and the approvals asked.
-async fn turn_answering(
-    handle: &nucleic_agents::codex::CodexHandle,
-    rx: &mut mpsc::Receiver<AgentOutput>,
-    prompt: &str,
-    decision: &Decision,
-) -> (Vec<NativeEvent>, Vec<nucleic_protocol::ApprovalRequested>) {
-    handle.send_user_text(prompt).await.unwrap();
-    let mut seen = Vec::new();
-    let mut asks = Vec::new();
-    loop {
-        let k = until(rx, &mut seen, |k| {
-            matches!(k, EventKind::ApprovalRequested(_) | EventKind::TurnCompleted(_))
-        })
-        .await;
-        match k {
-            EventKind::ApprovalRequested(ask) => {
-                handle.respond(&ask.request_id, decision).await.unwrap();
-                asks.push(ask);
-            }
-            _ => return (seen, asks),
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -18,6 +18,8 @@ pub struct CodexExit {
     /// The adapter gave up on a turn that made no progress (see `provider_timeout`); the text
     /// says why.
     pub gave_up: Option<String>,
+    /// What the last failed turn reported (codex fails a turn when its provider gives up).
+    pub turn_error: Option<String>,
     pub last_stderr: Option<String>,
 }
 
@@ -51,7 +53,13 @@ pub fn classify_codex(f: &CodexExit) -> RunFinished {
     match (f.last_turn.as_deref(), f.code) {
         (Some("completed"), Some(0)) => done(RunOutcome::Completed, "finished".into()),
         (Some("interrupted"), _) => done(RunOutcome::Interrupted, "turn interrupted".into()),
-        (Some("failed"), _) => done(RunOutcome::AgentError, "the last turn failed".into()),
+        (Some("failed"), _) => done(
+            RunOutcome::ApiError,
+            match &f.turn_error {
+                Some(e) => format!("the last turn failed: {e}"),
+                None => "the last turn failed".into(),
+            },
+        ),
         (None, Some(0)) => done(RunOutcome::Completed, "no turn ran".into()),
         (Some(_), _) => {
             done(RunOutcome::Crashed, with_stderr(format!("agent {how} after its last turn")))

@@ -83,6 +83,8 @@ struct State {
     running_tools: HashSet<String>,
     /// Why the adapter gave up on a stalled turn.
     gave_up: Option<String>,
+    /// The error of the last turn that failed.
+    turn_error: Option<String>,
 }
 
 #[derive(Debug)]
@@ -310,6 +312,7 @@ async fn supervise(
             setup_failed: st.setup_failed.clone(),
             stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
             gave_up: st.gave_up.clone(),
+            turn_error: st.turn_error.clone(),
             last_stderr,
         }
     };
@@ -367,6 +370,9 @@ impl CodexHandle {
                 }
                 EventKind::ToolResult(result) => {
                     st.running_tools.remove(&result.tool_call_id);
+                }
+                EventKind::TurnCompleted(turn) if turn.is_error => {
+                    st.turn_error.clone_from(&turn.result);
                 }
                 _ => {}
             }
