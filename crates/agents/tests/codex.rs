@@ -30,6 +30,10 @@ async fn approval_round_trip(name: &str, decision: Decision) -> (Setup, PathBuf,
     let asked = until(&mut rx, &mut seen, |k| matches!(k, EventKind::ApprovalRequested(_))).await;
     let EventKind::ApprovalRequested(ask) = asked else { unreachable!() };
     assert_eq!(ask.tool_name, "shell");
+    // codex numbers its requests from 0 in every process: events carry a per-process prefix so
+    // a resumed session never reuses an answered id.
+    assert!(ask.request_id.starts_with("codex-") && ask.request_id.ends_with("-0"), "{ask:?}");
+    assert!(handle.respond("0", &Decision::Allow).await.is_err());
     // Ids codex did not ask about are refused.
     assert!(handle.respond("999", &Decision::Allow).await.is_err());
     handle.respond(&ask.request_id, &decision).await.unwrap();
