@@ -95,13 +95,11 @@ async fn codex_resume_continues_the_thread_in_a_new_process() {
     handle.close_input().await;
     exited(&mut rx).await;
 
-    s.mock.set_script(Script::text("banana"));
+    s.mock.set_script(Script::shell_then_done("touch resumed.txt"));
     let mut o = s.options();
     o.resume = Some(thread.clone());
     let (handle, mut rx) = spawn_codex(&o).unwrap();
-    let mut seen = Vec::new();
-    handle.send_user_text("which word?").await.unwrap();
-    until_text_and_turn_end(&mut rx, &mut seen, "banana").await;
+    let (seen, asks) = turn_answering(&handle, &mut rx, "touch it", &Decision::Allow).await;
     let started = seen
         .iter()
         .find_map(|e| match &e.kind {
@@ -110,12 +108,15 @@ async fn codex_resume_continues_the_thread_in_a_new_process() {
         })
         .expect("sessionStarted on resume");
     assert_eq!(started.backend_session_id, thread);
-    // Approval policy is sent again (codex does not restore it on resume).
-    assert_eq!(started.permission_mode.as_deref(), Some("untrusted"));
+    assert_eq!(started.permission_mode.as_deref(), Some("default"));
     assert_eq!(handle.thread_id().as_deref(), Some(thread.as_str()));
+    // Approval policy and sandbox were sent again (codex does not restore them on resume): the
+    // command is asked about, and once allowed it may write the workspace.
+    assert_eq!(asks.len(), 1, "{seen:#?}");
+    assert!(s.ws().join("resumed.txt").exists());
     // The model saw the first turn's history.
-    let last = s.mock.requests().into_iter().rev().find(|r| r.path.ends_with("/responses"));
-    assert!(last.unwrap().body["input"].to_string().contains("remember the word banana"));
+    let first = s.mock.requests().into_iter().rev().find(|r| r.path.ends_with("/responses"));
+    assert!(first.unwrap().body["input"].to_string().contains("remember the word banana"));
     handle.close_input().await;
     assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
 

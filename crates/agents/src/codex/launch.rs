@@ -53,6 +53,9 @@ pub struct CodexOptions {
     pub cwd: PathBuf,
     /// `CODEX_HOME` (config.toml, sessions); inherited when `None`.
     pub codex_home: Option<PathBuf>,
+    /// The Nucleic permission mode `approval_policy` and `sandbox` came from (reported as the
+    /// session's permission mode, so a resume maps it again).
+    pub permission_mode: String,
     /// `approvalPolicy` of the thread; `on-request` asks before escalations.
     pub approval_policy: String,
     /// `sandbox` of the thread (passed again on resume: codex does not restore it).
@@ -77,6 +80,7 @@ impl CodexOptions {
             program,
             cwd,
             codex_home: None,
+            permission_mode: "default".into(),
             approval_policy: "untrusted".into(),
             sandbox: "workspace-write".into(),
             model: None,
@@ -90,6 +94,7 @@ impl CodexOptions {
     /// [`PERMISSION_MODES`]).
     pub fn set_permission_mode(&mut self, mode: &str) -> Result<(), AgentError> {
         let (policy, sandbox) = codex_policy(mode)?;
+        mode.clone_into(&mut self.permission_mode);
         self.approval_policy = policy.into();
         self.sandbox = sandbox.into();
         Ok(())

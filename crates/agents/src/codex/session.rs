@@ -102,6 +102,8 @@ struct Shared {
     /// Put before codex's JSON-RPC ids in `approvalRequested` events: codex numbers its requests
     /// from 0 in every process, and a resumed session must not reuse an answered id.
     ask_prefix: String,
+    /// The Nucleic permission mode, reported in `sessionStarted` instead of codex's policy.
+    permission_mode: String,
 }
 
 /// The JSON-RPC client side of a running `codex app-server`. Cheap to share.
@@ -129,6 +131,7 @@ pub fn spawn_codex(
         lines_read: AtomicU64::new(0),
         output_abandoned: AtomicBool::new(false),
         ended: AtomicBool::new(false),
+        permission_mode: opts.permission_mode.clone(),
         ask_prefix: format!("codex-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]),
     });
     let (tx, rx) = mpsc::channel(1024);
@@ -202,11 +205,16 @@ impl CodexHandle {
         }
     }
 
-    /// Gives approval requests this process's unique ids (see `ask_prefix`).
+    /// Gives approval requests this process's unique ids (see `ask_prefix`), and reports the
+    /// Nucleic permission mode in `sessionStarted` (codex reports its approval policy).
     fn tag_asks(&self, decoded: &mut DecodedLine) {
         for event in &mut decoded.events {
-            if let EventKind::ApprovalRequested(ask) = event {
-                ask.request_id = self.ask_key(&ask.request_id);
+            match event {
+                EventKind::ApprovalRequested(ask) => ask.request_id = self.ask_key(&ask.request_id),
+                EventKind::SessionStarted(started) => {
+                    started.permission_mode = Some(self.shared.permission_mode.clone());
+                }
+                _ => {}
             }
         }
     }

@@ -96,7 +96,7 @@ async fn real_codex_shell_and_patch_allowed() {
     );
     let session = first!(r.events, SessionStarted);
     assert_eq!(session.agent_version.as_deref(), Some("0.171.0"));
-    assert_eq!(session.permission_mode.as_deref(), Some("untrusted"));
+    assert_eq!(session.permission_mode.as_deref(), Some("default"));
     let names: Vec<String> =
         r.events.iter().filter_map(|e| pick!(&e.kind, ToolCallStarted).map(|c| c.name)).collect();
     assert_eq!(names, vec!["shell", "apply_patch"]);

@@ -1,0 +1,170 @@
+//! A Codex session in the daemon beside a simulated one, driven through the CLI, with the real
+//! pinned `codex` against the mock Responses API in a loopback-only namespace: approvals,
+//! interrupt, resume after the daemon is killed, diff and merge.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_openai::Script;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::daemon::{DaemonGuard, alive, cli_env, daemon_pid, git};
+use crate::real_codex::codex_setup;
+
+/// The session's transcript as JSON values.
+fn transcript(home: &Path, session: &str) -> Vec<Value> {
+    let path = home.join("sessions").join(session).join("transcript.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"]["type"] == kind).collect()
+}
+
+/// Polls the transcript (up to 30 s) until `done` holds, approving every open request through
+/// the CLI on the way; returns the transcript and the request ids approved.
+async fn drive(
+    home: &Path,
+    env: &[(&str, &str)],
+    session: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> (Vec<Value>, Vec<String>) {
+    let mut approved = Vec::new();
+    for _ in 0..300 {
+        let events = transcript(home, session);
+        if done(&events) {
+            return (events, approved);
+        }
+        let resolved: Vec<&Value> =
+            of_type(&events, "approvalResolved").iter().map(|e| &e["kind"]["requestID"]).collect();
+        for ask in of_type(&events, "approvalRequested") {
+            let id = ask["kind"]["requestID"].as_str().unwrap();
+            if !resolved.contains(&&ask["kind"]["requestID"]) && !approved.iter().any(|a| a == id) {
+                let (code, _, err) = cli_env(home, &["session", "approve", session, id], env).await;
+                assert_eq!(code, 0, "{err}");
+                approved.push(id.to_owned());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out; transcript: {:#?}", transcript(home, session));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_in_the_daemon_beside_a_simulated_session() {
+    if isolated!("real_codex_in_the_daemon_beside_a_simulated_session") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let env: Vec<(&str, &str)> = s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let home = s.dir.path().join("nucleic-home");
+    let _guard = DaemonGuard(home.clone());
+    let root = s.dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "hi\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "init"]);
+    let (code, project, err) =
+        cli_env(&home, &["project", "add", root.to_str().unwrap()], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let project = project.trim().to_owned();
+    let new = |agent: &'static str, prompt: &'static str| {
+        let (home, env, project) = (home.clone(), env.clone(), project.clone());
+        async move {
+            let args = ["session", "new", "--project", &project, "--agent", agent, prompt];
+            let (code, out, err) = cli_env(&home, &args, &env).await;
+            assert_eq!(code, 0, "{err}");
+            out.split_whitespace().next().unwrap().to_owned()
+        }
+    };
+    let sim = new("sim", "write notes.txt containing hi").await;
+    let codex = new("codex", "make the files").await;
+
+    // Approvals: the simulated agent's and both of Codex's (command, then patch) via the CLI.
+    let turns = |n: usize| move |ev: &[Value]| of_type(ev, "turnCompleted").len() >= n;
+    let (_, approved) = drive(&home, &env, &sim, turns(1)).await;
+    assert_eq!(approved.len(), 1);
+    let (events, approved) = drive(&home, &env, &codex, turns(1)).await;
+    assert_eq!(approved.len(), 2, "{events:#?}");
+    assert!(approved.iter().all(|id| id.starts_with("codex-")), "{approved:?}");
+    let tools: Vec<&Value> =
+        of_type(&events, "approvalRequested").iter().map(|e| &e["kind"]["toolName"]).collect();
+    assert_eq!(tools, vec!["shell", "apply_patch"]);
+    assert!(events.iter().all(|e| e["backend"] == "codex"));
+    let started = of_type(&events, "sessionStarted")[0]["kind"].clone();
+    let (_, list, _) = cli_env(&home, &["session", "list"], &env).await;
+    assert!(list.contains(&sim) && list.contains(&codex), "{list}");
+
+    let (_, diff, _) = cli_env(&home, &["session", "diff", &codex], &env).await;
+    assert!(diff.contains("patched.txt") && diff.contains("created.txt"), "{diff}");
+
+    // Interrupt a slow turn.
+    s.mock.set_script(
+        Script::text("a slow answer in many pieces").with_chunk_delay(Duration::from_millis(700)),
+    );
+    let (code, _, err) = cli_env(&home, &["session", "send", &codex, "talk slowly"], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let turn_started =
+        |ev: &[Value]| ev.iter().filter(|e| e["nativeType"] == "turn/started").count();
+    drive(&home, &env, &codex, |ev| turn_started(ev) >= 2).await;
+    let (code, _, err) = cli_env(&home, &["session", "interrupt", &codex], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let (events, _) = drive(&home, &env, &codex, turns(2)).await;
+    let last = of_type(&events, "turnCompleted")[1]["kind"].clone();
+    assert_eq!(last["terminalReason"], "interrupted", "{last}");
+
+    // Kill the daemon; the next CLI call starts a new one, which closes the session.
+    let daemon = daemon_pid(&home);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    for _ in 0..50 {
+        if !alive(daemon) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::remove_file(home.join("daemon.json")).unwrap();
+    let (code, out, err) = cli_env(&home, &["session", "show", &codex], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["status"], "finished", "{summary}");
+
+    // A follow-up resumes the same Codex thread in a new process, on the same transcript.
+    s.mock.set_script(Script::text("resumed answer"));
+    let before = transcript(&home, &codex).len();
+    let (code, _, err) =
+        cli_env(&home, &["session", "send", &codex, "what did you do?"], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let said = |ev: &[Value]| ev.iter().any(|e| e["kind"]["text"] == "resumed answer");
+    let (events, _) = drive(&home, &env, &codex, |ev| said(ev) && turns(3)(ev)).await;
+    let resumed = of_type(&events[before..], "sessionStarted");
+    assert_eq!(resumed.len(), 1, "{events:#?}");
+    assert_eq!(resumed[0]["kind"]["backendSessionID"], started["backendSessionID"]);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
+    let last = s.mock.requests().into_iter().rev().find(|r| r.path.ends_with("/responses"));
+    assert!(last.unwrap().body["input"].to_string().contains("make the files"));
+
+    // Diff and merge the Codex session's work.
+    let (code, _, err) = cli_env(
+        &home,
+        &["session", "merge", &codex, "-m", "codex work", "--update-checkout"],
+        &env,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(git(&root, &["show", "main:patched.txt"]), "hello\n");
+    assert_eq!(git(&root, &["show", "main:created.txt"]), "");
+    // The simulated session is untouched by all this.
+    let sim_tree =
+        transcript(&home, &sim)[0]["kind"]["worktree"]["path"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read_to_string(Path::new(&sim_tree).join("notes.txt")).unwrap(), "hi\n");
+}
