@@ -8,7 +8,10 @@ use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::claude::{CLAUDE_CAPABILITIES, ClaudeHandle, ClaudeOptions, spawn_claude};
-use crate::codex::{CODEX_CAPABILITIES, CodexHandle, CodexOptions, spawn_codex};
+use crate::codex::{
+    CODEX_CAPABILITIES, CodexExecHandle, CodexExecOptions, CodexHandle, CodexOptions, spawn_codex,
+    spawn_codex_exec,
+};
 use crate::error::AgentError;
 
 /// How to start an agent: the backend's own options.
@@ -18,6 +21,8 @@ pub enum AgentLaunch {
     Claude(ClaudeOptions),
     /// `codex app-server`.
     Codex(CodexOptions),
+    /// `codex exec --json`: one prompt, no approvals.
+    CodexExec(CodexExecOptions),
 }
 
 /// A running agent of any backend.
@@ -25,10 +30,11 @@ pub enum AgentLaunch {
 pub enum AnyAgent {
     Claude(ClaudeHandle),
     Codex(CodexHandle),
+    CodexExec(CodexExecHandle),
 }
 
-/// What `backend` supports through its adapter, known before anything is started (the host
-/// refuses what a backend lacks before launching it).
+/// What `backend` supports through its interactive adapter (Codex: `app-server`), known before
+/// anything is started.
 pub fn backend_capabilities(backend: Backend) -> Capabilities {
     match backend {
         Backend::ClaudeCode | Backend::Simulated => CLAUDE_CAPABILITIES,
@@ -41,7 +47,7 @@ impl AgentLaunch {
     pub fn backend(&self) -> Backend {
         match self {
             AgentLaunch::Claude(o) => o.backend,
-            AgentLaunch::Codex(_) => Backend::Codex,
+            AgentLaunch::Codex(_) | AgentLaunch::CodexExec(_) => Backend::Codex,
         }
     }
 
@@ -50,6 +56,9 @@ impl AgentLaunch {
         match self {
             AgentLaunch::Claude(o) => spawn_claude(o).map(|(h, rx)| (AnyAgent::Claude(h), rx)),
             AgentLaunch::Codex(o) => spawn_codex(o).map(|(h, rx)| (AnyAgent::Codex(h), rx)),
+            AgentLaunch::CodexExec(o) => {
+                spawn_codex_exec(o).map(|(h, rx)| (AnyAgent::CodexExec(h), rx))
+            }
         }
     }
 }
@@ -59,6 +68,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.capabilities(),
             AnyAgent::Codex(h) => h.capabilities(),
+            AnyAgent::CodexExec(h) => h.capabilities(),
         }
     }
 
@@ -66,6 +76,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.send_user_text(text).await,
             AnyAgent::Codex(h) => h.send_user_text(text).await,
+            AnyAgent::CodexExec(h) => h.send_user_text(text).await,
         }
     }
 
@@ -73,6 +84,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.respond(request_id, decision).await,
             AnyAgent::Codex(h) => h.respond(request_id, decision).await,
+            AnyAgent::CodexExec(h) => h.respond(request_id, decision).await,
         }
     }
 
@@ -80,6 +92,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.interrupt().await,
             AnyAgent::Codex(h) => h.interrupt().await,
+            AnyAgent::CodexExec(h) => h.interrupt().await,
         }
     }
 
@@ -87,6 +100,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.set_model(model).await,
             AnyAgent::Codex(h) => h.set_model(model).await,
+            AnyAgent::CodexExec(h) => h.set_model(model).await,
         }
     }
 
@@ -94,6 +108,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.set_permission_mode(mode).await,
             AnyAgent::Codex(h) => h.set_permission_mode(mode).await,
+            AnyAgent::CodexExec(h) => h.set_permission_mode(mode).await,
         }
     }
 
@@ -101,6 +116,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.close_input().await,
             AnyAgent::Codex(h) => h.close_input().await,
+            AnyAgent::CodexExec(h) => h.close_input().await,
         }
     }
 
@@ -108,6 +124,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.stop(grace),
             AnyAgent::Codex(h) => h.stop(grace),
+            AnyAgent::CodexExec(h) => h.stop(grace),
         }
     }
 
@@ -115,6 +132,7 @@ impl AgentControl for AnyAgent {
         match self {
             AnyAgent::Claude(h) => h.pid(),
             AnyAgent::Codex(h) => h.pid(),
+            AnyAgent::CodexExec(h) => h.pid(),
         }
     }
 }

@@ -119,6 +119,10 @@ pub struct RunArgs {
     /// With --resume: continue in a new conversation that carries the history.
     #[arg(long, requires = "resume")]
     fork: bool,
+    /// With --agent codex: run `codex exec --json` (one prompt, no approvals; the permission
+    /// mode picks the sandbox, `default` and `plan` being read-only).
+    #[arg(long)]
+    exec: bool,
     /// Agent permission mode (default asks before edits and unknown commands).
     #[arg(long, default_value = "default")]
     permission_mode: String,

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 
 use nucleic_agents::AgentLaunch;
 use nucleic_agents::claude::ClaudeOptions;
-use nucleic_agents::codex::CodexOptions;
+use nucleic_agents::codex::{CodexExecOptions, CodexOptions};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
 
@@ -152,12 +152,23 @@ fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
             ),
         },
     };
+    if args.exec && backend != Backend::Codex {
+        bail!("--exec is for --agent codex");
+    }
     if backend == Backend::Codex {
         if args.fork {
             bail!("--fork is not supported with --agent codex");
         }
         if args.append_system_prompt.is_some() {
             bail!("--append-system-prompt is not supported with --agent codex");
+        }
+        if args.exec {
+            let mut opts = CodexExecOptions::new(program, cwd);
+            opts.permission_mode.clone_from(&args.permission_mode);
+            opts.sandbox()?;
+            opts.model = args.model.clone();
+            opts.resume = args.resume.clone();
+            return Ok(AgentLaunch::CodexExec(opts));
         }
         let mut opts = CodexOptions::new(program, cwd);
         opts.set_permission_mode(&args.permission_mode)?;
@@ -185,6 +196,7 @@ fn launch_cwd(launch: &AgentLaunch) -> &Path {
     match launch {
         AgentLaunch::Claude(o) => &o.cwd,
         AgentLaunch::Codex(o) => &o.cwd,
+        AgentLaunch::CodexExec(o) => &o.cwd,
     }
 }
 

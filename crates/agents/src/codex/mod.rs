@@ -7,6 +7,7 @@
 
 pub mod appserver;
 pub mod exec;
+mod exec_session;
 mod exit;
 mod item;
 mod launch;
@@ -23,6 +24,9 @@ use serde_json::Value;
 
 pub use appserver::AppServerDecoder;
 pub use exec::ExecDecoder;
+pub use exec_session::{
+    CODEX_EXEC_CAPABILITIES, CodexExecHandle, CodexExecOptions, EXEC_SANDBOXES, spawn_codex_exec,
+};
 pub use exit::{CodexExit, classify_codex};
 pub use item::{PATCH_TOOL, SHELL_TOOL};
 pub use launch::{

@@ -54,7 +54,7 @@ pub(super) async fn watchdog(handle: CodexHandle, tx: mpsc::Sender<AgentOutput>,
 }
 
 /// Forwards stderr lines as events and keeps the last few for the exit message.
-pub(super) fn read_stderr(
+pub(in crate::codex) fn read_stderr(
     stderr: PipeReader,
     tx: &mpsc::Sender<AgentOutput>,
     tail: &Mutex<VecDeque<String>>,

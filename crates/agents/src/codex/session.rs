@@ -23,7 +23,8 @@ use super::{ControlIn, DecodedLine, RequestId, RpcError};
 #[path = "pump.rs"]
 mod pump;
 
-use pump::{read_stderr, read_stdout, supervise, watchdog};
+pub(super) use pump::read_stderr;
+use pump::{read_stdout, supervise, watchdog};
 
 /// What Codex supports through this adapter.
 pub const CODEX_CAPABILITIES: Capabilities = Capabilities {

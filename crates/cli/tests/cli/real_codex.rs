@@ -151,3 +151,59 @@ async fn real_codex_hanging_provider_is_cut_off_by_the_idle_timeout() {
     assert_in_order(&r.events, &["sessionStarted", "error", "runFinished"]);
     assert_gapless(&r.events);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_exec_default_is_read_only() {
+    if isolated!("real_codex_exec_default_is_read_only") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let before = listing(&s.cwd());
+    let r = s.run(&["--exec", "create the files"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(listing(&s.cwd()), before, "{:#?}", r.events);
+    assert!(!r.events.iter().any(|e| matches!(e.kind, EventKind::ApprovalRequested(_))));
+    assert_in_order(
+        &r.events,
+        &[
+            "sessionCreated",
+            "sessionStarted",
+            "assistantText",
+            "usage",
+            "turnCompleted",
+            "runFinished",
+        ],
+    );
+    assert!(tool_results(&r.events).iter().all(|t| t.is_error), "{:#?}", r.events);
+    assert_eq!(first!(r.events, RunFinished).outcome, RunOutcome::Completed);
+    assert_gapless(&r.events);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_exec_accept_edits_then_resume() {
+    if isolated!("real_codex_exec_accept_edits_then_resume") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let r = s.run(&["--exec", "--permission-mode", "acceptEdits", "create the files"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let cwd = s.cwd();
+    assert!(cwd.join("created.txt").exists(), "{:#?}", r.events);
+    assert_eq!(std::fs::read_to_string(cwd.join("patched.txt")).unwrap(), "hello\n");
+    assert_in_order(
+        &r.events,
+        &["sessionStarted", "toolCallStarted", "toolResult", "turnCompleted", "runFinished"],
+    );
+    assert!(tool_results(&r.events).iter().all(|t| !t.is_error), "{:#?}", r.events);
+    let thread = first!(r.events, SessionStarted).backend_session_id;
+
+    s.mock.set_script(Script::text("resumed"));
+    let r = s.run(&["--exec", "--resume", &thread, "what did you do?"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(first!(r.events, SessionStarted).backend_session_id, thread);
+    assert_eq!(first!(r.events, TurnCompleted).result.as_deref(), Some("resumed"));
+    let last = s.mock.requests().into_iter().rev().find(|q| q.path.ends_with("/responses"));
+    assert!(last.unwrap().body["input"].to_string().contains("create the files"));
+}
