@@ -53,7 +53,8 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
-    /// Import a Claude Code transcript or a Nucleic export as a read-only session.
+    /// Import a Claude Code transcript, a Codex rollout or a Nucleic export as a read-only
+    /// session.
     Import {
         path: PathBuf,
         #[arg(long, env = "NUCLEIC_HOME")]

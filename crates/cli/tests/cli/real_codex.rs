@@ -207,3 +207,80 @@ async fn real_codex_exec_accept_edits_then_resume() {
     let last = s.mock.requests().into_iter().rev().find(|q| q.path.ends_with("/responses"));
     assert!(last.unwrap().body["input"].to_string().contains("create the files"));
 }
+
+/// The rollout files under `CODEX_HOME/sessions/YYYY/MM/DD/`.
+fn rollouts(codex_home: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![codex_home.join("sessions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().unwrap().to_string_lossy().starts_with("rollout-") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_rollout_imports_as_a_read_only_session() {
+    if isolated!("real_codex_rollout_imports_as_a_read_only_session") {
+        return;
+    }
+    let script = Script::shell_and_patch_then_done("touch created.txt", "patched.txt", "hello\n");
+    let s = codex_setup(script).await;
+    let r = s.run(&["--approve", "allow", "create the files"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let thread = first!(r.events, SessionStarted).backend_session_id;
+    let found = rollouts(&s.dir.path().join(".codex-home"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let rollout = &found[0];
+    assert!(rollout.to_string_lossy().ends_with(&format!("-{thread}.jsonl")), "{rollout:?}");
+
+    let home = s.dir.path().join("import-home");
+    let _guard = crate::daemon::DaemonGuard(home.clone());
+    let env: Vec<(&str, &str)> = s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (code, out, err) =
+        crate::daemon::cli_env(&home, &["import", rollout.to_str().unwrap()], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let id = out.split_whitespace().next().unwrap().to_owned();
+    let (code, out, err) = crate::daemon::cli_env(&home, &["session", "show", &id], &env).await;
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["backend"], "codex", "{summary}");
+    assert_eq!(summary["title"], "create the files");
+    let path = home.join("sessions").join(&id).join("transcript.jsonl");
+    let events = nucleic_store::read_transcript(&path, 1).unwrap().events;
+    assert_gapless(&events);
+    // The conversation the live run showed, read back from codex's own file.
+    assert_in_order(
+        &events,
+        &[
+            "sessionCreated",
+            "sessionStarted",
+            "userText",
+            "toolCallStarted",
+            "toolCallStarted",
+            "toolResult",
+            "toolResult",
+            "assistantText",
+            "turnCompleted",
+        ],
+    );
+    let created = first!(events, SessionCreated);
+    assert!(created.read_only);
+    assert_eq!(first!(events, SessionStarted).backend_session_id, thread);
+    let names: Vec<String> =
+        events.iter().filter_map(|e| pick!(&e.kind, ToolCallStarted).map(|c| c.name)).collect();
+    assert_eq!(names, vec!["shell", "apply_patch"]);
+    assert!(tool_results(&events).iter().all(|t| !t.is_error), "{events:#?}");
+    assert_eq!(first!(events, TurnCompleted).result.as_deref(), Some("done"));
+    // Read-only: a follow-up is refused.
+    let (code, _, err) =
+        crate::daemon::cli_env(&home, &["session", "send", &id, "more"], &env).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("read-only"), "{err}");
+}
