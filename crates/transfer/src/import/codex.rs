@@ -11,6 +11,9 @@ use super::{ImportedSession, numbered_lines};
 use crate::error::{Result, TransferError};
 use crate::meta::ImportedMeta;
 
+/// One input line: number, text, the object it parsed to, or why it did not.
+type Line<'a> = (usize, &'a str, Option<Map<String, Value>>, Option<String>);
+
 /// Converts a Codex rollout into events of the read-only Nucleic session `session_id`. Each line
 /// is `{"timestamp", "type", "payload"}`; the conversation is read from the `response_item`
 /// lines (the Responses API items codex sent and received), turn ends and usage from `event_msg`:
@@ -32,7 +35,7 @@ use crate::meta::ImportedMeta;
 ///   last line is skipped. `at` is the line's `timestamp`; `nativeType` is `type[/payload.type]`.
 pub fn codex_rollout(text: &str, session_id: &str) -> Result<ImportedSession> {
     let (numbered, ends_with_newline) = numbered_lines(text);
-    let mut lines: Vec<(usize, &str, Option<Map<String, Value>>, Option<String>)> = Vec::new();
+    let mut lines: Vec<Line<'_>> = Vec::new();
     let mut torn_tail = false;
     for (i, &(number, line)) in numbered.iter().enumerate() {
         match serde_json::from_str::<Value>(line) {
