@@ -247,6 +247,15 @@ impl Host {
             setup,
         };
         let backend = request.backend.unwrap_or(project.settings.default_backend);
+        let agent = AgentRequest {
+            model: request.model.clone(),
+            permission_mode: request.permission_mode.clone(),
+            resume: None,
+            fork: false,
+        };
+        // A backend that is not installed, or a mode it cannot map, is refused before any
+        // worktree exists.
+        agent_options(&self.config, backend, Path::new(&project.root), &agent)?;
         let made = {
             let repo = repo.clone();
             tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
@@ -287,12 +296,7 @@ impl Host {
             created,
             backend,
             cwd: worktree.path.clone(),
-            agent: AgentRequest {
-                model: request.model.clone(),
-                permission_mode: request.permission_mode.clone(),
-                resume: None,
-                fork: false,
-            },
+            agent,
             prompt: request.prompt.clone(),
         };
         self.launch(launch).await

@@ -10,8 +10,13 @@ use nucleic_testkit::mock_openai::Script;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
+use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_protocol::{Backend, Decision, EventKind, NewSession};
+use nucleic_testkit::agents::real_codex;
+
 use crate::daemon::{DaemonGuard, alive, cli_env, daemon_pid, git};
 use crate::real_codex::codex_setup;
+use crate::support::nucleic;
 
 /// The session's transcript as JSON values.
 fn transcript(home: &Path, session: &str) -> Vec<Value> {
@@ -167,4 +172,81 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
     let sim_tree =
         transcript(&home, &sim)[0]["kind"]["worktree"]["path"].as_str().unwrap().to_owned();
     assert_eq!(std::fs::read_to_string(Path::new(&sim_tree).join("notes.txt")).unwrap(), "hi\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_host_refuses_what_codex_cannot_do() {
+    if isolated!("real_codex_host_refuses_what_codex_cannot_do") {
+        return;
+    }
+    let s = codex_setup(Script::shell_then_done("touch created.txt")).await;
+    let root = s.dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let host = Host::open(HostConfig {
+        home: s.dir.path().join("nucleic-home"),
+        agents: AgentPaths {
+            claude: None,
+            codex: Some(real_codex()),
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+        },
+        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(10),
+        agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+    })
+    .await
+    .unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let request = |mode: Option<&str>| NewSession {
+        project_id: project.project_id.clone(),
+        base_ref: None,
+        backend: Some(Backend::Codex),
+        model: None,
+        permission_mode: mode.map(Into::into),
+        title: None,
+        prompt: "touch it".into(),
+    };
+    // A mode codex has no mapping for: refused, no worktree made.
+    let e = host.new_session(request(Some("dontAsk")), "test").await.unwrap_err();
+    assert!(e.to_string().contains("codex has no permission mode \"dontAsk\""), "{e}");
+    assert_eq!(std::fs::read_dir(root.join(".nucleic/worktrees")).map_or(0, Iterator::count), 0);
+
+    let session = host.new_session(request(None), "test").await.unwrap();
+    let id = session.session_id;
+    let mut events = host.subscribe(&id, 1).await.unwrap();
+    let ask = loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let EventKind::ApprovalRequested(a) = &e.kind {
+            break a.clone();
+        }
+    };
+    let unsupported = |e: nucleic_host::HostError| {
+        assert_eq!(e.code(), nucleic_protocol::ProtocolErrorCode::Unsupported, "{e}");
+        e.to_string()
+    };
+    let edited = Decision::AllowEdited { updated_input: serde_json::json!({"command": "true"}) };
+    let m = unsupported(host.decide(&id, &ask.request_id, edited, "test").await.unwrap_err());
+    assert!(m.contains("edited tool input"), "{m}");
+    let m = unsupported(host.set_model(&id, "other").await.unwrap_err());
+    assert!(m.contains("cannot change the model mid-session"), "{m}");
+    let m = unsupported(host.set_permission_mode(&id, "plan").await.unwrap_err());
+    assert!(m.contains("cannot change the permission mode mid-session"), "{m}");
+    // The request is still open and answerable.
+    host.decide(&id, &ask.request_id, Decision::Allow, "test").await.unwrap();
+    let worktree = session.worktree.unwrap().path;
+    for _ in 0..100 {
+        if Path::new(&worktree).join("created.txt").exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(Path::new(&worktree).join("created.txt").exists());
+    host.stop(&id).await.unwrap();
 }
