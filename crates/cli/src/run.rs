@@ -168,6 +168,9 @@ fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
             opts.sandbox()?;
             opts.model = args.model.clone();
             opts.resume = args.resume.clone();
+            if let Some(secs) = args.idle_timeout {
+                opts.provider_timeout = Some(Duration::from_secs(secs));
+            }
             return Ok(AgentLaunch::CodexExec(opts));
         }
         let mut opts = CodexOptions::new(program, cwd);

@@ -10,17 +10,18 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use nucleic_protocol::{Decision, EventKind};
+use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
 use super::exit::{CodexExit, classify_codex};
+use super::launch::DEFAULT_PROVIDER_TIMEOUT;
 use super::session::read_stderr;
 use super::{ControlIn, ExecDecoder};
-use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};
+use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
 use crate::error::AgentError;
 use crate::process::{
     MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group, terminate_tree,
@@ -62,6 +63,9 @@ pub struct CodexExecOptions {
     /// Continue this thread (`codex exec resume <id>`).
     pub resume: Option<String>,
     pub env: Vec<(OsString, OsString)>,
+    /// Give up when the run shows no progress (retry notices do not count) for this long after
+    /// its prompt, as the app-server adapter does; `None` waits forever.
+    pub provider_timeout: Option<Duration>,
 }
 
 impl CodexExecOptions {
@@ -75,6 +79,7 @@ impl CodexExecOptions {
             model: None,
             resume: None,
             env: Vec::new(),
+            provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
         }
     }
 
@@ -124,6 +129,9 @@ struct Turn {
     open: bool,
     last: Option<String>,
     error: Option<String>,
+    /// When a line other than a retry notice last arrived (or the prompt was sent).
+    progress: Option<Instant>,
+    gave_up: Option<String>,
 }
 
 #[derive(Debug)]
@@ -131,6 +139,7 @@ struct Shared {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     prompted: AtomicBool,
     stop_requested: AtomicBool,
+    ended: AtomicBool,
     pid: Option<u32>,
     turn: Mutex<Turn>,
 }
@@ -152,6 +161,7 @@ pub fn spawn_codex_exec(
         stdin: tokio::sync::Mutex::new(child.stdin.take()),
         prompted: AtomicBool::new(false),
         stop_requested: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
         pid: child.id(),
         turn: Mutex::new(Turn::default()),
     });
@@ -168,8 +178,41 @@ pub fn spawn_codex_exec(
         let (tx, handle) = (tx.clone(), handle.clone());
         tokio::task::spawn_blocking(move || read_stdout(stdout, decoder, &handle, &tx))
     };
+    if let Some(limit) = opts.provider_timeout {
+        tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
+    }
     tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
     Ok((handle, rx))
+}
+
+/// Stops a run that shows no progress for `limit` after its prompt (exec, too, retries an
+/// unreachable provider forever), with a `timeout` error; the run ends as `apiError`.
+async fn watchdog(handle: CodexExecHandle, tx: mpsc::Sender<AgentOutput>, limit: Duration) {
+    let tick = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(tick).await;
+        if handle.shared.ended.load(Ordering::SeqCst)
+            || handle.shared.stop_requested.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        let stalled = {
+            let turn = handle.turn();
+            turn.last.is_none() && turn.progress.is_some_and(|t| t.elapsed() >= limit)
+        };
+        if stalled {
+            let why = format!(
+                "codex exec made no progress for {} s (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
+                limit.as_secs_f32()
+            );
+            handle.turn().gave_up = Some(why.clone());
+            let error = ErrorEvent { code: ErrorCode::Timeout, message: why, http_status: None };
+            let events = host_events(vec![EventKind::Error(error)]);
+            let _ = tx.send(AgentOutput::Events(events)).await;
+            handle.stop(Duration::from_secs(2));
+            return;
+        }
+    }
 }
 
 /// Decodes stdout until EOF; returns the decoder (for its unknown-line count).
@@ -190,6 +233,9 @@ fn read_stdout(
         };
         {
             let mut turn = handle.turn();
+            if decoded.native_type != "error" {
+                turn.progress = Some(Instant::now());
+            }
             if decoded.native_type == "turn.started" {
                 turn.open = true;
             }
@@ -221,6 +267,7 @@ async fn supervise(
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
     let status = child.wait().await;
+    handle.shared.ended.store(true, Ordering::SeqCst);
     let drain = Duration::from_secs(2);
     let decoder = tokio::time::timeout(drain, stdout_task).await.ok().and_then(Result::ok);
     let _ = tokio::time::timeout(drain, stderr_task).await;
@@ -237,7 +284,7 @@ async fn supervise(
             turn_open: turn.open,
             setup_failed: None,
             stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
-            gave_up: None,
+            gave_up: turn.gave_up.clone(),
             turn_error: turn.error.clone(),
             last_stderr: tail.lock().ok().and_then(|t| t.back().cloned()),
         }
@@ -268,6 +315,7 @@ impl AgentControl for CodexExecHandle {
         }
         let mut stdin = self.shared.stdin.lock().await;
         let mut pipe = stdin.take().ok_or(AgentError::InputClosed)?;
+        self.turn().progress = Some(Instant::now());
         pipe.write_all(text.as_bytes()).await.map_err(AgentError::Write)?;
         pipe.shutdown().await.map_err(AgentError::Write)
     }

@@ -284,3 +284,34 @@ async fn real_codex_rollout_imports_as_a_read_only_session() {
     assert_eq!(code, 2);
     assert!(err.contains("read-only"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_exec_hanging_provider_is_cut_off_by_the_idle_timeout() {
+    if isolated!("real_codex_exec_hanging_provider_is_cut_off_by_the_idle_timeout") {
+        return;
+    }
+    let s = codex_setup(Script::text("never").with_fault(FaultKind::Hang, None)).await;
+    let r = s.run(&["--exec", "--idle-timeout", "2", "say hi"]).await;
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("run failed (apiError)") && r.stderr.contains("no progress for 2 s"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(first!(r.events, Error).code, nucleic_protocol::ErrorCode::Timeout);
+    assert_gapless(&r.events);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_model_reaches_the_thread_and_the_provider() {
+    if isolated!("real_codex_model_reaches_the_thread_and_the_provider") {
+        return;
+    }
+    let s = codex_setup(Script::text("hi from another model")).await;
+    let r = s.run(&["--model", "mock-model", "say hi"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(first!(r.events, SessionStarted).model, "mock-model");
+    assert_eq!(first!(r.events, TurnCompleted).result.as_deref(), Some("hi from another model"));
+    let asked = s.mock.requests().into_iter().find(|q| q.path.ends_with("/responses")).unwrap();
+    assert_eq!(asked.body["model"], "mock-model");
+}

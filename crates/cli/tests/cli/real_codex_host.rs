@@ -1,6 +1,7 @@
 //! A Codex session in the daemon beside a simulated one, driven through the CLI, with the real
 //! pinned `codex` against the mock Responses API in a loopback-only namespace: approvals,
-//! interrupt, resume after the daemon is killed, diff and merge.
+//! interrupt, resume after the daemon is killed, diff and merge; and through the host API, what
+//! Codex refuses, handoff, and continue (a fresh thread on the kept changes).
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_protocol::{Backend, Decision, EventKind, NewSession};
+use nucleic_protocol::{Backend, Decision, EventKind, FinishAction, NewSession};
 use nucleic_testkit::agents::real_codex;
 
 use crate::daemon::{DaemonGuard, alive, cli_env, daemon_pid, git};
@@ -175,8 +176,8 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn real_codex_host_refuses_what_codex_cannot_do() {
-    if isolated!("real_codex_host_refuses_what_codex_cannot_do") {
+async fn real_codex_host_refusals_handoff_and_continue() {
+    if isolated!("real_codex_host_refusals_handoff_and_continue") {
         return;
     }
     let s = codex_setup(Script::shell_then_done("touch created.txt")).await;
@@ -217,16 +218,20 @@ async fn real_codex_host_refuses_what_codex_cannot_do() {
     let session = host.new_session(request(None), "test").await.unwrap();
     let id = session.session_id;
     let mut events = host.subscribe(&id, 1).await.unwrap();
+    let mut thread = None;
     let ask = loop {
         let e = tokio::time::timeout(Duration::from_secs(30), events.next())
             .await
             .unwrap()
             .unwrap()
             .unwrap();
-        if let EventKind::ApprovalRequested(a) = &e.kind {
-            break a.clone();
+        match &e.kind {
+            EventKind::SessionStarted(s) => thread = Some(s.backend_session_id.clone()),
+            EventKind::ApprovalRequested(a) => break a.clone(),
+            _ => {}
         }
     };
+    let thread = thread.expect("sessionStarted before the approval");
     let unsupported = |e: nucleic_host::HostError| {
         assert_eq!(e.code(), nucleic_protocol::ProtocolErrorCode::Unsupported, "{e}");
         e.to_string()
@@ -240,13 +245,44 @@ async fn real_codex_host_refuses_what_codex_cannot_do() {
     assert!(m.contains("cannot change the permission mode mid-session"), "{m}");
     // The request is still open and answerable.
     host.decide(&id, &ask.request_id, Decision::Allow, "test").await.unwrap();
-    let worktree = session.worktree.unwrap().path;
-    for _ in 0..100 {
-        if Path::new(&worktree).join("created.txt").exists() {
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if matches!(e.kind, EventKind::TurnCompleted(_)) {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let worktree = session.worktree.unwrap().path;
     assert!(Path::new(&worktree).join("created.txt").exists());
-    host.stop(&id).await.unwrap();
+
+    // Keep, hand off (codex's own resume command), continue (a fresh thread: codex cannot fork).
+    host.finish(&id, FinishAction::Keep, "test").await.unwrap();
+    let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    assert_eq!(handoff["command"], format!("cd '{worktree}' && codex resume '{thread}'"));
+    s.mock.set_script(Script::text("continuing"));
+    let next = host
+        .finish(&id, FinishAction::Continue { prompt: "carry on".into() }, "test")
+        .await
+        .unwrap()
+        .unwrap();
+    let next_id = next["sessionID"].as_str().unwrap().to_owned();
+    let mut events = host.subscribe(&next_id, 1).await.unwrap();
+    let started = loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let EventKind::SessionStarted(s) = &e.kind {
+            break s.clone();
+        }
+    };
+    assert_ne!(started.backend_session_id, thread);
+    let next_tree = next["worktree"]["path"].as_str().unwrap();
+    assert_eq!(started.cwd, next_tree);
+    assert!(Path::new(next_tree).join("created.txt").exists(), "continues from the kept changes");
+    host.stop(&next_id).await.unwrap();
 }
