@@ -1,9 +1,11 @@
 //! `nucleic run`: one session in place, in the foreground — spawn the agent, drive its single
 //! writer, print events, answer approvals, and exit with the run's outcome.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -13,6 +15,7 @@ use nucleic_agents::claude::ClaudeOptions;
 use nucleic_agents::codex::{CodexExecOptions, CodexOptions};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::locate::{find_claude, find_codex, nucleic_home};
 use crate::render::{Renderer, summarize_input};
@@ -65,6 +68,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut interrupts = 0u32;
     let mut finished = None;
     let mut timed_out = false;
+    // Approvals being answered, by request id: resolving one withdraws its terminal prompt.
+    let mut withdraw: HashMap<String, oneshot::Sender<()>> = HashMap::new();
     // For Codex the adapter's watchdog applies the idle timeout to turns (with a clearer
     // message); this timer is then only a backstop, at twice the time.
     let backstop = if backend == Backend::Codex { 2 } else { 1 };
@@ -103,7 +108,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
         match &event.kind {
-            EventKind::ApprovalRequested(a) => answer(&session, a, args.approve).await,
+            EventKind::ApprovalRequested(a) => {
+                let (tx, rx) = oneshot::channel();
+                withdraw.insert(a.request_id.clone(), tx);
+                tokio::spawn(answer(session.clone(), a.clone(), args.approve, rx));
+            }
+            EventKind::ApprovalResolved(r) => {
+                if let Some(tx) = withdraw.remove(&r.request_id) {
+                    let _ = tx.send(());
+                }
+            }
             // One prompt per run: once its turn is over, let the agent exit.
             EventKind::TurnCompleted(_) => {
                 let _ = session.close_input().await;
@@ -218,14 +232,28 @@ fn backend_of(agent: AgentKind) -> Backend {
     }
 }
 
-async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: ApproveMode) {
+/// Answers one approval. Runs as its own task so events keep flowing while a person thinks;
+/// `answered` fires when the approval was resolved some other way (its timeout, the turn ending),
+/// which withdraws the terminal prompt.
+async fn answer(
+    session: SessionHandle,
+    request: ApprovalRequested,
+    mode: ApproveMode,
+    answered: oneshot::Receiver<()>,
+) {
     let (decision, by) = match mode {
         ApproveMode::Allow => (Decision::Allow, "cli:--approve allow"),
         ApproveMode::Deny => (
             Decision::Deny { message: "denied by nucleic run --approve deny".into() },
             "cli:--approve deny",
         ),
-        ApproveMode::Ask => (ask_terminal(request).await, "terminal"),
+        ApproveMode::Ask => tokio::select! {
+            decision = ask_terminal(&request) => (decision, "terminal"),
+            _ = answered => {
+                eprintln!("\nnucleic: approval {} was answered without you", request.request_id);
+                return;
+            }
+        },
     };
     match session.decide(&request.request_id, decision, by).await {
         Ok(_) => {}
@@ -235,6 +263,25 @@ async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: Appr
     }
 }
 
+/// Lines typed on the terminal, read by one thread for the whole process. A prompt holds the lock
+/// while it waits (one prompt at a time); dropping a waiting prompt (its approval was answered
+/// elsewhere) consumes no line, and the runtime never waits on a blocked read when the run ends.
+fn terminal_lines() -> &'static tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+    static LINES: OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line.trim().to_owned()).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
+}
+
 /// Asks on the terminal: allow, deny with a reason, always, or stop.
 pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
     let prompt = format!(
@@ -242,19 +289,13 @@ pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
         request.tool_name,
         summarize_input(&request.input, 80)
     );
-    let read = tokio::task::spawn_blocking(move || {
+    let read = {
+        let mut lines = terminal_lines().lock().await;
         let mut err = std::io::stderr();
         let _ = write!(err, "{prompt}");
         let _ = err.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim().to_owned()),
-        }
-    })
-    .await
-    .ok()
-    .flatten();
+        lines.recv().await
+    };
     let Some(line) = read else {
         return Decision::Deny { message: "no answer: the terminal closed".into() };
     };

@@ -315,3 +315,40 @@ async fn real_codex_model_reaches_the_thread_and_the_provider() {
     let asked = s.mock.requests().into_iter().find(|q| q.path.ends_with("/responses")).unwrap();
     assert_eq!(asked.body["model"], "mock-model");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_unanswered_approval_times_out_as_a_decline() {
+    if isolated!("real_codex_unanswered_approval_times_out_as_a_decline") {
+        return;
+    }
+    let s = codex_setup(Script::shell_then_done("touch created.txt")).await;
+    let cwd = s.cwd();
+    // The terminal stays open and silent: only the timeout can answer.
+    let mut child = tokio::process::Command::new(nucleic())
+        .args(["run", "--agent", "codex", "--agent-bin", &s.codex, "--json"])
+        .args(["--approval-timeout", "1", "create it"])
+        .current_dir(&cwd)
+        .env("NUCLEIC_HOME", cwd.join(".nh"))
+        .envs(s.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<nucleic_protocol::Event> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!cwd.join("created.txt").exists());
+    let resolved = first!(events, ApprovalResolved);
+    assert_eq!(resolved.by, "host:timeout", "{resolved:?}");
+    assert_eq!(tool_results(&events)[0].content, serde_json::json!("Command declined."));
+    assert_gapless(&events);
+}
