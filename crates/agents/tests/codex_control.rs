@@ -277,3 +277,37 @@ async fn codex_edited_input_is_refused_and_deny_and_stop_cancels_the_turn() {
     handle.close_input().await;
     assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Interrupted);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_interrupted_sandboxed_command_leaves_no_mount_points() {
+    if nucleic_testkit::isolated!("codex_interrupted_sandboxed_command_leaves_no_mount_points") {
+        return;
+    }
+    let s = Setup::new(Script::shell_then_done("tail -f /dev/null")).await;
+    let mut o = s.options();
+    // Commands inside the workspace sandbox run unasked.
+    o.set_permission_mode("acceptEdits").unwrap();
+    let (handle, mut rx) = spawn_codex(&o).unwrap();
+    handle.send_user_text("run it").await.unwrap();
+    let mut seen = Vec::new();
+    until(&mut rx, &mut seen, |k| matches!(k, EventKind::ToolCallStarted(_))).await;
+    // While the command runs, the sandbox has mounted over these (creating them).
+    for _ in 0..50 {
+        if s.ws().join(".git").is_dir() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(s.ws().join(".git").is_dir(), "codex 0.171.0 mounts over <ws>/.git");
+    handle.interrupt().await.unwrap();
+    let done = until(&mut rx, &mut seen, is_turn_completed).await;
+    let EventKind::TurnCompleted(turn) = done else { unreachable!() };
+    assert_eq!(turn.terminal_reason.as_deref(), Some("interrupted"));
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Interrupted);
+    let left: Vec<String> = std::fs::read_dir(s.ws())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left behind in the workspace: {left:?}");
+}

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use super::exit::{CodexExit, classify_codex};
 use super::launch::DEFAULT_PROVIDER_TIMEOUT;
+use super::leftovers::Leftovers;
 use super::session::read_stderr;
 use super::{ControlIn, ExecDecoder};
 use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
@@ -181,7 +182,8 @@ pub fn spawn_codex_exec(
     if let Some(limit) = opts.provider_timeout {
         tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
     }
-    tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
+    let leftovers = Leftovers::note(&opts.cwd);
+    tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail, leftovers));
     Ok((handle, rx))
 }
 
@@ -265,12 +267,14 @@ async fn supervise(
     stdout_task: tokio::task::JoinHandle<ExecDecoder>,
     stderr_task: tokio::task::JoinHandle<()>,
     tail: Arc<Mutex<VecDeque<String>>>,
+    leftovers: Leftovers,
 ) {
     let status = child.wait().await;
     handle.shared.ended.store(true, Ordering::SeqCst);
     let drain = Duration::from_secs(2);
     let decoder = tokio::time::timeout(drain, stdout_task).await.ok().and_then(Result::ok);
     let _ = tokio::time::timeout(drain, stderr_task).await;
+    leftovers.clean_after_exit().await;
     let (code, signal) = match status {
         Ok(s) => (s.code(), s.signal()),
         Err(_) => (None, None),

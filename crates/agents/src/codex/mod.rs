@@ -11,6 +11,7 @@ mod exec_session;
 mod exit;
 mod item;
 mod launch;
+mod leftovers;
 mod retry;
 mod session;
 mod wire;

@@ -163,6 +163,7 @@ pub(super) async fn supervise(
     };
     handle.shared.stdin.lock().await.take();
     let _ = tokio::time::timeout(OUTPUT_DRAIN, stderr_task).await;
+    handle.shared.leftovers.clean_after_exit().await;
     let (code, signal) = match status {
         Ok(s) => (s.code(), s.signal()),
         Err(_) => (None, None),

@@ -18,6 +18,7 @@ use crate::error::AgentError;
 use crate::process::{Spawned, spawn_group, terminate_tree};
 
 use super::launch::CodexOptions;
+use super::leftovers::Leftovers;
 use super::{ControlIn, DecodedLine, RequestId, RpcError};
 
 #[path = "pump.rs"]
@@ -105,6 +106,8 @@ struct Shared {
     ask_prefix: String,
     /// The Nucleic permission mode, reported in `sessionStarted` instead of codex's policy.
     permission_mode: String,
+    /// Sandbox mount points to remove at exit.
+    leftovers: Leftovers,
 }
 
 /// The JSON-RPC client side of a running `codex app-server`. Cheap to share.
@@ -133,6 +136,7 @@ pub fn spawn_codex(
         output_abandoned: AtomicBool::new(false),
         ended: AtomicBool::new(false),
         permission_mode: opts.permission_mode.clone(),
+        leftovers: Leftovers::note(&opts.cwd),
         ask_prefix: format!("codex-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]),
     });
     let (tx, rx) = mpsc::channel(1024);
