@@ -88,8 +88,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             _ = tokio::signal::ctrl_c() => {
                 interrupts += 1;
                 if interrupts == 1 {
-                    eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)");
-                    let _ = session.interrupt("terminal").await;
+                    match session.interrupt("terminal").await {
+                        // codex exec has no turns to interrupt: the first Ctrl-C stops it.
+                        Err(CoreError::Unsupported(_)) => {
+                            eprintln!("nucleic: this agent cannot be interrupted; stopping it");
+                            let _ = session.stop(Duration::from_secs(3), None).await;
+                        }
+                        _ => eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)"),
+                    }
                 } else {
                     let _ = session.stop(Duration::from_secs(3), None).await;
                 }

@@ -352,3 +352,42 @@ async fn real_codex_unanswered_approval_times_out_as_a_decline() {
     assert_eq!(tool_results(&events)[0].content, serde_json::json!("Command declined."));
     assert_gapless(&events);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_exec_ctrl_c_stops_it() {
+    if isolated!("real_codex_exec_ctrl_c_stops_it") {
+        return;
+    }
+    let s = codex_setup(Script::text("never").with_fault(FaultKind::Hang, None)).await;
+    let cwd = s.cwd();
+    let child = tokio::process::Command::new(nucleic())
+        .args(["run", "--agent", "codex", "--agent-bin", &s.codex, "--json", "--exec", "say hi"])
+        .current_dir(&cwd)
+        .env("NUCLEIC_HOME", cwd.join(".nh"))
+        .envs(s.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the model request hangs, press Ctrl-C once.
+    for _ in 0..100 {
+        if s.mock.requests().iter().any(|q| q.path.ends_with("/responses")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("one Ctrl-C ends an exec run")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot be interrupted; stopping it"), "{stderr}");
+    let events: Vec<nucleic_protocol::Event> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(first!(events, RunFinished).outcome, RunOutcome::Stopped);
+}
