@@ -311,3 +311,26 @@ async fn codex_interrupted_sandboxed_command_leaves_no_mount_points() {
         .collect();
     assert!(left.is_empty(), "left behind in the workspace: {left:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_interrupt_with_an_approval_pending_voids_it() {
+    if nucleic_testkit::isolated!("codex_interrupt_with_an_approval_pending_voids_it") {
+        return;
+    }
+    let s = Setup::new(Script::shell_then_done("touch created.txt")).await;
+    let (handle, mut rx) = spawn_codex(&s.options()).unwrap();
+    handle.send_user_text("go").await.unwrap();
+    let mut seen = Vec::new();
+    let asked = until(&mut rx, &mut seen, |k| matches!(k, EventKind::ApprovalRequested(_))).await;
+    let EventKind::ApprovalRequested(ask) = asked else { unreachable!() };
+    handle.interrupt().await.unwrap();
+    let done = until(&mut rx, &mut seen, is_turn_completed).await;
+    let EventKind::TurnCompleted(turn) = done else { unreachable!() };
+    assert_eq!(turn.terminal_reason.as_deref(), Some("interrupted"));
+    // The request died with its turn: a late answer is refused and nothing runs.
+    let late = handle.respond(&ask.request_id, &Decision::Allow).await;
+    assert!(matches!(late, Err(AgentError::UnknownRequest(_))), "{late:?}");
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Interrupted);
+    assert!(!s.ws().join("created.txt").exists());
+}
