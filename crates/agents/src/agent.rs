@@ -35,30 +35,8 @@ impl NativeEvent {
     }
 }
 
-/// What a backend supports; the host hides or refuses the rest with a clear message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// Gated tool calls are asked interactively (not just allowed/denied by flags).
-    pub interactive_approvals: bool,
-    /// An approval may carry edited tool input.
-    pub edited_tool_input: bool,
-    /// "Always allow this tool in this session".
-    pub allow_always: bool,
-    /// A deny can also stop the turn.
-    pub deny_and_stop: bool,
-    /// The current turn can be interrupted without killing the process.
-    pub interrupt: bool,
-    /// The model can change mid-session.
-    pub set_model: bool,
-    /// The permission mode can change mid-session.
-    pub set_permission_mode: bool,
-    /// An earlier conversation can be resumed.
-    pub resume: bool,
-    /// A resumed conversation can be forked into a new one.
-    pub fork: bool,
-    /// Text streams as partial deltas.
-    pub partial_deltas: bool,
-}
+/// What a backend supports (a wire type: clients hide what a backend lacks).
+pub use nucleic_protocol::Capabilities;
 
 /// Control of one running agent process. Implementations must be cheap to call from the
 /// session's single writer task: they write to the agent's stdin and return.

@@ -10,7 +10,10 @@ use crate::error::{CatalogError, Result};
 
 /// Schema steps, in order; step `i` brings `user_version` from `i` to `i + 1`. Never edit a
 /// shipped step: add a new file.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_init.sql"),
+    include_str!("../migrations/0002_browser_sessions.sql"),
+];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -107,7 +110,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 1);
+        assert_eq!(SCHEMA_VERSION, 2);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

@@ -464,3 +464,44 @@ fn devices_pair_touch_and_revoke() {
     assert_eq!(cat.list_devices().unwrap(), vec![stored]);
     assert!(matches!(cat.touch_device("d2", 1), Err(CatalogError::DeviceNotFound { .. })));
 }
+
+#[test]
+fn browsers_are_devices_found_by_their_cookie_hash_and_survive_a_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.sqlite");
+    // A schema-1 database with a paired device, as an older build left it.
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+        raw.pragma_update(None, "user_version", 1).unwrap();
+        raw.execute("INSERT INTO devices (id, name, paired_at) VALUES ('old', 'phone', 5)", [])
+            .unwrap();
+    }
+    let cat = Catalog::open(&path).unwrap();
+    assert_eq!(cat.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(cat.device("old").unwrap().unwrap().name, "phone");
+    let browser = NewDevice {
+        id: "b1".to_owned(),
+        name: "browser".to_owned(),
+        public_key: None,
+        paired_at: 7,
+    };
+    cat.add_browser(&browser, "hash-1").unwrap();
+    assert_eq!(cat.browser("hash-1").unwrap().unwrap().id, "b1");
+    assert_eq!(cat.browser("hash-2").unwrap(), None);
+    // A hash belongs to one browser; an id to one device.
+    let other = NewDevice {
+        id: "b2".to_owned(),
+        name: "browser".to_owned(),
+        public_key: None,
+        paired_at: 8,
+    };
+    assert!(matches!(cat.add_browser(&other, "hash-1"), Err(CatalogError::DuplicateDevice { .. })));
+    assert!(matches!(
+        cat.add_browser(&browser, "hash-3"),
+        Err(CatalogError::DuplicateDevice { .. })
+    ));
+    cat.revoke_device("b1", 9).unwrap();
+    assert_eq!(cat.browser("hash-1").unwrap().unwrap().revoked_at, Some(9));
+    assert_eq!(cat.list_devices().unwrap().len(), 2);
+}

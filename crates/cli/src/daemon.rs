@@ -21,6 +21,8 @@ type Socket =
 #[derive(Debug)]
 pub struct Daemon {
     socket: Socket,
+    /// The daemon's loopback port.
+    port: u16,
     next_id: u64,
     /// Messages that arrived while a request waited for its reply (events, mostly).
     pending: std::collections::VecDeque<HostMessage>,
@@ -44,14 +46,15 @@ async fn connect(home: &Path, port: u16) -> anyhow::Result<Socket> {
 impl Daemon {
     /// Connects to the daemon of `home`, starting it (detached) if none answers.
     pub async fn connect(home: &Path) -> anyhow::Result<Daemon> {
-        let socket = match daemon_port(home) {
+        let (socket, port) = match daemon_port(home) {
             Some(port) => match connect(home, port).await {
-                Ok(s) => s,
+                Ok(s) => (s, port),
                 Err(_) => start_and_connect(home).await?,
             },
             None => start_and_connect(home).await?,
         };
-        let mut daemon = Daemon { socket, next_id: 0, pending: std::collections::VecDeque::new() };
+        let mut daemon =
+            Daemon { socket, port, next_id: 0, pending: std::collections::VecDeque::new() };
         let client_id = format!("cli-{}", std::process::id());
         daemon
             .send(&ClientMessage::Hello {
@@ -64,6 +67,11 @@ impl Daemon {
             HostMessage::Welcome { .. } => Ok(daemon),
             other => bail!("the daemon refused the connection: {}", describe(&other)),
         }
+    }
+
+    /// The daemon's loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// A fresh message id.
@@ -111,7 +119,9 @@ impl Daemon {
                 HostMessage::Ack { message_id, .. }
                 | HostMessage::Projects { message_id, .. }
                 | HostMessage::Sessions { message_id, .. }
-                | HostMessage::GitFacts { message_id, .. } => Some(message_id.clone()),
+                | HostMessage::GitFacts { message_id, .. }
+                | HostMessage::Files { message_id, .. }
+                | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),
                 HostMessage::Welcome { .. }
@@ -153,7 +163,7 @@ fn whoami() -> String {
     std::env::var("USER").unwrap_or_else(|_| "user".into())
 }
 
-async fn start_and_connect(home: &Path) -> anyhow::Result<Socket> {
+async fn start_and_connect(home: &Path) -> anyhow::Result<(Socket, u16)> {
     std::fs::create_dir_all(home)?;
     let _ = std::fs::remove_file(home.join(DAEMON_FILE));
     let log: PathBuf = home.join("daemon.log");
@@ -174,7 +184,7 @@ async fn start_and_connect(home: &Path) -> anyhow::Result<Socket> {
         if let Some(port) = daemon_port(home)
             && let Ok(socket) = connect(home, port).await
         {
-            return Ok(socket);
+            return Ok((socket, port));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

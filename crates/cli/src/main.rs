@@ -3,11 +3,14 @@
 
 mod commands;
 mod daemon;
+mod demo;
 mod doctor;
 mod locate;
+mod open;
 mod render;
 mod run;
 mod serve;
+mod signals;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -36,6 +39,15 @@ enum Commands {
         #[arg(long, default_value = "127.0.0.1:7878")]
         bind: std::net::SocketAddr,
         /// Where data lives (default: $NUCLEIC_HOME, else the XDG data dir).
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// A demo: the host on a throwaway repository with three simulated sessions, served with a
+    /// sign-in link (no API key, no agent CLI). Ctrl-C stops it and removes what it created.
+    Demo(Box<demo::DemoArgs>),
+    /// Print a one-time link that signs a browser in to the daemon's web app (starts the daemon
+    /// if needed).
+    Open {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
@@ -159,6 +171,11 @@ fn main() -> ExitCode {
         Commands::Run(args) => block_on(run::run(*args)),
         Commands::Serve { bind, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(serve::serve(home, bind)),
+            None => no_home(),
+        },
+        Commands::Demo(args) => block_on(demo::demo(*args)),
+        Commands::Open { home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(open::open(&home)),
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {

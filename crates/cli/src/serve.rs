@@ -13,6 +13,7 @@ use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
 use nucleic_server::{AppState, load_or_create_token};
 
 use crate::locate::{find_claude, find_codex};
+use crate::signals::StopSignals;
 
 /// The file a running daemon writes its address into.
 pub const DAEMON_FILE: &str = "daemon.json";
@@ -41,6 +42,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
             "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
         );
     }
+    let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(host_config(&home)?).await?;
@@ -70,21 +72,17 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         home.join(nucleic_server::TOKEN_FILE).display()
     );
     let state = AppState::new(host, token, addr);
-    let shutdown = async {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
-    };
-    let result = nucleic_server::serve(listener, state, shutdown).await;
+    match state.login_link() {
+        Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
+        Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
+    }
+    let result = nucleic_server::serve(listener, state, signals.wait()).await;
     let _ = std::fs::remove_file(home.join(DAEMON_FILE));
     result.context("the server failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
+pub(crate) fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
     let path = home.join(DAEMON_FILE);
     let tmp = home.join(format!("{DAEMON_FILE}.tmp"));
     let body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() }).to_string();

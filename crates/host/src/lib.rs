@@ -3,9 +3,12 @@
 //! the catalog (SQLite) by a follower task that folds its transcript's events. Every client
 //! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
 
+mod backends;
+mod browsers;
 mod config;
 mod control;
 mod error;
+mod files;
 mod finish;
 mod follower;
 mod host;
@@ -16,6 +19,7 @@ mod recovery;
 
 pub use config::{AgentPaths, HostConfig, Limits};
 pub use error::HostError;
+pub use files::Listing;
 pub use host::Host;
 pub use names::title_from_prompt;
 pub use recovery::RecoveryReport;

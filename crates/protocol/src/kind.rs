@@ -9,6 +9,7 @@ use crate::status::SessionStatus;
 
 /// What happened. Names follow the seed's session export where it has one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum EventKind {
     /// Text a person sent to the agent.
@@ -117,6 +118,7 @@ impl EventKind {
 
 /// A piece of text with the id of the message it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TextBlock {
     #[serde(rename = "isPartial")]
     pub is_partial: bool,
@@ -127,6 +129,7 @@ pub struct TextBlock {
 
 /// `system/init` (or its equivalent): the agent's view of the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionStarted {
     /// The backend's own session id (what `--resume` takes).
     #[serde(rename = "backendSessionID")]
@@ -143,6 +146,7 @@ pub struct SessionStarted {
 
 /// A tool call as the model emitted it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolCall {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -155,6 +159,7 @@ pub struct ToolCall {
 
 /// A streamed fragment of a tool call's input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolInputDelta {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -164,6 +169,7 @@ pub struct ToolInputDelta {
 
 /// A tool's result. `content` is whatever the backend produced: a string or content blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolResult {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -174,6 +180,7 @@ pub struct ToolResult {
 
 /// Token counts and cost. `costUSD` is for this turn alone, not cumulative.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Usage {
     #[serde(rename = "inputTokens")]
     pub input_tokens: u64,
@@ -187,6 +194,7 @@ pub struct Usage {
 
 /// The end of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TurnCompleted {
     #[serde(rename = "stopReason", default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
@@ -211,6 +219,7 @@ fn is_false(b: &bool) -> bool {
 
 /// The end of the agent process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunFinished {
     pub outcome: RunOutcome,
     /// One line a person can read: why the run ended this way.
@@ -240,6 +249,7 @@ fn is_zero(n: &u64) -> bool {
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum RunOutcome {
     /// The last turn succeeded and the agent exited cleanly.
@@ -277,6 +287,7 @@ impl RunOutcome {
 
 /// Rate-limit status from the provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RateLimit {
     pub status: String,
     #[serde(rename = "rateLimitType", default, skip_serializing_if = "Option::is_none")]
@@ -291,6 +302,7 @@ pub struct RateLimit {
 
 /// One retry of a failed API call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ApiRetry {
     pub attempt: u32,
     #[serde(rename = "maxRetries")]
@@ -305,6 +317,7 @@ pub struct ApiRetry {
 
 /// The agent refused a tool call on its own (mode, rules, or no approver).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PermissionDenied {
     #[serde(rename = "toolName")]
     pub tool_name: String,
@@ -315,6 +328,7 @@ pub struct PermissionDenied {
 
 /// A status transition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StatusChanged {
     pub status: SessionStatus,
     pub previous: SessionStatus,
@@ -322,6 +336,7 @@ pub struct StatusChanged {
 
 /// A settings change confirmed by the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SettingsChanged {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -331,12 +346,14 @@ pub struct SettingsChanged {
 
 /// An interrupt request and who made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct InterruptRequested {
     pub by: String,
 }
 
 /// A failure worth showing to a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorEvent {
     pub code: ErrorCode,
     pub message: String,
@@ -346,6 +363,7 @@ pub struct ErrorEvent {
 
 /// Classes of failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
     /// The model provider failed.
@@ -368,18 +386,22 @@ pub enum ErrorCode {
 
 /// One line of the agent's stderr.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct StderrLine {
     pub text: String,
 }
 
 /// A native payload kept verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Raw {
+    #[cfg_attr(test, ts(type = "unknown"))]
     pub native: RawJson,
 }
 
 /// How and where the host created a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionCreated {
     pub title: String,
     #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
@@ -407,6 +429,7 @@ pub struct SessionCreated {
 
 /// A session's worktree, as created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WorktreeInfo {
     pub path: String,
     pub branch: String,
@@ -418,6 +441,7 @@ pub struct WorktreeInfo {
 
 /// A change a person made to the session's own metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionUpdated {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -429,6 +453,7 @@ pub struct SessionUpdated {
 
 /// What happened to a session's worktree, and who asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WorktreeFinished {
     pub action: WorktreeAction,
     /// For merge / squash / rebase: the branch that moved and its new tip.
@@ -444,6 +469,7 @@ pub struct WorktreeFinished {
 
 /// The finishing actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum WorktreeAction {
     Merged,

@@ -5,7 +5,9 @@
 //! `docs/architecture.md` and the round-trip tests against the seed export.
 
 mod approval;
+mod capabilities;
 mod event;
+mod files;
 mod kind;
 mod raw_json;
 mod status;
@@ -13,7 +15,11 @@ mod sync;
 mod timestamp;
 
 pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
+pub use capabilities::{BackendInfo, Capabilities};
 pub use event::{Backend, Event};
+pub use files::{
+    FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,
+};
 pub use kind::{
     ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
     Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted, SessionUpdated, SettingsChanged,
@@ -28,3 +34,6 @@ pub use sync::{
     ProtocolErrorCode, SessionSummary, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
+
+#[cfg(test)]
+mod typescript;

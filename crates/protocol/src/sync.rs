@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Decision;
+use crate::capabilities::BackendInfo;
 use crate::event::{Backend, Event};
+use crate::files::{FileContent, FileEntry};
 use crate::kind::{RunOutcome, WorktreeInfo};
 use crate::status::SessionStatus;
 
@@ -29,12 +31,15 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "sendInput",
     "decide",
     "intent",
+    "listFiles",
+    "readFile",
 ];
 
 /// Client → host. Every request carries a `messageID` unique per client; the host answers each
 /// exactly once (`ack`, a data reply, or `error`) and answers a repeated id with the same reply
 /// without doing the work again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ClientMessage {
     /// First message on a connection: who is speaking.
@@ -119,6 +124,26 @@ pub enum ClientMessage {
         message_id: String,
         intent: Intent,
     },
+    /// List a directory of the session's worktree (`path` relative, "" = the root; `.git` is
+    /// never listed). `recursive` walks the whole subtree, up to `MAX_FILE_ENTRIES`.
+    ListFiles {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(default)]
+        path: String,
+        #[serde(default)]
+        recursive: bool,
+    },
+    /// Read one file of the session's worktree (read-only; paths never escape the worktree).
+    ReadFile {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        path: String,
+    },
 }
 
 impl ClientMessage {
@@ -134,13 +159,16 @@ impl ClientMessage {
             | ClientMessage::ExportSession { message_id, .. }
             | ClientMessage::SendInput { message_id, .. }
             | ClientMessage::Decide { message_id, .. }
-            | ClientMessage::Intent { message_id, .. } => Some(message_id),
+            | ClientMessage::Intent { message_id, .. }
+            | ClientMessage::ListFiles { message_id, .. }
+            | ClientMessage::ReadFile { message_id, .. } => Some(message_id),
         }
     }
 }
 
 /// How much of the event stream a client wants.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum Verbosity {
     /// Every event.
@@ -154,6 +182,7 @@ pub enum Verbosity {
 
 /// Requests that create, change or end things.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Intent {
     AddProject {
@@ -224,6 +253,7 @@ pub enum Intent {
 
 /// Export document formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ExportFormat {
     /// The "Nucleic session export" markdown: header, conversation, raw events.
@@ -235,6 +265,7 @@ pub enum ExportFormat {
 
 /// A new session in a fresh worktree of a project.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NewSession {
     #[serde(rename = "projectID")]
     pub project_id: String,
@@ -254,6 +285,7 @@ pub struct NewSession {
 
 /// How a session's work ends (or continues).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "action", rename_all = "camelCase")]
 pub enum FinishAction {
     /// Merge the session branch (its uncommitted work committed first) into the base branch.
@@ -297,6 +329,7 @@ pub enum FinishAction {
 
 /// Host → client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum HostMessage {
     Welcome {
@@ -304,6 +337,9 @@ pub enum HostMessage {
         host_version: String,
         #[serde(rename = "protocolVersion")]
         protocol_version: u32,
+        /// The backends this host offers and what each can do.
+        #[serde(default)]
+        backends: Vec<BackendInfo>,
     },
     /// The request succeeded; `result` carries what it produced, if anything.
     Ack {
@@ -326,6 +362,21 @@ pub enum HostMessage {
         #[serde(rename = "messageID")]
         message_id: String,
         facts: GitFacts,
+    },
+    /// A directory listing of a session's worktree.
+    Files {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        path: String,
+        entries: Vec<FileEntry>,
+        /// More entries existed than `MAX_FILE_ENTRIES`.
+        truncated: bool,
+    },
+    /// One file of a session's worktree.
+    FileContent {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        file: FileContent,
     },
     /// One event of a subscribed session.
     Event { event: Event },
@@ -351,6 +402,7 @@ pub enum HostMessage {
 
 /// Machine-readable error classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ProtocolErrorCode {
     /// Not JSON, or not the shape of any known message.
@@ -375,6 +427,7 @@ pub enum ProtocolErrorCode {
 
 /// A project as clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ProjectSummary {
     #[serde(rename = "projectID")]
     pub project_id: String,
@@ -388,6 +441,7 @@ pub struct ProjectSummary {
 
 /// A session as list views see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionSummary {
     #[serde(rename = "sessionID")]
     pub session_id: String,
@@ -416,6 +470,7 @@ pub struct SessionSummary {
 
 /// What a session's worktree changed, live.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct GitFacts {
     #[serde(rename = "baseBranch")]
     pub base_branch: String,
@@ -434,6 +489,7 @@ pub struct GitFacts {
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DiffFile {
     pub path: String,
     #[serde(rename = "oldPath", default, skip_serializing_if = "Option::is_none")]

@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use nucleic_protocol::{
-    Backend, ClientMessage, Decision, FinishAction, HostMessage, Intent, NewSession,
-    ProtocolErrorCode, SessionStatus, SessionSummary, Verbosity,
+    Backend, BackendInfo, Capabilities, ClientMessage, Decision, FileContent, FileEncoding,
+    FileEntry, FileKind, FinishAction, HostMessage, Intent, NewSession, ProtocolErrorCode,
+    SessionStatus, SessionSummary, Verbosity,
 };
 use serde_json::json;
 
@@ -54,6 +55,17 @@ fn client_messages_snapshot_and_round_trip() {
                 action: FinishAction::Rollback { confirm: true },
             },
         },
+        ClientMessage::ListFiles {
+            message_id: "m5".into(),
+            session_id: "s1".into(),
+            path: "src".into(),
+            recursive: true,
+        },
+        ClientMessage::ReadFile {
+            message_id: "m6".into(),
+            session_id: "s1".into(),
+            path: "src/main.rs".into(),
+        },
     ];
     for m in &messages {
         round_trip_client(m);
@@ -66,6 +78,49 @@ fn client_messages_snapshot_and_round_trip() {
 #[test]
 fn host_messages_snapshot() {
     let messages = vec![
+        HostMessage::Welcome {
+            host_version: "0.1.0".into(),
+            protocol_version: 1,
+            backends: vec![BackendInfo {
+                backend: Backend::Simulated,
+                available: true,
+                capabilities: Capabilities {
+                    interactive_approvals: true,
+                    edited_tool_input: true,
+                    allow_always: true,
+                    deny_and_stop: true,
+                    interrupt: true,
+                    set_model: false,
+                    set_permission_mode: true,
+                    resume: true,
+                    fork: false,
+                    partial_deltas: true,
+                },
+                models: vec!["sim".into()],
+                permission_modes: vec!["default".into(), "plan".into()],
+            }],
+        },
+        HostMessage::Files {
+            message_id: "m5".into(),
+            path: "src".into(),
+            entries: vec![
+                FileEntry { path: "src/lib".into(), kind: FileKind::Dir, size: 0 },
+                FileEntry { path: "src/main.rs".into(), kind: FileKind::File, size: 13 },
+                FileEntry { path: "src/link".into(), kind: FileKind::Symlink, size: 0 },
+            ],
+            truncated: false,
+        },
+        HostMessage::FileContent {
+            message_id: "m6".into(),
+            file: FileContent {
+                path: "shot.png".into(),
+                size: 3,
+                mime: "image/png".into(),
+                encoding: FileEncoding::Base64,
+                content: "AAEC".into(),
+                truncated: false,
+            },
+        },
         HostMessage::Error {
             message_id: Some("m2".into()),
             code: ProtocolErrorCode::AlreadyResolved,
@@ -91,6 +146,10 @@ fn host_messages_snapshot() {
             },
         },
     ];
+    for m in &messages {
+        let text = serde_json::to_string(m).unwrap();
+        assert_eq!(&serde_json::from_str::<HostMessage>(&text).unwrap(), m);
+    }
     insta::assert_json_snapshot!("host_messages", messages);
 }
 

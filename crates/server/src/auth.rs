@@ -1,6 +1,6 @@
-//! Who may talk to the host: the token (file 0600 in `$NUCLEIC_HOME`), and only through the
-//! loopback names it is bound to (`Host`), from its own pages (`Origin`). DNS rebinding and
-//! cross-site requests are refused before any handler runs.
+//! Who may talk to the host: the token (file 0600 in `$NUCLEIC_HOME`) or a signed-in browser's
+//! session cookie, and only through the loopback names it is bound to (`Host`), from its own
+//! pages (`Origin`). DNS rebinding and cross-site requests are refused before any handler runs.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -41,26 +41,65 @@ pub fn load_or_create_token(home: &Path) -> std::io::Result<String> {
 }
 
 /// Constant-time comparison.
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn presented_token(headers: &HeaderMap) -> Option<String> {
-    if let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())
-        && let Some(t) = v.strip_prefix("Bearer ")
-    {
-        return Some(t.trim().to_owned());
-    }
-    let cookies = headers.get(header::COOKIE).and_then(|v| v.to_str().ok())?;
-    cookies.split(';').find_map(|c| c.trim().strip_prefix("nucleic_token=").map(str::to_owned))
+/// The value of cookie `name`, if the request carries it.
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    v.strip_prefix("Bearer ").map(str::trim)
 }
 
 fn refuse(status: StatusCode, why: &str) -> Response {
     (status, format!("{why}\n")).into_response()
 }
 
-/// The auth layer.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// Why a request is not authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unauthenticated {
+    WrongToken,
+    NoCredentials,
+}
+
+/// Who may act: the bearer token (the CLI), the `nucleic_token` cookie, or a signed-in
+/// browser's `nucleic_session` cookie. A wrong bearer token is refused outright.
+pub(crate) async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(), Unauthenticated> {
+    if let Some(token) = bearer(headers) {
+        return if same(token, &state.token) { Ok(()) } else { Err(Unauthenticated::WrongToken) };
+    }
+    let token = cookie(headers, "nucleic_token");
+    if token.is_some_and(|t| same(t, &state.token)) {
+        return Ok(());
+    }
+    let session = cookie(headers, crate::signin::SESSION_COOKIE);
+    if let Some(secret) = session
+        && state.signin.session_valid(&state.host, secret).await
+    {
+        return Ok(());
+    }
+    if token.is_some() || session.is_some() {
+        Err(Unauthenticated::WrongToken)
+    } else {
+        Err(Unauthenticated::NoCredentials)
+    }
+}
+
+/// Every request: only through the loopback names the server is bound to (`Host`, against DNS
+/// rebinding), and only from its own pages (`Origin`, when a browser sends one).
+pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host_ok = headers
         .get(header::HOST)
@@ -79,10 +118,20 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             return refuse(StatusCode::FORBIDDEN, "refused: cross-origin request");
         }
     }
-    match presented_token(headers) {
-        Some(t) if same(&t, &state.token) => next.run(request).await,
-        Some(_) => refuse(StatusCode::UNAUTHORIZED, "refused: wrong token"),
-        None => refuse(StatusCode::UNAUTHORIZED, "refused: no token (Authorization: Bearer …)"),
+    next.run(request).await
+}
+
+/// The API and the WebSocket: authenticated requests only.
+pub async fn require_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match authenticate(&state, request.headers()).await {
+        Ok(()) => next.run(request).await,
+        Err(Unauthenticated::WrongToken) => {
+            refuse(StatusCode::UNAUTHORIZED, "refused: wrong token or expired sign-in")
+        }
+        Err(Unauthenticated::NoCredentials) => refuse(
+            StatusCode::UNAUTHORIZED,
+            "refused: no token (Authorization: Bearer …) and not signed in (run `nucleic open`)",
+        ),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use nucleic_protocol::{
@@ -42,11 +42,20 @@ async fn run(socket: WebSocket, state: AppState) {
         while let Some(message) = outbox.recv().await {
             let Ok(text) = serde_json::to_string(&message) else { continue };
             if sink.send(Message::Text(text.into())).await.is_err() {
-                break;
+                return;
             }
         }
+        // "Going away": the client reconnects and resumes from its cursor.
+        let frame = CloseFrame { code: close_code::AWAY, reason: "connection closing".into() };
+        let _ = sink.send(Message::Close(Some(frame))).await;
     });
-    let Some(client) = handshake(&mut stream, &out).await else {
+    // The server is shutting down: close this connection too (a graceful shutdown waits for it).
+    let mut closing = state.closing.subscribe();
+    let client = tokio::select! {
+        client = handshake(&mut stream, &out, &state.host) => client,
+        _ = closing.wait_for(|closing| *closing) => None,
+    };
+    let Some(client) = client else {
         drop(out);
         let _ = writer.await;
         return;
@@ -67,7 +76,12 @@ async fn run(socket: WebSocket, state: AppState) {
         }
     });
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
-    while let Some(Ok(frame)) = stream.next().await {
+    loop {
+        let frame = tokio::select! {
+            frame = stream.next() => frame,
+            _ = closing.wait_for(|closing| *closing) => break,
+        };
+        let Some(Ok(frame)) = frame else { break };
         let text = match frame {
             Message::Text(t) => t.to_string(),
             Message::Binary(_) => {
@@ -158,6 +172,7 @@ async fn run(socket: WebSocket, state: AppState) {
 async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::Sender<HostMessage>,
+    host: &nucleic_host::Host,
 ) -> Option<Client> {
     let frame = loop {
         match stream.next().await? {
@@ -174,6 +189,7 @@ async fn handshake(
                 .send(HostMessage::Welcome {
                     host_version: env!("CARGO_PKG_VERSION").to_owned(),
                     protocol_version: PROTOCOL_VERSION,
+                    backends: host.backends(),
                 })
                 .await;
             let name = if client_name.trim().is_empty() { client_id.clone() } else { client_name };

@@ -70,6 +70,10 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
     let Some(id) = message.message_id().map(str::to_owned) else {
         return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
     };
+    // Reads of the worktree change nothing and may be megabytes: carried out every time.
+    if matches!(message, ClientMessage::ListFiles { .. } | ClientMessage::ReadFile { .. }) {
+        return carry_out(host, client, &id, message).await;
+    }
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
         && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
     {
@@ -109,6 +113,18 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             .await
             .map(|r| ack(serde_json::to_value(r).ok())),
         ClientMessage::Intent { intent, .. } => host.intent(intent, &client.name).await.map(ack),
+        ClientMessage::ListFiles { session_id, path, recursive, .. } => {
+            host.list_files(&session_id, &path, recursive).await.map(|listing| HostMessage::Files {
+                message_id: id.to_owned(),
+                path: listing.path,
+                entries: listing.entries,
+                truncated: listing.truncated,
+            })
+        }
+        ClientMessage::ReadFile { session_id, path, .. } => host
+            .read_file(&session_id, &path)
+            .await
+            .map(|file| HostMessage::FileContent { message_id: id.to_owned(), file }),
         ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => {

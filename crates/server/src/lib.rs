@@ -1,12 +1,14 @@
 //! The daemon's network face: the sync protocol (`docs/protocol.md`) over a WebSocket (`/ws`)
-//! and one-shot HTTP (`POST /api/message`), bound to loopback, behind a bearer token and
-//! Host/Origin checks. All behaviour lives in `nucleic_host::Host`; this crate only frames,
-//! authenticates and routes.
+//! and one-shot HTTP (`POST /api/message`), the embedded web app, and browser sign-in, bound to
+//! loopback, behind a bearer token or a session cookie and Host/Origin checks. All behaviour
+//! lives in `nucleic_host::Host`; this crate only frames, authenticates and routes.
 
 mod auth;
 mod connection;
 mod dispatch;
 mod http;
+mod signin;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +18,8 @@ use axum::routing::{get, post};
 use nucleic_host::Host;
 
 pub use auth::{TOKEN_FILE, load_or_create_token};
+pub use signin::{LOGIN_LINK_TTL, SESSION_COOKIE, SESSION_MAX_AGE};
+pub use web::app_is_built;
 
 /// What every request handler shares.
 #[derive(Debug, Clone)]
@@ -24,6 +28,10 @@ pub struct AppState {
     token: Arc<str>,
     /// `Host` header values accepted (the bound address under its names).
     allowed_hosts: Arc<Vec<String>>,
+    addr: SocketAddr,
+    signin: Arc<signin::SignIn>,
+    /// Becomes true when the server shuts down: open WebSockets close.
+    closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -35,22 +43,47 @@ impl AppState {
         if !addr.ip().is_loopback() {
             allowed.push(addr.to_string());
         }
-        AppState { host, token: token.into(), allowed_hosts: Arc::new(allowed) }
+        AppState {
+            host,
+            token: token.into(),
+            allowed_hosts: Arc::new(allowed),
+            addr,
+            signin: Arc::default(),
+            closing: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+
+    /// Where browsers reach this server (`http://127.0.0.1:PORT`).
+    pub fn base_url(&self) -> String {
+        if self.addr.ip().is_unspecified() {
+            format!("http://127.0.0.1:{}", self.addr.port())
+        } else {
+            format!("http://{}", self.addr)
+        }
     }
 }
 
-/// The routes, behind the auth layer.
+/// The routes: the API and the WebSocket need authentication; the web app and sign-in do not;
+/// everything passes the Host/Origin check.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let private = Router::new()
         .route("/ws", get(connection::upgrade))
         .route("/api/message", post(http::message))
         .route("/api/health", get(http::health))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
+        .route("/api/login-link", post(signin::login_link))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_auth));
+    Router::new()
+        .merge(private)
+        .route("/api/session", get(signin::session))
+        .route("/login", get(signin::login))
+        .fallback(web::serve)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check_host))
         .layer(axum::extract::DefaultBodyLimit::max(nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves.
+/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away") and
+/// requests in flight finish.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -62,5 +95,10 @@ pub async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    let closing = Arc::clone(&state.closing);
+    let shutdown = async move {
+        shutdown.await;
+        closing.send_replace(true);
+    };
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }

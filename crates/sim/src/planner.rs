@@ -53,6 +53,12 @@ pub struct Plan {
     pub think: bool,
     /// Sleep 200 ms between stream chunks (`slow` appears as a word).
     pub slow: bool,
+    /// `stream N`: open with a long reply streamed as N text deltas, one every
+    /// [`STREAM_DELTA_DELAY`](crate::stream::STREAM_DELTA_DELAY) (a session that visibly streams
+    /// for minutes).
+    pub stream: Option<usize>,
+    /// `fast`: no pause between the deltas of `stream N` (long transcripts quickly).
+    pub fast: bool,
     /// The tool calls, in order. Empty means a plain text reply.
     pub actions: Vec<Action>,
     /// The prompt text, trimmed.
@@ -63,14 +69,18 @@ impl Plan {
     /// The text block that opens the reply: an announcement of the actions, or the whole
     /// reply when there are none.
     pub fn opening_text(&self) -> String {
+        let narration = self.stream.map(narration).unwrap_or_default();
         if self.actions.is_empty() {
+            if !narration.is_empty() {
+                return narration;
+            }
             return format!(
                 "Simulated agent here. You said: {}. Try: write notes.txt containing hi",
                 self.prompt
             );
         }
         let mut parts = self.actions.iter().map(Action::describe);
-        let mut text = format!("I'll {}.", parts.next().unwrap_or_default());
+        let mut text = format!("{narration}I'll {}.", parts.next().unwrap_or_default());
         for part in parts {
             text.push_str(&format!(" Then I'll {part}."));
         }
@@ -90,6 +100,37 @@ impl Plan {
 /// Words skipped before the verb of a step.
 const FILLER: &[&str] = &["please", "think", "slow", "and", "then", "now", "first", "also"];
 
+/// Most deltas `stream N` asks for (about a day at the streaming pace).
+pub const MAX_STREAM_DELTAS: usize = 400_000;
+
+/// Sentences a long streamed reply cycles through.
+const NARRATION: &[&str] = &[
+    "Reading the project layout to see how the pieces fit together.",
+    "The entry point parses its arguments and hands them to the core module.",
+    "Tests live in their own directory and run with the standard runner.",
+    "Checking how errors travel from the lowest layer up to the command line.",
+    "This function does two things at once; splitting it would make it easier to test.",
+    "The configuration is read once at start and passed down explicitly, which is good.",
+    "Looking for places where a slow call blocks everything behind it.",
+    "Noting edge cases: empty input, very long lines, and files that disappear mid-read.",
+];
+
+/// About `deltas` pieces of text (four words each), sentence after sentence, ending in a blank
+/// line.
+fn narration(deltas: usize) -> String {
+    let mut words = Vec::new();
+    let mut step = 1;
+    while words.len() < deltas * 4 {
+        let sentence = NARRATION[(step - 1) % NARRATION.len()];
+        words.push(format!("{step}."));
+        words.extend(sentence.split(' ').map(str::to_owned));
+        step += 1;
+    }
+    let mut text = words.join(" ");
+    text.push_str("\n\n");
+    text
+}
+
 /// Builds the plan for a prompt. See the crate documentation for the grammar.
 pub fn plan(prompt: &str) -> Plan {
     let prompt = prompt.trim().to_owned();
@@ -97,8 +138,15 @@ pub fn plan(prompt: &str) -> Plan {
         prompt.split(|c: char| !c.is_alphanumeric()).map(str::to_ascii_lowercase).collect();
     let think = words.iter().any(|w| w == "think");
     let slow = words.iter().any(|w| w == "slow");
+    let stream = words
+        .windows(2)
+        .find(|w| w[0] == "stream")
+        .and_then(|w| w[1].parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .map(|n| n.min(MAX_STREAM_DELTAS));
     let actions = split_steps(&prompt).into_iter().filter_map(parse_step).collect();
-    Plan { think, slow, actions, prompt }
+    let fast = words.iter().any(|w| w == "fast");
+    Plan { think, slow, stream, fast, actions, prompt }
 }
 
 /// Splits on ` then ` (any case), keeping the original text of each step.
@@ -252,5 +300,22 @@ mod tests {
             "Simulated agent here. You said: slow: tell me a story. Try: write notes.txt containing hi"
         );
         assert!(!plan("unthinkable").think);
+    }
+
+    #[test]
+    fn stream_n_opens_with_a_long_narration() {
+        let p = plan("think, then stream 50");
+        assert_eq!((p.stream, p.actions.len()), (Some(50), 0));
+        let text = p.opening_text();
+        assert!(text.starts_with("1. Reading the project layout"), "{text}");
+        assert!(text.split(' ').count() >= 200, "four words per delta");
+        assert!(text.ends_with("\n\n"));
+        let w = plan("stream 3 then write a.txt");
+        assert_eq!(w.actions, vec![write("a.txt", "hello\n")]);
+        assert!(w.opening_text().ends_with("\n\nI'll write a.txt."), "{}", w.opening_text());
+        assert_eq!(plan("stream the logs").stream, None);
+        assert_eq!(plan("stream 0").stream, None);
+        assert!(plan("stream 20000, fast").fast && !plan("stream 5").fast);
+        assert_eq!(plan("stream 999999999").stream, Some(MAX_STREAM_DELTAS));
     }
 }

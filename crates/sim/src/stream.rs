@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 /// Delay between stream chunks when the prompt says `slow`.
 pub const SLOW_CHUNK_DELAY: Duration = Duration::from_millis(200);
+/// Delay between the text deltas of a `stream N` reply.
+pub const STREAM_DELTA_DELAY: Duration = Duration::from_millis(250);
 
 /// One content block of a simulated assistant message.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +52,9 @@ impl Block {
         }
     }
 
-    /// The deltas (at least two) and the text each one adds.
-    fn deltas(&self) -> Vec<(Value, String)> {
+    /// The deltas (at least two) and the text each one adds; text comes in about
+    /// `text_pieces` pieces.
+    fn deltas(&self, text_pieces: usize) -> Vec<(Value, String)> {
         match self {
             Self::Thinking(t) => {
                 let mut d: Vec<_> = split_pieces(t, 3)
@@ -61,7 +64,7 @@ impl Block {
                 d.push((json!({"type": "signature_delta", "signature": "sim"}), String::new()));
                 d
             }
-            Self::Text(t) => split_pieces(t, 3)
+            Self::Text(t) => split_pieces(t, text_pieces)
                 .into_iter()
                 .map(|p| (json!({"type": "text_delta", "text": p}), p))
                 .collect(),
@@ -82,7 +85,8 @@ impl Block {
     }
 }
 
-/// Splits `s` into up to `n` non-empty pieces, at spaces when it has enough words.
+/// Splits `s` into `n` non-empty pieces (fewer when it is too short), at spaces when it has
+/// enough words.
 pub fn split_pieces(s: &str, n: usize) -> Vec<String> {
     let words: Vec<&str> = s.split_inclusive(' ').collect();
     let units: Vec<String> = if words.len() >= n {
@@ -93,8 +97,9 @@ pub fn split_pieces(s: &str, n: usize) -> Vec<String> {
     if units.is_empty() {
         return vec![String::new()];
     }
-    let per = units.len().div_ceil(n.max(1));
-    units.chunks(per).map(|c| c.concat()).collect()
+    // Exactly `n` pieces when there are enough units, as even as they come.
+    let n = n.clamp(1, units.len());
+    (0..n).map(|i| units[i * units.len() / n..(i + 1) * units.len() / n].concat()).collect()
 }
 
 /// Per-turn bookkeeping.
@@ -112,6 +117,10 @@ pub struct TurnState {
     pub output_tokens: u64,
     /// Sleep between chunks.
     pub slow: bool,
+    /// `stream N`: the next message's text comes in N deltas, paced.
+    pub stream: Option<usize>,
+    /// `fast`: those deltas come without a pause.
+    pub fast: bool,
     /// `permission_denials` entries.
     pub denials: Vec<Value>,
 }
@@ -128,9 +137,11 @@ pub enum Streamed {
 impl<W: Write> Session<W> {
     /// Lets time pass between chunks (slow) or just handles waiting input, then reports
     /// whether an interrupt arrived.
-    fn interrupt_point(&mut self, st: &TurnState, first: bool) -> Result<bool, Stop> {
+    fn interrupt_point(&mut self, st: &TurnState, first: bool, paced: bool) -> Result<bool, Stop> {
         if st.slow && !first {
             self.wait(SLOW_CHUNK_DELAY)?;
+        } else if paced && !first {
+            self.wait(STREAM_DELTA_DELAY)?;
         } else {
             self.drain()?;
         }
@@ -154,11 +165,13 @@ impl<W: Write> Session<W> {
         }
         let mut first = true;
         let mut out_tokens = 0;
+        let text_pieces = st.stream.unwrap_or(3);
         for (index, block) in blocks.iter().enumerate() {
             let mut started = false;
             let mut acc = String::new();
-            for (delta, piece) in block.deltas() {
-                if self.interrupt_point(st, first)? {
+            let paced = st.stream.is_some() && !st.fast && matches!(block, Block::Text(_));
+            for (delta, piece) in block.deltas(text_pieces) {
+                if self.interrupt_point(st, first, paced)? {
                     return self.abort_stream(&msg_id, &req_id, index, block, &acc, started);
                 }
                 first = false;
@@ -179,7 +192,7 @@ impl<W: Write> Session<W> {
                 }
                 acc.push_str(&piece);
             }
-            if self.interrupt_point(st, true)? {
+            if self.interrupt_point(st, true, false)? {
                 return self.abort_stream(&msg_id, &req_id, index, block, &acc, started);
             }
             let line = self.ctx.assistant(&msg_id, &req_id, block.full(), st.input_tokens);
@@ -255,9 +268,10 @@ mod tests {
             assert!(p.len() >= 2 || s.chars().count() < 2, "{s:?} -> {p:?}");
         }
         let b = Block::ToolUse { id: "t".into(), name: "Write".into(), input: json!({"a": 1}) };
-        assert_eq!(b.deltas().len(), 2);
+        assert_eq!(b.deltas(3).len(), 2);
+        assert_eq!(Block::Text("a b c d e f g h".into()).deltas(8).len(), 8);
         assert_eq!(
-            Block::Thinking("hmm ok".into()).deltas().last().unwrap().0["type"],
+            Block::Thinking("hmm ok".into()).deltas(3).last().unwrap().0["type"],
             "signature_delta"
         );
     }

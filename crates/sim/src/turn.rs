@@ -35,6 +35,8 @@ impl<W: Write> Session<W> {
             input_tokens: 100 + (msg.text.len() as u64).div_ceil(4),
             output_tokens: 0,
             slow: plan.slow,
+            stream: plan.stream,
+            fast: plan.fast,
             denials: Vec::new(),
         };
         if self.faults.malformed_stdout {
@@ -73,7 +75,9 @@ impl<W: Write> Session<W> {
             });
         }
         let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
-        if self.stream_message(&mut st, &blocks, stop)? == Streamed::Aborted {
+        let streamed = self.stream_message(&mut st, &blocks, stop)?;
+        st.stream = None;
+        if streamed == Streamed::Aborted {
             return self.finish_aborted(&st, "aborted_streaming");
         }
         if calls.is_empty() {

@@ -355,3 +355,42 @@ fn library_entry_point_runs_in_process() {
     );
     assert_eq!(lines.last().unwrap()["type"], "result");
 }
+
+#[test]
+fn stream_n_streams_paced_text_deltas_and_can_be_interrupted() {
+    let mut sim = Sim::start(&["--include-partial-messages"], None);
+    let started = std::time::Instant::now();
+    sim.prompt("stream 8");
+    let lines = sim.until_type("result");
+    let deltas = lines
+        .iter()
+        .filter(|l| l["type"] == "stream_event" && l["event"]["delta"]["type"] == "text_delta")
+        .count();
+    assert_eq!(deltas, 8);
+    let paced = nucleic_sim::stream::STREAM_DELTA_DELAY * u32::try_from(deltas - 1).unwrap();
+    assert!(started.elapsed() >= paced, "{:?} < {paced:?}", started.elapsed());
+    let text = lines.iter().find(|l| l["type"] == "assistant").unwrap();
+    assert!(text["message"]["content"][0]["text"].as_str().unwrap().starts_with("1. Reading"));
+    assert_eq!(lines.last().unwrap()["subtype"], "success");
+
+    // `fast`: many deltas, no pauses.
+    let started = std::time::Instant::now();
+    sim.prompt("stream 2000 fast");
+    let lines = sim.until_type("result");
+    let deltas = lines
+        .iter()
+        .filter(|l| l["type"] == "stream_event" && l["event"]["delta"]["type"] == "text_delta")
+        .count();
+    assert_eq!(deltas, 2000);
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+
+    // A long one stops at an interrupt.
+    sim.prompt("stream 100000");
+    sim.until(|l| l["type"] == "stream_event" && l["event"]["delta"]["type"] == "text_delta");
+    sim.control("req_int", json!({"subtype": "interrupt"}));
+    let result = sim.last_until_type("result");
+    assert_eq!(result["terminal_reason"], "aborted_streaming");
+    // Like the real CLI, the exit code follows the last result (an error here).
+    let (_, code, stderr) = sim.finish();
+    assert_eq!(code, 1, "{stderr}");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, Script};
 use serde_json::{Value, json};
 use support::{RawResponse, read_all, receive};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::net::TcpStream;
 
 fn host_port(base_url: &str) -> String {
@@ -304,4 +304,83 @@ async fn chunk_delay_spaces_frames() {
     // message_start, ping, block start, 3 deltas, block stop, message_delta, message_stop.
     assert_eq!(resp.events().len(), 9);
     assert!(started.elapsed() >= Duration::from_millis(8 * 20));
+}
+
+// ----- the standalone binary: one JSON line with its URL, a `Write` of the file the prompt
+// names in the working directory of the system prompt, a closing message, SIGTERM.
+
+fn bin_turn(messages: Value) -> Value {
+    json!({
+        "model": "claude-opus-5-5",
+        "max_tokens": 1000,
+        "stream": false,
+        "system": [{"type": "text", "text": "You are Claude Code.\n<env>\nPrimary working directory: /work/tree\n</env>"}],
+        "messages": messages,
+    })
+}
+
+#[tokio::test]
+async fn the_binary_prints_its_url_and_writes_the_named_file_then_closes() {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-anthropic"))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let printed: Value = serde_json::from_str(&line).unwrap();
+    let url = printed["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let addr = url.strip_prefix("http://").unwrap();
+
+    let prompt = json!([{"role": "user", "content": [{"type": "text", "text": "create notes/hi.md containing hello there"}]}]);
+    let mut stream = support::send(
+        addr,
+        "x-api-key: sk-test\r\n",
+        "POST",
+        "/v1/messages",
+        Some(&bin_turn(prompt.clone())),
+    )
+    .await;
+    let first = support::receive(&mut stream).await.json();
+    assert_eq!(first["stop_reason"], "tool_use", "{first}");
+    let call = first["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap()
+        .clone();
+    assert_eq!(call["name"], "Write");
+    assert_eq!(
+        call["input"],
+        json!({"file_path": "/work/tree/notes/hi.md", "content": "hello there\n"})
+    );
+
+    let mut messages = prompt.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [call.clone()]}));
+    messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "File created successfully"}]}));
+    let mut stream = support::send(
+        addr,
+        "x-api-key: sk-test\r\n",
+        "POST",
+        "/v1/messages",
+        Some(&bin_turn(Value::Array(messages))),
+    )
+    .await;
+    let second = support::receive(&mut stream).await.json();
+    assert_eq!(second["stop_reason"], "end_turn");
+    assert_eq!(second["content"][0]["text"], "Done: I wrote the file.");
+
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    let killed =
+        std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    assert!(killed.success());
+    let status =
+        tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
 }

@@ -4,11 +4,13 @@
 //! /v1/messages/count_tokens`, `GET /v1/models`; anything else is a recorded 404. Which scripted
 //! reply answers a request is decided by [`reply_index`] from the conversation in its body.
 
+mod prompted;
 mod script;
 mod server;
 mod sse;
 
 pub use crate::mock_http::RecordedRequest;
+pub use prompted::{DEFAULT_CONTENT, DEFAULT_PATH, named_file};
 pub use script::{Fault, FaultKind, Reply, Script, ToolCall, reply_index};
 
 use crate::mock_http::MockServer;
@@ -23,6 +25,11 @@ impl MockAnthropic {
     /// Bind `127.0.0.1:0` and serve `script`. Must be called inside a tokio runtime.
     pub async fn start(script: Script) -> std::io::Result<MockAnthropic> {
         Ok(MockAnthropic { server: MockServer::start(script, server::handle).await? })
+    }
+
+    /// As [`MockAnthropic::start`], on `127.0.0.1:port` (0: any free port).
+    pub async fn start_on(port: u16, script: Script) -> std::io::Result<MockAnthropic> {
+        Ok(MockAnthropic { server: MockServer::start_on(port, script, server::handle).await? })
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.

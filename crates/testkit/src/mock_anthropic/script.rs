@@ -29,6 +29,11 @@ pub enum Reply {
         /// The tool_use blocks, in order.
         calls: Vec<ToolCall>,
     },
+    /// A `Write` of the file the conversation's prompt names (see [`named_file`]), made absolute
+    /// under the agent's working directory from the system prompt; stop_reason "tool_use".
+    ///
+    /// [`named_file`]: super::named_file
+    WriteNamedFile,
     /// a thinking block (with a signature) then a text block
     ThinkingThenText {
         /// Content of the thinking block.
@@ -103,6 +108,12 @@ impl Script {
             Reply::ToolUses { text: Some("I'll write the file.".to_owned()), calls: vec![call] },
             Reply::Text("done".to_owned()),
         ])
+    }
+
+    /// Turn 1: `Write` the file the prompt names (`hello.txt` when it names none) with the text
+    /// after "containing" (or a greeting), in the agent's working directory; turn 2: `done`.
+    pub fn write_named_file_then(done: impl Into<String>) -> Self {
+        Self::new(vec![Reply::WriteNamedFile, Reply::Text(done.into())])
     }
 
     /// Turn 1: `Read{file_path}` (the CLI refuses an Edit of a file it has not read);

@@ -59,7 +59,8 @@ async fn messages(shared: &Shared<Script>, body: &Value) -> Response {
     let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-opus-5-5");
     let empty = Vec::new();
     let history = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
-    let message = Message::from_reply(&script.reply_for(history), model);
+    let reply = super::prompted::resolve(&script.reply_for(history), body);
+    let message = Message::from_reply(&reply, model);
     let delay = script.chunk_delay;
     match fault {
         Some(FaultKind::Http500) => {

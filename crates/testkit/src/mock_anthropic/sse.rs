@@ -73,6 +73,13 @@ impl Message {
     /// Assign ids to `reply` for a request that asked for `model`.
     pub(crate) fn from_reply(reply: &Reply, model: &str) -> Self {
         let (blocks, stop_reason) = match reply {
+            // Resolved against the request by the server; without one, the default file.
+            Reply::WriteNamedFile => {
+                return Self::from_reply(
+                    &super::prompted::resolve(reply, &serde_json::Value::Null),
+                    model,
+                );
+            }
             Reply::Text(text) => (vec![Block::Text(text.clone())], "end_turn"),
             Reply::ToolUses { text, calls } => {
                 let mut blocks: Vec<Block> = text.iter().cloned().map(Block::Text).collect();

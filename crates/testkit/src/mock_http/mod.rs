@@ -113,7 +113,16 @@ impl<S: Scenario> MockServer<S> {
         H: Handler<T, Arc<Shared<S>>>,
         T: 'static,
     {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_on(0, script, handler).await
+    }
+
+    /// As [`MockServer::start`], on `127.0.0.1:port` (0: any free port).
+    pub(crate) async fn start_on<H, T>(port: u16, script: S, handler: H) -> std::io::Result<Self>
+    where
+        H: Handler<T, Arc<Shared<S>>>,
+        T: 'static,
+    {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let (shutdown_tx, shutdown_rx) = watch::channel(());
         let listener = GuardedListener::new(listener, shutdown_rx.clone());

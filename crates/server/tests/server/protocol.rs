@@ -1,100 +1,11 @@
-//! The server over real sockets: auth, Host/Origin checks, the handshake, malformed / unknown /
-//! oversized messages, idempotent message ids, and cursor errors.
+//! Auth, Host/Origin checks, the handshake, malformed / unknown / oversized messages,
+//! idempotent message ids, cursor errors.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
-
-use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
-
-use futures_util::{SinkExt, StreamExt};
-use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-struct Server {
-    _dir: tempfile::TempDir,
-    addr: SocketAddr,
-    token: String,
-    repo: std::path::PathBuf,
-}
-
-fn git_repo(dir: &Path) -> std::path::PathBuf {
-    let root = dir.join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "init",
-        ],
-    ] {
-        assert!(
-            std::process::Command::new("git")
-                .args(args)
-                .current_dir(&root)
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
-    root
-}
-
-async fn start() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let host = Host::open(HostConfig {
-        home: home.clone(),
-        agents: AgentPaths {
-            claude: None,
-            codex: None,
-            sim_program: "/nonexistent".into(),
-            sim_prefix: Vec::new(),
-        },
-        limits: Limits::default(),
-        approval_timeout: None,
-        setup_timeout: Duration::from_secs(5),
-        agent_env: Vec::new(),
-    })
-    .await
-    .unwrap();
-    let token = load_or_create_token(&home).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let state = AppState::new(Arc::clone(&host), token.clone(), addr);
-    tokio::spawn(nucleic_server::serve(listener, state, std::future::pending()));
-    let repo = git_repo(dir.path());
-    Server { _dir: dir, addr, token, repo }
-}
-
-/// A raw HTTP/1.1 request; returns (status, body).
-async fn http(addr: SocketAddr, request: String) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(request.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
-fn get(addr: SocketAddr, host: &str, extra: &str) -> String {
-    let _ = addr;
-    format!("GET /api/health HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n")
-}
+use crate::support::*;
 
 #[tokio::test]
 async fn requests_need_the_token_and_a_loopback_host() {
@@ -116,43 +27,6 @@ async fn requests_need_the_token_and_a_loopback_host() {
     assert_eq!(http(s.addr, get(s.addr, &host, &cross)).await.0, 403);
     let same = format!("{auth}Origin: http://{host}\r\n");
     assert_eq!(http(s.addr, get(s.addr, &host, &same)).await.0, 200);
-}
-
-async fn ws(
-    s: &Server,
-) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
-    let mut request = format!("ws://127.0.0.1:{}/ws", s.addr.port()).into_client_request().unwrap();
-    request.headers_mut().insert("authorization", format!("Bearer {}", s.token).parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-    socket
-}
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn send(socket: &mut Socket, value: Value) {
-    socket.send(Message::Text(value.to_string().into())).await.unwrap();
-}
-
-async fn recv(socket: &mut Socket) -> Value {
-    loop {
-        let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let Message::Text(t) = frame {
-            let v: Value = serde_json::from_str(&t).unwrap();
-            if v["type"] != "sessionChanged" {
-                return v;
-            }
-        }
-    }
-}
-
-async fn hello(socket: &mut Socket) {
-    send(socket, json!({"type": "hello", "clientID": "c1", "clientName": "test client", "protocolVersion": 1})).await;
-    assert_eq!(recv(socket).await["type"], "welcome");
 }
 
 #[tokio::test]
@@ -253,4 +127,29 @@ async fn http_one_shots_share_the_protocol() {
     let (status, reply) = http(s.addr, req).await;
     assert_eq!(status, 422);
     assert_eq!(serde_json::from_str::<Value>(&reply).unwrap()["code"], "invalidRequest");
+}
+
+#[tokio::test]
+async fn shutting_down_closes_open_websockets_as_going_away() {
+    use futures_util::StreamExt;
+    let s = start().await;
+    let mut talking = ws(&s).await;
+    hello(&mut talking).await;
+    let mut silent = ws(&s).await; // never says hello
+    // A graceful shutdown that waited for these connections would never end.
+    let s = tokio::time::timeout(std::time::Duration::from_secs(10), s.restart()).await.unwrap();
+    for socket in [&mut talking, &mut silent] {
+        let mut code = None;
+        while let Ok(Some(Ok(frame))) =
+            tokio::time::timeout(std::time::Duration::from_secs(5), socket.next()).await
+        {
+            if let Message::Close(Some(close)) = frame {
+                code = Some(u16::from(close.code));
+            }
+        }
+        assert_eq!(code, Some(1001), "closed as going away");
+    }
+    // The restarted server answers as usual.
+    let mut again = ws(&s).await;
+    hello(&mut again).await;
 }

@@ -1,0 +1,10 @@
+//! The server over real sockets: auth, Host/Origin checks, the handshake, malformed / unknown /
+//! oversized messages, idempotent message ids, cursor errors, worktree files.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod files;
+mod protocol;
+mod signin;
+mod support;
+mod web;

@@ -1,0 +1,259 @@
+//! Helpers: a server on a loopback port over a fresh host, raw HTTP, and a WebSocket client.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_server::{AppState, load_or_create_token};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+pub struct Server {
+    pub dir: tempfile::TempDir,
+    pub addr: SocketAddr,
+    pub token: String,
+    pub repo: std::path::PathBuf,
+    pub host: Arc<Host>,
+    pub state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+pub fn git_repo(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ] {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(&root)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    root
+}
+
+pub async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo, None).await
+}
+
+/// A server whose login links work for `ttl`.
+pub async fn start_with_login_ttl(ttl: Duration) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo, Some(ttl)).await
+}
+
+/// A host over `dir/home` and a server for it on a fresh port.
+async fn serve_in(
+    dir: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    login_ttl: Option<Duration>,
+) -> Server {
+    let home = dir.path().join("home");
+    let host = Host::open(HostConfig {
+        home: home.clone(),
+        agents: AgentPaths {
+            claude: None,
+            codex: None,
+            sim_program: "/nonexistent".into(),
+            sim_prefix: Vec::new(),
+        },
+        limits: Limits::default(),
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(5),
+        agent_env: Vec::new(),
+    })
+    .await
+    .unwrap();
+    let token = load_or_create_token(&home).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut state = AppState::new(Arc::clone(&host), token.clone(), addr);
+    if let Some(ttl) = login_ttl {
+        state = state.with_login_link_ttl(ttl);
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
+        let _ = stopped.await;
+    }));
+    Server { dir, addr, token, repo, host, state, stop: Some(stop), task: Some(task) }
+}
+
+impl Server {
+    /// Stops this server and its host, then opens both again on the same home (a new port).
+    pub async fn restart(mut self) -> Server {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+        let Server { dir, repo, host, state, .. } = self;
+        drop(state);
+        drop(host);
+        serve_in(dir, repo, None).await
+    }
+
+    pub fn host_header(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
+    }
+
+    /// `GET path` with `extra` header lines (each ending in CRLF) and the right `Host`.
+    pub async fn get(&self, path: &str, extra: &str) -> Reply {
+        let host = self.host_header();
+        request(
+            self.addr,
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+        )
+        .await
+    }
+
+    /// A one-time login URL's path and query (`/login?token=…`), minted in process.
+    pub fn login_path(&self) -> String {
+        let url = self.state.login_link().unwrap();
+        let prefix = format!("http://{}", self.host_header());
+        url.strip_prefix(&prefix).unwrap().to_owned()
+    }
+
+    /// Signs in with a fresh login link; returns the session cookie (`nucleic_session=…`).
+    pub async fn sign_in(&self) -> String {
+        let reply = self.get(&self.login_path(), "").await;
+        assert_eq!(reply.status, 303, "{}", reply.text());
+        let set = reply.header("set-cookie").unwrap();
+        set.split(';').next().unwrap().to_owned()
+    }
+}
+
+/// A parsed HTTP/1.1 response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    /// Header names lowercased, in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// Sends a raw request and reads the whole response (chunked bodies decoded).
+pub async fn request(addr: SocketAddr, request: String) -> Reply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    let mut body = out[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    if headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked") {
+        let mut decoded = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..end]).unwrap(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            decoded.extend_from_slice(&rest[end + 2..end + 2 + size]);
+            rest = &rest[end + 2 + size + 2..];
+        }
+        body = decoded;
+    }
+    Reply { status, headers, body }
+}
+
+/// A raw HTTP/1.1 request; returns (status, body).
+pub async fn http(addr: SocketAddr, request: String) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+pub fn get(addr: SocketAddr, host: &str, extra: &str) -> String {
+    let _ = addr;
+    format!("GET /api/health HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n")
+}
+
+pub async fn ws(
+    s: &Server,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let mut request = format!("ws://127.0.0.1:{}/ws", s.addr.port()).into_client_request().unwrap();
+    request.headers_mut().insert("authorization", format!("Bearer {}", s.token).parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    socket
+}
+
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub async fn send(socket: &mut Socket, value: Value) {
+    socket.send(Message::Text(value.to_string().into())).await.unwrap();
+}
+
+pub async fn recv(socket: &mut Socket) -> Value {
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Message::Text(t) = frame {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["type"] != "sessionChanged" {
+                return v;
+            }
+        }
+    }
+}
+
+pub async fn hello(socket: &mut Socket) {
+    send(socket, json!({"type": "hello", "clientID": "c1", "clientName": "test client", "protocolVersion": 1})).await;
+    assert_eq!(recv(socket).await["type"], "welcome");
+}

@@ -1,0 +1,321 @@
+/** The cockpit in a real browser against a real host running simulated agents: the demo,
+ *  the 1/2/3-pane layouts, a whole session from the UI to a merge, concurrent approvals,
+ *  reconnects, and bad input (unknown kinds, huge results, long transcripts, bad tokens). */
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { type Demo, OUT, git, launch, loginLink, longTranscript, pageErrors, signedInPage, startDemo, startServe, tempDir } from "./harness";
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+const SCREENSHOTS = process.env.NUCLEIC_SCREENSHOTS;
+
+async function shot(page: Page, name: string) {
+  await page.screenshot({ path: path.join(OUT, `${name}.png`) });
+  if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) });
+}
+
+/** Opens a session from the list and waits for its pane. */
+async function openSession(page: Page, sessionID: string) {
+  await page.goto(`${new URL(page.url()).origin}/#/s/${sessionID}`);
+  await page.waitForSelector(`[data-testid=session-pane][data-session="${sessionID}"]`);
+}
+
+/** Creates a session through the new-session sheet; returns its id. */
+async function newSessionFromUI(page: Page, prompt: string, backend = "simulated"): Promise<string> {
+  await page.click("[data-testid=new-session]");
+  await page.waitForSelector("[data-testid=new-session-sheet]");
+  await page.selectOption("select[name=backend]", backend);
+  await page.fill("textarea[name=prompt]", prompt);
+  await page.click("[data-testid=create-session]");
+  await page.waitForFunction(() => /#\/s\//.test(location.hash), null, { timeout: 30_000 });
+  const id = decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
+  await page.waitForSelector(`[data-testid=session-pane][data-session="${id}"]`);
+  return id;
+}
+
+describe("nucleic demo", () => {
+  let demo: Demo;
+  beforeAll(async () => {
+    demo = await startDemo();
+  });
+  afterAll(async () => {
+    await demo?.stop();
+  });
+
+  it("shows its three sessions, in 1, 2 and 3 panes by width", async () => {
+    const { context, page } = await signedInPage(browser, demo.url, { width: 1280, height: 800 });
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=session-row]").length >= 3);
+    const statuses = await page.$$eval("[data-testid=session-row]", (rows) => rows.map((r) => r.getAttribute("data-status")));
+    expect(statuses).toContain("awaiting-approval");
+    expect(statuses).toContain("running");
+    expect(statuses.some((s) => s === "awaiting-input" || s === "finished")).toBe(true);
+
+    // 1280: list + session + tools.
+    const waiting = demo.sessions.find((s) => (s.title ?? "").length > 0) ?? demo.sessions[0];
+    const approvalID = await page.$eval("[data-testid=session-row][data-status=awaiting-approval]", (r) => r.getAttribute("data-session"));
+    await openSession(page, approvalID ?? waiting.sessionID);
+    await page.waitForSelector("[data-testid=approval-bar]");
+    await page.waitForSelector("[data-testid=tool-pane]");
+    expect(await page.getAttribute(".shell", "data-panes")).toBe("3");
+    expect(await page.isVisible("[data-testid=session-list]")).toBe(true);
+    await page.waitForSelector("[data-testid=diff-view]");
+    await shot(page, "cockpit-1280");
+
+    // 800: list + session; opening tools collapses the list.
+    await page.setViewportSize({ width: 800, height: 900 });
+    await page.waitForSelector(".shell[data-panes='2']");
+    expect(await page.isVisible("[data-testid=session-list]")).toBe(true);
+    expect(await page.isVisible("[data-testid=tool-pane]")).toBe(false);
+    await shot(page, "cockpit-800");
+    await page.click("[data-testid=toggle-tools]");
+    await page.waitForSelector("[data-testid=tool-pane]");
+    expect(await page.isVisible("[data-testid=session-list]")).toBe(false);
+
+    // 390: one pane at a time, list → session by navigation.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${demo.origin}/#/`);
+    await page.waitForSelector(".shell[data-panes='1'] [data-testid=session-list]");
+    expect(await page.isVisible("[data-testid=session-pane]")).toBe(false);
+    await shot(page, "cockpit-390-list");
+    await page.click(`[data-testid=session-row][data-session="${approvalID}"]`);
+    await page.waitForSelector("[data-testid=session-pane]");
+    expect(await page.isVisible("[data-testid=session-list]")).toBe(false);
+    await page.waitForSelector("[data-testid=approval-bar]");
+    await shot(page, "cockpit-390");
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
+  it("the dashboard puts what needs a person first", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    await page.goto(`${demo.origin}/#/`);
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=dashboard-card]").length >= 3);
+    const first = await page.$eval("[data-testid=dashboard-card]", (c) => c.getAttribute("data-status"));
+    expect(first).toBe("awaiting-approval");
+    await shot(page, "dashboard-1280");
+    await context.close();
+  });
+
+  it("a reconnect mid-stream leaves no gap and no duplicate", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    const streaming = await page.$eval("[data-testid=session-row][data-status=running]", (r) => r.getAttribute("data-session"));
+    expect(streaming).toBeTruthy();
+    await openSession(page, streaming!);
+    const lastSeq = () => page.$eval("[data-testid=transcript]", (t) => Number(t.getAttribute("data-last-seq")));
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=transcript]")?.getAttribute("data-last-seq")) > 5);
+    for (let round = 0; round < 3; round++) {
+      const before = await lastSeq();
+      // Drop the socket under the app, as a flaky network would.
+      await page.evaluate(() => (window as any).nucleic.connection.ws.close());
+      await page.waitForSelector(".shell[data-link=online]");
+      await page.waitForFunction((b) => Number(document.querySelector("[data-testid=transcript]")?.getAttribute("data-last-seq")) > b + 3, before, { timeout: 60_000 });
+    }
+    const stats = await page.evaluate(() => {
+      const s = (window as any).nucleic;
+      return { gaps: s.connection.gaps, folded: s.transcript(location.hash.split("/")[2]).eventsFolded, last: s.transcript(location.hash.split("/")[2]).facts.lastSeq };
+    });
+    expect(stats.gaps).toBe(0);
+    // Every seq from 1 to the last folded exactly once.
+    expect(stats.folded).toBe(stats.last);
+    await context.close();
+  });
+
+  it("an event kind the app does not know becomes a collapsed generic row", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    let rewrote = 0;
+    await page.routeWebSocket(/\/ws$/, (ws) => {
+      const server = ws.connectToServer();
+      server.onMessage((m) => {
+        const text = typeof m === "string" ? m : m.toString();
+        const msg = JSON.parse(text);
+        if (msg.type === "event" && msg.event.kind.type === "sessionCreated" && rewrote === 0) {
+          rewrote++;
+          msg.event.kind = { type: "holographicDisplay", beams: 3 };
+          ws.send(JSON.stringify(msg));
+          return;
+        }
+        ws.send(text);
+      });
+    });
+    await page.goto(await loginLink(demo));
+    await page.waitForSelector(".shell[data-link=online]");
+    await openSession(page, demo.sessions[0].sessionID);
+    await page.waitForSelector("[data-kind=unknown]");
+    expect(await page.textContent("[data-kind=unknown] summary")).toContain("holographicDisplay");
+    expect(rewrote).toBe(1);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
+
+describe("a session from the UI to a merge", () => {
+  let demo: Demo;
+  beforeAll(async () => {
+    demo = await startDemo({ noSessions: true });
+  });
+  afterAll(async () => {
+    await demo?.stop();
+  });
+
+  it("create, watch it stream, approve, see the diff, merge, find it on main", async () => {
+    const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+    const id = await newSessionFromUI(page, "think, then write cockpit.txt containing made in the browser");
+    await page.waitForSelector("[data-kind=user]");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    expect(await page.textContent("[data-testid=approval-bar]")).toContain("cockpit.txt");
+    await page.click("[data-testid=allow]");
+    await page.waitForSelector("[data-testid=approval-bar]", { state: "detached" });
+    await page.waitForSelector("[data-testid=diff-files] li[data-path='cockpit.txt']", { timeout: 30_000 });
+    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 30_000 });
+    await page.click("[data-testid=tab-git]");
+    await page.fill("[data-testid=commit-message]", "Add cockpit.txt from the browser");
+    await page.check("[data-testid=update-checkout]");
+    await page.click("[data-testid=merge]");
+    await page.waitForSelector("[data-testid=finish-result]");
+    expect(await page.textContent("[data-testid=finish-result]")).toContain("Merge: done");
+    expect(git(demo.repo, "show", "main:cockpit.txt").trim()).toBe("made in the browser");
+    expect(git(demo.repo, "log", "-1", "--format=%s", "main").trim()).toContain("Add cockpit.txt from the browser");
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
+  it("two browsers answer one approval at once: one wins, the other is told who did", async () => {
+    const a = await signedInPage(browser, await loginLink(demo), { name: "laptop" });
+    const b = await signedInPage(browser, await loginLink(demo), { name: "phone", width: 390, height: 844, slowResolutions: true });
+    const id = await newSessionFromUI(a.page, "write race.txt containing who wins");
+    await a.page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await openSession(b.page, id);
+    await b.page.waitForSelector("[data-testid=approval-bar]");
+    // Both click at once. The phone hears of resolutions late (a slow network), so its answer
+    // surely reaches the host after the laptop's or just before it: either way one wins.
+    const click = (p: Page) => p.$eval("[data-testid=allow]", (el) => (el as HTMLButtonElement).click());
+    await Promise.all([click(a.page), click(b.page)]);
+    const outcome = async (p: Page) => {
+      await p.waitForSelector("[data-testid=resolved-by]").catch(async (e) => {
+        await shot(p, "failed-race");
+        throw new Error(`${e}\n${await p.textContent("[data-testid=session-pane]")}`);
+      });
+      await p.waitForFunction(() => !document.querySelector("[data-testid=approval-bar]"));
+      return (await p.textContent("[data-testid=resolved-by]")) ?? "";
+    };
+    // Let the refusal reach the loser.
+    await new Promise((r) => setTimeout(r, 500));
+    const [ta, tb] = [await outcome(a.page), await outcome(b.page)];
+    const winner = /allow by (laptop|phone)/.exec(`${ta} ${tb}`)?.[1];
+    expect(winner).toBeDefined();
+    const loserText = winner === "laptop" ? tb : ta;
+    expect(loserText.toLowerCase()).toContain(`answered by ${winner}`);
+    // Exactly one approvalResolved in the transcript.
+    const resolved = await a.page.$$eval("[data-testid=approval-outcome]", (els) => els.map((e) => e.textContent));
+    expect(resolved).toHaveLength(1);
+    await a.context.close();
+    await b.context.close();
+  });
+
+  it("a 10 MB tool result is truncated with a way to see all of it", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    await newSessionFromUI(page, "run head -c 10485760 /dev/zero | tr '\\0' x");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await page.click("[data-testid=allow]");
+    await page.waitForSelector("[data-kind=tool] .tool-state.done, [data-kind=tool] .tool-state.error", { timeout: 60_000 });
+    await page.click("[data-kind=tool] summary");
+    await page.waitForSelector("[data-kind=tool] [data-testid=truncated]");
+    const text = await page.textContent("[data-kind=tool] [data-testid=truncated]");
+    expect(text).toMatch(/of 10\.0 MB/);
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
+  it("a 20,000-event transcript opens and scrolls", async () => {
+    const file = path.join(tempDir("nucleic-e2e-"), "long.jsonl");
+    writeFileSync(file, longTranscript(20_000));
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    const reply = await page.evaluate((p) => (window as any).nucleic.request({ type: "intent", intent: { kind: "import", path: p } }), file);
+    const id = (reply as { result: { sessionID: string } }).result.sessionID;
+    const t0 = Date.now();
+    await openSession(page, id);
+    await page.waitForFunction(() => document.querySelector("[data-testid=transcript]")?.getAttribute("data-last-seq") === "20000", null, { timeout: 60_000 });
+    const ms = Date.now() - t0;
+    console.log(`20,000-event transcript: fully loaded and painted in ${ms} ms`);
+    const rendered = await page.$$eval("[data-testid=transcript] .row-wrap", (r) => r.length);
+    expect(rendered).toBeLessThan(200); // virtualized
+    await page.evaluate(() => document.querySelector("[data-testid=transcript]")!.scrollTo(0, 0));
+    await page.waitForSelector("[data-kind=notice], [data-kind=user]");
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+});
+
+describe("bad input", () => {
+  it("a wrong or reused sign-in link and no cookie get the not-signed-in page", async () => {
+    const demo = await startDemo({ noSessions: true });
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const bad = await page.goto(`${demo.origin}/login?token=not-a-token`);
+      expect(bad?.status()).toBe(401);
+      expect(await page.textContent("body")).toMatch(/invalid, expired or already used/);
+      await page.goto(`${demo.origin}/`);
+      await page.waitForSelector("[data-testid=signed-out]");
+      const api = await page.evaluate(async () => (await fetch("/api/message", { method: "POST", body: "{}" })).status);
+      expect(api).toBe(401);
+      // The printed link works once.
+      await page.goto(demo.url);
+      await page.waitForSelector(".shell[data-link=online]");
+      const other = await browser.newContext();
+      const p2 = await other.newPage();
+      const again = await p2.goto(demo.url);
+      expect(again?.status()).toBe(401);
+      await other.close();
+      await context.close();
+    } finally {
+      await demo.stop();
+    }
+  });
+
+  it("the host going away shows a stale banner; when it comes back the page catches up", async () => {
+    const home = tempDir("nucleic-e2e-home-");
+    const demo = await startDemo({ noSessions: true, home });
+    const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+    const id = await newSessionFromUI(page, "write back.txt containing still here");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await demo.stop("SIGKILL");
+    await page.waitForSelector("[data-testid=link-banner]");
+    expect(await page.textContent("[data-testid=link-banner]")).toMatch(/Disconnected/);
+    expect(await page.getAttribute(".shell", "class")).toContain("stale");
+    expect(await page.isDisabled("[data-testid=allow]")).toBe(true);
+    const serve = await startServe(home, demo.port);
+    try {
+      await page.waitForSelector(".shell[data-link=online]", { timeout: 30_000 });
+      await page.waitForSelector("[data-testid=link-banner]", { state: "detached" });
+      // The killed host's agent is gone: recovery ended the session; the page shows it.
+      await page.waitForFunction(
+        (sid) => {
+          const row = document.querySelector(`[data-testid=session-row][data-session="${sid}"]`);
+          return row && row.getAttribute("data-status") !== "awaiting-approval";
+        },
+        id,
+        { timeout: 30_000 },
+      );
+      const gaps = await page.evaluate(() => (window as any).nucleic.connection.gaps);
+      expect(gaps).toBe(0);
+      expect(pageErrors(page)).toEqual([]);
+    } finally {
+      await context.close();
+      await serve.stop();
+    }
+  });
+});

@@ -1,0 +1,78 @@
+/** The adaptive shell: 1 pane under 600 px, 2 from 600, 3 from 1100; the link banner. */
+import { useState } from "preact/hooks";
+
+import { go, useRoute, usePanes } from "../route";
+import { type CockpitStore, useStore } from "../store";
+import { Dashboard } from "./Dashboard";
+import { LinkBanner } from "./LinkBanner";
+import { NewSessionSheet } from "./NewSessionSheet";
+import { SessionList } from "./SessionList";
+import { SessionPane } from "./SessionPane";
+import { ToolPane } from "./ToolPane";
+
+export function App({ store }: { store: CockpitStore }) {
+  useStore(store);
+  const route = useRoute();
+  const panes = usePanes();
+  const [listCollapsed, setListCollapsed] = useState(false);
+  const [toolsCollapsed, setToolsCollapsed] = useState(false);
+  const id = route.sessionID && store.sessions.has(route.sessionID) ? route.sessionID : route.sessionID;
+  const stale = store.link !== "online";
+
+  let content;
+  if (panes === 1) {
+    // One pane: list → session → tools by navigation.
+    if (id && route.tools) content = <ToolPane store={store} sessionID={id} onClose={() => go({ sessionID: id })} />;
+    else if (id) content = <SessionPane store={store} sessionID={id} panes={1} onBack={() => go({})} toolsOpen={false} />;
+    else if (route.dashboard) content = <Dashboard store={store} onBack={() => go({})} />;
+    else content = <SessionList store={store} selected={null} />;
+  } else if (panes === 2) {
+    // Two panes: list + session; opening the tool pane collapses the list.
+    const showTools = Boolean(id && route.tools);
+    content = (
+      <>
+        {!showTools && <SessionList store={store} selected={id} />}
+        {id ? (
+          <SessionPane store={store} sessionID={id} panes={2} toolsOpen={showTools} />
+        ) : (
+          <Dashboard store={store} />
+        )}
+        {showTools && id && <ToolPane store={store} sessionID={id} onClose={() => go({ sessionID: id })} />}
+      </>
+    );
+  } else {
+    // Three panes: list + session + tools, the side panes collapsible.
+    const showTools = Boolean(id) && !toolsCollapsed;
+    content = (
+      <>
+        {listCollapsed ? (
+          <button class="rail" title="Show sessions" onClick={() => setListCollapsed(false)} data-testid="expand-list">
+            ☰
+          </button>
+        ) : (
+          <SessionList store={store} selected={id} onCollapse={() => setListCollapsed(true)} />
+        )}
+        {id ? (
+          <SessionPane
+            store={store}
+            sessionID={id}
+            panes={3}
+            toolsOpen={showTools}
+            onToggleTools={() => setToolsCollapsed(!toolsCollapsed)}
+          />
+        ) : (
+          <Dashboard store={store} />
+        )}
+        {showTools && id && <ToolPane store={store} sessionID={id} onClose={() => setToolsCollapsed(true)} />}
+      </>
+    );
+  }
+
+  return (
+    <div class={`shell panes-${panes}${stale ? " stale" : ""}`} data-panes={panes} data-link={store.link}>
+      <LinkBanner store={store} />
+      <div class="panes">{content}</div>
+      {route.newSession && <NewSessionSheet store={store} onClose={() => history.back()} />}
+    </div>
+  );
+}

@@ -1,0 +1,145 @@
+/** Answers the oldest pending approval: allow, allow with edited input, deny with a reason,
+ *  always for this tool in this session. Says who answered when another client was first. */
+import { useEffect, useState } from "preact/hooks";
+
+import type { ApprovalRequested, Capabilities, Decision } from "../protocol.gen";
+import { type CockpitStore, errorText } from "../store";
+import { toolSummary } from "../transcript";
+
+export function ApprovalBar({
+  store,
+  sessionID,
+  request,
+  more,
+  caps,
+  onRefused,
+  cwd,
+}: {
+  store: CockpitStore;
+  sessionID: string;
+  request: ApprovalRequested;
+  more: number;
+  caps: Capabilities | null;
+  /** The host refused our answer (e.g. another client answered first). */
+  onRefused: (message: string) => void;
+  /** The session's working directory (paths are shown relative to it). */
+  cwd: string | null;
+}) {
+  const [mode, setMode] = useState<"ask" | "edit" | "deny">("ask");
+  const [edited, setEdited] = useState("");
+  const [reason, setReason] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [outcome, setOutcome] = useState<string | null>(null);
+  useEffect(() => {
+    setMode("ask");
+    setOutcome(null);
+    setReason("");
+    setEdited(JSON.stringify(request.input, null, 2));
+  }, [request.requestID]);
+
+  const decide = async (decision: Decision) => {
+    setBusy(true);
+    setOutcome(null);
+    try {
+      await store.request({ type: "decide", sessionID, requestID: request.requestID, decision });
+    } catch (e) {
+      setOutcome(errorText(e));
+      onRefused(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const offline = store.link !== "online";
+  const disabled = busy || offline;
+  const input = request.input as Record<string, unknown> | null;
+  const preview =
+    input && typeof input === "object" && typeof input.content === "string"
+      ? String(input.content)
+      : input && typeof input === "object" && typeof input.new_string === "string"
+        ? `${String(input.old_string ?? "")}\n→\n${String(input.new_string)}`
+        : null;
+
+  return (
+    <section class="approval-bar" role="region" aria-label="Approval" data-testid="approval-bar" data-request={request.requestID}>
+      <div class="ask">
+        <strong>{request.toolName}</strong> <code>{toolSummary(request.input, cwd)}</code>
+        {more > 0 && <span class="badge pending">+{more} more</span>}
+        {request.description && <div class="description">{request.description}</div>}
+        {request.blockedPath && <div class="description">Outside the workspace: {request.blockedPath}</div>}
+        {preview && <pre class="preview">{preview.slice(0, 2000)}</pre>}
+      </div>
+      {mode === "edit" && (
+        <textarea class="edit" rows={6} value={edited} onInput={(e) => setEdited(e.currentTarget.value)} data-testid="edited-input" />
+      )}
+      {mode === "deny" && (
+        <input class="reason" placeholder="Why not? (sent to the agent)" value={reason} onInput={(e) => setReason(e.currentTarget.value)} data-testid="deny-reason" />
+      )}
+      {outcome && (
+        <p class="outcome" role="status" data-testid="approval-error">
+          {outcome}
+        </p>
+      )}
+      <div class="actions">
+        {mode === "ask" && (
+          <>
+            <button class="primary" disabled={disabled} onClick={() => decide({ type: "allow" })} data-testid="allow">
+              Allow
+            </button>
+            {caps?.allowAlways !== false && (
+              <button disabled={disabled} onClick={() => decide({ type: "allowAlways" })} data-testid="allow-always" title={`Always allow ${request.toolName} in this session`}>
+                Always
+              </button>
+            )}
+            {caps?.editedToolInput !== false && (
+              <button disabled={disabled} onClick={() => setMode("edit")} data-testid="allow-edited">
+                Edit…
+              </button>
+            )}
+            <button class="danger" disabled={disabled} onClick={() => setMode("deny")} data-testid="deny">
+              Deny…
+            </button>
+          </>
+        )}
+        {mode === "edit" && (
+          <>
+            <button
+              class="primary"
+              disabled={disabled}
+              onClick={() => {
+                let updatedInput;
+                try {
+                  updatedInput = JSON.parse(edited);
+                } catch (e) {
+                  setOutcome(`The edited input is not valid JSON: ${errorText(e)}`);
+                  return;
+                }
+                void decide({ type: "allowEdited", updatedInput });
+              }}
+              data-testid="send-edited"
+            >
+              Allow edited
+            </button>
+            <button class="ghost" onClick={() => setMode("ask")}>
+              Back
+            </button>
+          </>
+        )}
+        {mode === "deny" && (
+          <>
+            <button class="danger" disabled={disabled} onClick={() => decide({ type: "deny", message: reason.trim() || "Denied by the user." })} data-testid="send-deny">
+              Deny
+            </button>
+            {caps?.denyAndStop !== false && (
+              <button class="danger ghost" disabled={disabled} onClick={() => decide({ type: "denyAndStop", message: reason.trim() || "Denied by the user." })}>
+                Deny and stop
+              </button>
+            )}
+            <button class="ghost" onClick={() => setMode("ask")}>
+              Back
+            </button>
+          </>
+        )}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,122 @@
+/** The new-session sheet: project, base branch, backend, model, permission mode, first prompt. */
+import { useState } from "preact/hooks";
+
+import type { Backend, SessionSummary } from "../protocol.gen";
+import { go } from "../route";
+import { type CockpitStore, errorText } from "../store";
+
+export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClose: () => void }) {
+  const projects = store.projects;
+  const [projectID, setProjectID] = useState(projects[0]?.projectID ?? "");
+  const project = projects.find((p) => p.projectID === projectID);
+  const available = store.backends.filter((b) => b.available);
+  const [backend, setBackend] = useState<Backend>(
+    (project && available.some((b) => b.backend === project.defaultBackend) ? project.defaultBackend : available[0]?.backend) ?? "simulated",
+  );
+  const info = store.backend(backend);
+  const [baseRef, setBaseRef] = useState("");
+  const [model, setModel] = useState("");
+  const [mode, setMode] = useState("");
+  const [prompt, setPrompt] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!projectID || !prompt.trim()) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const reply = await store.request({
+        type: "intent",
+        intent: {
+          kind: "newSession",
+          projectID,
+          baseRef: baseRef.trim() || null,
+          backend,
+          model: model.trim() || null,
+          permissionMode: mode || null,
+          prompt,
+        },
+      });
+      const result = reply.type === "ack" ? (reply.result as SessionSummary | null) : null;
+      if (result?.sessionID) {
+        store.sessions.set(result.sessionID, result);
+        go({ sessionID: result.sessionID });
+      } else onClose();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div class="sheet-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
+      <form class="sheet" onSubmit={submit} data-testid="new-session-sheet" aria-label="New session">
+        <h2>New session</h2>
+        {projects.length === 0 && <p class="error">No projects. Add one with <code>nucleic project add &lt;repo&gt;</code>.</p>}
+        <label>
+          Project
+          <select value={projectID} onChange={(e) => setProjectID(e.currentTarget.value)} name="project">
+            {projects.map((p) => (
+              <option value={p.projectID} key={p.projectID}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Base branch
+          <input value={baseRef} placeholder={project?.defaultBranch ?? "main"} onInput={(e) => setBaseRef(e.currentTarget.value)} name="base" />
+        </label>
+        <div class="row">
+          <label>
+            Backend
+            <select value={backend} onChange={(e) => setBackend(e.currentTarget.value as Backend)} name="backend">
+              {store.backends.map((b) => (
+                <option value={b.backend} key={b.backend} disabled={!b.available}>
+                  {b.backend}
+                  {b.available ? "" : " (not installed)"}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Model
+            <input value={model} list="models" placeholder="default" onInput={(e) => setModel(e.currentTarget.value)} name="model" />
+            <datalist id="models">
+              {(info?.models ?? []).map((m) => (
+                <option value={m} key={m} />
+              ))}
+            </datalist>
+          </label>
+          <label>
+            Permission mode
+            <select value={mode} onChange={(e) => setMode(e.currentTarget.value)} name="mode">
+              <option value="">default</option>
+              {(info?.permissionModes ?? []).filter((m) => m !== "default").map((m) => (
+                <option value={m} key={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        <label>
+          First prompt
+          <textarea value={prompt} rows={5} onInput={(e) => setPrompt(e.currentTarget.value)} name="prompt" required />
+        </label>
+        {error && <p class="error" role="alert">{error}</p>}
+        <footer>
+          <button type="button" class="ghost" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="primary" disabled={busy || !prompt.trim() || !projectID || store.link !== "online"} data-testid="create-session">
+            {busy ? "Starting…" : "Start session"}
+          </button>
+        </footer>
+      </form>
+    </div>
+  );
+}

@@ -1,0 +1,287 @@
+/** The link to the host: one WebSocket speaking the sync protocol, with replies matched by
+ *  messageID, reconnects with backoff, and per-session seq cursors so a reconnect catches up
+ *  with no gap and no duplicate. */
+import type {
+  BackendInfo,
+  ClientMessage,
+  Event,
+  HostMessage,
+  SessionSummary,
+} from "./protocol.gen";
+import { PROTOCOL_VERSION } from "./protocol.gen";
+
+export type LinkState = "connecting" | "online" | "offline" | "signedOut";
+
+/** A request without its messageID (the connection assigns one). */
+export type Request = ClientMessage extends infer M
+  ? M extends { messageID: string }
+    ? Omit<M, "messageID">
+    : never
+  : never;
+
+/** A reply the host refused (`error` or `unsupported`). */
+export class HostError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly resolvedBy?: string | null,
+  ) {
+    super(message);
+  }
+}
+
+export interface ConnectionEvents {
+  state(state: LinkState): void;
+  welcome(backends: BackendInfo[]): void;
+  events(sessionID: string, events: Event[]): void;
+  sessionChanged(session: SessionSummary): void;
+}
+
+interface Pending {
+  resolve(reply: HostMessage): void;
+  reject(err: Error): void;
+}
+
+/** Who this browser is: a stable id and a readable name, kept in localStorage. */
+export function clientIdentity(): { id: string; name: string } {
+  const get = (k: string) => {
+    try {
+      return localStorage.getItem(k);
+    } catch {
+      return null;
+    }
+  };
+  const set = (k: string, v: string) => {
+    try {
+      localStorage.setItem(k, v);
+    } catch {
+      /* private mode: identity lasts for this page only */
+    }
+  };
+  let id = get("nucleic.clientID");
+  if (!id) {
+    id = `web-${crypto.randomUUID()}`;
+    set("nucleic.clientID", id);
+  }
+  let name = get("nucleic.clientName");
+  if (!name) {
+    name = `browser ${id.slice(4, 8)}`;
+    set("nucleic.clientName", name);
+  }
+  return { id, name };
+}
+
+export class HostConnection {
+  private ws: WebSocket | null = null;
+  private pending = new Map<string, Pending>();
+  private nextID = 1;
+  private retry = 0;
+  private closed = false;
+  /** sessionID → last seq received (the cursor). */
+  private cursors = new Map<string, number>();
+  private subscribed = new Set<string>();
+  private queue: Array<{ sessionID: string; event: Event }> = [];
+  private flushScheduled = false;
+  state: LinkState = "connecting";
+  /** Events dropped because they were already received (expected after a reconnect). */
+  duplicatesDropped = 0;
+  /** Seq holes seen (must stay 0; tests assert it). */
+  gaps = 0;
+
+  constructor(
+    private readonly url: string,
+    private readonly identity: { id: string; name: string },
+    private readonly on: ConnectionEvents,
+  ) {}
+
+  start(): void {
+    this.closed = false;
+    this.open();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.ws?.close();
+  }
+
+  /** Sends a request and resolves with its reply (rejects on `error` / `unsupported`). */
+  request(msg: Request): Promise<HostMessage> {
+    const messageID = `${this.identity.id}-${Date.now().toString(36)}-${this.nextID++}`;
+    const full = { ...msg, messageID } as ClientMessage;
+    return new Promise((resolve, reject) => {
+      if (!this.ws || this.ws.readyState !== WebSocket.OPEN || this.state !== "online") {
+        reject(new HostError("offline", "Not connected to the host; nothing was sent."));
+        return;
+      }
+      this.pending.set(messageID, { resolve, reject });
+      this.ws.send(JSON.stringify(full));
+    });
+  }
+
+  /** Streams a session's events from the cursor on, now and after every reconnect. */
+  subscribe(sessionID: string): void {
+    if (this.subscribed.has(sessionID)) return;
+    this.subscribed.add(sessionID);
+    if (this.state === "online") this.sendSubscribe(sessionID);
+  }
+
+  unsubscribe(sessionID: string): void {
+    if (!this.subscribed.delete(sessionID)) return;
+    if (this.state === "online") void this.request({ type: "unsubscribe", sessionID }).catch(() => {});
+  }
+
+  /** The last seq received for a session (0 = none). */
+  cursor(sessionID: string): number {
+    return this.cursors.get(sessionID) ?? 0;
+  }
+
+  private sendSubscribe(sessionID: string): void {
+    const fromSeq = this.cursor(sessionID) + 1;
+    this.request({ type: "subscribe", sessionID, fromSeq, verbosity: "full" }).catch((e) => {
+      if (e instanceof HostError && e.code === "offline") return; // resubscribed on reconnect
+      console.warn("subscribe failed", sessionID, e);
+    });
+  }
+
+  private setState(state: LinkState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.on.state(state);
+  }
+
+  private open(): void {
+    this.setState("connecting");
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.url);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    ws.onopen = () => {
+      ws.send(
+        JSON.stringify({
+          type: "hello",
+          clientID: this.identity.id,
+          clientName: this.identity.name,
+          protocolVersion: PROTOCOL_VERSION,
+        } satisfies ClientMessage),
+      );
+    };
+    ws.onmessage = (m) => this.receive(String(m.data));
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      for (const p of this.pending.values()) {
+        p.reject(new HostError("offline", "The connection to the host was lost before it answered."));
+      }
+      this.pending.clear();
+      if (this.closed) return;
+      this.setState("offline");
+      this.scheduleReconnect();
+    };
+  }
+
+  private scheduleReconnect(): void {
+    const delay = Math.min(5000, 250 * 2 ** this.retry) * (0.75 + Math.random() / 2);
+    this.retry = Math.min(this.retry + 1, 5);
+    setTimeout(async () => {
+      if (this.closed) return;
+      // A 401 means the browser session is gone: say so instead of retrying forever.
+      try {
+        const r = await fetch("/api/session", { credentials: "same-origin" });
+        if (r.status === 401) {
+          this.setState("signedOut");
+          return;
+        }
+      } catch {
+        /* host still away */
+      }
+      this.open();
+    }, delay);
+  }
+
+  private receive(text: string): void {
+    let msg: HostMessage;
+    try {
+      msg = JSON.parse(text) as HostMessage;
+    } catch {
+      console.warn("host sent a non-JSON frame", text.slice(0, 200));
+      return;
+    }
+    switch (msg.type) {
+      case "welcome":
+        this.retry = 0;
+        this.setState("online");
+        this.on.welcome(msg.backends ?? []);
+        for (const id of this.subscribed) this.sendSubscribe(id);
+        return;
+      case "event":
+        this.acceptEvent(msg.event);
+        return;
+      case "sessionChanged":
+        this.on.sessionChanged(msg.session);
+        return;
+      case "error":
+      case "unsupported":
+      case "ack":
+      case "projects":
+      case "sessions":
+      case "gitFacts":
+      case "files":
+      case "fileContent": {
+        const id = msg.messageID;
+        const p = id ? this.pending.get(id) : undefined;
+        if (!p || !id) {
+          if (msg.type === "error") console.warn("host error", msg.code, msg.message);
+          return;
+        }
+        this.pending.delete(id);
+        if (msg.type === "error") p.reject(new HostError(msg.code, msg.message, msg.resolvedBy));
+        else if (msg.type === "unsupported")
+          p.reject(new HostError("unsupported", `The host does not support "${msg.messageType}".`));
+        else p.resolve(msg);
+        return;
+      }
+      default: {
+        const unknown = msg as { type?: unknown };
+        console.warn("host sent an unknown message type", unknown.type);
+      }
+    }
+  }
+
+  /** Keeps only the next event in seq order per session (drops duplicates after a
+   *  reconnect), batching delivery to one callback per animation frame. */
+  private acceptEvent(event: Event): void {
+    const last = this.cursor(event.sessionID);
+    if (event.seq <= last) {
+      this.duplicatesDropped++;
+      return;
+    }
+    if (event.seq !== last + 1) {
+      // Full verbosity never skips a seq: a hole means lost events. Say so loudly.
+      this.gaps++;
+      console.error(`seq gap in ${event.sessionID}: ${last} → ${event.seq}`);
+    }
+    this.cursors.set(event.sessionID, event.seq);
+    this.queue.push({ sessionID: event.sessionID, event });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      const flush = () => {
+        this.flushScheduled = false;
+        const batch = this.queue;
+        this.queue = [];
+        const bySession = new Map<string, Event[]>();
+        for (const { sessionID, event: e } of batch) {
+          let list = bySession.get(sessionID);
+          if (!list) bySession.set(sessionID, (list = []));
+          list.push(e);
+        }
+        for (const [id, events] of bySession) this.on.events(id, events);
+      };
+      if (typeof requestAnimationFrame === "function" && !document.hidden) requestAnimationFrame(flush);
+      else setTimeout(flush, 16);
+    }
+  }
+}

@@ -1,0 +1,321 @@
+// Generated from crates/protocol by ts-rs (crates/protocol/src/typescript.rs). Do not edit:
+// run `NUCLEIC_UPDATE_TS=1 cargo test -p nucleic-protocol typescript` after changing a wire type.
+/* eslint-disable */
+
+export type JsonValue = number | string | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export const PROTOCOL_VERSION = 1;
+export const MAX_FILE_CONTENT_BYTES = 4194304;
+
+export type Event = { seq: number, at: string, sessionID: string, backend: Backend, 
+/**
+ * The native line's type (`system/init`, `assistant`, `result`, …); absent for events the
+ * host makes itself (user input, status changes, the end of a run).
+ */
+nativeType?: string | null, kind: EventKind, };
+
+export type Backend = "claudeCode" | "codex" | "simulated";
+
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "raw" } & Raw;
+
+export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
+
+export type TextBlock = { isPartial: boolean, messageID: string, text: string, };
+
+export type SessionStarted = { 
+/**
+ * The backend's own session id (what `--resume` takes).
+ */
+backendSessionID: string, cwd: string, model: string, toolNames: Array<string>, permissionMode?: string | null, agentVersion?: string | null, };
+
+export type ToolCall = { toolCallID: string, name: string, input: JsonValue, 
+/**
+ * Set when a sub-agent (e.g. `Task`/`Agent`) made the call.
+ */
+parentToolCallID?: string | null, };
+
+export type ToolInputDelta = { toolCallID: string, partialJson: string, };
+
+export type ToolResult = { toolCallID: string, content: JsonValue, isError: boolean, };
+
+export type Usage = { inputTokens: number, outputTokens: number, cachedInputTokens: number, costUSD?: number | null, };
+
+export type TurnCompleted = { stopReason?: string | null, usage: Usage, 
+/**
+ * True when the turn failed (Claude reports API errors as `subtype: success` +
+ * `is_error: true`; this flag is the truth).
+ */
+isError?: boolean, 
+/**
+ * Why the turn ended (`completed`, `api_error`, `aborted_streaming`, `max_turns`, …).
+ */
+terminalReason?: string | null, 
+/**
+ * The final answer text, or the error text for a failed turn.
+ */
+result?: string | null, durationMs?: number | null, };
+
+export type RunFinished = { outcome: RunOutcome, 
+/**
+ * One line a person can read: why the run ended this way.
+ */
+message?: string | null, exitCode?: number | null, 
+/**
+ * Native lines of this run the decoder did not recognise (each kept as a `raw` event).
+ */
+unknownLines?: number, };
+
+export type RunOutcome = "completed" | "interrupted" | "stopped" | "apiError" | "limitReached" | "agentError" | "crashed" | "spawnFailed";
+
+export type RateLimit = { status: string, rateLimitType?: string | null, resetsAt?: string | null, isUsingOverage?: boolean | null, overageStatus?: string | null, };
+
+export type ApiRetry = { attempt: number, maxRetries: number, retryDelayMs: number, httpStatus?: number | null, 
+/**
+ * The backend's error class (`server_error`, `rate_limit`, `overloaded`, …).
+ */
+error: string, };
+
+export type PermissionDenied = { toolName: string, toolCallID?: string | null, message: string, };
+
+export type StatusChanged = { status: SessionStatus, previous: SessionStatus, };
+
+export type SettingsChanged = { model?: string | null, permissionMode?: string | null, };
+
+export type InterruptRequested = { by: string, };
+
+export type ErrorEvent = { code: ErrorCode, message: string, httpStatus?: number | null, };
+
+export type ErrorCode = "apiError" | "decode" | "protocol" | "invalidInput" | "spawn" | "agentExited" | "host" | "timeout";
+
+export type StderrLine = { text: string, };
+
+export type Raw = { native: unknown, };
+
+export type SessionCreated = { title: string, projectID?: string | null, projectRoot?: string | null, 
+/**
+ * Where the agent runs: a worktree, or the directory `nucleic run` was given.
+ */
+cwd: string, worktree?: WorktreeInfo | null, model?: string | null, permissionMode?: string | null, 
+/**
+ * An imported session: events only, no agent.
+ */
+readOnly?: boolean, 
+/**
+ * The session this one continues (keep → continue), if any.
+ */
+continuesSessionID?: string | null, 
+/**
+ * Who asked for the session (a client's name).
+ */
+createdBy?: string | null, };
+
+export type WorktreeInfo = { path: string, branch: string, baseRef: string, baseSHA: string, };
+
+export type SessionUpdated = { title?: string | null, archived?: boolean | null, 
+/**
+ * Who made the change.
+ */
+by: string, };
+
+export type WorktreeFinished = { action: WorktreeAction, 
+/**
+ * For merge / squash / rebase: the branch that moved and its new tip.
+ */
+baseBranch?: string | null, newTip?: string | null, 
+/**
+ * For continue: the new session.
+ */
+continuedIn?: string | null, by: string, };
+
+export type WorktreeAction = "merged" | "squashed" | "rebased" | "discarded" | "kept" | "rolledBack" | "continued";
+
+export type ApprovalRequested = { 
+/**
+ * The id decisions must quote; unique within the session.
+ */
+requestID: string, toolCallID?: string | null, toolName: string, input: JsonValue, description?: string | null, 
+/**
+ * The path outside the allowed set that triggered the ask, if the agent said.
+ */
+blockedPath?: string | null, };
+
+export type ApprovalResolved = { requestID: string, decision: DecisionKind, 
+/**
+ * Who answered: a client/device name, `policy:<rule>`, or `host` for cancellations.
+ */
+by: string, 
+/**
+ * The input that will run, when the person edited it.
+ */
+updatedInput?: JsonValue | null, 
+/**
+ * The reason given to the model on a deny, or why the host cancelled.
+ */
+message?: string | null, };
+
+export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled";
+
+export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways" } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+
+export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
+/**
+ * Include the unified patch text (file list and counts always come).
+ */
+includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, };
+
+export type Verbosity = "full" | "noPartials" | "summary";
+
+export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, };
+
+export type ExportFormat = "markdown" | "jsonl";
+
+export type NewSession = { projectID: string, 
+/**
+ * Branch or commit to start from (default: the project's default branch).
+ */
+baseRef?: string | null, backend?: Backend | null, model?: string | null, permissionMode?: string | null, title?: string | null, prompt: string, };
+
+export type FinishAction = { "action": "merge", message?: string | null, 
+/**
+ * Allow updating the files of a (clean) checkout that has the base branch checked
+ * out; without it such a merge is refused and no checkout changes.
+ */
+updateCheckout?: boolean, } | { "action": "squash", message?: string | null, 
+/**
+ * Allow updating the files of a (clean) checkout that has the base branch checked
+ * out; without it such a merge is refused and no checkout changes.
+ */
+updateCheckout?: boolean, } | { "action": "rebase", message?: string | null, 
+/**
+ * Allow updating the files of a (clean) checkout that has the base branch checked
+ * out; without it such a merge is refused and no checkout changes.
+ */
+updateCheckout?: boolean, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, } | { "action": "handoff" };
+
+export type HostMessage = { "type": "welcome", hostVersion: string, protocolVersion: number, 
+/**
+ * The backends this host offers and what each can do.
+ */
+backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: JsonValue | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+/**
+ * More entries existed than `MAX_FILE_ENTRIES`.
+ */
+truncated: boolean, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
+/**
+ * For `alreadyResolved`: who answered first.
+ */
+resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
+
+export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
+
+export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, };
+
+export type SessionSummary = { sessionID: string, projectID?: string | null, title: string, backend: Backend, status: SessionStatus, pendingApprovals: number, costUSD: number, lastSeq: number, 
+/**
+ * Unix milliseconds of the last event.
+ */
+updatedAt: number, worktree?: WorktreeInfo | null, outcome?: RunOutcome | null, archived: boolean, readOnly: boolean, };
+
+export type GitFacts = { baseBranch: string, baseSHA: string, 
+/**
+ * Changed files vs the base commit, uncommitted and untracked work included.
+ */
+files: Array<DiffFile>, patch?: string | null, 
+/**
+ * Commits on the session branch the base branch lacks, and the reverse.
+ */
+ahead: number, behind: number, 
+/**
+ * Files that would conflict merging into the base branch's current tip.
+ */
+conflicts: Array<string>, };
+
+export type DiffFile = { path: string, oldPath?: string | null, 
+/**
+ * `added`, `untracked`, `modified`, `deleted`, `renamed`, `copied`, `typeChanged`.
+ */
+status: string, additions: number, deletions: number, binary: boolean, };
+
+export type Capabilities = { 
+/**
+ * Gated tool calls are asked interactively (not just allowed/denied by flags).
+ */
+interactiveApprovals: boolean, 
+/**
+ * An approval may carry edited tool input.
+ */
+editedToolInput: boolean, 
+/**
+ * "Always allow this tool in this session".
+ */
+allowAlways: boolean, 
+/**
+ * A deny can also stop the turn.
+ */
+denyAndStop: boolean, 
+/**
+ * The current turn can be interrupted without killing the process.
+ */
+interrupt: boolean, 
+/**
+ * The model can change mid-session.
+ */
+setModel: boolean, 
+/**
+ * The permission mode can change mid-session.
+ */
+setPermissionMode: boolean, 
+/**
+ * An earlier conversation can be resumed.
+ */
+resume: boolean, 
+/**
+ * A resumed conversation can be forked into a new one.
+ */
+fork: boolean, 
+/**
+ * Text streams as partial deltas.
+ */
+partialDeltas: boolean, };
+
+export type BackendInfo = { backend: Backend, 
+/**
+ * The backend's executable was found; sessions can be created with it.
+ */
+available: boolean, capabilities: Capabilities, 
+/**
+ * Models a picker can suggest (free text is allowed too).
+ */
+models: Array<string>, 
+/**
+ * Permission modes this backend accepts, the default first.
+ */
+permissionModes: Array<string>, };
+
+export type FileKind = "file" | "dir" | "symlink";
+
+export type FileEntry = { 
+/**
+ * Relative to the worktree root, `/`-separated.
+ */
+path: string, kind: FileKind, 
+/**
+ * Bytes (0 for directories).
+ */
+size: number, };
+
+export type FileEncoding = "utf8" | "base64";
+
+export type FileContent = { path: string, 
+/**
+ * The whole file's size in bytes.
+ */
+size: number, 
+/**
+ * A MIME type guessed from the name (`text/plain`, `image/png`, …).
+ */
+mime: string, encoding: FileEncoding, content: string, 
+/**
+ * Only the first `MAX_FILE_CONTENT_BYTES` are here.
+ */
+truncated: boolean, };
