@@ -3,14 +3,17 @@
 //!
 //! - [`agent`]: the backend-neutral [`AgentControl`] trait, [`AgentOutput`] and [`Capabilities`].
 //! - [`claude`]: Claude Code (and the simulated agent, which speaks the same protocol).
-//! - [`codex`]: Codex CLI output decoders (`exec --json` and `app-server`).
+//! - [`codex`]: Codex (`app-server` adapter; decoders for `exec --json` and `app-server`).
+//! - [`AgentLaunch`] / [`AnyAgent`]: one launch description and one handle for every backend.
 //! - [`process`]: process groups, capped line reading, group termination.
 
 pub mod agent;
+mod any;
 pub mod claude;
 pub mod codex;
 mod error;
 pub mod process;
 
 pub use agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};
+pub use any::{AgentLaunch, AnyAgent, backend_capabilities};
 pub use error::AgentError;

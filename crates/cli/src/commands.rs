@@ -261,6 +261,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             let backend = agent.map(|a| match a {
                 crate::AgentKind::Claude => Backend::ClaudeCode,
                 crate::AgentKind::Sim => Backend::Simulated,
+                crate::AgentKind::Codex => Backend::Codex,
             });
             let request = NewSession {
                 project_id: project,

@@ -50,8 +50,8 @@ pub fn doctor() -> ExitCode {
             required: false,
             path: find_codex(),
             tested: Some(TESTED_CODEX),
-            install: "npm install @openai/codex@0.171.0",
-            note: " (no Codex backend in this build yet)",
+            install: "scripts/install-agents.sh (pins @openai/codex@0.171.0)",
+            note: "",
         },
     ];
     let mut missing_required = false;
@@ -65,7 +65,10 @@ pub fn doctor() -> ExitCode {
             Some(path) => match version_of(path) {
                 Ok(version) => {
                     let verdict = match f.tested {
-                        Some(t) if version.starts_with(t) => format!("ok, tested version {t}"),
+                        // `2.1.332 (Claude Code)`, `codex-cli 0.171.0`
+                        Some(t) if version.split_whitespace().any(|w| w == t) => {
+                            format!("ok, tested version {t}")
+                        }
                         Some(t) => format!("UNTESTED version (Nucleic is tested with {t})"),
                         None => "ok".into(),
                     };

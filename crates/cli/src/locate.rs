@@ -7,7 +7,7 @@ use nucleic_agents::process::which;
 
 /// Claude Code version the adapter is tested against.
 pub const TESTED_CLAUDE: &str = "2.1.332";
-/// Codex version the (coming) adapter is tested against.
+/// Codex version the adapter is tested against.
 pub const TESTED_CODEX: &str = "0.171.0";
 
 /// The install cache of `scripts/install-agents.sh`.

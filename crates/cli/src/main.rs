@@ -65,7 +65,8 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
-    /// Import a Claude Code transcript or a Nucleic export as a read-only session.
+    /// Import a Claude Code transcript, a Codex rollout or a Nucleic export as a read-only
+    /// session.
     Import {
         path: PathBuf,
         #[arg(long, env = "NUCLEIC_HOME")]
@@ -93,6 +94,8 @@ pub enum AgentKind {
     Claude,
     /// The built-in simulated agent: no API key, no network.
     Sim,
+    /// OpenAI Codex (`codex app-server`; `CODEX_HOME` and the provider's key from the environment).
+    Codex,
 }
 
 /// How `run` answers approvals.
@@ -129,6 +132,10 @@ pub struct RunArgs {
     /// With --resume: continue in a new conversation that carries the history.
     #[arg(long, requires = "resume")]
     fork: bool,
+    /// With --agent codex: run `codex exec --json` (one prompt, no approvals; the permission
+    /// mode picks the sandbox, `default` and `plan` being read-only).
+    #[arg(long)]
+    exec: bool,
     /// Agent permission mode (default asks before edits and unknown commands).
     #[arg(long, default_value = "default")]
     permission_mode: String,
@@ -141,7 +148,8 @@ pub struct RunArgs {
     /// Deny a pending approval after this many seconds without an answer.
     #[arg(long)]
     approval_timeout: Option<u64>,
-    /// Stop the agent (and fail) when it produces no output for this many seconds.
+    /// Stop the agent (and fail) when it produces no output for this many seconds (Codex: when
+    /// a turn makes no progress; its retries do not count).
     #[arg(long)]
     idle_timeout: Option<u64>,
     /// Where sessions are stored (default: $NUCLEIC_HOME, else the XDG data dir).

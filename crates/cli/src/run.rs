@@ -1,16 +1,23 @@
 //! `nucleic run`: one session in place, in the foreground — spawn the agent, drive its single
 //! writer, print events, answer approvals, and exit with the run's outcome.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use nucleic_agents::claude::{ClaudeOptions, spawn_claude};
+
+use nucleic_agents::AgentLaunch;
+use nucleic_agents::claude::ClaudeOptions;
+use nucleic_agents::codex::{CodexExecOptions, CodexOptions};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
+use tokio::sync::{mpsc, oneshot};
 
-use crate::locate::{find_claude, nucleic_home};
+use crate::locate::{find_claude, find_codex, nucleic_home};
 use crate::render::{Renderer, summarize_input};
 use crate::{AgentKind, ApproveMode, RunArgs};
 
@@ -23,35 +30,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cwd = cwd
         .canonicalize()
         .with_context(|| format!("working directory {} does not exist", cwd.display()))?;
-    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
-        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
-        (AgentKind::Sim, None) => (
-            std::env::current_exe().context("cannot find the nucleic executable")?,
-            vec!["__sim-agent".into()],
-            Backend::Simulated,
-        ),
-        (AgentKind::Claude, None) => match find_claude() {
-            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
-            None => bail!(
-                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
-            ),
-        },
-    };
-    let mut opts = ClaudeOptions::new(program, cwd);
-    opts.prefix_args = prefix;
-    opts.backend = backend;
-    opts.permission_mode = args.permission_mode.clone();
-    opts.model = args.model.clone();
-    opts.resume = args.resume.clone();
-    opts.fork = args.fork;
-    opts.append_system_prompt = args.append_system_prompt.clone();
-
+    let launch = agent_launch(&args, cwd)?;
+    let backend = launch.backend();
     let prompt = args.prompt.join(" ");
     let home = nucleic_home(args.home.clone())
         .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
     let session_id = uuid::Uuid::new_v4().to_string();
     let transcript = home.join("sessions").join(&session_id).join("transcript.jsonl");
-    let (agent, outputs) = spawn_claude(&opts)?;
+    let (agent, outputs) = launch.spawn()?;
     let session = SessionController::start(
         SessionConfig {
             session_id,
@@ -62,7 +48,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 title: nucleic_host::title_from_prompt(&prompt),
                 project_id: None,
                 project_root: None,
-                cwd: opts.cwd.to_string_lossy().into_owned(),
+                cwd: launch_cwd(&launch).to_string_lossy().into_owned(),
                 worktree: None,
                 model: args.model.clone(),
                 permission_mode: Some(args.permission_mode.clone()),
@@ -82,7 +68,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut interrupts = 0u32;
     let mut finished = None;
     let mut timed_out = false;
-    let idle = args.idle_timeout.map(Duration::from_secs);
+    // Approvals being answered, by request id: resolving one withdraws its terminal prompt.
+    let mut withdraw: HashMap<String, oneshot::Sender<()>> = HashMap::new();
+    // For Codex the adapter's watchdog applies the idle timeout to turns (with a clearer
+    // message); this timer is then only a backstop, at twice the time.
+    let backstop = if backend == Backend::Codex { 2 } else { 1 };
+    let idle = args.idle_timeout.map(|secs| Duration::from_secs(secs * backstop));
     loop {
         let event = tokio::select! {
             e = events.next() => e?,
@@ -97,8 +88,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             _ = tokio::signal::ctrl_c() => {
                 interrupts += 1;
                 if interrupts == 1 {
-                    eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)");
-                    let _ = session.interrupt("terminal").await;
+                    match session.interrupt("terminal").await {
+                        // codex exec has no turns to interrupt: the first Ctrl-C stops it.
+                        Err(CoreError::Unsupported(_)) => {
+                            eprintln!("nucleic: this agent cannot be interrupted; stopping it");
+                            let _ = session.stop(Duration::from_secs(3), None).await;
+                        }
+                        _ => eprintln!("nucleic: interrupting (Ctrl-C again to stop the agent)"),
+                    }
                 } else {
                     let _ = session.stop(Duration::from_secs(3), None).await;
                 }
@@ -117,7 +114,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
         match &event.kind {
-            EventKind::ApprovalRequested(a) => answer(&session, a, args.approve).await,
+            EventKind::ApprovalRequested(a) => {
+                let (tx, rx) = oneshot::channel();
+                withdraw.insert(a.request_id.clone(), tx);
+                tokio::spawn(answer(session.clone(), a.clone(), args.approve, rx));
+            }
+            EventKind::ApprovalResolved(r) => {
+                if let Some(tx) = withdraw.remove(&r.request_id) {
+                    let _ = tx.send(());
+                }
+            }
             // One prompt per run: once its turn is over, let the agent exit.
             EventKind::TurnCompleted(_) => {
                 let _ = session.close_input().await;
@@ -144,6 +150,79 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
+/// The backend's launch options from the command line.
+fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
+    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
+        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
+        (AgentKind::Sim, None) => (
+            std::env::current_exe().context("cannot find the nucleic executable")?,
+            vec!["__sim-agent".into()],
+            Backend::Simulated,
+        ),
+        (AgentKind::Claude, None) => match find_claude() {
+            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
+            None => bail!(
+                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
+            ),
+        },
+        (AgentKind::Codex, None) => match find_codex() {
+            Some(p) => (p, Vec::new(), Backend::Codex),
+            None => bail!(
+                "codex not found on PATH or in the agent cache; run scripts/install-agents.sh or pass --agent-bin"
+            ),
+        },
+    };
+    if args.exec && backend != Backend::Codex {
+        bail!("--exec is for --agent codex");
+    }
+    if backend == Backend::Codex {
+        if args.fork {
+            bail!("--fork is not supported with --agent codex");
+        }
+        if args.append_system_prompt.is_some() {
+            bail!("--append-system-prompt is not supported with --agent codex");
+        }
+        if args.exec {
+            let mut opts = CodexExecOptions::new(program, cwd);
+            opts.permission_mode.clone_from(&args.permission_mode);
+            opts.sandbox()?;
+            opts.model = args.model.clone();
+            opts.resume = args.resume.clone();
+            if let Some(secs) = args.idle_timeout {
+                opts.provider_timeout = Some(Duration::from_secs(secs));
+            }
+            return Ok(AgentLaunch::CodexExec(opts));
+        }
+        let mut opts = CodexOptions::new(program, cwd);
+        opts.set_permission_mode(&args.permission_mode)?;
+        opts.model = args.model.clone();
+        opts.resume = args.resume.clone();
+        // codex retries an unreachable provider forever, and its retry notices count as output:
+        // the adapter's own watchdog applies the idle timeout to turns that make no progress.
+        if let Some(secs) = args.idle_timeout {
+            opts.provider_timeout = Some(Duration::from_secs(secs));
+        }
+        return Ok(AgentLaunch::Codex(opts));
+    }
+    let mut opts = ClaudeOptions::new(program, cwd);
+    opts.prefix_args = prefix;
+    opts.backend = backend;
+    opts.permission_mode = args.permission_mode.clone();
+    opts.model = args.model.clone();
+    opts.resume = args.resume.clone();
+    opts.fork = args.fork;
+    opts.append_system_prompt = args.append_system_prompt.clone();
+    Ok(AgentLaunch::Claude(opts))
+}
+
+fn launch_cwd(launch: &AgentLaunch) -> &Path {
+    match launch {
+        AgentLaunch::Claude(o) => &o.cwd,
+        AgentLaunch::Codex(o) => &o.cwd,
+        AgentLaunch::CodexExec(o) => &o.cwd,
+    }
+}
+
 async fn sleep_or_never(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
@@ -155,17 +234,32 @@ fn backend_of(agent: AgentKind) -> Backend {
     match agent {
         AgentKind::Claude => Backend::ClaudeCode,
         AgentKind::Sim => Backend::Simulated,
+        AgentKind::Codex => Backend::Codex,
     }
 }
 
-async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: ApproveMode) {
+/// Answers one approval. Runs as its own task so events keep flowing while a person thinks;
+/// `answered` fires when the approval was resolved some other way (its timeout, the turn ending),
+/// which withdraws the terminal prompt.
+async fn answer(
+    session: SessionHandle,
+    request: ApprovalRequested,
+    mode: ApproveMode,
+    answered: oneshot::Receiver<()>,
+) {
     let (decision, by) = match mode {
         ApproveMode::Allow => (Decision::Allow, "cli:--approve allow"),
         ApproveMode::Deny => (
             Decision::Deny { message: "denied by nucleic run --approve deny".into() },
             "cli:--approve deny",
         ),
-        ApproveMode::Ask => (ask_terminal(request).await, "terminal"),
+        ApproveMode::Ask => tokio::select! {
+            decision = ask_terminal(&request) => (decision, "terminal"),
+            _ = answered => {
+                eprintln!("\nnucleic: approval {} was answered without you", request.request_id);
+                return;
+            }
+        },
     };
     match session.decide(&request.request_id, decision, by).await {
         Ok(_) => {}
@@ -175,6 +269,25 @@ async fn answer(session: &SessionHandle, request: &ApprovalRequested, mode: Appr
     }
 }
 
+/// Lines typed on the terminal, read by one thread for the whole process. A prompt holds the lock
+/// while it waits (one prompt at a time); dropping a waiting prompt (its approval was answered
+/// elsewhere) consumes no line, and the runtime never waits on a blocked read when the run ends.
+fn terminal_lines() -> &'static tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+    static LINES: OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line.trim().to_owned()).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
+}
+
 /// Asks on the terminal: allow, deny with a reason, always, or stop.
 pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
     let prompt = format!(
@@ -182,19 +295,13 @@ pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
         request.tool_name,
         summarize_input(&request.input, 80)
     );
-    let read = tokio::task::spawn_blocking(move || {
+    let read = {
+        let mut lines = terminal_lines().lock().await;
         let mut err = std::io::stderr();
         let _ = write!(err, "{prompt}");
         let _ = err.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim().to_owned()),
-        }
-    })
-    .await
-    .ok()
-    .flatten();
+        lines.recv().await
+    };
     let Some(line) = read else {
         return Decision::Deny { message: "no answer: the terminal closed".into() };
     };

@@ -12,7 +12,7 @@ use anyhow::Context;
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
 use nucleic_server::{AppState, load_or_create_token};
 
-use crate::locate::find_claude;
+use crate::locate::{find_claude, find_codex};
 use crate::signals::StopSignals;
 
 /// The file a running daemon writes its address into.
@@ -24,6 +24,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
         home: home.to_owned(),
         agents: AgentPaths {
             claude: find_claude(),
+            codex: find_codex(),
             sim_program: std::env::current_exe().context("cannot find the nucleic executable")?,
             sim_prefix: vec!["__sim-agent".into()],
         },

@@ -244,12 +244,26 @@ impl<A: AgentControl> Writer<A> {
                 let _ = reply.send(result);
             }
             Command::SetModel { model, reply } => {
-                let r = self.agent.set_model(&model).await;
-                let _ = reply.send(self.report(r, "changing the model failed"));
+                let result = if self.capabilities.set_model {
+                    let r = self.agent.set_model(&model).await;
+                    self.report(r, "changing the model failed")
+                } else {
+                    Err(CoreError::Unsupported(
+                        "this backend cannot change the model mid-session".into(),
+                    ))
+                };
+                let _ = reply.send(result);
             }
             Command::SetPermissionMode { mode, reply } => {
-                let r = self.agent.set_permission_mode(&mode).await;
-                let _ = reply.send(self.report(r, "changing the permission mode failed"));
+                let result = if self.capabilities.set_permission_mode {
+                    let r = self.agent.set_permission_mode(&mode).await;
+                    self.report(r, "changing the permission mode failed")
+                } else {
+                    Err(CoreError::Unsupported(
+                        "this backend cannot change the permission mode mid-session".into(),
+                    ))
+                };
+                let _ = reply.send(result);
             }
             Command::CloseInput { reply } => {
                 self.agent.close_input().await;

@@ -375,6 +375,23 @@ async fn decisions_a_backend_cannot_carry_are_refused_clearly() {
 }
 
 #[tokio::test]
+async fn settings_a_backend_cannot_change_are_refused_before_the_agent() {
+    let caps = Capabilities { set_model: false, set_permission_mode: false, ..ALL };
+    let r = rig_in(tempfile::tempdir().unwrap(), caps, None);
+    match r.session.set_model("other").await {
+        Err(CoreError::Unsupported(m)) => assert!(m.contains("model mid-session"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    match r.session.set_permission_mode("plan").await {
+        Err(CoreError::Unsupported(m)) => assert!(m.contains("permission mode"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    r.exit(RunOutcome::Completed).await;
+    // Refused, not failed: nothing was recorded.
+    assert!(!kinds(&r.all_events().await).contains(&"error"));
+}
+
+#[tokio::test]
 async fn a_prompt_the_agent_cannot_take_is_an_error_event() {
     let r = rig();
     assert!(r.session.send_user_text("closed").await.is_err());

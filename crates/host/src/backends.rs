@@ -2,7 +2,7 @@
 //! what a new-session form can suggest.
 
 use nucleic_agents::claude::CLAUDE_CAPABILITIES;
-use nucleic_agents::codex::CODEX_CAPABILITIES;
+use nucleic_agents::codex::{CODEX_CAPABILITIES, PERMISSION_MODES};
 use nucleic_protocol::{Backend, BackendInfo};
 
 use crate::host::Host;
@@ -16,8 +16,17 @@ const SIM_MODELS: &[&str] = &["sim"];
 /// Claude Code's `--permission-mode` values, the default first (the simulated agent takes the
 /// same).
 const CLAUDE_PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
+
 /// The modes the Codex adapter maps onto approval policy + sandbox, the default first.
-const CODEX_PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
+const CODEX_PERMISSION_MODES: [&str; PERMISSION_MODES.len()] = {
+    let mut modes = [""; PERMISSION_MODES.len()];
+    let mut i = 0;
+    while i < modes.len() {
+        modes[i] = PERMISSION_MODES[i].0;
+        i += 1;
+    }
+    modes
+};
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -33,7 +42,9 @@ impl Host {
                     Backend::ClaudeCode => {
                         (CLAUDE_CAPABILITIES, CLAUDE_MODELS, CLAUDE_PERMISSION_MODES)
                     }
-                    Backend::Codex => (CODEX_CAPABILITIES, CODEX_MODELS, CODEX_PERMISSION_MODES),
+                    Backend::Codex => {
+                        (CODEX_CAPABILITIES, CODEX_MODELS, &CODEX_PERMISSION_MODES[..])
+                    }
                     Backend::Simulated => {
                         (CLAUDE_CAPABILITIES, SIM_MODELS, CLAUDE_PERMISSION_MODES)
                     }
@@ -54,8 +65,7 @@ impl Host {
         match backend {
             Backend::ClaudeCode => self.config.agents.claude.as_ref().is_some_and(|p| p.is_file()),
             Backend::Simulated => self.config.agents.sim_program.is_file(),
-            // Not launched by the host yet (`launch::agent_options` refuses it).
-            Backend::Codex => false,
+            Backend::Codex => self.config.agents.codex.as_ref().is_some_and(|p| p.is_file()),
         }
     }
 }

@@ -15,7 +15,7 @@ pub struct HostConfig {
     pub approval_timeout: Option<Duration>,
     /// How long a project's setup script may run.
     pub setup_timeout: Duration,
-    /// Extra environment for every agent process (e.g. `ANTHROPIC_BASE_URL`).
+    /// Extra environment for every agent process (e.g. `ANTHROPIC_BASE_URL`, `CODEX_HOME`).
     pub agent_env: Vec<(OsString, OsString)>,
 }
 
@@ -24,6 +24,9 @@ pub struct HostConfig {
 pub struct AgentPaths {
     /// The `claude` executable, if installed.
     pub claude: Option<PathBuf>,
+    /// The `codex` executable, if installed (its `CODEX_HOME` and provider key come from the
+    /// inherited environment or `agent_env`).
+    pub codex: Option<PathBuf>,
     /// The simulated agent: a program and the arguments before the Claude-style flags
     /// (`nucleic __sim-agent`).
     pub sim_program: PathBuf,

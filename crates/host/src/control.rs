@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nucleic_agents::AgentControl;
-use nucleic_agents::claude::spawn_claude;
 use nucleic_core::{SessionConfig, SessionController, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, SessionUpdated};
 use nucleic_store::TranscriptWriter;
@@ -74,7 +73,7 @@ impl Host {
             fork: false,
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
-        let (agent, outputs) = spawn_claude(&opts)?;
+        let (agent, outputs) = opts.spawn()?;
         let pid = agent.pid();
         let transcript = PathBuf::from(&row.transcript);
         let session = SessionController::start(

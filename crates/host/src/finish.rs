@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
+    Backend, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
     WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
@@ -112,6 +112,11 @@ impl Host {
                     continues_session_id: Some(id.to_owned()),
                     created_by: Some(by.to_owned()),
                 };
+                // A backend that cannot fork starts a fresh conversation on the kept changes.
+                let forked = row
+                    .backend_session_id
+                    .clone()
+                    .filter(|_| nucleic_agents::backend_capabilities(row.backend).fork);
                 let launch = Launch {
                     session_id: new_id.clone(),
                     created,
@@ -120,8 +125,8 @@ impl Host {
                     agent: AgentRequest {
                         model: row.model.clone(),
                         permission_mode: row.permission_mode.clone(),
-                        resume: row.backend_session_id.clone(),
-                        fork: row.backend_session_id.is_some(),
+                        resume: forked.clone(),
+                        fork: forked.is_some(),
                     },
                     prompt,
                 };
@@ -136,8 +141,12 @@ impl Host {
                         "session {id} has no agent conversation to resume yet"
                     ))
                 })?;
+                let resume_command = match row.backend {
+                    Backend::Codex => "codex resume",
+                    Backend::ClaudeCode | Backend::Simulated => "claude --resume",
+                };
                 let command = format!(
-                    "cd {} && claude --resume {}",
+                    "cd {} && {resume_command} {}",
                     shell_quote(&info.path),
                     shell_quote(&resume)
                 );

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nucleic_agents::AgentControl;
-use nucleic_agents::claude::spawn_claude;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
@@ -248,6 +247,15 @@ impl Host {
             setup,
         };
         let backend = request.backend.unwrap_or(project.settings.default_backend);
+        let agent = AgentRequest {
+            model: request.model.clone(),
+            permission_mode: request.permission_mode.clone(),
+            resume: None,
+            fork: false,
+        };
+        // A backend that is not installed, or a mode it cannot map, is refused before any
+        // worktree exists.
+        agent_options(&self.config, backend, Path::new(&project.root), &agent)?;
         let made = {
             let repo = repo.clone();
             tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
@@ -288,12 +296,7 @@ impl Host {
             created,
             backend,
             cwd: worktree.path.clone(),
-            agent: AgentRequest {
-                model: request.model.clone(),
-                permission_mode: request.permission_mode.clone(),
-                resume: None,
-                fork: false,
-            },
+            agent,
             prompt: request.prompt.clone(),
         };
         self.launch(launch).await
@@ -303,7 +306,7 @@ impl Host {
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
         let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
-        let (agent_handle, outputs) = spawn_claude(&opts)?;
+        let (agent_handle, outputs) = opts.spawn()?;
         let pid = agent_handle.pid();
         let transcript = self.config.transcript_path(&session_id);
         let session = SessionController::start(

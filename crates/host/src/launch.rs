@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
+use nucleic_agents::AgentLaunch;
 use nucleic_agents::claude::ClaudeOptions;
+use nucleic_agents::codex::CodexOptions;
 use nucleic_protocol::Backend;
 
 use crate::config::HostConfig;
@@ -24,7 +26,7 @@ pub fn agent_options(
     backend: Backend,
     cwd: &Path,
     request: &AgentRequest,
-) -> Result<ClaudeOptions, HostError> {
+) -> Result<AgentLaunch, HostError> {
     let mut opts = match backend {
         Backend::ClaudeCode => {
             let program = config.agents.claude.clone().ok_or_else(|| {
@@ -39,9 +41,7 @@ pub fn agent_options(
             o.prefix_args = config.agents.sim_prefix.clone();
             o
         }
-        Backend::Codex => {
-            return Err(HostError::Invalid("the Codex backend is not available yet".into()));
-        }
+        Backend::Codex => return codex_options(config, cwd, request).map(AgentLaunch::Codex),
     };
     opts.backend = backend;
     opts.model = request.model.clone();
@@ -51,5 +51,30 @@ pub fn agent_options(
     opts.resume = request.resume.clone();
     opts.fork = request.fork;
     opts.env = config.agent_env.clone();
-    Ok(opts)
+    Ok(AgentLaunch::Claude(opts))
+}
+
+/// `codex app-server` options: the permission mode mapped onto approval policy and sandbox,
+/// `thread/resume` for a resume. Codex threads cannot be forked here, so a fork is refused.
+fn codex_options(
+    config: &HostConfig,
+    cwd: &Path,
+    request: &AgentRequest,
+) -> Result<CodexOptions, HostError> {
+    let program = config.agents.codex.clone().ok_or_else(|| {
+        HostError::Invalid(
+            "codex is not installed (scripts/install-agents.sh); use another backend".into(),
+        )
+    })?;
+    if request.fork {
+        return Err(HostError::Invalid("the Codex backend cannot fork a conversation".into()));
+    }
+    let mut o = CodexOptions::new(program, cwd.to_owned());
+    if let Some(mode) = &request.permission_mode {
+        o.set_permission_mode(mode).map_err(|e| HostError::Invalid(e.to_string()))?;
+    }
+    o.model = request.model.clone();
+    o.resume = request.resume.clone();
+    o.env = config.agent_env.clone();
+    Ok(o)
 }

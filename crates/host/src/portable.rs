@@ -1,6 +1,6 @@
 //! Sessions leaving and entering the host: exports in the seed's "Nucleic session export"
-//! format (or JSONL), imports of Nucleic exports and Claude Code transcripts as read-only
-//! sessions, and garbage collection of worktrees no session owns.
+//! format (or JSONL), imports of Nucleic exports, Claude Code transcripts and Codex rollouts as
+//! read-only sessions, and garbage collection of worktrees no session owns.
 
 use std::path::{Path, PathBuf};
 
@@ -60,8 +60,8 @@ impl Host {
         })
     }
 
-    /// Imports a file as a new read-only session: a Claude Code transcript, or a Nucleic export
-    /// (markdown or JSONL). Its first event records the import.
+    /// Imports a file as a new read-only session: a Claude Code transcript, a Codex rollout, or
+    /// a Nucleic export (markdown or JSONL). Its first event records the import.
     pub async fn import_session(&self, path: &Path) -> Result<SessionSummary, HostError> {
         let path = path.to_path_buf();
         let session_id = uuid::Uuid::new_v4().to_string();
@@ -69,7 +69,9 @@ impl Host {
         let imported = blocking(move || {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| HostError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-            if looks_like_claude_transcript(&text) {
+            if looks_like_codex_rollout(&text) {
+                import::codex_rollout(&text, &id).map_err(|e| HostError::Invalid(e.to_string()))
+            } else if looks_like_claude_transcript(&text) {
                 import::claude_transcript(&text, &id).map_err(|e| HostError::Invalid(e.to_string()))
             } else {
                 import::nucleic_export(&text).map_err(|e| HostError::Invalid(e.to_string()))
@@ -150,6 +152,16 @@ fn looks_like_claude_transcript(text: &str) -> bool {
     text.lines().filter(|l| !l.trim().is_empty()).take(20).any(|l| {
         serde_json::from_str::<Value>(l)
             .is_ok_and(|v| v.get("sessionId").is_some() && v.get("seq").is_none())
+    })
+}
+
+/// A Codex rollout starts with a `session_meta` line (`{"timestamp", "type", "payload"}`).
+fn looks_like_codex_rollout(text: &str) -> bool {
+    text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| {
+        serde_json::from_str::<Value>(l).is_ok_and(|v| {
+            v.get("type").and_then(Value::as_str) == Some("session_meta")
+                && v.get("payload").is_some()
+        })
     })
 }
 

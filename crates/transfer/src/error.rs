@@ -33,6 +33,9 @@ pub enum TransferError {
     /// The text is not a Claude Code transcript.
     #[error("not a Claude Code transcript: {why}")]
     NotAClaudeTranscript { why: String },
+    /// The text is not a Codex rollout.
+    #[error("not a Codex rollout: {why}")]
+    NotACodexRollout { why: String },
 }
 
 impl TransferError {

@@ -3,8 +3,8 @@
 //! [`export::markdown`] writes the seed's "Nucleic session export" (a header for people, a
 //! Conversation with one line per event, and every event as raw JSONL); [`export::jsonl`] writes
 //! the events alone. [`import::nucleic_export`] reads either back — events come from the raw
-//! JSONL, the source of truth — and [`import::claude_transcript`] converts Claude Code's own
-//! transcript files into a read-only session. Nothing here touches a file it was not given.
+//! JSONL, the source of truth — and [`import::claude_transcript`] / [`import::codex_rollout`]
+//! convert Claude Code's transcripts and Codex's rollouts into read-only sessions. Nothing here touches a file it was not given.
 
 mod conversation;
 mod error;

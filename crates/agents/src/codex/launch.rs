@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -13,6 +14,36 @@ pub const APPROVAL_POLICIES: &[&str] = &["untrusted", "on-failure", "on-request"
 /// Sandbox modes `thread/start` accepts.
 pub const SANDBOX_MODES: &[&str] = &["read-only", "workspace-write", "danger-full-access"];
 
+/// How Nucleic's permission modes (Claude Code's names) map onto codex: `(mode, approvalPolicy,
+/// sandbox)`. `default` asks before every file change and every command codex does not consider
+/// known-safe (`untrusted`), and what is approved still runs in the workspace sandbox;
+/// `acceptEdits` lets edits and commands inside the workspace sandbox run unasked and asks
+/// before leaving it (`on-request`); `plan` changes nothing (`read-only`, never asks);
+/// `bypassPermissions` asks nothing and has no sandbox.
+pub const PERMISSION_MODES: &[(&str, &str, &str)] = &[
+    ("default", "untrusted", "workspace-write"),
+    ("acceptEdits", "on-request", "workspace-write"),
+    ("plan", "never", "read-only"),
+    ("bypassPermissions", "never", "danger-full-access"),
+];
+
+/// `(approvalPolicy, sandbox)` for a Nucleic permission mode; other modes are refused.
+pub fn codex_policy(mode: &str) -> Result<(&'static str, &'static str), AgentError> {
+    PERMISSION_MODES.iter().find(|(m, _, _)| *m == mode).map(|(_, p, s)| (*p, *s)).ok_or_else(
+        || {
+            let known: Vec<&str> = PERMISSION_MODES.iter().map(|(m, _, _)| *m).collect();
+            AgentError::InvalidInput(format!(
+                "codex has no permission mode {mode:?} (it supports {})",
+                known.join(", ")
+            ))
+        },
+    )
+}
+
+/// How long a turn may show no progress before the adapter gives up (see
+/// [`CodexOptions::provider_timeout`]).
+pub const DEFAULT_PROVIDER_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Everything needed to start one `codex app-server` process and its thread.
 #[derive(Debug, Clone)]
 pub struct CodexOptions {
@@ -22,6 +53,9 @@ pub struct CodexOptions {
     pub cwd: PathBuf,
     /// `CODEX_HOME` (config.toml, sessions); inherited when `None`.
     pub codex_home: Option<PathBuf>,
+    /// The Nucleic permission mode `approval_policy` and `sandbox` came from (reported as the
+    /// session's permission mode, so a resume maps it again).
+    pub permission_mode: String,
     /// `approvalPolicy` of the thread; `on-request` asks before escalations.
     pub approval_policy: String,
     /// `sandbox` of the thread (passed again on resume: codex does not restore it).
@@ -32,21 +66,38 @@ pub struct CodexOptions {
     pub resume: Option<String>,
     /// Extra environment (e.g. the provider's API key variable); overrides the inherited one.
     pub env: Vec<(OsString, OsString)>,
+    /// Give up (an `error`, then the run ends as `apiError`) when a turn shows no progress for
+    /// this long while no approval is pending and no tool runs: codex itself retries an
+    /// unreachable provider forever. `None` waits forever.
+    pub provider_timeout: Option<Duration>,
 }
 
 impl CodexOptions {
-    /// Defaults for `program` in `cwd`: `on-request` approvals in a `workspace-write` sandbox.
+    /// Defaults for `program` in `cwd`: the `default` permission mode (`untrusted` approvals
+    /// in a `workspace-write` sandbox).
     pub fn new(program: PathBuf, cwd: PathBuf) -> CodexOptions {
         CodexOptions {
             program,
             cwd,
             codex_home: None,
-            approval_policy: "on-request".into(),
+            permission_mode: "default".into(),
+            approval_policy: "untrusted".into(),
             sandbox: "workspace-write".into(),
             model: None,
             resume: None,
             env: Vec::new(),
+            provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
         }
+    }
+
+    /// Sets approval policy and sandbox from a Nucleic permission mode (see
+    /// [`PERMISSION_MODES`]).
+    pub fn set_permission_mode(&mut self, mode: &str) -> Result<(), AgentError> {
+        let (policy, sandbox) = codex_policy(mode)?;
+        mode.clone_into(&mut self.permission_mode);
+        self.approval_policy = policy.into();
+        self.sandbox = sandbox.into();
+        Ok(())
     }
 
     /// Refuses options codex would reject after starting.
@@ -130,5 +181,23 @@ mod tests {
         assert_eq!(p["excludeTurns"], true);
         o.sandbox = "yolo".into();
         assert!(o.spawn_spec().is_err());
+    }
+
+    #[test]
+    fn permission_modes_map_to_policy_and_sandbox() {
+        let mut o = CodexOptions::new("codex".into(), "/tmp".into());
+        assert_eq!(
+            (o.approval_policy.as_str(), o.sandbox.as_str()),
+            ("untrusted", "workspace-write")
+        );
+        o.set_permission_mode("plan").unwrap();
+        assert_eq!((o.approval_policy.as_str(), o.sandbox.as_str()), ("never", "read-only"));
+        o.set_permission_mode("acceptEdits").unwrap();
+        assert_eq!(o.approval_policy, "on-request");
+        let err = o.set_permission_mode("dontAsk").unwrap_err().to_string();
+        assert!(err.contains("dontAsk") && err.contains("bypassPermissions"), "{err}");
+        for (_, policy, sandbox) in PERMISSION_MODES {
+            assert!(APPROVAL_POLICIES.contains(policy) && SANDBOX_MODES.contains(sandbox));
+        }
     }
 }

@@ -7,8 +7,11 @@
 
 pub mod appserver;
 pub mod exec;
+mod exec_session;
+mod exit;
 mod item;
 mod launch;
+mod leftovers;
 mod retry;
 mod session;
 mod wire;
@@ -22,9 +25,16 @@ use serde_json::Value;
 
 pub use appserver::AppServerDecoder;
 pub use exec::ExecDecoder;
+pub use exec_session::{
+    CODEX_EXEC_CAPABILITIES, CodexExecHandle, CodexExecOptions, EXEC_SANDBOXES, spawn_codex_exec,
+};
+pub use exit::{CodexExit, classify_codex};
 pub use item::{PATCH_TOOL, SHELL_TOOL};
-pub use launch::{APPROVAL_POLICIES, CodexOptions, SANDBOX_MODES};
-pub use session::{CODEX_CAPABILITIES, CodexExit, CodexHandle, classify_codex, spawn_codex};
+pub use launch::{
+    APPROVAL_POLICIES, CodexOptions, DEFAULT_PROVIDER_TIMEOUT, PERMISSION_MODES, SANDBOX_MODES,
+    codex_policy,
+};
+pub use session::{CODEX_CAPABILITIES, CodexHandle, spawn_codex};
 
 /// What one line decoded to.
 #[derive(Debug)]

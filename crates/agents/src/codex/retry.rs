@@ -28,6 +28,11 @@ fn status_in_text(message: &str) -> Option<u16> {
 
 /// The error class (`server_error`, `rate_limit`, …) of a codex provider failure.
 pub(crate) fn error_class(http_status: Option<u16>, info: Option<&str>, message: &str) -> String {
+    // codex replaces a 5xx body with this text, and 0.171.0 reports the retry of a 500 as a
+    // `responseStreamDisconnected` without a status.
+    if message.contains("high demand") {
+        return "server_error".into();
+    }
     match (http_status, info) {
         (Some(429), _) | (_, Some("rateLimitExceeded" | "usageLimitExceeded")) => {
             return "rate_limit".into();
@@ -43,9 +48,7 @@ pub(crate) fn error_class(http_status: Option<u16>, info: Option<&str>, message:
         }
         _ => {}
     }
-    if message.contains("high demand") {
-        "server_error".into()
-    } else if message.contains("stream disconnected") {
+    if message.contains("stream disconnected") {
         "stream_disconnected".into()
     } else if message.contains("waiting for network") || message.contains("Connection failed") {
         "connection_failed".into()

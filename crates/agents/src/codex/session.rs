@@ -2,29 +2,30 @@
 //! side ([`CodexHandle`]: handshake, thread, turns, approval replies), and the bookkeeping that
 //! keeps replies tied to requests codex really made.
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufReader, PipeReader};
-use std::os::unix::process::ExitStatusExt;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use nucleic_protocol::{
-    Decision, ErrorCode, ErrorEvent, EventKind, RawJson, RunFinished, RunOutcome, StderrLine,
-};
+use nucleic_protocol::{Decision, EventKind};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
-use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
+use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
-use crate::process::{
-    MAX_LINE_BYTES, ReadLine, Spawned, read_line_capped, spawn_group, terminate_tree,
-};
+use crate::process::{Spawned, spawn_group, terminate_tree};
 
 use super::launch::CodexOptions;
-use super::{AppServerDecoder, ControlIn, RequestId, RpcError};
+use super::leftovers::Leftovers;
+use super::{ControlIn, DecodedLine, RequestId, RpcError};
+
+#[path = "pump.rs"]
+mod pump;
+
+pub(super) use pump::read_stderr;
+use pump::{read_stdout, supervise, watchdog};
 
 /// What Codex supports through this adapter.
 pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
@@ -78,6 +79,14 @@ struct State {
     queued: VecDeque<String>,
     /// Why the session could not be set up (initialize or thread start refused).
     setup_failed: Option<String>,
+    /// When codex last showed progress (any stdout line but an `error` retry notice).
+    last_progress: Option<Instant>,
+    /// Tool items started and not yet completed (a silent long command is not a stall).
+    running_tools: HashSet<String>,
+    /// Why the adapter gave up on a stalled turn.
+    gave_up: Option<String>,
+    /// The error of the last turn that failed.
+    turn_error: Option<String>,
 }
 
 #[derive(Debug)]
@@ -90,6 +99,15 @@ struct Shared {
     pid: Option<u32>,
     lines_read: AtomicU64,
     output_abandoned: AtomicBool,
+    /// The process is gone (the watchdog stops looking).
+    ended: AtomicBool,
+    /// Put before codex's JSON-RPC ids in `approvalRequested` events: codex numbers its requests
+    /// from 0 in every process, and a resumed session must not reuse an answered id.
+    ask_prefix: String,
+    /// The Nucleic permission mode, reported in `sessionStarted` instead of codex's policy.
+    permission_mode: String,
+    /// Sandbox mount points to remove at exit.
+    leftovers: Leftovers,
 }
 
 /// The JSON-RPC client side of a running `codex app-server`. Cheap to share.
@@ -116,6 +134,10 @@ pub fn spawn_codex(
         pid: child.id(),
         lines_read: AtomicU64::new(0),
         output_abandoned: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
+        permission_mode: opts.permission_mode.clone(),
+        leftovers: Leftovers::note(&opts.cwd),
+        ask_prefix: format!("codex-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]),
     });
     let (tx, rx) = mpsc::channel(1024);
     let handle = CodexHandle { shared };
@@ -141,205 +163,11 @@ pub fn spawn_codex(
             }
         });
     }
+    if let Some(limit) = opts.provider_timeout {
+        tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
+    }
     tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
     Ok((handle, rx))
-}
-
-/// Forwards stderr lines as events and keeps the last few for the exit message.
-fn read_stderr(stderr: PipeReader, tx: &mpsc::Sender<AgentOutput>, tail: &Mutex<VecDeque<String>>) {
-    let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    loop {
-        let text = match read_line_capped(&mut reader, &mut buf, 64 * 1024) {
-            Ok(ReadLine::Line(l)) => l,
-            Ok(ReadLine::Oversized { head, .. }) => head,
-            Ok(ReadLine::Eof) | Err(_) => break,
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        if let Ok(mut t) = tail.lock() {
-            if t.len() == 20 {
-                t.pop_front();
-            }
-            t.push_back(text.clone());
-        }
-        let out = AgentOutput::Events(vec![NativeEvent {
-            native_type: Some("stderr".into()),
-            kind: EventKind::Stderr(StderrLine { text }),
-        }]);
-        if tx.blocking_send(out).is_err() {
-            break;
-        }
-    }
-}
-
-/// Reads and decodes stdout until EOF (on its own thread), acting on control traffic and
-/// handing events over in batches; returns the decoder (for its unknown-line count).
-fn read_stdout(
-    stdout: PipeReader,
-    handle: &CodexHandle,
-    tx: &mpsc::Sender<AgentOutput>,
-    rt: &tokio::runtime::Handle,
-) -> AppServerDecoder {
-    let mut decoder = AppServerDecoder::new();
-    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut buf = Vec::new();
-    let mut batch: Vec<NativeEvent> = Vec::new();
-    let mut orphaned = false;
-    loop {
-        let mut done = false;
-        match read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES) {
-            Ok(ReadLine::Line(line)) if line.trim().is_empty() => {}
-            Ok(ReadLine::Line(line)) => {
-                handle.shared.lines_read.fetch_add(1, Ordering::SeqCst);
-                let decoded = decoder.decode(&line);
-                batch.extend(NativeEvent::from_line(&decoded.native_type, decoded.events));
-                if let Some(control) = decoded.control {
-                    rt.block_on(handle.on_control(control));
-                }
-            }
-            Ok(ReadLine::Oversized { head, len }) => batch.extend(oversized(&head, len)),
-            Ok(ReadLine::Eof) => done = true,
-            Err(e) => {
-                let message = format!("reading agent output failed: {e}");
-                batch.extend(host_events(vec![host_error(ErrorCode::AgentExited, message)]));
-                done = true;
-            }
-        }
-        let more_buffered = reader.buffer().contains(&b'\n');
-        if handle.shared.output_abandoned.load(Ordering::SeqCst) {
-            return decoder;
-        }
-        if !batch.is_empty() && (done || batch.len() >= MAX_BATCH || !more_buffered) {
-            let out = AgentOutput::Events(std::mem::take(&mut batch));
-            if tx.blocking_send(out).is_err() && !orphaned {
-                orphaned = true;
-                let _guard = rt.enter();
-                handle.stop(Duration::from_secs(2));
-            }
-        }
-        if done {
-            return decoder;
-        }
-    }
-}
-
-/// Waits for the output readers and the process, then reports how the run ended.
-async fn supervise(
-    mut child: Child,
-    handle: CodexHandle,
-    tx: mpsc::Sender<AgentOutput>,
-    mut stdout_task: tokio::task::JoinHandle<AppServerDecoder>,
-    stderr_task: tokio::task::JoinHandle<()>,
-    tail: Arc<Mutex<VecDeque<String>>>,
-) {
-    let status = child.wait().await;
-    let decoder = loop {
-        let before = handle.shared.lines_read.load(Ordering::SeqCst);
-        match tokio::time::timeout(OUTPUT_DRAIN, &mut stdout_task).await {
-            Ok(result) => break result.unwrap_or_default(),
-            Err(_) if handle.shared.lines_read.load(Ordering::SeqCst) != before => {}
-            Err(_) => {
-                handle.shared.output_abandoned.store(true, Ordering::SeqCst);
-                break AppServerDecoder::new();
-            }
-        }
-    };
-    handle.shared.stdin.lock().await.take();
-    let _ = tokio::time::timeout(OUTPUT_DRAIN, stderr_task).await;
-    let (code, signal) = match status {
-        Ok(s) => (s.code(), s.signal()),
-        Err(_) => (None, None),
-    };
-    let last_stderr = tail.lock().ok().and_then(|t| t.back().cloned());
-    let facts = {
-        let mut st = handle.state();
-        st.asks.clear();
-        CodexExit {
-            code,
-            signal,
-            last_turn: st.last_turn.clone(),
-            turn_open: st.turn_open,
-            setup_failed: st.setup_failed.clone(),
-            stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
-            last_stderr,
-        }
-    };
-    let mut finished = classify_codex(&facts);
-    finished.unknown_lines = decoder.unknown_lines();
-    let _ = tx.send(AgentOutput::Exited(finished)).await;
-}
-
-/// Everything known when `codex app-server` ended.
-#[derive(Debug, Clone, Default)]
-pub struct CodexExit {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// How the last turn ended (`completed`, `interrupted`, `failed`).
-    pub last_turn: Option<String>,
-    /// A turn started and never completed.
-    pub turn_open: bool,
-    /// The handshake or thread start was refused.
-    pub setup_failed: Option<String>,
-    pub stop_requested: bool,
-    pub last_stderr: Option<String>,
-}
-
-/// Classifies the end of a `codex app-server` run.
-pub fn classify_codex(f: &CodexExit) -> RunFinished {
-    let done = |outcome, message: String| RunFinished::new(outcome, Some(message), f.code);
-    if f.stop_requested {
-        return done(RunOutcome::Stopped, "stopped on request".into());
-    }
-    let how = match (f.code, f.signal) {
-        (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(s)) => format!("was killed by signal {s}"),
-        (None, None) => "ended".into(),
-    };
-    let with_stderr = |base: String| match &f.last_stderr {
-        Some(line) => format!("{base}: {line}"),
-        None => base,
-    };
-    if let Some(why) = &f.setup_failed {
-        return done(RunOutcome::AgentError, why.clone());
-    }
-    if f.turn_open {
-        return done(
-            RunOutcome::Crashed,
-            with_stderr(format!("agent {how} in the middle of a turn")),
-        );
-    }
-    match (f.last_turn.as_deref(), f.code) {
-        (Some("completed"), Some(0)) => done(RunOutcome::Completed, "finished".into()),
-        (Some("interrupted"), _) => done(RunOutcome::Interrupted, "turn interrupted".into()),
-        (Some("failed"), _) => done(RunOutcome::AgentError, "the last turn failed".into()),
-        (None, Some(0)) => done(RunOutcome::Completed, "no turn ran".into()),
-        (Some(_), _) => {
-            done(RunOutcome::Crashed, with_stderr(format!("agent {how} after its last turn")))
-        }
-        (None, _) => {
-            done(RunOutcome::Crashed, with_stderr(format!("agent {how} before finishing a turn")))
-        }
-    }
-}
-
-fn oversized(head: &str, len: usize) -> Vec<NativeEvent> {
-    let preview: String = head.chars().take(200).collect();
-    host_events(vec![
-        EventKind::raw(RawJson::from_value(&Value::String(preview))),
-        EventKind::Error(ErrorEvent {
-            code: ErrorCode::Decode,
-            message: format!(
-                "agent wrote a {len}-byte line, over the {MAX_LINE_BYTES}-byte cap; kept its start only"
-            ),
-            http_status: None,
-        }),
-    ])
-}
-
-fn host_error(code: ErrorCode, message: String) -> EventKind {
-    EventKind::Error(ErrorEvent { code, message, http_status: None })
 }
 
 /// The `decision` codex expects for `decision` (command and file-change approvals alike).
@@ -357,6 +185,48 @@ impl CodexHandle {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind: keep going with it.
         self.shared.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes what a decoded line says about progress: anything but a retry notice is progress;
+    /// tool items are tracked from start to result.
+    fn note_progress(&self, decoded: &DecodedLine) {
+        let mut st = self.state();
+        if decoded.native_type != "error" {
+            st.last_progress = Some(Instant::now());
+        }
+        for event in &decoded.events {
+            match event {
+                EventKind::ToolCallStarted(call) => {
+                    st.running_tools.insert(call.tool_call_id.clone());
+                }
+                EventKind::ToolResult(result) => {
+                    st.running_tools.remove(&result.tool_call_id);
+                }
+                EventKind::TurnCompleted(turn) if turn.is_error => {
+                    st.turn_error.clone_from(&turn.result);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Gives approval requests this process's unique ids (see `ask_prefix`), and reports the
+    /// Nucleic permission mode in `sessionStarted` (codex reports its approval policy).
+    fn tag_asks(&self, decoded: &mut DecodedLine) {
+        for event in &mut decoded.events {
+            match event {
+                EventKind::ApprovalRequested(ask) => ask.request_id = self.ask_key(&ask.request_id),
+                EventKind::SessionStarted(started) => {
+                    started.permission_mode = Some(self.shared.permission_mode.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The id events carry for codex's request `id`.
+    fn ask_key(&self, id: &str) -> String {
+        format!("{}{id}", self.shared.ask_prefix)
     }
 
     /// The thread id, once `thread/start` (or `thread/resume`) answered.
@@ -391,7 +261,11 @@ impl CodexHandle {
             "threadId": thread_id,
             "input": [{"type": "text", "text": text, "text_elements": []}],
         });
-        self.state().turn_busy = true;
+        {
+            let mut st = self.state();
+            st.turn_busy = true;
+            st.last_progress = Some(Instant::now());
+        }
         if let Err(e) = self.request("turn/start", params, Sent::TurnStart).await {
             self.state().turn_busy = false;
             return Err(e);
@@ -417,7 +291,8 @@ impl CodexHandle {
     async fn on_control(&self, control: ControlIn) {
         match control {
             ControlIn::ApprovalAsked { request_id, .. } => {
-                self.state().asks.insert(request_id.to_string(), request_id);
+                let key = self.ask_key(&request_id.to_string());
+                self.state().asks.insert(key, request_id);
             }
             ControlIn::Unsupported { request_id, method } => {
                 // Silence would leave codex waiting forever; an error makes it fail the call closed.
@@ -429,7 +304,8 @@ impl CodexHandle {
             }
             ControlIn::Response { id, outcome } => self.on_response(&id, outcome).await,
             ControlIn::RequestResolved { request_id } => {
-                self.state().asks.remove(&request_id.to_string());
+                let key = self.ask_key(&request_id.to_string());
+                self.state().asks.remove(&key);
             }
             ControlIn::TurnStarted { turn_id, .. } => {
                 let mut st = self.state();
@@ -444,6 +320,7 @@ impl CodexHandle {
                     st.turn_id = None;
                     st.turn_open = false;
                     st.turn_busy = false;
+                    st.running_tools.clear();
                     st.last_turn = Some(status);
                 }
                 self.pump_queue().await;
@@ -587,19 +464,5 @@ mod tests {
             "cancel"
         );
         assert!(wire_decision(&Decision::AllowEdited { updated_input: json!({}) }).is_err());
-    }
-
-    #[test]
-    fn exits_are_classified() {
-        let ok =
-            CodexExit { code: Some(0), last_turn: Some("completed".into()), ..Default::default() };
-        assert_eq!(classify_codex(&ok).outcome, RunOutcome::Completed);
-        let open = CodexExit { code: Some(1), turn_open: true, ..Default::default() };
-        assert_eq!(classify_codex(&open).outcome, RunOutcome::Crashed);
-        let stopped = CodexExit { signal: Some(15), stop_requested: true, ..Default::default() };
-        assert_eq!(classify_codex(&stopped).outcome, RunOutcome::Stopped);
-        let bad =
-            CodexExit { code: Some(1), last_turn: Some("completed".into()), ..Default::default() };
-        assert_eq!(classify_codex(&bad).outcome, RunOutcome::Crashed);
     }
 }

@@ -161,6 +161,7 @@ impl Daemon {
             agents: AgentPaths {
                 // `claude` is this bench binary acting as a latency probe (see `probe_agent`).
                 claude: Some(std::env::current_exe()?),
+                codex: None,
                 sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
                 sim_prefix: vec!["__sim-agent".into()],
             },

@@ -71,4 +71,11 @@ async fn doctor_reports_each_tool() {
         assert!(text.lines().any(|l| l.starts_with(tool)), "no line for {tool}:\n{text}");
     }
     assert!(text.contains("verdict:"));
+    // The pinned installs (what scripts/test.sh installs) are recognised as the tested versions.
+    for tool in ["claude", "codex"] {
+        let line = text.lines().find(|l| l.starts_with(tool)).unwrap();
+        if line.contains("/nucleic/agents/") {
+            assert!(line.contains("ok, tested version"), "{line}");
+        }
+    }
 }

@@ -11,7 +11,11 @@ async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
     cli_env(home, args, &[]).await
 }
 
-async fn cli_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) async fn cli_env(
+    home: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let out = tokio::process::Command::new(nucleic())
         .args(args)
         .env("NUCLEIC_HOME", home)
@@ -27,7 +31,7 @@ async fn cli_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Stri
     )
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
@@ -39,7 +43,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// Stops the daemon of `home` when dropped.
-struct DaemonGuard(std::path::PathBuf);
+pub(crate) struct DaemonGuard(pub(crate) std::path::PathBuf);
 
 impl Drop for DaemonGuard {
     fn drop(&mut self) {
@@ -136,13 +140,13 @@ async fn the_cli_drives_sessions_through_an_auto_started_daemon() {
     assert!(list.contains(&session), "{list}");
 }
 
-fn daemon_pid(home: &Path) -> i32 {
+pub(crate) fn daemon_pid(home: &Path) -> i32 {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
     v["pid"].as_i64().unwrap() as i32
 }
 
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
 }

@@ -39,6 +39,7 @@ async fn host(dir: &Path) -> Arc<Host> {
         home: dir.join("home"),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
         },
@@ -231,6 +232,13 @@ async fn bad_projects_and_bases_are_refused_clearly() {
     assert!(e.to_string().contains("no-such-branch"), "{e}");
     let e = host.subscribe("nope", 1).await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::NotFound);
+    // A backend that is not installed is refused before any worktree is made.
+    let mut request = new_session(&project.project_id, "hi");
+    request.backend = Some(nucleic_protocol::Backend::Codex);
+    let e = host.new_session(request, "test").await.unwrap_err();
+    assert!(e.to_string().contains("codex is not installed"), "{e}");
+    let worktrees = std::fs::read_dir(root.join(".nucleic/worktrees")).map_or(0, Iterator::count);
+    assert_eq!(worktrees, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -424,6 +432,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         home: dir.path().join("home"),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
         },

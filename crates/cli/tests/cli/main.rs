@@ -12,6 +12,8 @@ mod real_claude;
 mod real_claude_demo;
 mod real_claude_host;
 mod real_claude_session;
+mod real_codex;
+mod real_codex_host;
 mod sim_run;
 mod support;
 mod web_signin;

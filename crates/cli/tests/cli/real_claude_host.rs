@@ -62,6 +62,7 @@ async fn real_claude_keep_continue_handoff() {
         home: dir.path().join("home"),
         agents: AgentPaths {
             claude: Some(real_claude()),
+            codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
         },

@@ -176,3 +176,35 @@ async fn sim_terminal_approval_takes_a_deny_reason() {
     );
     assert!(!dir.path().join("secret.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_nobody_answers_on_an_open_terminal_times_out_and_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    // The terminal stays open and silent: only the timeout can answer, and the run must still
+    // end (it once waited for a line nobody would type).
+    let mut child = tokio::process::Command::new(crate::support::nucleic())
+        .args(["run", "--agent", "sim", "--json", "--approval-timeout", "1"])
+        .arg("write hello.txt containing hi")
+        .current_dir(&cwd)
+        .env("NUCLEIC_HOME", cwd.join(".nh"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the run ended")
+        .unwrap();
+    drop(stdin);
+    let events: Vec<nucleic_protocol::Event> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let resolved = first!(events, ApprovalResolved);
+    assert_eq!(resolved.by, "host:timeout");
+    assert!(!cwd.join("hello.txt").exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("answered without you"));
+}

@@ -76,6 +76,7 @@ async fn serve_in(
         home: home.clone(),
         agents: AgentPaths {
             claude: None,
+            codex: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
         },

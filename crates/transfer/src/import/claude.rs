@@ -258,7 +258,7 @@ fn prompt_text(obj: &Object) -> Option<String> {
 }
 
 /// One line of at most [`TITLE_LIMIT`] characters: whitespace collapsed, `…` when cut.
-fn short_title(prompt: &str) -> String {
+pub(super) fn short_title(prompt: &str) -> String {
     let flat = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= TITLE_LIMIT {
         return flat;

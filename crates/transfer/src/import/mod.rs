@@ -1,6 +1,8 @@
-//! Reading sessions in: Nucleic exports (markdown or JSONL) and Claude Code's own transcripts.
+//! Reading sessions in: Nucleic exports (markdown or JSONL), Claude Code's own transcripts and
+//! Codex rollouts.
 
 mod claude;
+mod codex;
 mod nucleic;
 
 use std::path::Path;
@@ -12,6 +14,7 @@ use crate::error::{Result, TransferError};
 use crate::meta::ImportedMeta;
 
 pub use claude::claude_transcript;
+pub use codex::codex_rollout;
 pub use nucleic::nucleic_export;
 
 /// An imported session: what could be read about it, and its events (`seq` 1.. without gaps).
@@ -35,6 +38,12 @@ pub fn nucleic_export_file(path: &Path) -> Result<ImportedSession> {
 /// `~/.claude/projects/<slug>/<session_id>.jsonl`).
 pub fn claude_transcript_file(path: &Path, session_id: &str) -> Result<ImportedSession> {
     claude_transcript(&read(path)?, session_id)
+}
+
+/// [`codex_rollout`] over the contents of `path` (e.g.
+/// `$CODEX_HOME/sessions/2026/11/29/rollout-….jsonl`).
+pub fn codex_rollout_file(path: &Path, session_id: &str) -> Result<ImportedSession> {
+    codex_rollout(&read(path)?, session_id)
 }
 
 fn read(path: &Path) -> Result<String> {
