@@ -54,6 +54,10 @@ function firstJsonLine(child: ChildProcess, what: string, timeoutMs = 60_000): P
       clearTimeout(timer);
       reject(new Error(`${what} exited (${code}) before printing its JSON line`));
     });
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} could not start: ${e.message}`));
+    });
   });
 }
 
@@ -251,4 +255,22 @@ export async function startMockAnthropic(): Promise<{ url: string; stop(): Promi
     throw new Error(`${(e as Error).message}\n${log()}`);
   });
   return { url: String(info.url), stop: stopper(child) };
+}
+
+/** The pinned Codex CLI installed by scripts/install-agents.sh. */
+export function pinnedCodex(): string {
+  const cache = process.env.NUCLEIC_AGENT_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "nucleic", "agents");
+  const exe = path.join(cache, "codex-0.171.0", "node_modules", ".bin", "codex");
+  if (!existsSync(exe)) throw new Error(`the pinned codex is not installed at ${exe}: run scripts/install-agents.sh`);
+  return exe;
+}
+
+/** Starts the Rust mock OpenAI Responses server (crates/testkit, bin mock-openai). */
+export async function startMockOpenAi(): Promise<{ url: string; config: string; keyEnv: string; stop(): Promise<void> }> {
+  const child = spawn(path.join(REPO, "target", "debug", "mock-openai"), [], { stdio: ["ignore", "pipe", "pipe"] });
+  const log = track(child);
+  const info = await firstJsonLine(child, "mock-openai").catch((e) => {
+    throw new Error(`${(e as Error).message}\n${log()}`);
+  });
+  return { url: String(info.url), config: String(info.config), keyEnv: String(info.keyEnv), stop: stopper(child) };
 }

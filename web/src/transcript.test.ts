@@ -37,6 +37,7 @@ describe("Transcript.fold", () => {
     expect(t.rows[0]).toMatchObject({ kind: "tool", name: "Write", complete: true, result: { content: "ok", isError: false } });
     expect(toolSummary((t.rows[0] as unknown as { input: never }).input)).toBe("a.txt");
     expect(toolSummary({ file_path: "/w/t/src/a.rs" }, "/w/t")).toBe("src/a.rs");
+    expect(toolSummary({ changes: [{ path: "/w/t/a.txt", kind: { type: "add" }, diff: "+x" }, { path: "/w/t/b.txt", kind: { type: "update" }, diff: "" }] }, "/w/t")).toBe("a.txt, b.txt");
   });
 
   it("tracks pending approvals and who resolved them", () => {

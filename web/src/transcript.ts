@@ -311,7 +311,9 @@ export function displayText(value: JsonValue | unknown): string {
 export function toolSummary(input: JsonValue, cwd?: string | null): string {
   if (!input || typeof input !== "object" || Array.isArray(input)) return "";
   const o = input as Record<string, JsonValue>;
-  const pick = o.command ?? o.file_path ?? o.path ?? o.pattern ?? o.url ?? o.query ?? o.description;
+  // Codex file changes: { changes: [{ path, kind: { type }, diff }] }.
+  const changed = patchChanges(input).map((c) => c.path);
+  const pick = changed.length > 0 ? changed.join(", ") : (o.command ?? o.file_path ?? o.path ?? o.pattern ?? o.url ?? o.query ?? o.description);
   const text = typeof pick === "string" ? pick : Array.isArray(pick) ? pick.join(" ") : "";
   return cwd ? relative(text, cwd) : text;
 }
@@ -323,3 +325,15 @@ export function relative(text: string, cwd: string): string {
 }
 
 export type { Usage };
+
+/** The files of a patch-shaped tool input (Codex's `apply_patch`), with their diffs. */
+export function patchChanges(input: JsonValue): Array<{ path: string; kind: string; diff: string }> {
+  if (!input || typeof input !== "object" || Array.isArray(input)) return [];
+  const changes = (input as Record<string, JsonValue>).changes;
+  if (!Array.isArray(changes)) return [];
+  return changes.flatMap((c) => {
+    if (!c || typeof c !== "object" || Array.isArray(c) || typeof c.path !== "string") return [];
+    const kind = c.kind && typeof c.kind === "object" && !Array.isArray(c.kind) && typeof c.kind.type === "string" ? c.kind.type : "update";
+    return [{ path: c.path, kind, diff: typeof c.diff === "string" ? c.diff : "" }];
+  });
+}

@@ -4,7 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 
 import type { ApprovalRequested, Capabilities, Decision } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
-import { toolSummary } from "../transcript";
+import { patchChanges, relative, toolSummary } from "../transcript";
 
 export function ApprovalBar({
   store,
@@ -52,8 +52,10 @@ export function ApprovalBar({
   const offline = store.link !== "online";
   const disabled = busy || offline;
   const input = request.input as Record<string, unknown> | null;
-  const preview =
-    input && typeof input === "object" && typeof input.content === "string"
+  const changes = patchChanges(request.input);
+  const preview = changes.length > 0
+    ? changes.map((c) => `${c.kind} ${cwd ? relative(c.path, cwd) : c.path}\n${c.diff}`).join("\n")
+    : input && typeof input === "object" && typeof input.content === "string"
       ? String(input.content)
       : input && typeof input === "object" && typeof input.new_string === "string"
         ? `${String(input.old_string ?? "")}\n→\n${String(input.new_string)}`

@@ -1,0 +1,104 @@
+/** Real Claude Code and real Codex sessions side by side in one host, driven from the cockpit,
+ *  each against Nucleic's own mock model server inside the loopback-only namespace: create
+ *  each from the UI, approve its file change from the approval bar, see the file in the diff,
+ *  merge it, and find both on the base branch. */
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+
+import {
+  type Demo,
+  git,
+  launch,
+  pageErrors,
+  pinnedClaude,
+  signedInPage,
+  startDemo,
+  startMockAnthropic,
+  startMockOpenAi,
+  tempDir,
+} from "./harness";
+
+let browser: Browser;
+let demo: Demo;
+const mocks: Array<{ stop(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  browser = await launch();
+  const anthropic = await startMockAnthropic();
+  const openai = await startMockOpenAi();
+  mocks.push(anthropic, openai);
+  const scratch = tempDir("nucleic-e2e-agents-");
+  for (const d of ["home", "run", "tmp", "codex-home"]) mkdirSync(path.join(scratch, d), { recursive: true });
+  writeFileSync(path.join(scratch, "codex-home", "config.toml"), openai.config);
+  // The offline environments from shared/reference (testkit::agents): Claude's, then Codex's.
+  const agentEnv: Record<string, string> = {
+    HOME: path.join(scratch, "home"),
+    XDG_RUNTIME_DIR: path.join(scratch, "run"),
+    CLAUDE_CODE_TMPDIR: path.join(scratch, "tmp"),
+    ANTHROPIC_BASE_URL: anthropic.url,
+    ANTHROPIC_API_KEY: "sk-test",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    CLAUDE_CODE_MAX_RETRIES: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CODEX_HOME: path.join(scratch, "codex-home"),
+    [openai.keyEnv]: "sk-mock",
+  };
+  demo = await startDemo({
+    noSessions: true,
+    args: ["--claude", pinnedClaude(), ...Object.entries(agentEnv).flatMap(([k, v]) => ["--agent-env", `${k}=${v}`])],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await demo?.stop();
+  for (const m of mocks) await m.stop();
+});
+
+/** Creates a session of `backend` from the sheet, approves its file change, waits for the diff. */
+async function runToDiff(page: Page, backend: string, prompt: string, file: string): Promise<{ id: string; editable: boolean }> {
+  await page.goto(`${demo.origin}/#/`);
+  await page.click("[data-testid=new-session]");
+  await page.selectOption("select[name=backend]", backend);
+  await page.fill("textarea[name=prompt]", prompt);
+  await page.click("[data-testid=create-session]");
+  await page.waitForFunction(() => /#\/s\//.test(location.hash));
+  const id = decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
+  await page.waitForSelector("[data-testid=approval-bar]", { timeout: 90_000 });
+  expect(await page.textContent("[data-testid=approval-bar]")).toContain(file);
+  const editable = (await page.$("[data-testid=allow-edited]")) !== null;
+  await page.click("[data-testid=allow]");
+  await page.waitForSelector(`[data-testid=diff-files] li[data-path='${file}']`, { timeout: 90_000 });
+  await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 90_000 });
+  return { id, editable };
+}
+
+async function merge(page: Page, id: string) {
+  await page.goto(`${demo.origin}/#/s/${id}`);
+  await page.waitForSelector("[data-testid=tool-pane]");
+  await page.click("[data-testid=tab-git]");
+  await page.check("[data-testid=update-checkout]");
+  await page.click("[data-testid=merge]");
+  await page.waitForSelector("[data-testid=finish-result]");
+  expect(await page.textContent("[data-testid=finish-result]")).toContain("Merge: done");
+}
+
+it("a real Claude and a real Codex session side by side: approve, diff, merge both", async () => {
+  const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+  const claude = await runToDiff(page, "claudeCode", "Please write claude.txt containing written by the real CLI", "claude.txt");
+  expect(await page.textContent("[data-testid=transcript]")).toContain("Done: I wrote the file.");
+  const codex = await runToDiff(page, "codex", "Add codex.txt, please.", "codex.txt");
+  // Capabilities: Claude takes edited tool input, Codex does not, so its bar does not offer it.
+  expect(claude.editable).toBe(true);
+  expect(codex.editable).toBe(false);
+  expect(await page.$$eval("[data-testid=session-row]", (rows) => rows.length)).toBe(2);
+  await merge(page, claude.id);
+  await merge(page, codex.id);
+  expect(git(demo.repo, "show", "main:claude.txt").trim()).toBe("written by the real CLI");
+  expect(git(demo.repo, "show", "main:codex.txt").trim()).toBe("written by codex");
+  expect(pageErrors(page)).toEqual([]);
+  await context.close();
+});
