@@ -119,6 +119,25 @@ describe("controls", () => {
   });
 });
 
+describe("the session menu", () => {
+  it("rename shows everywhere; export downloads the seed's markdown", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo));
+    const { id } = await create(page, "think");
+    await status(page, id, "awaiting-input");
+    page.once("dialog", (d) => d.accept("Renamed from the browser"));
+    await page.click("[data-testid=session-menu]");
+    await page.click("[data-testid=rename]");
+    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"]:has-text('Renamed from the browser')`);
+    await page.click("[data-testid=session-menu]");
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=export-markdown]")]);
+    const file = await download.path();
+    const text = readFileSync(file, "utf8");
+    expect(text).toContain("# Nucleic session export");
+    expect(text).toContain("Renamed from the browser");
+    await context.close();
+  });
+});
+
 describe("the worktree", () => {
   it("files, images and the handoff command", async () => {
     const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });

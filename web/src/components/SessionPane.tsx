@@ -7,6 +7,7 @@ import { type CockpitStore, errorText, useTranscript } from "../store";
 import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
+import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
 function tokens(n: number): string {
@@ -96,6 +97,7 @@ export function SessionPane({
           <button class={`small${toolsOpen ? " active" : ""}`} onClick={toggleTools} data-testid="toggle-tools" aria-pressed={toolsOpen}>
             Tools
           </button>
+          <SessionMenu store={store} sessionID={sessionID} onError={setError} />
         </div>
       </header>
       <div class="settings-bar">

@@ -1,0 +1,74 @@
+/** The session's "More" menu: rename, archive, export (the seed's markdown or JSONL). */
+import { useState } from "preact/hooks";
+
+import type { ExportFormat } from "../protocol.gen";
+import { type CockpitStore, errorText } from "../store";
+
+function download(name: string, text: string, type: string) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function SessionMenu({ store, sessionID, onError }: { store: CockpitStore; sessionID: string; onError: (e: string | null) => void }) {
+  const [open, setOpen] = useState(false);
+  const summary = store.sessions.get(sessionID);
+  const offline = store.link !== "online";
+  const run = async (f: () => Promise<unknown>) => {
+    setOpen(false);
+    onError(null);
+    try {
+      await f();
+    } catch (e) {
+      onError(errorText(e));
+    }
+  };
+  const exportAs = (format: ExportFormat) =>
+    run(async () => {
+      const reply = await store.request({ type: "exportSession", sessionID, format });
+      const text = reply.type === "ack" ? (reply.result as { text?: string } | null)?.text : undefined;
+      if (typeof text !== "string") throw new Error("The host sent no export text.");
+      const base = (summary?.title || sessionID).replace(/[^\w.-]+/g, "-").slice(0, 60);
+      download(`${base}.${format === "markdown" ? "md" : "jsonl"}`, text, format === "markdown" ? "text/markdown" : "application/x-ndjson");
+    });
+  return (
+    <div class="menu">
+      <button class="small ghost" aria-haspopup="menu" aria-expanded={open} onClick={() => setOpen(!open)} data-testid="session-menu">
+        ⋯
+      </button>
+      {open && (
+        <div class="menu-items" role="menu">
+          <button
+            role="menuitem"
+            disabled={offline}
+            onClick={() => {
+              const title = prompt("Rename session", summary?.title ?? "");
+              if (title && title.trim()) void run(() => store.request({ type: "intent", intent: { kind: "rename", sessionID, title: title.trim() } }));
+              else setOpen(false);
+            }}
+            data-testid="rename"
+          >
+            Rename…
+          </button>
+          <button
+            role="menuitem"
+            disabled={offline}
+            onClick={() => run(() => store.request({ type: "intent", intent: { kind: "archive", sessionID, archived: !summary?.archived } }))}
+            data-testid="archive"
+          >
+            {summary?.archived ? "Unarchive" : "Archive"}
+          </button>
+          <button role="menuitem" disabled={offline} onClick={() => exportAs("markdown")} data-testid="export-markdown">
+            Export as Markdown
+          </button>
+          <button role="menuitem" disabled={offline} onClick={() => exportAs("jsonl")}>
+            Export as JSONL
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
