@@ -80,8 +80,6 @@ export class HostConnection {
   /** sessionID → last seq received (the cursor). */
   private cursors = new Map<string, number>();
   private subscribed = new Set<string>();
-  private queue: Array<{ sessionID: string; event: Event }> = [];
-  private flushScheduled = false;
   state: LinkState = "connecting";
   /** Events dropped because they were already received (expected after a reconnect). */
   duplicatesDropped = 0;
@@ -220,10 +218,10 @@ export class HostConnection {
         for (const id of this.subscribed) this.sendSubscribe(id);
         return;
       case "event":
-        this.acceptEvent(msg.event);
+        this.accept(msg.event.sessionID, [msg.event]);
         return;
       case "events":
-        for (const e of msg.events) this.acceptEvent(e);
+        this.accept(msg.sessionID, msg.events);
         return;
       case "sessionChanged":
         this.on.sessionChanged(msg.session);
@@ -256,37 +254,25 @@ export class HostConnection {
     }
   }
 
-  /** Keeps only the next event in seq order per session (drops duplicates after a
-   *  reconnect), batching delivery to one callback per animation frame. */
-  private acceptEvent(event: Event): void {
-    const last = this.cursor(event.sessionID);
-    if (event.seq <= last) {
-      this.duplicatesDropped++;
-      return;
+  /** Keeps only the events past the session's cursor (a reconnect replays some), counts any
+   *  seq hole, and hands the rest over at once: folding is cheap; views repaint at most once
+   *  per frame (the store coalesces). */
+  private accept(sessionID: string, events: Event[]): void {
+    const fresh: Event[] = [];
+    for (const event of events) {
+      const last = this.cursor(event.sessionID);
+      if (event.seq <= last) {
+        this.duplicatesDropped++;
+        continue;
+      }
+      if (event.seq !== last + 1) {
+        // Full verbosity never skips a seq: a hole means lost events. Say so loudly.
+        this.gaps++;
+        console.error(`seq gap in ${event.sessionID}: ${last} → ${event.seq}`);
+      }
+      this.cursors.set(event.sessionID, event.seq);
+      fresh.push(event);
     }
-    if (event.seq !== last + 1) {
-      // Full verbosity never skips a seq: a hole means lost events. Say so loudly.
-      this.gaps++;
-      console.error(`seq gap in ${event.sessionID}: ${last} → ${event.seq}`);
-    }
-    this.cursors.set(event.sessionID, event.seq);
-    this.queue.push({ sessionID: event.sessionID, event });
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      const flush = () => {
-        this.flushScheduled = false;
-        const batch = this.queue;
-        this.queue = [];
-        const bySession = new Map<string, Event[]>();
-        for (const { sessionID, event: e } of batch) {
-          let list = bySession.get(sessionID);
-          if (!list) bySession.set(sessionID, (list = []));
-          list.push(e);
-        }
-        for (const [id, events] of bySession) this.on.events(id, events);
-      };
-      if (typeof requestAnimationFrame === "function" && !document.hidden) requestAnimationFrame(flush);
-      else setTimeout(flush, 16);
-    }
+    if (fresh.length > 0) this.on.events(sessionID, fresh);
   }
 }

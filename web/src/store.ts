@@ -24,6 +24,8 @@ export class CockpitStore {
   private listeners = new Set<Listener>();
   private transcriptListeners = new Map<string, Set<Listener>>();
   private notifyScheduled = false;
+  private dirty = new Set<string>();
+  private repaintScheduled = false;
 
   constructor(url: string) {
     this.connection = new HostConnection(url, this.identity, {
@@ -41,7 +43,7 @@ export class CockpitStore {
         const t = this.transcripts.get(id);
         if (!t) return;
         t.fold(events);
-        for (const l of this.transcriptListeners.get(id) ?? []) l();
+        this.repaint(id);
       },
       sessionChanged: (s) => {
         const before = this.sessions.get(s.sessionID);
@@ -109,6 +111,22 @@ export class CockpitStore {
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Tells a transcript's views it changed — at most once per frame, however many messages
+   *  arrived (a catch-up is dozens of batches; rendering each would starve the socket). */
+  private repaint(sessionID: string): void {
+    this.dirty.add(sessionID);
+    if (this.repaintScheduled) return;
+    this.repaintScheduled = true;
+    const run = () => {
+      this.repaintScheduled = false;
+      const dirty = [...this.dirty];
+      this.dirty.clear();
+      for (const id of dirty) for (const l of this.transcriptListeners.get(id) ?? []) l();
+    };
+    if (typeof requestAnimationFrame === "function" && !document.hidden) requestAnimationFrame(run);
+    else setTimeout(run, 16);
   }
 
   private changed(): void {
