@@ -288,6 +288,22 @@ describe("bad input", () => {
     }
   });
 
+  it("an expired sign-in link gets the not-signed-in page", async () => {
+    const demo = await startDemo({ noSessions: true, args: ["--login-link-ttl", "0"] });
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const expired = await page.goto(demo.url);
+      expect(expired?.status()).toBe(401);
+      expect(await page.textContent("body")).toMatch(/invalid, expired or already used/);
+      await page.goto(`${demo.origin}/`);
+      await page.waitForSelector("[data-testid=signed-out]");
+      await context.close();
+    } finally {
+      await demo.stop();
+    }
+  });
+
   it("the host going away shows a stale banner; when it comes back the page catches up", async () => {
     const home = tempDir("nucleic-e2e-home-");
     const demo = await startDemo({ noSessions: true, home });
