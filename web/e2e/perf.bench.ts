@@ -57,20 +57,28 @@ it("initial load with 50 sessions", async () => {
     }, [demo.projectID, i] as const);
   }
   await context.close();
-  const times: number[] = [];
+  const cold: number[] = [];
+  const warm: number[] = [];
+  const allRows = () => document.querySelectorAll("[data-testid=session-row]").length >= 50;
   for (let run = 0; run < RUNS; run++) {
+    // Cold: a new browser profile opens the sign-in link; until all 50 sessions are listed.
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await ctx.newPage();
-    await page.goto(await loginLink(demo)); // sign in (sets the cookie), then measure a cold load
-    await page.waitForSelector(".shell[data-link=online]");
-    const t0 = Date.now();
-    await page.goto(`${demo.origin}/#/`);
-    await page.waitForFunction(() => document.querySelectorAll("[data-testid=session-row]").length >= 50, null, { timeout: 60_000 });
-    times.push(Date.now() - t0);
+    const link = await loginLink(demo);
+    let t0 = Date.now();
+    await page.goto(link);
+    await page.waitForFunction(allRows, null, { timeout: 60_000 });
+    cold.push(Date.now() - t0);
+    // Warm: a new tab of the same profile (assets cached, cookie set).
+    const tab = await ctx.newPage();
+    t0 = Date.now();
+    await tab.goto(`${demo.origin}/`);
+    await tab.waitForFunction(allRows, null, { timeout: 60_000 });
+    warm.push(Date.now() - t0);
     await ctx.close();
   }
-  figures.load50 = { medianMs: median(times), runsMs: times };
-  expect(times.length).toBe(RUNS);
+  figures.load50 = { coldMedianMs: median(cold), coldRunsMs: cold, warmMedianMs: median(warm), warmRunsMs: warm };
+  expect(cold.length).toBe(RUNS);
 });
 
 it("20,000-event transcript: first paint, full load, scroll", async () => {
