@@ -70,6 +70,13 @@ describe("nucleic demo", () => {
     expect(await page.isVisible("[data-testid=session-list]")).toBe(true);
     await page.waitForSelector("[data-testid=diff-view]");
     await shot(page, "cockpit-1280");
+    // The finished session: its diff in the tool pane.
+    const finishedID = await page.$eval("[data-testid=session-row][data-status=awaiting-input]", (r) => r.getAttribute("data-session"));
+    await openSession(page, finishedID!);
+    await page.waitForSelector("[data-testid=diff-files] li");
+    await page.waitForSelector(".d2h-file-wrapper");
+    await shot(page, "cockpit-1280-diff");
+    await openSession(page, approvalID!);
 
     // 800: list + session; opening tools collapses the list.
     await page.setViewportSize({ width: 800, height: 900 });
