@@ -23,6 +23,8 @@ import {
 
 let browser: Browser;
 let demo: Demo;
+let demoArgs: string[];
+let home: string;
 const mocks: Array<{ stop(): Promise<void> }> = [];
 
 beforeAll(async () => {
@@ -46,10 +48,9 @@ beforeAll(async () => {
     CODEX_HOME: path.join(scratch, "codex-home"),
     [openai.keyEnv]: "sk-mock",
   };
-  demo = await startDemo({
-    noSessions: true,
-    args: ["--claude", pinnedClaude(), ...Object.entries(agentEnv).flatMap(([k, v]) => ["--agent-env", `${k}=${v}`])],
-  });
+  demoArgs = ["--claude", pinnedClaude(), ...Object.entries(agentEnv).flatMap(([k, v]) => ["--agent-env", `${k}=${v}`])];
+  home = path.join(scratch, "nucleic-home");
+  demo = await startDemo({ noSessions: true, home, args: demoArgs });
 });
 
 afterAll(async () => {
@@ -86,7 +87,19 @@ async function merge(page: Page, id: string) {
   expect(await page.textContent("[data-testid=finish-result]")).toContain("Merge: done");
 }
 
-it("a real Claude and a real Codex session side by side: approve, diff, merge both", async () => {
+/** Sends a follow-up from the composer and waits for the (resumed) agent's approval request. */
+async function followUpAsks(page: Page, id: string, text: string, file: string) {
+  await page.goto(`${demo.origin}/#/s/${id}`);
+  await page.waitForSelector(`[data-testid=session-pane][data-session="${id}"]`);
+  await page.fill("[data-testid=composer]", text);
+  await page.click("[data-testid=send]");
+  await page.waitForSelector("[data-testid=approval-bar]", { timeout: 90_000 }).catch(async (e) => {
+    throw new Error(`${e}\n--- session ${id} ---\n${await page.innerText("[data-testid=session-pane]")}\n--- host ---\n${demo.log().slice(-3000)}`);
+  });
+  expect(await page.textContent("[data-testid=approval-bar]")).toContain(file);
+}
+
+it("a real Claude and a real Codex session side by side: approve, diff, resume after a restart, merge both", async () => {
   const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
   const claude = await runToDiff(page, "claudeCode", "Please write claude.txt containing written by the real CLI", "claude.txt");
   expect(await page.textContent("[data-testid=transcript]")).toContain("Done: I wrote the file.");
@@ -95,9 +108,26 @@ it("a real Claude and a real Codex session side by side: approve, diff, merge bo
   expect(claude.editable).toBe(true);
   expect(codex.editable).toBe(false);
   expect(await page.$$eval("[data-testid=session-row]", (rows) => rows.length)).toBe(2);
+
+  // The host goes away and comes back on the same home and port; the page reconnects by itself
+  // and a follow-up resumes each agent's own conversation (claude --resume, codex thread/resume).
+  await demo.stop();
+  await page.waitForSelector("[data-testid=link-banner]");
+  demo = await startDemo({ noSessions: true, home, port: demo.port, args: demoArgs });
+  await page.waitForSelector(".shell[data-link=online]", { timeout: 60_000 });
+  await followUpAsks(page, claude.id, "Now write claude-again.txt containing after the restart", "claude-again.txt");
+  await page.click("[data-testid=allow]");
+  await page.waitForSelector("[data-testid=diff-files] li[data-path='claude-again.txt']", { timeout: 90_000 });
+  await followUpAsks(page, codex.id, "And codex.txt once more.", "codex.txt");
+  await page.click("[data-testid=deny]");
+  await page.fill("[data-testid=deny-reason]", "it exists already");
+  await page.click("[data-testid=send-deny]");
+  await page.waitForSelector(`[data-testid=session-row][data-session="${codex.id}"][data-status=awaiting-input]`, { timeout: 90_000 });
+
   await merge(page, claude.id);
   await merge(page, codex.id);
   expect(git(demo.repo, "show", "main:claude.txt").trim()).toBe("written by the real CLI");
+  expect(git(demo.repo, "show", "main:claude-again.txt").trim()).toBe("after the restart");
   expect(git(demo.repo, "show", "main:codex.txt").trim()).toBe("written by codex");
   expect(pageErrors(page)).toEqual([]);
   await context.close();

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use crate::AppState;
 use crate::batch;
 use crate::dispatch::{Client, answer, error, parse};
+use crate::follow;
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
 const MAX_FRAME_BYTES: usize = 4 * nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES;
@@ -134,22 +135,18 @@ async fn run(socket: WebSocket, state: AppState) {
                 if let Some(old) = subscriptions.remove(&session_id) {
                     old.abort();
                 }
+                // `follow` keeps the stream going across the agent's exits and resumes.
                 match state.host.subscribe(&session_id, from_seq).await {
-                    Ok(mut events) => {
+                    Ok(first) => {
                         let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
-                        let out = out.clone();
-                        let task = tokio::spawn(async move {
-                            while let Ok(Some(event)) = events.next().await {
-                                if wanted(verbosity, &event.kind)
-                                    && out
-                                        .send(HostMessage::Event { event: (*event).clone() })
-                                        .await
-                                        .is_err()
-                                {
-                                    break;
-                                }
-                            }
-                        });
+                        let task = tokio::spawn(follow::follow(
+                            state.host.clone(),
+                            session_id.clone(),
+                            first,
+                            from_seq,
+                            verbosity,
+                            out.clone(),
+                        ));
                         subscriptions.insert(session_id, task);
                     }
                     Err(e) => {

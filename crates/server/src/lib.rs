@@ -7,6 +7,7 @@ mod auth;
 mod batch;
 mod connection;
 mod dispatch;
+mod follow;
 mod http;
 mod signin;
 mod web;

@@ -343,3 +343,88 @@ async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
     assert!(stdout.contains("allowed by terminal"), "{stdout}");
     assert!(stdout.contains("· turn done"), "{stdout}");
 }
+
+/// A client subscribed to a session whose agent is gone keeps following it: when a follow-up
+/// resumes the session (a new agent, a new writer), the same subscription carries on with the
+/// next seq — no resubscribe, no gap, no duplicate.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscription_to_a_dormant_session_follows_its_resumption() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let (_, project, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
+    assert!(!project.trim().is_empty(), "{err}");
+    let (code, out, err) = cli_env(
+        &home,
+        &["session", "new", "--project", project.trim(), "--agent", "sim", "think"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, err) =
+        cli_env(&home, &["session", "attach", &session, "--until-idle"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cli_env(&home, &["session", "stop", &session], &[]).await;
+    assert_eq!(code, 0, "{err}");
+
+    let port = {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap())
+                .unwrap();
+        v["port"].as_u64().unwrap()
+    };
+    let token = std::fs::read_to_string(home.join("token")).unwrap();
+    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
+    socket.send(Message::Text(hello.to_string().into())).await.unwrap();
+    let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
+    socket.send(Message::Text(sub.to_string().into())).await.unwrap();
+
+    // Reads events until `done` holds for one of them (20 s at most); returns their seqs.
+    async fn read_until(
+        socket: &mut (
+                 impl StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin
+             ),
+        done: impl Fn(&serde_json::Value) -> bool,
+    ) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(20), socket.next())
+                .await
+                .expect("events keep coming")
+                .unwrap()
+                .unwrap();
+            let Message::Text(t) = frame else { continue };
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            if v["type"] == "event" {
+                seqs.push(v["event"]["seq"].as_u64().unwrap());
+                if done(&v["event"]) {
+                    return seqs;
+                }
+            }
+        }
+    }
+    // The catch-up ends with the stop.
+    let mut seqs = read_until(&mut socket, |e| e["kind"]["type"] == "runFinished").await;
+    // A follow-up resumes the session; the same subscription sees the new agent's turn.
+    let (code, _, err) = cli_env(&home, &["session", "send", &session, "say hi"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    seqs.extend(read_until(&mut socket, |e| e["kind"]["type"] == "turnCompleted").await);
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate");
+    let transcript = home.join("sessions").join(&session).join("transcript.jsonl");
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(text.lines().skip(1).any(|l| l.contains("\"say hi\"")), "the follow-up is recorded");
+}

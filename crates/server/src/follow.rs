@@ -1,0 +1,63 @@
+//! One client's stream of one session: catch-up, then live — and it keeps following when the
+//! session's agent is gone and later resumed (a follow-up after a host restart starts a new
+//! writer; a subscription to the old one, or a replay of a dormant session, would end there).
+
+use std::sync::Arc;
+
+use nucleic_core::Subscription;
+use nucleic_host::Host;
+use nucleic_protocol::{HostMessage, Verbosity};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use crate::connection::wanted;
+
+/// Streams `session_id` from `from_seq` (`first` already subscribed there) into `out` until
+/// the client goes away. Each time the
+/// current subscription ends, waits for the session to have events past the last one sent
+/// (its summary's `lastSeq`, pushed by the catalog) and subscribes again from there: no gap,
+/// no duplicate.
+pub async fn follow(
+    host: Arc<Host>,
+    session_id: String,
+    first: Subscription,
+    from_seq: u64,
+    verbosity: Verbosity,
+    out: mpsc::Sender<HostMessage>,
+) {
+    // Subscribed before the first read, so no change in between is missed.
+    let mut changes = host.changes();
+    let mut next = from_seq.max(1);
+    let mut current = Some(first);
+    loop {
+        let mut events = match current.take() {
+            Some(s) => s,
+            None => match host.subscribe(&session_id, next).await {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+        };
+        while let Ok(Some(event)) = events.next().await {
+            next = event.seq + 1;
+            if wanted(verbosity, &event.kind)
+                && out.send(HostMessage::Event { event: (*event).clone() }).await.is_err()
+            {
+                return;
+            }
+        }
+        // The stream ended: the session is dormant. Wait until it has more to say.
+        loop {
+            match changes.recv().await {
+                Ok(s) if s.session_id == session_id && s.last_seq >= next => break,
+                Ok(_) => {}
+                // Missed some changes: look again by subscribing (a dormant session's replay
+                // ends at once if nothing is new).
+                Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return,
+            }
+            if out.is_closed() {
+                return;
+            }
+        }
+    }
+}
