@@ -7,7 +7,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { type Demo, launch, loginLink, pageErrors, signedInPage, startDemo } from "./harness";
+import { type Demo, git, launch, loginLink, pageErrors, signedInPage, startDemo } from "./harness";
 
 let browser: Browser;
 let demo: Demo;
@@ -115,6 +115,26 @@ describe("controls", () => {
     await status(page, id, "awaiting-input");
     await page.selectOption("[data-testid=mode-picker]", "acceptEdits");
     await page.waitForSelector("[data-kind=notice]:has-text('Permission mode → acceptEdits')", { timeout: 30_000 });
+    await context.close();
+  });
+});
+
+describe("the new-session sheet", () => {
+  it("offers the project's branches and starts from the one chosen", async () => {
+    git(demo.repo, "branch", "from-the-sheet");
+    const { context, page } = await signedInPage(browser, await loginLink(demo));
+    await page.click("[data-testid=new-session]");
+    await page.waitForSelector("#branches option[value='from-the-sheet']", { state: "attached" });
+    const offered = await page.$$eval("#branches option", (o) => o.map((x) => (x as HTMLOptionElement).value));
+    expect(offered).toContain("main");
+    expect(offered.some((b) => b.startsWith("nucleic/"))).toBe(false);
+    await page.fill("[data-testid=base-branch]", "from-the-sheet");
+    await page.fill("textarea[name=prompt]", "think");
+    await page.click("[data-testid=create-session]");
+    await page.waitForFunction(() => /#\/s\//.test(location.hash));
+    const id = decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
+    const base = await page.evaluate((sid) => (window as any).nucleic.sessions.get(sid)?.worktree?.baseRef, id);
+    expect(base).toBe("from-the-sheet");
     await context.close();
   });
 });

@@ -233,6 +233,7 @@ export class HostConnection {
       case "sessions":
       case "gitFacts":
       case "files":
+      case "branches":
       case "fileContent": {
         const id = msg.messageID;
         const p = id ? this.pending.get(id) : undefined;
@@ -248,8 +249,10 @@ export class HostConnection {
         return;
       }
       default: {
-        const unknown = msg as { type?: unknown };
-        console.warn("host sent an unknown message type", unknown.type);
+        // Every known type is handled above (a new one fails to compile here); a host newer
+        // than this app may still send others.
+        const unknown: never = msg;
+        console.warn("host sent an unknown message type", (unknown as { type?: unknown }).type);
       }
     }
   }

@@ -166,7 +166,7 @@ features?: Array<string>, } | { "type": "listProjects", messageID: string, } | {
 /**
  * Include the unified patch text (file list and counts always come).
  */
-includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, };
+includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, };
 
 export type Verbosity = "full" | "noPartials" | "summary";
 
@@ -205,7 +205,7 @@ backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: J
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
-truncated: boolean, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
+truncated: boolean, } | { "type": "branches", messageID: string, branches: Array<string>, defaultBranch: string, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
 /**
  * For `alreadyResolved`: who answered first.
  */

@@ -123,6 +123,7 @@ impl Daemon {
                 | HostMessage::Sessions { message_id, .. }
                 | HostMessage::GitFacts { message_id, .. }
                 | HostMessage::Files { message_id, .. }
+                | HostMessage::Branches { message_id, .. }
                 | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),

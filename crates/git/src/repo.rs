@@ -129,6 +129,26 @@ impl Repo {
             .check()
     }
 
+    /// Local branches a session could start from, by most recent commit first; Nucleic's own
+    /// session branches (`nucleic/…`) are left out.
+    pub fn local_branches(&self) -> Result<Vec<String>> {
+        let out = git(&self.root)
+            .args([
+                "for-each-ref",
+                "--sort=-committerdate",
+                "--format=%(refname:short)",
+                "refs/heads/",
+            ])
+            .read_only()
+            .run()?;
+        Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .map(str::trim)
+            .filter(|b| !b.is_empty() && !b.starts_with("nucleic/"))
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Serializes changes to shared repository state (refs, worktree registry, exclude file):
     /// held by every mutating operation, across all [`Repo`]s opened on the same repository.
     pub(crate) fn lock_mutations(&self) -> MutexGuard<'_, ()> {

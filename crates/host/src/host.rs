@@ -150,6 +150,15 @@ impl Host {
         Ok(rows.iter().map(project_summary).collect())
     }
 
+    /// A project's local branches a session could start from (most recent first) and its
+    /// default branch.
+    pub async fn list_branches(&self, id: &str) -> Result<(Vec<String>, String), HostError> {
+        let project = self.project(id).await?;
+        let root = PathBuf::from(&project.root);
+        let branches = blocking(move || Repo::open(&root)?.local_branches()).await?;
+        Ok((branches, project.settings.default_branch))
+    }
+
     pub async fn rename_project(&self, id: &str, name: &str) -> Result<(), HostError> {
         let (id, name) = (id.to_owned(), name.to_owned());
         self.catalog(move |c| c.rename_project(&id, &name)).await

@@ -36,6 +36,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "intent",
     "listFiles",
     "readFile",
+    "listBranches",
 ];
 
 /// Client → host. Every request carries a `messageID` unique per client; the host answers each
@@ -150,6 +151,13 @@ pub enum ClientMessage {
         session_id: String,
         path: String,
     },
+    /// The local branches of a project a new session could start from.
+    ListBranches {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(rename = "projectID")]
+        project_id: String,
+    },
 }
 
 impl ClientMessage {
@@ -167,7 +175,8 @@ impl ClientMessage {
             | ClientMessage::Decide { message_id, .. }
             | ClientMessage::Intent { message_id, .. }
             | ClientMessage::ListFiles { message_id, .. }
-            | ClientMessage::ReadFile { message_id, .. } => Some(message_id),
+            | ClientMessage::ReadFile { message_id, .. }
+            | ClientMessage::ListBranches { message_id, .. } => Some(message_id),
         }
     }
 }
@@ -377,6 +386,14 @@ pub enum HostMessage {
         entries: Vec<FileEntry>,
         /// More entries existed than `MAX_FILE_ENTRIES`.
         truncated: bool,
+    },
+    /// A project's local branches (most recent first, session branches left out).
+    Branches {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        branches: Vec<String>,
+        #[serde(rename = "defaultBranch")]
+        default_branch: String,
     },
     /// One file of a session's worktree.
     FileContent {

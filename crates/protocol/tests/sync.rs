@@ -67,6 +67,7 @@ fn client_messages_snapshot_and_round_trip() {
             session_id: "s1".into(),
             path: "src/main.rs".into(),
         },
+        ClientMessage::ListBranches { message_id: "m7".into(), project_id: "p1".into() },
     ];
     for m in &messages {
         round_trip_client(m);
@@ -110,6 +111,11 @@ fn host_messages_snapshot() {
                 FileEntry { path: "src/link".into(), kind: FileKind::Symlink, size: 0 },
             ],
             truncated: false,
+        },
+        HostMessage::Branches {
+            message_id: "m7".into(),
+            branches: vec!["main".into(), "feature/x".into()],
+            default_branch: "main".into(),
         },
         HostMessage::FileContent {
             message_id: "m6".into(),

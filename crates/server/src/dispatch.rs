@@ -71,7 +71,12 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
         return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
     };
     // Reads of the worktree change nothing and may be megabytes: carried out every time.
-    if matches!(message, ClientMessage::ListFiles { .. } | ClientMessage::ReadFile { .. }) {
+    if matches!(
+        message,
+        ClientMessage::ListFiles { .. }
+            | ClientMessage::ReadFile { .. }
+            | ClientMessage::ListBranches { .. }
+    ) {
         return carry_out(host, client, &id, message).await;
     }
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
@@ -125,6 +130,11 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             .read_file(&session_id, &path)
             .await
             .map(|file| HostMessage::FileContent { message_id: id.to_owned(), file }),
+        ClientMessage::ListBranches { project_id, .. } => {
+            host.list_branches(&project_id).await.map(|(branches, default_branch)| {
+                HostMessage::Branches { message_id: id.to_owned(), branches, default_branch }
+            })
+        }
         ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => {

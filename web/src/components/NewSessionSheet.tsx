@@ -1,5 +1,5 @@
 /** The new-session sheet: project, base branch, backend, model, permission mode, first prompt. */
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 
 import type { Backend, SessionSummary } from "../protocol.gen";
 import { go } from "../route";
@@ -19,6 +19,19 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
     "simulated";
   const info = store.backend(backend);
   const [baseRef, setBaseRef] = useState("");
+  // The project's branches, most recent first (free text stays allowed: a tag or a SHA).
+  const [branches, setBranches] = useState<string[]>([]);
+  useEffect(() => {
+    if (!projectID || store.link !== "online") return;
+    let stale = false;
+    store
+      .request({ type: "listBranches", projectID })
+      .then((r) => !stale && r.type === "branches" && setBranches(r.branches))
+      .catch(() => !stale && setBranches([]));
+    return () => {
+      stale = true;
+    };
+  }, [projectID, store.link]);
   const [model, setModel] = useState("");
   const [mode, setMode] = useState("");
   const [prompt, setPrompt] = useState("");
@@ -72,7 +85,12 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         </label>
         <label>
           Base branch
-          <input value={baseRef} placeholder={project?.defaultBranch ?? "main"} onInput={(e) => setBaseRef(e.currentTarget.value)} name="base" />
+          <input value={baseRef} list="branches" placeholder={project?.defaultBranch ?? "main"} onInput={(e) => setBaseRef(e.currentTarget.value)} name="base" data-testid="base-branch" />
+          <datalist id="branches">
+            {branches.map((b) => (
+              <option value={b} key={b} />
+            ))}
+          </datalist>
         </label>
         <div class="row">
           <label>

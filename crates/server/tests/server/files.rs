@@ -141,3 +141,36 @@ async fn files_of_a_session_are_listed_and_read_and_escapes_refused() {
     .await;
     assert_eq!(recv(&mut socket).await["file"]["content"], "# changed\n");
 }
+
+#[tokio::test]
+async fn a_projects_branches_are_listed_without_session_branches() {
+    let s = start().await;
+    let id = agentless_session(&s).await;
+    let row = s.host.list_sessions(None, true).await.unwrap();
+    let project = row.iter().find(|r| r.session_id == id).unwrap().project_id.clone().unwrap();
+    for args in [["branch", "feature/x"], ["branch", "release"]] {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(&s.repo)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let mut socket = ws(&s).await;
+    hello(&mut socket).await;
+    send(&mut socket, json!({"type": "listBranches", "messageID": "b1", "projectID": project}))
+        .await;
+    let reply = recv(&mut socket).await;
+    assert_eq!(reply["type"], "branches", "{reply}");
+    assert_eq!(reply["defaultBranch"], "main");
+    let mut branches: Vec<&str> =
+        reply["branches"].as_array().unwrap().iter().map(|b| b.as_str().unwrap()).collect();
+    branches.sort_unstable();
+    // The session's own `nucleic/…` branch is not offered as a base.
+    assert_eq!(branches, vec!["feature/x", "main", "release"]);
+    send(&mut socket, json!({"type": "listBranches", "messageID": "b2", "projectID": "nope"}))
+        .await;
+    assert_eq!(recv(&mut socket).await["code"], "notFound");
+}
