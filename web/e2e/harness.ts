@@ -185,7 +185,7 @@ export async function signedInPage(
   page.on("pageerror", (e) => errors.push(String(e)));
   (page as unknown as { errors: string[] }).errors = errors;
   await page.goto(loginURL);
-  await page.waitForSelector(".shell[data-link=online]", { timeout: 30_000 });
+  await page.waitForSelector(".shell[data-link=online]", { timeout: 60_000 });
   return { context, page };
 }
 
