@@ -54,7 +54,7 @@ async fn codex_shell_approval_allowed() {
         return;
     }
     let (_s, target, seen) = approval_round_trip("allowed", Decision::Allow).await;
-    assert!(target.exists(), "the approved command should have created {target:?}");
+    assert!(target.exists(), "the approved command should have created {target:?}: {seen:#?}");
     assert_eq!(shell_result_errors(&seen), vec![false], "{seen:#?}");
 }
 

@@ -58,3 +58,31 @@ pub fn claude_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String
         ("DISABLE_AUTOUPDATER".into(), "1".into()),
     ]
 }
+
+/// Environment for a real `codex` whose `CODEX_HOME` (with [`crate::mock_openai::codex_config_toml`])
+/// is `codex_home`: the mock provider's dummy key and a throwaway HOME under `scratch`. The
+/// throwaway HOME matters: codex runs commands in a login shell, which would otherwise source
+/// the machine's `~/.bashrc` — here that runs `pyenv rehash`, which waits forever on a lock a
+/// killed shell left behind, so every command hung until codex's 10 s yield.
+pub fn codex_offline_env(codex_home: &Path, scratch: &Path) -> Vec<(String, String)> {
+    let home = scratch.join("user-home");
+    let _ = std::fs::create_dir_all(&home);
+    // A daemon started with this environment commits when finishing sessions.
+    let _ = std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Nucleic Test\n\temail = test@nucleic.invalid\n",
+    );
+    let mut env = vec![
+        ("CODEX_HOME".into(), codex_home.to_string_lossy().into_owned()),
+        (crate::mock_openai::API_KEY_ENV.into(), "sk-mock".into()),
+        ("HOME".into(), home.to_string_lossy().into_owned()),
+    ];
+    // A daemon started with this environment still finds the pinned CLIs in the real cache.
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    if let Some(cache) = cache {
+        env.push(("XDG_CACHE_HOME".into(), cache.to_string_lossy().into_owned()));
+    }
+    env
+}

@@ -8,8 +8,9 @@ use std::time::Duration;
 use nucleic_agents::codex::{CodexHandle, CodexOptions};
 use nucleic_agents::{AgentControl, AgentOutput, NativeEvent};
 use nucleic_protocol::{ApprovalRequested, Decision, EventKind, RunFinished};
+use nucleic_testkit::agents::codex_offline_env;
 use nucleic_testkit::agents::real_codex;
-use nucleic_testkit::mock_openai::{API_KEY_ENV, MockOpenAi, Script, codex_config_toml};
+use nucleic_testkit::mock_openai::{MockOpenAi, Script, codex_config_toml};
 use tokio::sync::mpsc;
 
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -37,7 +38,10 @@ impl Setup {
     pub fn options(&self) -> CodexOptions {
         let mut o = CodexOptions::new(real_codex(), self.ws());
         o.codex_home = Some(self.dir.path().join("home"));
-        o.env = vec![(API_KEY_ENV.into(), "sk-mock".into())];
+        o.env = codex_offline_env(&self.dir.path().join("home"), self.dir.path())
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
         o
     }
 }

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use nucleic_protocol::{EventKind, RunOutcome};
+use nucleic_testkit::agents::codex_offline_env;
 use nucleic_testkit::agents::real_codex;
 use nucleic_testkit::isolated;
-use nucleic_testkit::mock_openai::{API_KEY_ENV, FaultKind, MockOpenAi, Script, codex_config_toml};
+use nucleic_testkit::mock_openai::{FaultKind, MockOpenAi, Script, codex_config_toml};
 use pretty_assertions::assert_eq;
 
 use crate::support::*;
@@ -26,10 +27,8 @@ pub async fn codex_setup(script: Script) -> CodexSetup {
     let home = dir.path().join(".codex-home");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("config.toml"), codex_config_toml(&mock.base_url())).unwrap();
-    let env = vec![
-        ("CODEX_HOME".to_owned(), home.to_string_lossy().into_owned()),
-        (API_KEY_ENV.to_owned(), "sk-mock".to_owned()),
-    ];
+    // The throwaway HOME lives inside the codex home (kept out of the workspace listings).
+    let env = codex_offline_env(&home, &home);
     CodexSetup { dir, mock, env, codex: real_codex().to_string_lossy().into_owned() }
 }
 
