@@ -5,19 +5,24 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { type Demo, git, launch, loginLink, pageErrors, signedInPage, startDemo } from "./harness";
 
 let browser: Browser;
 let demo: Demo;
 beforeAll(async () => {
-  browser = await launch();
   demo = await startDemo({ noSessions: true });
 });
 afterAll(async () => {
-  await browser?.close();
   await demo?.stop();
+});
+// A fresh browser for every test (see cockpit.e2e.ts).
+beforeEach(async () => {
+  browser = await launch();
+});
+afterEach(async () => {
+  await browser?.close();
 });
 
 async function create(page: Page, prompt: string): Promise<{ id: string; worktree: string }> {

@@ -5,15 +5,17 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { type Demo, OUT, git, launch, loginLink, longTranscript, pageErrors, signedInPage, startDemo, startServe, tempDir } from "./harness";
 
+// A fresh browser for every test: once in a few full runs, after a host went away, a shared
+// browser's new pages never came online (its WebSocket attempts to 127.0.0.1 stalled).
 let browser: Browser;
-beforeAll(async () => {
+beforeEach(async () => {
   browser = await launch();
 });
-afterAll(async () => {
+afterEach(async () => {
   await browser?.close();
 });
 

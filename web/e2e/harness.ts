@@ -183,9 +183,13 @@ export async function signedInPage(
   }
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  // Kept for diagnosis when a page does not come online (see waitOnline).
+  const consoleLines: string[] = [];
+  page.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+  (page as unknown as { consoleLines: string[] }).consoleLines = consoleLines;
   (page as unknown as { errors: string[] }).errors = errors;
   await page.goto(loginURL);
-  await page.waitForSelector(".shell[data-link=online]", { timeout: 60_000 });
+  await waitOnline(page);
   return { context, page };
 }
 
@@ -273,4 +277,15 @@ export async function startMockOpenAi(): Promise<{ url: string; config: string; 
     throw new Error(`${(e as Error).message}\n${log()}`);
   });
   return { url: String(info.url), config: String(info.config), keyEnv: String(info.keyEnv), stop: stopper(child) };
+}
+
+/** Waits until the page is online; on timeout says what the page and its console saw. */
+export async function waitOnline(page: Page, timeout = 60_000): Promise<void> {
+  try {
+    await page.waitForSelector(".shell[data-link=online]", { timeout });
+  } catch (e) {
+    const link = await page.getAttribute(".shell", "data-link").catch(() => null);
+    const lines = ((page as unknown as { consoleLines?: string[] }).consoleLines ?? []).slice(-20).join("\n");
+    throw new Error(`${e}\nlink state: ${link}; url: ${page.url()}\nconsole:\n${lines}`);
+  }
 }

@@ -19,6 +19,7 @@ import {
   startMockAnthropic,
   startMockOpenAi,
   tempDir,
+  waitOnline,
 } from "./harness";
 
 let browser: Browser;
@@ -114,7 +115,7 @@ it("a real Claude and a real Codex session side by side: approve, diff, resume a
   await demo.stop();
   await page.waitForSelector("[data-testid=link-banner]");
   demo = await startDemo({ noSessions: true, home, port: demo.port, args: demoArgs });
-  await page.waitForSelector(".shell[data-link=online]", { timeout: 60_000 });
+  await waitOnline(page);
   await followUpAsks(page, claude.id, "Now write claude-again.txt containing after the restart", "claude-again.txt");
   await page.click("[data-testid=allow]");
   await page.waitForSelector("[data-testid=diff-files] li[data-path='claude-again.txt']", { timeout: 90_000 });

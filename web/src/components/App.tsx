@@ -1,4 +1,5 @@
 /** The adaptive shell: 1 pane under 600 px, 2 from 600, 3 from 1100; the link banner. */
+import { Suspense, lazy } from "preact/compat";
 import { useState } from "preact/hooks";
 
 import { go, useRoute, usePanes } from "../route";
@@ -8,7 +9,18 @@ import { LinkBanner } from "./LinkBanner";
 import { NewSessionSheet } from "./NewSessionSheet";
 import { SessionList } from "./SessionList";
 import { SessionPane } from "./SessionPane";
-import { ToolPane } from "./ToolPane";
+
+// The tool pane (diff2html and friends) loads on first use: the list and the transcript come
+// up without it.
+const LazyToolPane = lazy(() => import("./ToolPane").then((m) => ({ default: m.ToolPane })));
+
+function ToolPane(props: { store: CockpitStore; sessionID: string; onClose: () => void }) {
+  return (
+    <Suspense fallback={<aside class="pane tool-pane" aria-busy="true"><p class="empty">Loading tools…</p></aside>}>
+      <LazyToolPane {...props} />
+    </Suspense>
+  );
+}
 
 export function App({ store }: { store: CockpitStore }) {
   useStore(store);
