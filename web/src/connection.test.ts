@@ -132,6 +132,16 @@ describe("HostConnection", () => {
     expect(FakeSocket.all).toHaveLength(1);
   });
 
+  it("abandons a handshake that never finishes and tries again", async () => {
+    const ws = FakeSocket.all[0];
+    ws.open(); // hello sent, but no welcome ever comes
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(ws.readyState).toBe(3);
+    expect(conn.state).toBe("offline");
+    await vi.advanceTimersByTimeAsync(6000);
+    expect(FakeSocket.all).toHaveLength(2);
+  });
+
   it("ignores frames that are not JSON or of unknown types", () => {
     const ws = FakeSocket.all[0];
     ws.open();

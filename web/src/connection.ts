@@ -10,6 +10,9 @@ import type {
 } from "./protocol.gen";
 import { FEATURE_EVENT_BATCHES, PROTOCOL_VERSION } from "./protocol.gen";
 
+/** How long a connection may take from opening the socket to `welcome`. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
 export type LinkState = "connecting" | "online" | "offline" | "signedOut";
 
 /** A request without its messageID (the connection assigns one). */
@@ -80,6 +83,7 @@ export class HostConnection {
   /** sessionID → last seq received (the cursor). */
   private cursors = new Map<string, number>();
   private subscribed = new Set<string>();
+  private handshakeTimer: ReturnType<typeof setTimeout> | undefined;
   state: LinkState = "connecting";
   /** Events dropped because they were already received (expected after a reconnect). */
   duplicatesDropped = 0;
@@ -157,6 +161,13 @@ export class HostConnection {
       return;
     }
     this.ws = ws;
+    // A handshake that does not finish (a host half-gone, a stalled connect) is abandoned and
+    // retried rather than waited on forever.
+    const handshake = setTimeout(() => {
+      if (this.ws === ws && this.state !== "online") ws.close();
+    }, HANDSHAKE_TIMEOUT_MS);
+    ws.addEventListener?.("close", () => clearTimeout(handshake));
+    this.handshakeTimer = handshake;
     ws.onopen = () => {
       ws.send(
         JSON.stringify({
@@ -190,7 +201,7 @@ export class HostConnection {
       if (this.closed) return;
       // A 401 means the browser session is gone: say so instead of retrying forever.
       try {
-        const r = await fetch("/api/session", { credentials: "same-origin" });
+        const r = await fetch("/api/session", { credentials: "same-origin", signal: AbortSignal.timeout(3000) });
         if (r.status === 401) {
           this.setState("signedOut");
           return;
@@ -212,6 +223,7 @@ export class HostConnection {
     }
     switch (msg.type) {
       case "welcome":
+        clearTimeout(this.handshakeTimer);
         this.retry = 0;
         this.setState("online");
         this.on.welcome(msg.backends ?? []);

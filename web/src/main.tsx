@@ -11,7 +11,9 @@ async function boot(): Promise<void> {
   if (!root) return;
   let status = 0;
   try {
-    status = (await fetch("/api/session", { credentials: "same-origin" })).status;
+    // Bounded: a host that does not answer must not leave a blank page (the app then shows
+    // its own connection state and keeps retrying).
+    status = (await fetch("/api/session", { credentials: "same-origin", signal: AbortSignal.timeout(5000) })).status;
   } catch {
     status = -1;
   }
