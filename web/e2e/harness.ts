@@ -245,9 +245,14 @@ export function longTranscript(n: number): string {
 
 /** The pinned Claude Code CLI installed by scripts/install-agents.sh. */
 export function pinnedClaude(): string {
+  return pinned("claude-code-2.1.332", "claude");
+}
+
+/** An executable of scripts/install-agents.sh's cache (same lookup as testkit::agents). */
+function pinned(dir: string, bin: string): string {
   const cache = process.env.NUCLEIC_AGENT_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "nucleic", "agents");
-  const exe = path.join(cache, "claude-code-2.1.332", "node_modules", ".bin", "claude");
-  if (!existsSync(exe)) throw new Error(`the pinned claude is not installed at ${exe}: run scripts/install-agents.sh`);
+  const exe = path.join(cache, dir, "node_modules", ".bin", bin);
+  if (!existsSync(exe)) throw new Error(`the pinned ${bin} is not installed at ${exe}: run scripts/install-agents.sh`);
   return exe;
 }
 
@@ -259,14 +264,6 @@ export async function startMockAnthropic(): Promise<{ url: string; stop(): Promi
     throw new Error(`${(e as Error).message}\n${log()}`);
   });
   return { url: String(info.url), stop: stopper(child) };
-}
-
-/** The pinned Codex CLI installed by scripts/install-agents.sh. */
-export function pinnedCodex(): string {
-  const cache = process.env.NUCLEIC_AGENT_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "nucleic", "agents");
-  const exe = path.join(cache, "codex-0.171.0", "node_modules", ".bin", "codex");
-  if (!existsSync(exe)) throw new Error(`the pinned codex is not installed at ${exe}: run scripts/install-agents.sh`);
-  return exe;
 }
 
 /** Starts the Rust mock OpenAI Responses server (crates/testkit, bin mock-openai). */

@@ -163,11 +163,10 @@ export class HostConnection {
     this.ws = ws;
     // A handshake that does not finish (a host half-gone, a stalled connect) is abandoned and
     // retried rather than waited on forever.
-    const handshake = setTimeout(() => {
+    clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = setTimeout(() => {
       if (this.ws === ws && this.state !== "online") ws.close();
     }, HANDSHAKE_TIMEOUT_MS);
-    ws.addEventListener?.("close", () => clearTimeout(handshake));
-    this.handshakeTimer = handshake;
     ws.onopen = () => {
       ws.send(
         JSON.stringify({

@@ -5,3 +5,4 @@ pub mod isolation;
 pub mod mock_anthropic;
 mod mock_http;
 pub mod mock_openai;
+pub mod standalone;

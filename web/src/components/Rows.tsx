@@ -4,6 +4,7 @@ import type { ComponentChildren } from "preact";
 import { memo } from "preact/compat";
 import { useState } from "preact/hooks";
 
+import { download } from "../download";
 import { renderMarkdown } from "../markdown";
 import { displayText, type Row, toolSummary } from "../transcript";
 
@@ -20,14 +21,7 @@ function size(n: number): string {
 export function LongText({ text, label }: { text: string; label: string }) {
   const [all, setAll] = useState(false);
   const long = text.length > PREVIEW_CHARS;
-  const save = () => {
-    const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = `${label}.txt`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  };
+  const save = () => download(`${label}.txt`, text);
   return (
     <div class="long-text">
       <pre>{long && !all ? text.slice(0, PREVIEW_CHARS) : text}</pre>

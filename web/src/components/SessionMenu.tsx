@@ -1,17 +1,9 @@
 /** The session's "More" menu: rename, archive, export (the seed's markdown or JSONL). */
 import { useState } from "preact/hooks";
 
+import { download } from "../download";
 import type { ExportFormat } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
-
-function download(name: string, text: string, type: string) {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
 
 export function SessionMenu({ store, sessionID, onError }: { store: CockpitStore; sessionID: string; onError: (e: string | null) => void }) {
   const [open, setOpen] = useState(false);

@@ -151,11 +151,35 @@ pub(crate) fn alive(pid: i32) -> bool {
         .is_ok_and(|s| !s.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
-    use futures_util::{SinkExt, StreamExt};
+/// A WebSocket client of the daemon in `home`, subscribed to `session` from seq 1.
+async fn watch(
+    home: &Path,
+    session: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    use futures_util::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let daemon: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
+    let port = daemon["port"].as_u64().unwrap();
+    let token = std::fs::read_to_string(home.join("token")).unwrap();
+    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
+    socket.send(Message::Text(hello.to_string().into())).await.unwrap();
+    let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
+    socket.send(Message::Text(sub.to_string().into())).await.unwrap();
+    socket
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
 
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -186,22 +210,7 @@ async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
     let session = out.split_whitespace().next().unwrap().to_owned();
 
     // A client watches the session until the agent asks for approval.
-    let port = {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap())
-                .unwrap();
-        v["port"].as_u64().unwrap()
-    };
-    let token = std::fs::read_to_string(home.join("token")).unwrap();
-    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-    let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
-    socket.send(Message::Text(hello.to_string().into())).await.unwrap();
-    let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
-    socket.send(Message::Text(sub.to_string().into())).await.unwrap();
+    let mut socket = watch(&home, &session).await;
     let mut received = Vec::new();
     loop {
         let frame = tokio::time::timeout(Duration::from_secs(20), socket.next())
@@ -349,9 +358,8 @@ async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
 /// next seq — no resubscribe, no gap, no duplicate.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_subscription_to_a_dormant_session_follows_its_resumption() {
-    use futures_util::{SinkExt, StreamExt};
+    use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -376,22 +384,7 @@ async fn a_subscription_to_a_dormant_session_follows_its_resumption() {
     let (code, _, err) = cli_env(&home, &["session", "stop", &session], &[]).await;
     assert_eq!(code, 0, "{err}");
 
-    let port = {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap())
-                .unwrap();
-        v["port"].as_u64().unwrap()
-    };
-    let token = std::fs::read_to_string(home.join("token")).unwrap();
-    let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-    let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
-    socket.send(Message::Text(hello.to_string().into())).await.unwrap();
-    let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
-    socket.send(Message::Text(sub.to_string().into())).await.unwrap();
+    let mut socket = watch(&home, &session).await;
 
     // Reads events until `done` holds for one of them (20 s at most); returns their seqs.
     async fn read_until(

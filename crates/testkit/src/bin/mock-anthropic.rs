@@ -38,16 +38,9 @@ async fn main() -> ExitCode {
         }
     };
     println!("{}", serde_json::json!({ "url": mock.base_url() }));
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("mock-anthropic: cannot watch SIGTERM: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    if let Err(e) = nucleic_testkit::standalone::until_stopped().await {
+        eprintln!("mock-anthropic: cannot watch for SIGINT/SIGTERM: {e}");
+        return ExitCode::FAILURE;
     }
     drop(mock);
     ExitCode::SUCCESS

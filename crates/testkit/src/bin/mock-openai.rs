@@ -35,16 +35,9 @@ async fn main() -> ExitCode {
         "{}",
         serde_json::json!({ "url": url, "config": codex_config_toml(&url), "keyEnv": API_KEY_ENV })
     );
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("mock-openai: cannot watch SIGTERM: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    if let Err(e) = nucleic_testkit::standalone::until_stopped().await {
+        eprintln!("mock-openai: cannot watch for SIGINT/SIGTERM: {e}");
+        return ExitCode::FAILURE;
     }
     drop(mock);
     ExitCode::SUCCESS
