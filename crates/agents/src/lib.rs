@@ -6,12 +6,14 @@
 //! - [`codex`]: Codex (`app-server` adapter; decoders for `exec --json` and `app-server`).
 //! - [`AgentLaunch`] / [`AnyAgent`]: one launch description and one handle for every backend.
 //! - [`process`]: process groups, capped line reading, group termination.
+//! - [`isolation`]: what of the host an agent never sees (its variables, its data dir).
 
 pub mod agent;
 mod any;
 pub mod claude;
 pub mod codex;
 mod error;
+pub mod isolation;
 pub mod process;
 
 pub use agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};

@@ -17,6 +17,7 @@ use std::io::{BufRead, PipeReader};
 use tokio::process::{Child, Command};
 
 use crate::error::AgentError;
+use crate::isolation::{Isolation, is_host_variable};
 
 /// Longest stdout line kept whole; longer lines are cut (and flagged) rather than exhausting memory.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -27,19 +28,54 @@ pub struct SpawnSpec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub cwd: PathBuf,
-    /// Variables added to (or overriding) the inherited environment.
+    /// Variables added to (or overriding) the inherited environment, which never passes on the
+    /// host's own (`NUCLEIC_*`, see [`is_host_variable`]).
     pub env: Vec<(OsString, OsString)>,
+    /// Run under bubblewrap, the host's data dir hidden; `None` runs the program directly.
+    pub isolation: Option<Isolation>,
 }
 
 /// A started agent: the child (stdin piped, async) and its output pipes (blocking).
 #[derive(Debug)]
 pub struct Spawned {
-    pub child: Child,
+    pub child: AgentChild,
     pub stdout: PipeReader,
     pub stderr: PipeReader,
 }
 
-/// Starts `spec` in a new process group (pgid = its pid) with stdin, stdout and stderr piped.
+/// The spawned process, killed with its whole tree when dropped while still running (a host
+/// shutting down mid-run). Killing only the direct child is not enough under bubblewrap: the
+/// agent would outlive it, holding its output pipes open.
+#[derive(Debug)]
+pub struct AgentChild(Child);
+
+impl std::ops::Deref for AgentChild {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AgentChild {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for AgentChild {
+    fn drop(&mut self) {
+        // Not yet reaped, so its pid is still its own and its descendants are found through it.
+        if let (Ok(None), Some(pid)) = (self.0.try_wait(), self.0.id()) {
+            let mut tree = descendants(pid);
+            tree.push(pid);
+            signal_tree(&tree, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Starts `spec` in a new process group (pgid = its pid) with stdin, stdout and stderr piped,
+/// under `bwrap` when it asks for isolation (the pid is then bwrap's: the agent is its
+/// descendant, so stopping the tree still reaches it).
 pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
     if !spec.cwd.is_dir() {
         return Err(AgentError::Spawn {
@@ -53,8 +89,17 @@ pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
     };
     let (stdout, stdout_writer) = std::io::pipe().map_err(pipe_error)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(pipe_error)?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
+    let (program, args) = match &spec.isolation {
+        Some(isolation) => {
+            (isolation.bwrap.clone(), isolation.args(&spec.program, &spec.args, &spec.cwd))
+        }
+        None => (spec.program.clone(), spec.args.clone()),
+    };
+    let mut cmd = Command::new(&program);
+    for (name, _) in std::env::vars_os().filter(|(name, _)| is_host_variable(name)) {
+        cmd.env_remove(name);
+    }
+    cmd.args(&args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
@@ -64,14 +109,14 @@ pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
         .kill_on_drop(true);
     // `cmd` (holding the pipes' write ends) is dropped on return, so EOF follows the child's exit.
     let child = cmd.spawn().map_err(|e| AgentError::Spawn {
-        program: spec.program.clone(),
+        program,
         reason: match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".into(),
             std::io::ErrorKind::PermissionDenied => "not executable (permission denied)".into(),
             _ => e.to_string(),
         },
     })?;
-    Ok(Spawned { child, stdout, stderr })
+    Ok(Spawned { child: AgentChild(child), stdout, stderr })
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone is not an error.
@@ -246,6 +291,7 @@ mod tests {
             args: vec!["-c".into(), "setsid sleep 300 & sleep 300".into()],
             cwd: std::env::temp_dir(),
             env: Vec::new(),
+            isolation: None,
         };
         let mut child = spawn_group(&spec).unwrap().child;
         let pid = child.id().unwrap();
@@ -270,6 +316,47 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(400)).await;
         for k in kids {
             assert!(proc_stat(k).is_none_or(|s| s.zombie), "{k} survived");
+        }
+    }
+
+    /// Waits (generously: tests run in parallel) until `pid` has `count` descendants.
+    async fn wait_for_descendants(pid: u32, count: usize) -> Vec<u32> {
+        let mut kids = Vec::new();
+        for _ in 0..250 {
+            kids = descendants(pid);
+            if kids.len() >= count {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        kids
+    }
+
+    #[tokio::test]
+    async fn dropping_a_running_agent_kills_its_whole_tree_bubblewrap_included() {
+        let sleeper = |isolation| SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "sleep 300 & sleep 300".into()],
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+            isolation,
+        };
+        let mut specs = vec![(sleeper(None), 2)];
+        // Under bubblewrap: its init, the shell and both sleeps.
+        if let Some(bwrap) = which(Path::new("bwrap")) {
+            let isolation = Isolation { bwrap, hide: Vec::new(), expose: Vec::new() };
+            specs.push((sleeper(Some(isolation)), 4));
+        }
+        for (spec, count) in specs {
+            let spawned = spawn_group(&spec).unwrap();
+            let pid = spawned.child.id().unwrap();
+            let kids = wait_for_descendants(pid, count).await;
+            assert_eq!(kids.len(), count, "{:?}: {kids:?}", spec.isolation);
+            drop(spawned);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for k in kids {
+                assert!(proc_stat(k).is_none_or(|s| s.zombie), "{k} survived the drop");
+            }
         }
     }
 

@@ -26,6 +26,42 @@ fn version_of(path: &Path) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_owned())
 }
 
+/// Prints whether the daemon's agents will run where its data dir cannot be seen; false when
+/// isolation is required and does not work.
+fn isolation() -> bool {
+    use nucleic_host::AgentIsolation;
+    let home = crate::locate::nucleic_home(std::env::var_os("NUCLEIC_HOME").map(Into::into))
+        .map_or_else(|| "the data dir".to_owned(), |h| h.display().to_string());
+    let setting = match AgentIsolation::from_env() {
+        Ok(setting) => setting,
+        Err(e) => {
+            println!("isolation BROKEN setting: {e}");
+            return false;
+        }
+    };
+    match (setting, nucleic_host::bubblewrap()) {
+        (AgentIsolation::Off, _) => {
+            println!(
+                "isolation off ({}=off): agents can read {home} (token, transcripts)",
+                AgentIsolation::VARIABLE
+            );
+            true
+        }
+        (_, Ok(bwrap)) => {
+            println!("isolation on — {} hides {home} from agents", bwrap.display());
+            true
+        }
+        (AgentIsolation::Auto, Err(why)) => {
+            println!("isolation NOT active: {why}; agents can read {home} (token, transcripts)");
+            true
+        }
+        (AgentIsolation::Required, Err(why)) => {
+            println!("isolation MISSING (required by {}=bwrap): {why}", AgentIsolation::VARIABLE);
+            false
+        }
+    }
+}
+
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
 pub fn doctor() -> ExitCode {
     let findings = [
@@ -82,6 +118,7 @@ pub fn doctor() -> ExitCode {
         }
     }
     println!("sim     built in — always available (`nucleic run --agent sim …`, no API key)");
+    missing_required |= !isolation();
     if missing_required {
         println!("verdict: not ready — install what is marked MISSING");
         ExitCode::from(1)

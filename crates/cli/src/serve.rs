@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, Limits};
 use nucleic_server::{AppState, load_or_create_token};
 
 use crate::locate::{find_claude, find_codex};
@@ -32,6 +32,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
         approval_timeout: None,
         setup_timeout: Duration::from_secs(600),
         agent_env: Vec::new(),
+        agent_isolation: AgentIsolation::from_env().map_err(anyhow::Error::msg)?,
     })
 }
 

@@ -16,7 +16,50 @@ pub struct HostConfig {
     /// How long a project's setup script may run.
     pub setup_timeout: Duration,
     /// Extra environment for every agent process (e.g. `ANTHROPIC_BASE_URL`, `CODEX_HOME`).
+    /// Agents inherit the host's environment except its own `NUCLEIC_*` variables.
     pub agent_env: Vec<(OsString, OsString)>,
+    /// Whether agents run where `home` cannot be seen (bubblewrap).
+    pub agent_isolation: AgentIsolation,
+}
+
+/// How agents are kept from the host's data dir (the token, the catalog, every transcript).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AgentIsolation {
+    /// Under bubblewrap when it works on this machine; otherwise agents run without it and the
+    /// host says so once, when it opens.
+    #[default]
+    Auto,
+    /// Under bubblewrap or not at all: agents are refused when it does not work.
+    Required,
+    /// Never (agents still lose the host's `NUCLEIC_*` variables).
+    Off,
+}
+
+impl AgentIsolation {
+    /// The variable `nucleic serve` (and `demo`, `doctor`) read the setting from.
+    pub const VARIABLE: &str = "NUCLEIC_AGENT_ISOLATION";
+
+    /// Parses `auto`, `bwrap` (required) or `off`.
+    pub fn parse(text: &str) -> Result<AgentIsolation, String> {
+        match text.trim() {
+            "" | "auto" => Ok(AgentIsolation::Auto),
+            "bwrap" | "required" => Ok(AgentIsolation::Required),
+            "off" => Ok(AgentIsolation::Off),
+            other => Err(format!(
+                "{}={other:?}: expected auto (bubblewrap when it works), bwrap (required) or off",
+                Self::VARIABLE
+            )),
+        }
+    }
+
+    /// The setting in the environment ([`Self::VARIABLE`]); `Auto` when unset.
+    pub fn from_env() -> Result<AgentIsolation, String> {
+        match std::env::var(Self::VARIABLE) {
+            Ok(text) => Self::parse(&text),
+            Err(std::env::VarError::NotPresent) => Ok(AgentIsolation::Auto),
+            Err(e) => Err(format!("{}: {e}", Self::VARIABLE)),
+        }
+    }
 }
 
 /// How to start each backend.

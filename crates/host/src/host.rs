@@ -64,6 +64,7 @@ impl Host {
         })
         .await?;
         let (changes, _) = broadcast::channel(1024);
+        crate::launch::report_isolation(&config);
         Ok(Arc::new(Host {
             config,
             catalog: Arc::new(catalog),

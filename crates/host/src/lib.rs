@@ -17,9 +17,10 @@ mod names;
 mod portable;
 mod recovery;
 
-pub use config::{AgentPaths, HostConfig, Limits};
+pub use config::{AgentIsolation, AgentPaths, HostConfig, Limits};
 pub use error::HostError;
 pub use files::Listing;
 pub use host::Host;
+pub use launch::bubblewrap;
 pub use names::title_from_prompt;
 pub use recovery::RecoveryReport;

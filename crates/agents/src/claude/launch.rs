@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use nucleic_protocol::Backend;
 
 use crate::error::AgentError;
+use crate::isolation::Isolation;
 use crate::process::SpawnSpec;
+
+/// The simulated agent's fault list (`nucleic_sim`'s `FAULT_ENV`).
+const SIM_FAULT_VARIABLE: &str = "NUCLEIC_SIM_FAULT";
 
 use super::input::PERMISSION_MODES;
 
@@ -34,6 +38,8 @@ pub struct ClaudeOptions {
     pub partial_messages: bool,
     /// Extra environment (e.g. `ANTHROPIC_BASE_URL`); overrides the inherited one.
     pub env: Vec<(OsString, OsString)>,
+    /// Run under bubblewrap with the host's data dir hidden.
+    pub isolation: Option<Isolation>,
 }
 
 impl ClaudeOptions {
@@ -52,6 +58,7 @@ impl ClaudeOptions {
             append_system_prompt: None,
             partial_messages: true,
             env: Vec::new(),
+            isolation: None,
         }
     }
 
@@ -103,8 +110,22 @@ impl ClaudeOptions {
         }
         let mut env: Vec<(OsString, OsString)> =
             vec![("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into())];
+        // The simulated agent's fault injection is its input, not a host secret: it is handed
+        // over explicitly (inherited `NUCLEIC_*` variables never reach an agent).
+        if self.backend == Backend::Simulated
+            && let Some(faults) = std::env::var_os(SIM_FAULT_VARIABLE)
+            && !self.env.iter().any(|(k, _)| k == SIM_FAULT_VARIABLE)
+        {
+            env.push((SIM_FAULT_VARIABLE.into(), faults));
+        }
         env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env })
+        Ok(SpawnSpec {
+            program: self.program.clone(),
+            args,
+            cwd: self.cwd.clone(),
+            env,
+            isolation: self.isolation.clone(),
+        })
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use super::exit::{CodexExit, classify_codex};
@@ -24,8 +24,10 @@ use super::session::read_stderr;
 use super::{ControlIn, ExecDecoder};
 use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
 use crate::error::AgentError;
+use crate::isolation::Isolation;
 use crate::process::{
-    MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group, terminate_tree,
+    AgentChild, MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group,
+    terminate_tree,
 };
 
 /// What `codex exec` supports: one prompt, resumable, nothing interactive.
@@ -67,6 +69,8 @@ pub struct CodexExecOptions {
     /// Give up when the run shows no progress (retry notices do not count) for this long after
     /// its prompt, as the app-server adapter does; `None` waits forever.
     pub provider_timeout: Option<Duration>,
+    /// Run under bubblewrap with the host's data dir hidden.
+    pub isolation: Option<Isolation>,
 }
 
 impl CodexExecOptions {
@@ -81,6 +85,7 @@ impl CodexExecOptions {
             resume: None,
             env: Vec::new(),
             provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
+            isolation: None,
         }
     }
 
@@ -121,7 +126,13 @@ impl CodexExecOptions {
             env.push(("CODEX_HOME".into(), home.clone().into_os_string()));
         }
         env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env })
+        Ok(SpawnSpec {
+            program: self.program.clone(),
+            args,
+            cwd: self.cwd.clone(),
+            env,
+            isolation: self.isolation.clone(),
+        })
     }
 }
 
@@ -261,7 +272,7 @@ fn read_stdout(
 }
 
 async fn supervise(
-    mut child: Child,
+    mut child: AgentChild,
     handle: CodexExecHandle,
     tx: mpsc::Sender<AgentOutput>,
     stdout_task: tokio::task::JoinHandle<ExecDecoder>,

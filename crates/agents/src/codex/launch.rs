@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::error::AgentError;
+use crate::isolation::Isolation;
 use crate::process::SpawnSpec;
 
 /// Approval policies `thread/start` accepts.
@@ -70,6 +71,8 @@ pub struct CodexOptions {
     /// this long while no approval is pending and no tool runs: codex itself retries an
     /// unreachable provider forever. `None` waits forever.
     pub provider_timeout: Option<Duration>,
+    /// Run under bubblewrap with the host's data dir hidden.
+    pub isolation: Option<Isolation>,
 }
 
 impl CodexOptions {
@@ -87,6 +90,7 @@ impl CodexOptions {
             resume: None,
             env: Vec::new(),
             provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
+            isolation: None,
         }
     }
 
@@ -135,6 +139,7 @@ impl CodexOptions {
             args: vec!["app-server".into()],
             cwd: self.cwd.clone(),
             env,
+            isolation: self.isolation.clone(),
         })
     }
 

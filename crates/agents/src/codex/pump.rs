@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::process::AgentChild;
 use nucleic_protocol::{ErrorCode, ErrorEvent, EventKind, RawJson, StderrLine};
 use serde_json::Value;
-use tokio::process::Child;
 use tokio::sync::mpsc;
 
 use super::{CodexHandle, MAX_BATCH, OUTPUT_DRAIN};
@@ -141,7 +141,7 @@ pub(super) fn read_stdout(
 
 /// Waits for the output readers and the process, then reports how the run ended.
 pub(super) async fn supervise(
-    mut child: Child,
+    mut child: AgentChild,
     handle: CodexHandle,
     tx: mpsc::Sender<AgentOutput>,
     mut stdout_task: tokio::task::JoinHandle<AppServerDecoder>,

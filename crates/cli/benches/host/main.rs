@@ -170,6 +170,7 @@ impl Daemon {
             approval_timeout: None,
             setup_timeout: Duration::from_secs(60),
             agent_env: vec![(PROBE_ENV.into(), "1".into())],
+            agent_isolation: nucleic_host::AgentIsolation::Auto,
         })
         .await?;
         let token = load_or_create_token(home)?;

@@ -47,6 +47,7 @@ async fn host(dir: &Path) -> Arc<Host> {
         approval_timeout: None,
         setup_timeout: Duration::from_secs(2),
         agent_env: Vec::new(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
     })
     .await
     .unwrap()
@@ -440,6 +441,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         approval_timeout: None,
         setup_timeout: Duration::from_secs(2),
         agent_env: Vec::new(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
     };
     let host =
         Host::open(config(Limits { max_live_sessions: 1, max_worktrees: 10, min_free_bytes: 0 }))

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod agent_boundary;
 mod bad_input;
 mod daemon;
 mod demo;

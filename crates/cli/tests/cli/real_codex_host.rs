@@ -197,6 +197,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         approval_timeout: None,
         setup_timeout: Duration::from_secs(10),
         agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
     })
     .await
     .unwrap();

@@ -84,6 +84,7 @@ async fn serve_in(
         approval_timeout: None,
         setup_timeout: Duration::from_secs(5),
         agent_env: Vec::new(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
     })
     .await
     .unwrap();
