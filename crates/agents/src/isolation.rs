@@ -17,9 +17,10 @@ pub fn is_host_variable(name: &OsStr) -> bool {
 /// An agent run under bubblewrap. The whole filesystem stays as it is (the agent works as the
 /// person would, devices included) except `hide`, each covered by an empty tmpfs; `/proc` is
 /// the sandbox's own, so no process outside it (whose `/proc/<pid>/root` would lead back to the
-/// real filesystem) can be seen. All capabilities are dropped (a root host's agent could
-/// otherwise unmount the tmpfs) and the agent gets a session of its own (no `TIOCSTI` into the
-/// host's terminal).
+/// real filesystem) can be seen, and the agent gets a session of its own (no `TIOCSTI` into the
+/// host's terminal). Run by a person, bubblewrap makes a user namespace and the agent holds no
+/// capability, so it cannot unmount the tmpfs. A host running as root keeps its agents' root
+/// capabilities (Codex's own bubblewrap sandbox needs them to nest): root can undo this.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Isolation {
     /// The `bwrap` executable.
@@ -44,7 +45,7 @@ impl Isolation {
         for dir in &self.expose {
             push(&["--bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
         }
-        push(&["--new-session".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
+        push(&["--new-session".as_ref()]);
         push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref(), program.as_os_str()]);
         out.extend(args.iter().cloned());
         out
@@ -75,8 +76,8 @@ mod tests {
         assert_eq!(
             joined,
             "--dev-bind / / --unshare-pid --proc /proc --tmpfs /data/nucleic \
-             --bind /data/nucleic/repo /data/nucleic/repo --new-session --cap-drop ALL \
-             --chdir /w -- /bin/claude -p"
+             --bind /data/nucleic/repo /data/nucleic/repo --new-session --chdir /w -- \
+             /bin/claude -p"
         );
     }
 }

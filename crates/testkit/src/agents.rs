@@ -72,7 +72,13 @@ pub fn codex_offline_env(codex_home: &Path, scratch: &Path) -> Vec<(String, Stri
         home.join(".gitconfig"),
         "[user]\n\tname = Nucleic Test\n\temail = test@nucleic.invalid\n",
     );
+    // Codex prefers a `bwrap` on PATH to its bundled one; Debian 12's (0.8.0) lacks `--argv0`,
+    // so codex then execs its sandbox helper through an alias it refuses to create under the
+    // temporary dir — where tests keep CODEX_HOME. Its own temporary dir goes elsewhere.
+    let tmp = scratch.join("codex-tmp");
+    let _ = std::fs::create_dir_all(&tmp);
     let mut env = vec![
+        ("TMPDIR".into(), tmp.to_string_lossy().into_owned()),
         ("CODEX_HOME".into(), codex_home.to_string_lossy().into_owned()),
         (crate::mock_openai::API_KEY_ENV.into(), "sk-mock".into()),
         ("HOME".into(), home.to_string_lossy().into_owned()),
