@@ -16,6 +16,7 @@ mod launch;
 mod names;
 mod portable;
 mod recovery;
+mod shutdown;
 
 pub use config::{AgentPaths, HostConfig, Limits};
 pub use error::HostError;
@@ -23,3 +24,4 @@ pub use files::Listing;
 pub use host::Host;
 pub use names::title_from_prompt;
 pub use recovery::RecoveryReport;
+pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};
