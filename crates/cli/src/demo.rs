@@ -274,7 +274,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     // Shut down within the bound: agents (they write into the repository) and the server, then
     // what the demo created.
-    force_stop_after(signals, &home);
+    force_stop_after(signals, &home, Arc::clone(&host));
     let complete = stop_daemon(&host, served, &home).await;
     drop(state);
     drop(host);

@@ -110,7 +110,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
             Err(e) => anyhow::anyhow!("the server task failed: {e}"),
         }),
     };
-    force_stop_after(signals, &home);
+    force_stop_after(signals, &home, Arc::clone(&host));
     let complete = stop_daemon(&host, served, &home).await;
     drop(state);
     drop(lock);
@@ -138,13 +138,15 @@ impl Served {
     }
 }
 
-/// From now on a second signal, or the stop outlasting [`STOP_BOUND`], kills every process this
-/// one started (agents and their trees first of all) and exits at once.
-pub(crate) fn force_stop_after(signals: StopSignals, home: &Path) {
+/// From now on a second signal, or the stop outlasting [`STOP_BOUND`], SIGKILLs every process
+/// this one started (agents' trees first of all) and exits at once.
+pub(crate) fn force_stop_after(signals: StopSignals, home: &Path, host: Arc<Host>) {
     let home = home.to_owned();
     force_exit_after(signals, STOP_BOUND, move |why| {
-        let killed = nucleic_agents::process::kill_descendants(std::process::id());
-        eprintln!("nucleic: {why}: stopping now ({} process(es) killed)", killed.len());
+        // Processes that outlived their agent first (no longer our descendants), then ours.
+        let leftovers = host.kill_stopping_agents();
+        let killed = nucleic_agents::process::kill_descendants(std::process::id()).len();
+        eprintln!("nucleic: {why}: stopping now ({} process(es) killed)", leftovers + killed);
         // The listener closes with the process, a moment from now.
         remove_daemon_file_if_ours(&home);
     });

@@ -57,10 +57,15 @@ pub struct LateSession {
 
 /// Whether the host is stopping, and how many agent starts are under way: a start either sees
 /// the flag and is refused, or is counted and waited for, so no agent starts behind a shutdown.
+/// Also the processes of every agent tree a shutdown began stopping, for a forced exit.
 #[derive(Debug, Default)]
 pub(crate) struct LaunchGate {
     state: Mutex<GateState>,
+    trees: Arc<Mutex<Vec<Member>>>,
 }
+
+/// One process of an agent's tree: its pid and start time (so a reused pid is never signalled).
+type Member = (u32, u64);
 
 #[derive(Debug, Default)]
 struct GateState {
@@ -74,14 +79,14 @@ pub(crate) struct StartPass<'a>(&'a LaunchGate);
 
 impl Drop for StartPass<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.0.lock();
         state.starting = state.starting.saturating_sub(1);
     }
 }
 
 impl LaunchGate {
     fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// Counts an agent start, or refuses it once the host is stopping.
@@ -131,6 +136,14 @@ impl Host {
         self.gate.is_stopping()
     }
 
+    /// SIGKILLs now whatever is left of the agent trees a shutdown began stopping, including
+    /// processes that outlived their agent (no longer its descendants). For a forced exit;
+    /// returns how many processes were signalled.
+    pub fn kill_stopping_agents(&self) -> usize {
+        let members = lock(&self.gate.trees).clone();
+        kill_members(&members)
+    }
+
     /// Stops the host's agents within `within`: refuses new agent starts (and waits for the ones
     /// under way), then, for every live session at once, records `interruptRequested` (by
     /// [`STOPPING_BY`]), stops the agent's process tree (SIGTERM, SIGKILL after `grace`), waits
@@ -153,8 +166,9 @@ impl Host {
         let mut tasks = tokio::task::JoinSet::new();
         for (id, handle) in sessions {
             let catalog = Arc::clone(&self.catalog);
+            let trees = Arc::clone(&self.gate.trees);
             tasks.spawn(async move {
-                let outcome = stop_session(&catalog, &id, &handle, grace, deadline).await;
+                let outcome = stop_session(&catalog, &trees, &id, &handle, grace, deadline).await;
                 (id, outcome)
             });
         }
@@ -193,6 +207,7 @@ impl Host {
 /// Stops one session's agent and closes its writer, by `deadline`.
 async fn stop_session(
     catalog: &Arc<Catalog>,
+    trees: &Mutex<Vec<Member>>,
     id: &str,
     handle: &SessionHandle,
     grace: Duration,
@@ -201,20 +216,28 @@ async fn stop_session(
     let ask_by = || deadline.min(Instant::now() + ASK_WITHIN);
     let was_running = handle.state().finished.is_none();
     if was_running {
+        // The tree as it is now: what survives the agent (a command ignoring SIGTERM, reparented
+        // away from it) is still found and killed after the grace.
+        let tree = agent_tree(catalog, id, ask_by()).await;
+        lock(trees).extend(&tree);
         let note = EventKind::InterruptRequested(InterruptRequested { by: STOPPING_BY.into() });
         let _ = timeout_at(ask_by(), handle.record(note)).await;
+        let stopped_at = Instant::now();
         match timeout_at(ask_by(), handle.stop(grace, None)).await {
             Ok(_) => {}
-            // The writer is stuck: stop the process tree it recorded directly (its exit is then
-            // recorded whenever the writer gets to it, or by recovery at the next start).
+            // The writer is stuck: stop the process tree directly (its exit is then recorded
+            // whenever the writer gets to it, or by recovery at the next start).
             Err(_) => {
-                if let Some(pid) = agent_pid(catalog, id, ask_by()).await {
-                    nucleic_agents::process::terminate_tree(pid, grace);
+                if let Some((pid, _)) = tree.first() {
+                    nucleic_agents::process::terminate_tree(*pid, grace);
                 }
             }
         }
         if timeout_at(deadline, handle.wait_finished()).await.is_err() {
             return Outcome::Late("the agent's exit");
+        }
+        if !tree_gone(&tree, stopped_at + grace, deadline).await {
+            return Outcome::Late("processes of its tree");
         }
     }
     // The agent is gone: the writer stops for good (syncing the transcript).
@@ -235,11 +258,66 @@ async fn stop_session(
     if was_running { Outcome::Stopped } else { Outcome::Closed }
 }
 
-/// The agent process the catalog recorded for `id`.
-async fn agent_pid(catalog: &Arc<Catalog>, id: &str, by: Instant) -> Option<u32> {
+/// The agent process the catalog recorded for `id` (if it still is that process) and its
+/// descendants, agent first.
+async fn agent_tree(catalog: &Arc<Catalog>, id: &str, by: Instant) -> Vec<Member> {
     let (catalog, key) = (Arc::clone(catalog), id.to_owned());
-    let row = timeout_at(by, blocking(move || catalog.session(&key))).await.ok()?.ok()??;
-    row.agent.map(|a| a.pid)
+    let row = timeout_at(by, blocking(move || catalog.session(&key))).await;
+    let Ok(Ok(Some(row))) = row else { return Vec::new() };
+    let Some(agent) = row.agent.filter(|a| alive(&(a.pid, a.start_ticks))) else {
+        return Vec::new();
+    };
+    let mut tree = vec![(agent.pid, agent.start_ticks)];
+    for pid in nucleic_agents::process::descendants(agent.pid) {
+        if let Some(stat) = proc_stat(pid) {
+            tree.push((pid, stat.start_ticks));
+        }
+    }
+    tree
+}
+
+/// Waits until every process of `tree` is gone; SIGKILLs the rest at `kill_at`. False when some
+/// are still there at `deadline`.
+async fn tree_gone(tree: &[Member], kill_at: Instant, deadline: Instant) -> bool {
+    let mut killed = false;
+    loop {
+        let left: Vec<Member> = tree.iter().copied().filter(alive).collect();
+        if left.is_empty() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        if now >= kill_at && !killed {
+            kill_members(&left);
+            killed = true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn proc_stat(pid: u32) -> Option<nucleic_agents::process::ProcStat> {
+    nucleic_agents::process::proc_stat(pid)
+}
+
+/// True while `member` runs (a zombie has already stopped).
+fn alive(member: &Member) -> bool {
+    proc_stat(member.0).is_some_and(|s| !s.zombie && s.start_ticks == member.1)
+}
+
+/// SIGKILLs the members still alive, with their current descendants.
+fn kill_members(members: &[Member]) -> usize {
+    let mut signalled = 0;
+    for member in members.iter().filter(|m| alive(m)) {
+        nucleic_agents::process::kill_tree(member.0);
+        signalled += 1;
+    }
+    signalled
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Waits until the catalog has folded every event up to `last_seq`.
