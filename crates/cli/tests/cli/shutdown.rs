@@ -195,7 +195,6 @@ async fn sigterm_stops(serve: &mut Serve, session: &str, agents: &[Proc]) -> Dur
     assert_eq!(code, Some(0), "{}", serve.log_text());
     assert_eq!(survivors(agents).await, vec![], "agent processes outlived the daemon");
     assert!(!serve.home.join("daemon.json").exists(), "daemon.json left behind");
-    assert_eq!(std::fs::read_to_string(serve.home.join("host.lock")).unwrap(), "");
 
     let events = transcript(&serve.home, session);
     let tail: Vec<&Value> = events.iter().rev().take(8).collect();
@@ -212,6 +211,8 @@ async fn sigterm_stops(serve: &mut Serve, session: &str, agents: &[Proc]) -> Dur
     assert_eq!(answered.count(), asked, "every approval voided before the end: {tail:#?}");
     let last_status = events.iter().rev().find(|e| e["kind"]["type"] == "statusChanged").unwrap();
     assert_eq!(last_status["kind"]["status"], "finished");
+    let lock = std::fs::read_to_string(serve.home.join("host.lock"));
+    assert_eq!(lock.ok().as_deref(), Some(""), "the lock file names nobody any more");
     took
 }
 
@@ -385,6 +386,35 @@ fn hosts_on(home: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Kills every host on the home when dropped (a failing test must not leave a second one).
+struct NoHostLeft(PathBuf);
+
+impl Drop for NoHostLeft {
+    fn drop(&mut self) {
+        for pid in hosts_on(&self.0) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+    }
+}
+
+/// Runs `nucleic <args>` (up to 10 s; killed past it); returns its code and stderr.
+async fn nucleic_within_10s(args: &[&str], home: &Path) -> (Option<i32>, String) {
+    let child = tokio::process::Command::new(nucleic())
+        .args(args)
+        .arg(home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("nucleic {args:?} was not refused within 10 s"))
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_host_on_a_locked_home_refuses_naming_the_first() {
     let within = Duration::from_secs(60);
@@ -392,29 +422,18 @@ async fn a_second_host_on_a_locked_home_refuses_naming_the_first() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let serve = Serve::start(&home, &[]).await;
+        let _cleanup = NoHostLeft(home.clone());
         let started = Instant::now();
-        let second = tokio::process::Command::new(nucleic())
-            .args(["serve", "--bind", "127.0.0.1:0", "--home"])
-            .arg(&home)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
+        let (code, err) =
+            nucleic_within_10s(&["serve", "--bind", "127.0.0.1:0", "--home"], &home).await;
         assert!(started.elapsed() < Duration::from_secs(5), "refused at once");
-        assert_eq!(second.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&second.stderr);
+        assert_eq!(code, Some(2), "{err}");
         let expected = format!("another nucleic host (pid {}) is running on", serve.pid);
         assert!(err.contains(&expected), "{err}");
         // So does a demo on that home; and the first host is untouched.
-        let demo = tokio::process::Command::new(nucleic())
-            .args(["demo", "--no-sessions", "--home"])
-            .arg(&home)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
-        assert_eq!(demo.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&demo.stderr).contains(&expected));
+        let (code, err) = nucleic_within_10s(&["demo", "--no-sessions", "--home"], &home).await;
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&expected), "{err}");
         assert_eq!(daemon_pid(&home), Some(serve.pid));
         assert_eq!(hosts_on(&home), vec![serve.pid]);
     })
@@ -429,6 +448,7 @@ async fn the_cli_waits_for_a_live_host_whose_daemon_json_is_missing() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let serve = Serve::start(&home, &[]).await;
+        let _cleanup = NoHostLeft(home.clone());
         // The host is alive but does not advertise itself (as while it starts or stops).
         let hidden = dir.path().join("daemon.json.hidden");
         std::fs::rename(home.join("daemon.json"), &hidden).unwrap();
