@@ -17,7 +17,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::daemon::{cli_env, git};
-use crate::real_codex::codex_setup;
+use crate::real_codex::{CodexSetup, codex_setup};
 use crate::support::nucleic;
 
 /// The documented bound on a stop (docs/security.md, "One host per home, and stopping").
@@ -216,8 +216,13 @@ async fn sigterm_stops(serve: &mut Serve, session: &str, agents: &[Proc]) -> Dur
     took
 }
 
-/// A daemon with one Codex session brought to `ready`; SIGTERM stops it.
-async fn codex_session_stops(script: Script, prompt: &str, ready: impl Fn(&[Value]) -> bool) {
+/// A daemon with one Codex session brought to `ready`; SIGTERM stops it. Returns the setup, the
+/// home and the session for more.
+async fn codex_session_stops(
+    script: Script,
+    prompt: &str,
+    ready: impl Fn(&[Value]) -> bool,
+) -> (CodexSetup, PathBuf, String) {
     let s = codex_setup(script).await;
     let home = s.dir.path().join("nucleic-home");
     let root = repo(s.dir.path());
@@ -230,6 +235,7 @@ async fn codex_session_stops(script: Script, prompt: &str, ready: impl Fn(&[Valu
     assert!(codex >= 2, "expected the wrapper and the native codex: {agents:?}");
     let took = sigterm_stops(&mut serve, &session, &agents).await;
     eprintln!("codex session stopped in {took:?}");
+    (s, home, session)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -240,8 +246,32 @@ async fn sigterm_stops_the_daemon_with_an_idle_codex_session() {
     let within = Duration::from_secs(120);
     tokio::time::timeout(within, async {
         // The turn completed; the app-server waits for the next prompt.
-        codex_session_stops(Script::text("hello"), "just say hello", |ev| has(ev, "turnCompleted"))
-            .await;
+        let turns = |n: usize| {
+            move |ev: &[Value]| {
+                ev.iter().filter(|e| e["kind"]["type"] == "turnCompleted").count() >= n
+            }
+        };
+        let (s, home, session) =
+            codex_session_stops(Script::text("hello"), "just say hello", turns(1)).await;
+
+        // The next host starts clean on the home (nothing to recover) and resumes the thread.
+        let mut serve = Serve::start(&home, &s.env).await;
+        assert!(!serve.log_text().contains("recovered"), "{}", serve.log_text());
+        s.mock.set_script(Script::text("hello again"));
+        let env: Vec<(&str, &str)> = s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (code, _, err) = cli_env(&home, &["session", "send", &session, "again"], &env).await;
+        assert_eq!(code, 0, "{err}");
+        until(&home, &session, 60, turns(2)).await;
+        let events = transcript(&home, &session);
+        let threads: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["kind"]["type"] == "sessionStarted")
+            .map(|e| &e["kind"]["backendSessionID"])
+            .collect();
+        assert_eq!(threads.len(), 2, "{events:#?}");
+        assert_eq!(threads[0], threads[1], "the same Codex thread, resumed");
+        let agents = serve.tree();
+        sigterm_stops(&mut serve, &session, &agents).await;
     })
     .await
     .expect("the test's own deadline");
