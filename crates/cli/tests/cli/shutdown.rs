@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::daemon::{cli_env, git};
 use crate::real_codex::{CodexSetup, codex_setup};
+use crate::real_codex_host::transcript;
 use crate::support::nucleic;
 
 /// The documented bound on a stop (docs/security.md, "One host per home, and stopping").
@@ -123,16 +124,6 @@ fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " ").trim().to_owned())
         .unwrap_or_default()
-}
-
-/// The session's transcript as JSON values.
-fn transcript(home: &Path, session: &str) -> Vec<Value> {
-    let path = home.join("sessions").join(session).join("transcript.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Polls the transcript (up to `secs`) until `ready` holds.
