@@ -13,6 +13,7 @@ use crate::error::{CatalogError, Result};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_browser_sessions.sql"),
+    include_str!("../migrations/0003_device_keys.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).

@@ -189,7 +189,7 @@ pub enum SessionCommand {
     },
 }
 
-async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
+pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
     let message_id = daemon.id();
     match daemon.request(ClientMessage::Intent { message_id, intent }).await? {
         HostMessage::Ack { result, .. } => Ok(result),

@@ -58,6 +58,7 @@ impl Daemon {
         let client_id = format!("cli-{}", std::process::id());
         daemon
             .send(&ClientMessage::Hello {
+                device: None,
                 client_id,
                 client_name: format!("terminal ({})", whoami()),
                 protocol_version: PROTOCOL_VERSION,
@@ -124,6 +125,7 @@ impl Daemon {
                 | HostMessage::GitFacts { message_id, .. }
                 | HostMessage::Files { message_id, .. }
                 | HostMessage::Branches { message_id, .. }
+                | HostMessage::Devices { message_id, .. }
                 | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),

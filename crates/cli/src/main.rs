@@ -4,6 +4,7 @@
 mod commands;
 mod daemon;
 mod demo;
+mod devices;
 mod doctor;
 mod locate;
 mod open;
@@ -49,6 +50,20 @@ enum Commands {
     /// if needed).
     Open {
         #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Devices signed in to the daemon: list them, revoke one.
+    Device {
+        #[command(subcommand)]
+        command: devices::DeviceCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// The host token (what the CLI authenticates with): rotate it, signing every device out.
+    Token {
+        #[command(subcommand)]
+        command: devices::TokenCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
     /// Projects: git repositories sessions run in.
@@ -176,6 +191,14 @@ fn main() -> ExitCode {
         Commands::Demo(args) => block_on(demo::demo(*args)),
         Commands::Open { home } => match locate::nucleic_home(home) {
             Some(home) => block_on(open::open(&home)),
+            None => no_home(),
+        },
+        Commands::Device { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::device(&home, command)),
+            None => no_home(),
+        },
+        Commands::Token { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::token(&home, command)),
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {

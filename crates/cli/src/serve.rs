@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 
 use crate::locate::{find_claude, find_codex};
 use crate::signals::StopSignals;
@@ -44,7 +44,6 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     }
     let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(host_config(&home)?).await?;
     let recovery = host.recovery();
     if !recovery.is_clean() {
@@ -71,7 +70,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         "nucleic: serving on http://{addr} (token in {})",
         home.join(nucleic_server::TOKEN_FILE).display()
     );
-    let state = AppState::new(host, token, addr);
+    let state = AppState::new(host, addr);
     match state.login_link() {
         Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
         Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),

@@ -36,6 +36,8 @@ pub struct Host {
     pub(crate) changes: broadcast::Sender<SessionSummary>,
     /// What opening found and repaired.
     pub(crate) recovery: RecoveryReport,
+    /// The token and device revocations.
+    pub(crate) credentials: crate::credentials::Credentials,
 }
 
 /// What a new session runs in, and with what.
@@ -55,6 +57,7 @@ impl Host {
         std::fs::create_dir_all(&config.home).map_err(|e| {
             HostError::Invalid(format!("cannot create {}: {e}", config.home.display()))
         })?;
+        let credentials = crate::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let (catalog, report) = blocking(move || {
             let mut report = RecoveryReport::default();
@@ -70,6 +73,7 @@ impl Host {
             live: Mutex::default(),
             changes,
             recovery: report,
+            credentials,
         }))
     }
 

@@ -6,12 +6,40 @@ use nucleic_host::{Host, HostError};
 use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
 use serde_json::Value;
 
+/// Who is acting, as authenticated — never as the client describes itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The host's token (the CLI and scripts on this machine).
+    Token,
+    /// A signed-in device that proved its key.
+    Device { id: String, name: String },
+}
+
+impl Principal {
+    /// Recorded as who answered an approval or made a change.
+    pub fn label(&self) -> &str {
+        match self {
+            Principal::Token => "token on this machine",
+            Principal::Device { name, .. } => name,
+        }
+    }
+
+    /// The device, if the principal is one.
+    pub fn device_id(&self) -> Option<&str> {
+        match self {
+            Principal::Token => None,
+            Principal::Device { id, .. } => Some(id),
+        }
+    }
+}
+
 /// Who sent a request.
 #[derive(Debug, Clone)]
 pub struct Client {
+    /// The client's own id: scopes its message ids (remembered replies).
     pub id: String,
-    /// Shown as who answered an approval or made a change.
-    pub name: String,
+    /// Who it authenticated as.
+    pub principal: Principal,
 }
 
 /// An `error` reply.
@@ -76,6 +104,7 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
         ClientMessage::ListFiles { .. }
             | ClientMessage::ReadFile { .. }
             | ClientMessage::ListBranches { .. }
+            | ClientMessage::ListDevices { .. }
     ) {
         return carry_out(host, client, &id, message).await;
     }
@@ -114,10 +143,12 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             host.send_input(&session_id, &text).await.map(|()| ack(None))
         }
         ClientMessage::Decide { session_id, request_id, decision, .. } => host
-            .decide(&session_id, &request_id, decision, &client.name)
+            .decide(&session_id, &request_id, decision, client.principal.label())
             .await
             .map(|r| ack(serde_json::to_value(r).ok())),
-        ClientMessage::Intent { intent, .. } => host.intent(intent, &client.name).await.map(ack),
+        ClientMessage::Intent { intent, .. } => {
+            host.intent(intent, client.principal.label()).await.map(ack)
+        }
         ClientMessage::ListFiles { session_id, path, recursive, .. } => {
             host.list_files(&session_id, &path, recursive).await.map(|listing| HostMessage::Files {
                 message_id: id.to_owned(),
@@ -135,6 +166,10 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
                 HostMessage::Branches { message_id: id.to_owned(), branches, default_branch }
             })
         }
+        ClientMessage::ListDevices { .. } => host
+            .list_devices(client.principal.device_id())
+            .await
+            .map(|devices| HostMessage::Devices { message_id: id.to_owned(), devices }),
         ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => {

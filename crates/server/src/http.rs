@@ -6,14 +6,14 @@ use axum::http::{HeaderMap, StatusCode};
 use nucleic_protocol::HostMessage;
 
 use crate::AppState;
-use crate::dispatch::{Client, answer, parse};
+use crate::dispatch::{Client, Principal, answer, parse};
 
 /// `GET /api/health`.
 pub async fn health() -> &'static str {
     "ok\n"
 }
 
-/// `POST /api/message`. The client names itself with `X-Nucleic-Client-Id` / `-Name`.
+/// `POST /api/message` (token only). The client names itself with `X-Nucleic-Client-Id`.
 pub async fn message(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -22,7 +22,7 @@ pub async fn message(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let client = Client {
         id: header("x-nucleic-client-id").unwrap_or_else(|| "http".into()),
-        name: header("x-nucleic-client-name").unwrap_or_else(|| "http".into()),
+        principal: Principal::Token,
     };
     match parse(&body) {
         Ok(message) => {
