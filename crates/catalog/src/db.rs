@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 
