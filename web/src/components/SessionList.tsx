@@ -38,6 +38,9 @@ export function SessionList({
           New
         </button>
         <NotifyButton />
+        <button class="ghost small" title="Devices signed in to this host" onClick={() => go({ devices: true })} data-testid="open-devices">
+          Devices
+        </button>
         {onCollapse && (
           <button class="ghost small" title="Collapse" onClick={onCollapse} data-testid="collapse-list">
             ⟨
