@@ -38,9 +38,6 @@ export function SessionList({
           New
         </button>
         <NotifyButton />
-        <button class="ghost small" title="Devices signed in to this host" onClick={() => go({ devices: true })} data-testid="open-devices">
-          Devices
-        </button>
         {onCollapse && (
           <button class="ghost small" title="Collapse" onClick={onCollapse} data-testid="collapse-list">
             ⟨
@@ -81,6 +78,11 @@ export function SessionList({
           );
         })}
       </div>
+      <footer class="pane-foot">
+        <button class="ghost small" title="Devices signed in to this host" onClick={() => go({ devices: true })} data-testid="open-devices">
+          Devices
+        </button>
+      </footer>
     </nav>
   );
 }
