@@ -42,7 +42,12 @@ impl Catalog {
         message_id: &str,
         response_json: &str,
     ) -> Result<()> {
-        self.remember_response_within(client_id, message_id, response_json, ReplyCacheLimits::DEFAULT)
+        self.remember_response_within(
+            client_id,
+            message_id,
+            response_json,
+            ReplyCacheLimits::DEFAULT,
+        )
     }
 
     /// [`Catalog::remember_response`] with explicit limits: after storing, forgets replies past

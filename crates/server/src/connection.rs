@@ -6,20 +6,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, EventKind, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION,
     ProtocolErrorCode, Verbosity,
 };
-use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::AppState;
-use crate::batch;
 use crate::dispatch::{Client, answer, error, parse};
 use crate::follow;
+use crate::outbox::{self, Outbox};
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
 const MAX_FRAME_BYTES: usize = 4 * nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES;
@@ -41,39 +41,23 @@ pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
 }
 
 async fn run(socket: WebSocket, state: AppState) {
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut outbox) = mpsc::channel::<HostMessage>(1024);
+    let limits = state.limits();
+    let (sink, mut stream) = socket.split();
+    let (out, inbox) = outbox::outbox(limits.max_outbox_bytes);
     // Set by the handshake when the client takes `events` batches.
     let batching = Arc::new(AtomicBool::new(false));
-    let batching_writer = batching.clone();
-    let writer = tokio::spawn(async move {
-        let mut held: Option<HostMessage> = None;
-        loop {
-            let message = match held.take() {
-                Some(m) => m,
-                None => match outbox.recv().await {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            let message = if batching_writer.load(Ordering::Relaxed) {
-                batch::coalesce(message, &mut outbox, &mut held)
-            } else {
-                message
-            };
-            let Ok(text) = serde_json::to_string(&message) else { continue };
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                return;
-            }
-        }
-        // "Going away": the client reconnects and resumes from its cursor.
-        let frame = CloseFrame { code: close_code::AWAY, reason: "connection closing".into() };
-        let _ = sink.send(Message::Close(Some(frame))).await;
-    });
+    let writer = tokio::spawn(outbox::write(sink, inbox, Arc::clone(&batching), limits));
     // The server is shutting down: close this connection too (a graceful shutdown waits for it).
     let mut closing = state.closing.subscribe();
+    let handshake = tokio::time::timeout(
+        limits.hello_timeout,
+        handshake(&mut stream, &out, &state.host, &batching),
+    );
     let client = tokio::select! {
-        client = handshake(&mut stream, &out, &state.host, &batching) => client,
+        client = handshake => client.unwrap_or_else(|_| {
+            out.close(close_code::POLICY, format!("no hello within {}", seconds(limits.hello_timeout)));
+            None
+        }),
         _ = closing.wait_for(|closing| *closing) => None,
     };
     let Some(client) = client else {
@@ -97,10 +81,21 @@ async fn run(socket: WebSocket, state: AppState) {
         }
     });
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
+    // One permit per request being carried out; beyond the limit the next frame waits unread.
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
     loop {
         let frame = tokio::select! {
-            frame = stream.next() => frame,
+            frame = tokio::time::timeout(limits.idle_timeout, stream.next()) => match frame {
+                Ok(frame) => frame,
+                Err(_) => {
+                    let why = format!("idle: nothing received for {} (pings unanswered)", seconds(limits.idle_timeout));
+                    out.close(close_code::POLICY, why);
+                    break;
+                }
+            },
             _ = closing.wait_for(|closing| *closing) => break,
+            // The writer gave up (a slow reader) or the socket is gone.
+            () = out.closed() => break,
         };
         let Some(Ok(frame)) = frame else { break };
         let text = match frame {
@@ -168,11 +163,19 @@ async fn run(socket: WebSocket, state: AppState) {
                 let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
             }
             other => {
-                // Answered in its own task so a slow git operation does not hold up the stream.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    _ = closing.wait_for(|closing| *closing) => break,
+                    () = out.closed() => break,
+                };
+                let Ok(permit) = permit else { break };
+                // Answered in its own task so a slow git operation does not hold up the stream;
+                // the permit is held until the reply is queued.
                 let (host, client, out) = (state.host.clone(), client.clone(), out.clone());
                 tokio::spawn(async move {
                     let reply = answer(&host, &client, other).await;
                     let _ = out.send(reply).await;
+                    drop(permit);
                 });
             }
         }
@@ -188,7 +191,7 @@ async fn run(socket: WebSocket, state: AppState) {
 /// Waits for `hello`; answers `welcome`, or `badHandshake` and gives up.
 async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    out: &mpsc::Sender<HostMessage>,
+    out: &Outbox,
     host: &nucleic_host::Host,
     batching: &AtomicBool,
 ) -> Option<Client> {
@@ -234,4 +237,9 @@ async fn handshake(
             None
         }
     }
+}
+
+/// "10 s", "0.5 s".
+fn seconds(d: std::time::Duration) -> String {
+    format!("{} s", d.as_secs_f32())
 }
