@@ -57,7 +57,10 @@ async fn close_of(socket: &mut Socket) -> (u16, String, Vec<Value>) {
 async fn headers_that_never_end_and_idle_keep_alive_connections_are_closed() {
     let s = start_with_limits(short()).await;
     let mut partial = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    partial.write_all(format!("GET / HTTP/1.1\r\nHost: {}\r\nX-Slow:", s.host_header()).as_bytes()).await.unwrap();
+    partial
+        .write_all(format!("GET / HTTP/1.1\r\nHost: {}\r\nX-Slow:", s.host_header()).as_bytes())
+        .await
+        .unwrap();
     let took = until_closed(&mut partial).await;
     assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
     // Nothing sent at all.
@@ -194,9 +197,7 @@ async fn http_callers_share_no_replies_unless_they_name_the_same_client() {
     let s = start().await;
     let second = git_repo(&s.dir.path().join("second"));
     let third = git_repo(&s.dir.path().join("third"));
-    let add = |path: &std::path::Path| {
-        json!({"type": "intent", "messageID": "m1", "intent": {"kind": "addProject", "path": path}})
-    };
+    let add = |path: &std::path::Path| json!({"type": "intent", "messageID": "m1", "intent": {"kind": "addProject", "path": path}});
     // Two scripts that both start at `m1` and name no client: each request is carried out.
     let a = post(&s, &add(&s.repo), "").await;
     let b = post(&s, &add(&second), "").await;
@@ -268,7 +269,8 @@ async fn raw_websocket(s: &Server) -> tokio::net::TcpStream {
         head.push(tcp.read_u8().await.unwrap());
     }
     assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-    let hello = json!({"type": "hello", "clientID": "raw", "clientName": "raw", "protocolVersion": 1});
+    let hello =
+        json!({"type": "hello", "clientID": "raw", "clientName": "raw", "protocolVersion": 1});
     let payload = hello.to_string().into_bytes();
     // A masked text frame (mask key 0: the payload goes as is).
     let mut frame = vec![0x81, 0x80 | 126];
