@@ -55,7 +55,9 @@ impl Daemon {
         };
         let mut daemon =
             Daemon { socket, port, next_id: 0, pending: std::collections::VecDeque::new() };
-        let client_id = format!("cli-{}", std::process::id());
+        // Random per process: a reused pid must never be answered from another's remembered
+        // replies (message ids restart at `m1` in every process).
+        let client_id = format!("cli-{}", uuid::Uuid::new_v4());
         daemon
             .send(&ClientMessage::Hello {
                 device: None,

@@ -1,6 +1,8 @@
 //! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
 //! library crates; this file only turns errors into one line on stderr and an exit code.
 
+mod approvals;
+mod attach;
 mod commands;
 mod daemon;
 mod demo;

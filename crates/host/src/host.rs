@@ -52,10 +52,11 @@ pub(crate) struct Launch {
 }
 
 impl Host {
-    /// Opens the host's data under `config.home` (created 0700).
+    /// Opens the host's data under `config.home` (created 0700; an existing home, its files and
+    /// session directories are tightened to 0700 / 0600).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        std::fs::create_dir_all(&config.home).map_err(|e| {
-            HostError::Invalid(format!("cannot create {}: {e}", config.home.display()))
+        crate::private::private_home(&config.home, &config.sessions_dir()).map_err(|e| {
+            HostError::Invalid(format!("cannot create {} privately: {e}", config.home.display()))
         })?;
         let credentials = crate::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());

@@ -15,6 +15,7 @@ mod host;
 mod launch;
 mod names;
 mod portable;
+mod private;
 mod recovery;
 
 pub use config::{AgentPaths, HostConfig, Limits};

@@ -7,22 +7,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, EventKind, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION,
     ProtocolErrorCode, Verbosity,
 };
-use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::AppState;
 use crate::auth::{Bearer, bearer_token};
-use crate::batch;
 use crate::dispatch::{Client, Principal, answer, error, parse};
 use crate::follow;
+use crate::outbox::{self, Outbox};
 use nucleic_host::Revocation;
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
@@ -87,61 +87,31 @@ pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
 }
 
 async fn run(socket: WebSocket, state: AppState, token: bool) {
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut outbox) = mpsc::channel::<HostMessage>(1024);
+    let limits = state.limits();
+    let (sink, mut stream) = socket.split();
+    let (out, inbox) = outbox::outbox(limits.max_outbox_bytes);
     // Set by the handshake when the client takes `events` batches.
     let batching = Arc::new(AtomicBool::new(false));
-    let batching_writer = batching.clone();
-    // How the connection ends, sent as the close frame once the outbox is drained.
-    let (close_tx, close_rx) = tokio::sync::oneshot::channel::<CloseFrame>();
-    let writer = tokio::spawn(async move {
-        let mut held: Option<HostMessage> = None;
-        loop {
-            let message = match held.take() {
-                Some(m) => m,
-                None => match outbox.recv().await {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            let message = if batching_writer.load(Ordering::Relaxed) {
-                batch::coalesce(message, &mut outbox, &mut held)
-            } else {
-                message
-            };
-            let Ok(text) = serde_json::to_string(&message) else { continue };
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                return;
-            }
-        }
-        // By default "going away": the client reconnects and resumes from its cursor.
-        let frame = close_rx
-            .await
-            .unwrap_or(CloseFrame { code: close_code::AWAY, reason: "connection closing".into() });
-        let _ = sink.send(Message::Close(Some(frame))).await;
-    });
-    let unauthorized =
-        |why: &str| CloseFrame { code: CLOSE_UNAUTHORIZED, reason: why.to_owned().into() };
+    let writer = tokio::spawn(outbox::write(sink, inbox, Arc::clone(&batching), limits));
     // Subscribed before the handshake so a revocation during it is not missed.
     let mut revocations = state.host.revocations();
     // The server is shutting down: close this connection too (a graceful shutdown waits for it).
     let mut closing = state.closing.subscribe();
+    let handshake = tokio::time::timeout(
+        limits.hello_timeout,
+        handshake(&mut stream, &out, &state, token, &batching),
+    );
     let client = tokio::select! {
-        client = handshake(&mut stream, &out, &state, token, &batching) => client,
-        _ = closing.wait_for(|closing| *closing) => Err(None),
+        client = handshake => client.unwrap_or_else(|_| {
+            out.close(close_code::POLICY, format!("no hello within {}", seconds(limits.hello_timeout)));
+            None
+        }),
+        _ = closing.wait_for(|closing| *closing) => None,
     };
-    let client = match client {
-        Ok(client) => client,
-        Err(frame) => {
-            // Sent or dropped before waiting: the writer waits for it after draining.
-            match frame {
-                Some(frame) => drop(close_tx.send(frame)),
-                None => drop(close_tx),
-            }
-            drop(out);
-            let _ = writer.await;
-            return;
-        }
+    let Some(client) = client else {
+        drop(out);
+        let _ = writer.await;
+        return;
     };
     let mut changes = state.host.changes();
     let changes_out = out.clone();
@@ -159,22 +129,33 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
         }
     });
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
-    let mut close = None;
+    // One permit per request being carried out; beyond the limit the next frame waits unread.
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
     // Requests being answered: a revoked connection still sends the replies already under way
     // (a rotateToken's own ack among them) before it closes.
     let mut answering = tokio::task::JoinSet::new();
+    let mut revoked = false;
     loop {
         while answering.try_join_next().is_some() {}
         let step = tokio::select! {
-            frame = stream.next() => Step::Frame(frame),
+            frame = tokio::time::timeout(limits.idle_timeout, stream.next()) => match frame {
+                Ok(frame) => Step::Frame(frame),
+                Err(_) => {
+                    let why = format!("idle: nothing received for {} (pings unanswered)", seconds(limits.idle_timeout));
+                    out.close(close_code::POLICY, why);
+                    break;
+                }
+            },
             _ = closing.wait_for(|closing| *closing) => Step::Closing,
+            // The writer gave up (a slow reader) or the socket is gone.
+            () = out.closed() => Step::Closing,
             revocation = revocations.recv() => Step::Revocation(revocation),
         };
         let frame = match step {
             Step::Frame(frame) => frame,
             Step::Closing => break,
             Step::Revocation(revocation) => {
-                let revoked = match revocation {
+                let ends = match revocation {
                     Ok(r) => revokes(&r, &client.principal),
                     // Missed announcements: check this connection's credential is still good.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
@@ -182,8 +163,8 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => true,
                 };
-                if revoked {
-                    close = Some(unauthorized("credential revoked: sign in again"));
+                if ends {
+                    revoked = true;
                     break;
                 }
                 continue;
@@ -255,11 +236,19 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
                 let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
             }
             other => {
-                // Answered in its own task so a slow git operation does not hold up the stream.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    _ = closing.wait_for(|closing| *closing) => break,
+                    () = out.closed() => break,
+                };
+                let Ok(permit) = permit else { break };
+                // Answered in its own task so a slow git operation does not hold up the stream;
+                // the permit is held until the reply is queued.
                 let (host, client, out) = (state.host.clone(), client.clone(), out.clone());
                 answering.spawn(async move {
                     let reply = answer(&host, &client, other).await;
                     let _ = out.send(reply).await;
+                    drop(permit);
                 });
             }
         }
@@ -268,42 +257,39 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
         task.abort();
     }
     change_task.abort();
-    if close.is_some() {
+    if revoked {
         let drained = async { while answering.join_next().await.is_some() {} };
         let _ = tokio::time::timeout(ANSWER_DRAIN, drained).await;
+        out.close(CLOSE_UNAUTHORIZED, "credential revoked: sign in again");
     } else {
         // The client left or the host stops: its replies have nowhere to go.
         answering.detach_all();
-    }
-    match close {
-        Some(frame) => drop(close_tx.send(frame)),
-        None => drop(close_tx),
     }
     drop(out);
     let _ = writer.await;
 }
 
 /// Waits for `hello` and authenticates it: the token on the upgrade, or a valid device proof.
-/// Answers `welcome`; or `badHandshake` / `unauthorized` and gives up, with the close frame to
-/// send (none when the client went away).
+/// Answers `welcome`; or `badHandshake` / `unauthorized`, closes (1002 / 4401) and gives up.
 async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    out: &mpsc::Sender<HostMessage>,
+    out: &Outbox,
     state: &AppState,
     token: bool,
     batching: &AtomicBool,
-) -> Result<Client, Option<CloseFrame>> {
+) -> Option<Client> {
     let frame = loop {
-        match stream.next().await.ok_or(None)? {
+        match stream.next().await? {
             Ok(Message::Text(t)) => break t.to_string(),
             Ok(Message::Ping(_) | Message::Pong(_)) => {}
-            Ok(_) | Err(_) => return Err(None),
+            Ok(_) | Err(_) => return None,
         }
     };
     let refuse = |code: ProtocolErrorCode, why: String, close: u16| async move {
         let reason = why.chars().take(120).collect::<String>();
         let _ = out.send(error(None, code, why)).await;
-        Err(Some(CloseFrame { code: close, reason: reason.into() }))
+        out.close(close, reason);
+        None
     };
     let (client_id, features, device) = match parse(&frame) {
         Ok(ClientMessage::Hello { client_id, protocol_version, features, device, .. })
@@ -346,5 +332,10 @@ async fn handshake(
             backends: state.host.backends(),
         })
         .await;
-    Ok(Client { id: client_id, principal })
+    Some(Client { id: client_id, principal })
+}
+
+/// "10 s", "0.5 s".
+fn seconds(d: std::time::Duration) -> String {
+    format!("{} s", d.as_secs_f32())
 }

@@ -1,6 +1,6 @@
 //! Answering one request: the host call behind each `ClientMessage`, errors turned into
-//! `error` replies, and replies remembered per (client, messageID) so a resent request is
-//! answered again without being carried out twice.
+//! `error` replies, and the replies of requests that change something remembered per (client,
+//! messageID) so a resent one is answered again without being carried out twice.
 
 use nucleic_host::{Host, HostError};
 use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
@@ -92,20 +92,14 @@ pub fn parse(text: &str) -> Result<ClientMessage, Box<HostMessage>> {
     })
 }
 
-/// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe),
-/// remembering the reply for its message id.
+/// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe).
+/// The reply to a request that changes something is remembered for its message id, so a resent
+/// one is answered again without being carried out twice; reads are carried out every time.
 pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> HostMessage {
     let Some(id) = message.message_id().map(str::to_owned) else {
         return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
     };
-    // Reads of the worktree change nothing and may be megabytes: carried out every time.
-    if matches!(
-        message,
-        ClientMessage::ListFiles { .. }
-            | ClientMessage::ReadFile { .. }
-            | ClientMessage::ListBranches { .. }
-            | ClientMessage::ListDevices { .. }
-    ) {
+    if !changes_something(&message) {
         return carry_out(host, client, &id, message).await;
     }
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
@@ -118,6 +112,36 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
         let _ = host.remember_reply(&client.id, &id, text).await;
     }
     reply
+}
+
+/// Answers a request without remembering its reply (a one-shot caller that named no client:
+/// its message ids scope nothing).
+pub async fn answer_once(host: &Host, client: &Client, message: ClientMessage) -> HostMessage {
+    let Some(id) = message.message_id().map(str::to_owned) else {
+        return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
+    };
+    carry_out(host, client, &id, message).await
+}
+
+/// Whether a request changes something. Only these replies are remembered: reads change
+/// nothing, may be megabytes (patches, files, exports) and are simply carried out again.
+fn changes_something(message: &ClientMessage) -> bool {
+    match message {
+        ClientMessage::SendInput { .. }
+        | ClientMessage::Decide { .. }
+        | ClientMessage::Intent { .. } => true,
+        ClientMessage::ListProjects { .. }
+        | ClientMessage::ListSessions { .. }
+        | ClientMessage::GitFacts { .. }
+        | ClientMessage::ExportSession { .. }
+        | ClientMessage::ListFiles { .. }
+        | ClientMessage::ReadFile { .. }
+        | ClientMessage::ListBranches { .. }
+        | ClientMessage::ListDevices { .. }
+        | ClientMessage::Hello { .. }
+        | ClientMessage::Subscribe { .. }
+        | ClientMessage::Unsubscribe { .. } => false,
+    }
 }
 
 async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessage) -> HostMessage {

@@ -4,13 +4,17 @@
 //! checks. All behaviour
 //! lives in `nucleic_host::Host`; this crate only frames, authenticates and routes.
 
+mod accept;
 mod auth;
 mod batch;
 mod connection;
 mod devices;
 mod dispatch;
 mod follow;
+mod headers;
 mod http;
+mod limits;
+mod outbox;
 mod signin;
 mod web;
 
@@ -23,6 +27,8 @@ use nucleic_host::Host;
 
 pub use auth::{TOKEN_FILE, load_or_create_token};
 pub use devices::{CHALLENGE_TTL, device_name};
+pub use headers::CONTENT_SECURITY_POLICY;
+pub use limits::ServerLimits;
 pub use signin::LOGIN_LINK_TTL;
 pub use web::app_is_built;
 
@@ -38,6 +44,8 @@ pub struct AppState {
     challenges: Arc<devices::Challenges>,
     /// Becomes true when the server shuts down: open WebSockets close.
     closing: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Connection cap, timeouts, per-client bounds.
+    limits: ServerLimits,
 }
 
 impl AppState {
@@ -56,7 +64,19 @@ impl AppState {
             signin: Arc::default(),
             challenges: Arc::default(),
             closing: Arc::new(tokio::sync::watch::Sender::new(false)),
+            limits: ServerLimits::default(),
         }
+    }
+
+    /// The same state with other bounds (tests shorten the timeouts).
+    pub fn with_limits(mut self, limits: ServerLimits) -> AppState {
+        self.limits = limits;
+        self
+    }
+
+    /// The server's bounds.
+    pub fn limits(&self) -> ServerLimits {
+        self.limits
     }
 
     /// Where browsers reach this server (`http://127.0.0.1:PORT`).
@@ -86,26 +106,18 @@ pub fn router(state: AppState) -> Router {
         .fallback(web::serve)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check_host))
         .layer(axum::extract::DefaultBodyLimit::max(nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES))
+        .layer(axum::middleware::from_fn(headers::harden))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away") and
-/// requests in flight finish.
+/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away"), requests
+/// in flight finish, and connections get a few seconds to end. Connections beyond the cap are
+/// refused with `503`; headers that do not arrive in time close the connection.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Events are small and latency-sensitive: without TCP_NODELAY, Nagle plus delayed ACKs
-    // added ~40 ms stalls (see docs/benchmarks.md).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let closing = Arc::clone(&state.closing);
-    let shutdown = async move {
-        shutdown.await;
-        closing.send_replace(true);
-    };
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let (limits, closing) = (state.limits, Arc::clone(&state.closing));
+    accept::serve(listener, router(state), limits, closing, shutdown).await
 }

@@ -5,6 +5,7 @@
 
 mod devices;
 mod files;
+mod limits;
 mod protocol;
 mod support;
 mod web;

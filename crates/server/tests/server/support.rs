@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::AppState;
+use nucleic_server::{AppState, ServerLimits};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -55,14 +55,21 @@ pub fn git_repo(dir: &Path) -> std::path::PathBuf {
 pub async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let repo = git_repo(dir.path());
-    serve_in(dir, repo, None).await
+    serve_in(dir, repo, None, ServerLimits::default()).await
 }
 
 /// A server whose login links work for `ttl`.
 pub async fn start_with_login_ttl(ttl: Duration) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let repo = git_repo(dir.path());
-    serve_in(dir, repo, Some(ttl)).await
+    serve_in(dir, repo, Some(ttl), ServerLimits::default()).await
+}
+
+/// A server with these bounds (short timeouts, a small cap).
+pub async fn start_with_limits(limits: ServerLimits) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo, None, limits).await
 }
 
 /// A host over `dir/home` and a server for it on a fresh port.
@@ -70,6 +77,7 @@ async fn serve_in(
     dir: tempfile::TempDir,
     repo: std::path::PathBuf,
     login_ttl: Option<Duration>,
+    limits: ServerLimits,
 ) -> Server {
     let home = dir.path().join("home");
     let host = Host::open(HostConfig {
@@ -90,7 +98,7 @@ async fn serve_in(
     let token = host.token().to_string();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut state = AppState::new(Arc::clone(&host), addr);
+    let mut state = AppState::new(Arc::clone(&host), addr).with_limits(limits);
     if let Some(ttl) = login_ttl {
         state = state.with_login_link_ttl(ttl);
     }
@@ -111,9 +119,10 @@ impl Server {
             task.await.unwrap().unwrap();
         }
         let Server { dir, repo, host, state, .. } = self;
+        let limits = state.limits();
         drop(state);
         drop(host);
-        serve_in(dir, repo, None).await
+        serve_in(dir, repo, None, limits).await
     }
 
     pub fn host_header(&self) -> String {
