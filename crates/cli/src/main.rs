@@ -8,6 +8,7 @@ mod daemon;
 mod demo;
 mod devices;
 mod doctor;
+mod home_lock;
 mod locate;
 mod open;
 mod render;
@@ -236,7 +237,11 @@ fn block_on(future: impl std::future::Future<Output = anyhow::Result<ExitCode>>)
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(future) {
+    let result = runtime.block_on(future);
+    // Whatever is still running now is abandoned: an agent's output reader blocked on a pipe
+    // would otherwise keep the process alive (dropping a runtime waits for them forever).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("nucleic: {e:#}");
