@@ -15,8 +15,7 @@ use nucleic_protocol::{Backend, NewSession, ProjectSummary, SessionStatus, Sessi
 use nucleic_server::AppState;
 use serde_json::json;
 
-use crate::home_lock::HomeLock;
-use crate::serve::{Served, force_stop_after, host_config, stop_daemon, write_daemon_file};
+use crate::serve::{DAEMON_FILE, host_config, write_daemon_file};
 use crate::signals::StopSignals;
 
 /// Options of `nucleic demo`.
@@ -176,7 +175,7 @@ fn temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
 
 /// Runs the demo until Ctrl-C or SIGTERM.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let mut signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
+    let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     let temp_home = match &args.home {
         Some(_) => None,
         None => Some(temp_dir("nucleic-demo-home-")?),
@@ -189,8 +188,6 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(&home)
         .with_context(|| format!("cannot create {}", home.display()))?;
-    // One host per home: a demo on a home another host runs on refuses here.
-    let lock = HomeLock::acquire(&home)?;
     // With --home the repository lives (and stays) in it, so a demo can be stopped and started
     // again on the same home and find its project and sessions; otherwise it is temporary.
     let repo_dir = match &args.home {
@@ -217,12 +214,15 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     let addr = listener.local_addr()?;
+    write_daemon_file(&home, addr)?;
     let mut state = AppState::new(Arc::clone(&host), addr);
     if let Some(secs) = args.login_link_ttl {
         state = state.with_login_link_ttl(Duration::from_secs(secs));
     }
-    let served = Served::start(listener, state.clone());
-    write_daemon_file(&home, addr)?;
+    let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
+        let _ = server_stopped.await;
+    }));
 
     let outcome = async {
         let project = demo_project(&host, &repo).await?;
@@ -258,11 +258,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 });
             match announced {
                 Ok(()) => {
-                    let signal = signals.next().await;
-                    eprintln!(
-                        "nucleic: demo: {} received: stopping (a second signal stops at once)",
-                        signal.name()
-                    );
+                    signals.wait().await;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => Err(e),
@@ -271,23 +267,28 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Err(e) => Err(e),
     };
 
-    // Shut down within the bound: agents (they write into the repository) and the server, then
-    // what the demo created.
-    force_stop_after(signals, &home, Arc::clone(&host));
-    let complete = stop_daemon(&host, served, &home).await;
+    // Shut down: agents first (they write into the temporary repository), then the server.
+    if let Ok(all) = host.list_sessions(None, true).await {
+        for session in all {
+            let _ = host.stop(&session.session_id).await;
+        }
+    }
+    let _ = stop_server.send(());
+    match tokio::time::timeout(Duration::from_secs(3), server).await {
+        Ok(_) => {}
+        // Open WebSockets keep a graceful shutdown waiting; the process is ending anyway.
+        Err(_) => eprintln!("nucleic: demo: closing open connections"),
+    }
     drop(state);
     drop(host);
-    drop(lock);
+    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
     if let Some(temp) = repo_dir {
         temp.close().context("cannot remove the demo repository")?;
     }
     if let Some(temp) = temp_home {
         temp.close().context("cannot remove the demo's data directory")?;
     }
-    match result {
-        Ok(_) if !complete => Ok(ExitCode::FAILURE),
-        other => other,
-    }
+    result
 }
 
 /// The demo repository's project: the one already registered for it (a demo started again on

@@ -8,7 +8,6 @@ mod daemon;
 mod demo;
 mod devices;
 mod doctor;
-mod home_lock;
 mod locate;
 mod open;
 mod render;
@@ -237,11 +236,7 @@ fn block_on(future: impl std::future::Future<Output = anyhow::Result<ExitCode>>)
             return ExitCode::from(2);
         }
     };
-    let result = runtime.block_on(future);
-    // Whatever is still running now is abandoned: an agent's output reader blocked on a pipe
-    // would otherwise keep the process alive (dropping a runtime waits for them forever).
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    match result {
+    match runtime.block_on(future) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("nucleic: {e:#}");

@@ -268,7 +268,13 @@ fn open_dir(dir: &OwnedFd, path: &str) -> Result<Dir, HostError> {
 }
 
 /// Lists `path` under the directory `root` (a path the host trusts), at most `max` entries.
-pub fn list(root: &Path, path: &str, recursive: bool, max: usize) -> Result<Listing, HostError> {
+#[cfg(test)]
+pub(crate) fn list(
+    root: &Path,
+    path: &str,
+    recursive: bool,
+    max: usize,
+) -> Result<Listing, HostError> {
     let root = open_root(root)
         .map_err(|e| HostError::Invalid(format!("cannot open the worktree: {e}")))?;
     list_in(&root, path, recursive, max)
@@ -346,7 +352,8 @@ fn read_dir_sorted(dir: &OwnedFd, path: &str) -> Result<Vec<(String, FileKind, u
 
 /// Reads `path` under the directory `root` (a path the host trusts): the first `max` bytes, as
 /// UTF-8 text when it is text, else base64.
-pub fn read(root: &Path, path: &str, max: u64) -> Result<FileContent, HostError> {
+#[cfg(test)]
+pub(crate) fn read(root: &Path, path: &str, max: u64) -> Result<FileContent, HostError> {
     let root = open_root(root)
         .map_err(|e| HostError::Invalid(format!("cannot open the worktree: {e}")))?;
     read_in(&root, path, max)

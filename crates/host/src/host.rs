@@ -25,7 +25,6 @@ use crate::follower::{follow, summary_of};
 use crate::launch::{AgentRequest, agent_options};
 use crate::names::{slug_for, title_from_prompt};
 use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
-use crate::shutdown::{LaunchGate, stopping_error};
 
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
@@ -39,8 +38,6 @@ pub struct Host {
     pub(crate) recovery: RecoveryReport,
     /// The token and device revocations.
     pub(crate) credentials: crate::credentials::Credentials,
-    /// Agent starts under way, and whether the host is stopping (`shutdown.rs`).
-    pub(crate) gate: LaunchGate,
 }
 
 /// What a new session runs in, and with what.
@@ -78,7 +75,6 @@ impl Host {
             changes,
             recovery: report,
             credentials,
-            gate: LaunchGate::default(),
         }))
     }
 
@@ -241,9 +237,6 @@ impl Host {
         request: NewSession,
         by: &str,
     ) -> Result<SessionSummary, HostError> {
-        if self.gate.is_stopping() {
-            return Err(stopping_error());
-        }
         let project = self.project(&request.project_id).await?;
         let root = PathBuf::from(&project.root);
         let repo = blocking(move || Repo::open(&root)).await?;
@@ -327,8 +320,6 @@ impl Host {
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
         let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
-        // Refused once the host is stopping; a shutdown waits for it until it is live.
-        let starting = self.gate.enter()?;
         let (agent_handle, outputs) = opts.spawn()?;
         let pid = agent_handle.pid();
         let transcript = self.config.transcript_path(&session_id);
@@ -345,7 +336,6 @@ impl Host {
             outputs,
         )?;
         self.adopt(&session_id, &session, pid, 1).await?;
-        drop(starting);
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }

@@ -17,7 +17,6 @@ mod names;
 mod portable;
 mod private;
 mod recovery;
-mod shutdown;
 
 pub use config::{AgentPaths, HostConfig, Limits};
 pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
@@ -27,4 +26,3 @@ pub use host::Host;
 pub use names::title_from_prompt;
 pub use nucleic_catalog::DeviceRow;
 pub use recovery::RecoveryReport;
-pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};

@@ -15,7 +15,6 @@ mod real_claude_host;
 mod real_claude_session;
 mod real_codex;
 mod real_codex_host;
-mod shutdown;
 mod sim_run;
 mod support;
 mod web_signin;
