@@ -280,7 +280,10 @@ async fn an_observer_without_a_terminal_leaves_approvals_to_others() {
         (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("watching only"), "{stderr}");
-    assert!(stdout.contains("allowed by terminal"), "answered by the other CLI: {stdout}");
+    assert!(
+        stdout.contains("allowed by token on this machine"),
+        "answered by the other CLI: {stdout}"
+    );
     assert!(!stdout.contains("denied"), "{stdout}");
     // Nothing pending any more: answering without an id is refused, clearly.
     show_until(&home, &session, |v| v["pendingApprovals"] == 0).await;

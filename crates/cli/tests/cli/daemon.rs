@@ -118,7 +118,7 @@ async fn the_cli_drives_sessions_through_an_auto_started_daemon() {
     // A second answer is refused, naming who answered.
     let (code, _, err) = cli(&home, &["session", "deny", &session, &request_id, "too late"]).await;
     assert_eq!(code, 2);
-    assert!(err.contains("alreadyResolved") && err.contains("terminal"), "{err}");
+    assert!(err.contains("alreadyResolved") && err.contains("token on this machine"), "{err}");
 
     for _ in 0..100 {
         let (_, out, _) = cli(&home, &["session", "diff", &session]).await;
@@ -354,7 +354,7 @@ async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("> write todo.txt containing buy milk"), "{stdout}");
-    assert!(stdout.contains("allowed by terminal"), "{stdout}");
+    assert!(stdout.contains("allowed by token on this machine"), "{stdout}");
     assert!(stdout.contains("· turn done"), "{stdout}");
 }
 
