@@ -61,9 +61,12 @@ impl Daemon {
         let (socket, port) = find_or_start(home).await?;
         let mut daemon =
             Daemon { socket, port, next_id: 0, pending: std::collections::VecDeque::new() };
-        let client_id = format!("cli-{}", std::process::id());
+        // Random per process: a reused pid must never be answered from another's remembered
+        // replies (message ids restart at `m1` in every process).
+        let client_id = format!("cli-{}", uuid::Uuid::new_v4());
         daemon
             .send(&ClientMessage::Hello {
+                device: None,
                 client_id,
                 client_name: format!("terminal ({})", whoami()),
                 protocol_version: PROTOCOL_VERSION,
@@ -133,6 +136,7 @@ impl Daemon {
                 | HostMessage::GitFacts { message_id, .. }
                 | HostMessage::Files { message_id, .. }
                 | HostMessage::Branches { message_id, .. }
+                | HostMessage::Devices { message_id, .. }
                 | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),

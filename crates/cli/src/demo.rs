@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use nucleic_host::Host;
 use nucleic_protocol::{Backend, NewSession, ProjectSummary, SessionStatus, SessionSummary};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 use serde_json::json;
 
 use crate::home_lock::HomeLock;
@@ -212,13 +212,12 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     config.agent_env = parse_env(&args.agent_env)?;
     config.limits.min_free_bytes = 64 << 20;
-    let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(config).await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     let addr = listener.local_addr()?;
-    let mut state = AppState::new(Arc::clone(&host), token, addr);
+    let mut state = AppState::new(Arc::clone(&host), addr);
     if let Some(secs) = args.login_link_ttl {
         state = state.with_login_link_ttl(Duration::from_secs(secs));
     }

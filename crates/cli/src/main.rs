@@ -1,9 +1,12 @@
 //! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
 //! library crates; this file only turns errors into one line on stderr and an exit code.
 
+mod approvals;
+mod attach;
 mod commands;
 mod daemon;
 mod demo;
+mod devices;
 mod doctor;
 mod home_lock;
 mod locate;
@@ -50,6 +53,20 @@ enum Commands {
     /// if needed).
     Open {
         #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Devices signed in to the daemon: list them, revoke one.
+    Device {
+        #[command(subcommand)]
+        command: devices::DeviceCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// The host token (what the CLI authenticates with): rotate it, signing every device out.
+    Token {
+        #[command(subcommand)]
+        command: devices::TokenCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
     /// Projects: git repositories sessions run in.
@@ -177,6 +194,14 @@ fn main() -> ExitCode {
         Commands::Demo(args) => block_on(demo::demo(*args)),
         Commands::Open { home } => match locate::nucleic_home(home) {
             Some(home) => block_on(open::open(&home)),
+            None => no_home(),
+        },
+        Commands::Device { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::device(&home, command)),
+            None => no_home(),
+        },
+        Commands::Token { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::token(&home, command)),
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {

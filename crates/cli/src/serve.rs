@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 
 use crate::home_lock::HomeLock;
 use crate::locate::{find_claude, find_codex};
@@ -62,7 +62,6 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     // Before anything else touches the home: a second host on it refuses here.
     let lock = HomeLock::acquire(&home)?;
-    let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(host_config(&home)?).await?;
     let recovery = host.recovery();
     if !recovery.is_clean() {
@@ -84,7 +83,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;
     let addr = listener.local_addr()?;
-    let state = AppState::new(Arc::clone(&host), token, addr);
+    let state = AppState::new(Arc::clone(&host), addr);
     let mut served = Served::start(listener, state.clone());
     write_daemon_file(&home, addr)?;
     println!(

@@ -37,6 +37,8 @@ pub struct Host {
     pub(crate) changes: broadcast::Sender<SessionSummary>,
     /// What opening found and repaired.
     pub(crate) recovery: RecoveryReport,
+    /// The token and device revocations.
+    pub(crate) credentials: crate::credentials::Credentials,
     /// Agent starts under way, and whether the host is stopping (`shutdown.rs`).
     pub(crate) gate: LaunchGate,
 }
@@ -53,11 +55,13 @@ pub(crate) struct Launch {
 }
 
 impl Host {
-    /// Opens the host's data under `config.home` (created 0700).
+    /// Opens the host's data under `config.home` (created 0700; an existing home, its files and
+    /// session directories are tightened to 0700 / 0600).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        std::fs::create_dir_all(&config.home).map_err(|e| {
-            HostError::Invalid(format!("cannot create {}: {e}", config.home.display()))
+        crate::private::private_home(&config.home, &config.sessions_dir()).map_err(|e| {
+            HostError::Invalid(format!("cannot create {} privately: {e}", config.home.display()))
         })?;
+        let credentials = crate::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let (catalog, report) = blocking(move || {
             let mut report = RecoveryReport::default();
@@ -73,6 +77,7 @@ impl Host {
             live: Mutex::default(),
             changes,
             recovery: report,
+            credentials,
             gate: LaunchGate::default(),
         }))
     }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod bad_input;
+mod bounds;
 mod daemon;
 mod demo;
 mod host_sessions;
