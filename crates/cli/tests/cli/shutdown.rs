@@ -381,6 +381,7 @@ async fn a_second_sigterm_forces_the_exit_at_once() {
         serve.signal(Signal::SIGTERM);
         let (code, took) = serve.exit_within(Duration::from_secs(5)).await;
         assert!(took < Duration::from_secs(1), "{took:?}");
+        eprintln!("forced exit {took:?} after the second signal");
         assert_eq!(code, Some(143), "{}", serve.log_text());
         assert_eq!(survivors(&agents).await, vec![], "agent processes outlived the daemon");
         assert!(!serve.home.join("daemon.json").exists());
