@@ -3,7 +3,8 @@
 //!
 //! stdout and stderr are plain (blocking) pipes read on dedicated threads: decoding an agent's
 //! output then runs in parallel with the session writer instead of competing with it for a
-//! runtime worker.
+//! runtime worker. Those threads end only at EOF, that is once every process holding the pipes'
+//! write ends is gone — so an agent is never left half-killed (see [`AgentChild`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -43,9 +44,12 @@ pub struct Spawned {
     pub stderr: PipeReader,
 }
 
-/// The spawned process, killed with its whole tree when dropped while still running (a host
-/// shutting down mid-run). Killing only the direct child is not enough under bubblewrap: the
-/// agent would outlive it, holding its output pipes open.
+/// An agent's process. Dropped while it still runs (its supervisor cancelled, e.g. when the
+/// runtime shuts down), it takes its whole tree down with SIGKILL — not only itself, as tokio's
+/// `kill_on_drop` would: the `codex` npm entry is a Node wrapper that spawns the native binary,
+/// which then survived, holding the output pipes open, so the reader threads never saw EOF and
+/// the runtime's shutdown waited for them forever. Under bubblewrap the agent is bwrap's
+/// descendant and would outlive bwrap the same way.
 #[derive(Debug)]
 pub struct AgentChild(Child);
 
@@ -64,11 +68,10 @@ impl std::ops::DerefMut for AgentChild {
 
 impl Drop for AgentChild {
     fn drop(&mut self) {
-        // Not yet reaped, so its pid is still its own and its descendants are found through it.
-        if let (Ok(None), Some(pid)) = (self.0.try_wait(), self.0.id()) {
-            let mut tree = descendants(pid);
-            tree.push(pid);
-            signal_tree(&tree, Signal::SIGKILL);
+        // `id()` is `None` once the child was reaped; `try_wait` reaps it if it just exited.
+        // Only a live (or unreaped) leader guarantees its pid still names this tree.
+        if let (Some(pid), Ok(None)) = (self.0.id(), self.0.try_wait()) {
+            kill_tree(pid);
         }
     }
 }
@@ -143,6 +146,31 @@ pub fn terminate_tree(pid: u32, grace: Duration) {
         }
         signal_tree(&now, Signal::SIGKILL);
     });
+}
+
+/// SIGKILLs `pid`, its process group and every descendant now.
+pub fn kill_tree(pid: u32) {
+    let mut tree = vec![pid];
+    tree.extend(descendants(pid));
+    signal_tree(&tree, Signal::SIGKILL);
+}
+
+/// SIGKILLs every descendant of `pid` (not `pid` itself, nor its process group), one by one: for
+/// a process that must exit at once and take no child with it. Looks twice, for children forked
+/// while the first ones were being killed. Returns the pids signalled.
+pub fn kill_descendants(pid: u32) -> Vec<u32> {
+    let mut killed = Vec::new();
+    for _ in 0..2 {
+        for p in descendants(pid) {
+            if let Ok(raw) = i32::try_from(p) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
+                if !killed.contains(&p) {
+                    killed.push(p);
+                }
+            }
+        }
+    }
+    killed
 }
 
 /// [`terminate_tree`] for a blocking thread: waits out `grace` itself.
@@ -319,45 +347,79 @@ mod tests {
         }
     }
 
-    /// Waits (generously: tests run in parallel) until `pid` has `count` descendants.
-    async fn wait_for_descendants(pid: u32, count: usize) -> Vec<u32> {
+    #[tokio::test]
+    async fn a_dropped_child_takes_its_tree_and_the_pipes_with_it() {
+        // Like the `codex` Node wrapper: the agent's direct child holds the output pipes too.
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "sleep 300 & wait".into()],
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+            isolation: None,
+        };
+        let Spawned { child, mut stdout, .. } = spawn_group(&spec).unwrap();
+        let pid = child.id().unwrap();
         let mut kids = Vec::new();
         for _ in 0..250 {
             kids = descendants(pid);
-            if kids.len() >= count {
+            if !kids.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        kids
+        assert!(!kids.is_empty(), "sh should have started its sleep");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = std::io::Read::read_to_end(&mut stdout, &mut Vec::new());
+            let _ = tx.send(());
+        });
+        drop(child);
+        rx.recv_timeout(Duration::from_secs(5)).expect("stdout reaches EOF once the tree is gone");
+        // A killed process closes its files a moment before it turns into a zombie.
+        let gone = |k: &u32| proc_stat(*k).is_none_or(|s| s.zombie);
+        for _ in 0..100 {
+            if kids.iter().all(gone) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(kids.iter().all(gone), "survived: {kids:?}");
     }
 
     #[tokio::test]
-    async fn dropping_a_running_agent_kills_its_whole_tree_bubblewrap_included() {
-        let sleeper = |isolation| SpawnSpec {
+    async fn a_dropped_child_under_bubblewrap_takes_the_sandbox_with_it() {
+        let Some(bwrap) = which(Path::new("bwrap")) else {
+            eprintln!("bubblewrap is not installed: nothing to test");
+            return;
+        };
+        let spec = SpawnSpec {
             program: "sh".into(),
             args: vec!["-c".into(), "sleep 300 & sleep 300".into()],
             cwd: std::env::temp_dir(),
             env: Vec::new(),
-            isolation,
+            isolation: Some(Isolation { bwrap, hide: Vec::new(), expose: Vec::new() }),
         };
-        let mut specs = vec![(sleeper(None), 2)];
-        // Under bubblewrap: its init, the shell and both sleeps.
-        if let Some(bwrap) = which(Path::new("bwrap")) {
-            let isolation = Isolation { bwrap, hide: Vec::new(), expose: Vec::new() };
-            specs.push((sleeper(Some(isolation)), 4));
-        }
-        for (spec, count) in specs {
-            let spawned = spawn_group(&spec).unwrap();
-            let pid = spawned.child.id().unwrap();
-            let kids = wait_for_descendants(pid, count).await;
-            assert_eq!(kids.len(), count, "{:?}: {kids:?}", spec.isolation);
-            drop(spawned);
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            for k in kids {
-                assert!(proc_stat(k).is_none_or(|s| s.zombie), "{k} survived the drop");
+        let spawned = spawn_group(&spec).unwrap();
+        let pid = spawned.child.id().unwrap();
+        // bwrap's init in the new pid namespace, the shell and both sleeps.
+        let mut kids = Vec::new();
+        for _ in 0..250 {
+            kids = descendants(pid);
+            if kids.len() >= 4 {
+                break;
             }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        assert_eq!(kids.len(), 4, "{kids:?}");
+        drop(spawned);
+        let gone = |k: &u32| proc_stat(*k).is_none_or(|s| s.zombie);
+        for _ in 0..100 {
+            if kids.iter().all(gone) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(kids.iter().all(gone), "survived: {kids:?}");
     }
 
     #[test]

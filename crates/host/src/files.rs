@@ -267,7 +267,20 @@ fn open_dir(dir: &OwnedFd, path: &str) -> Result<Dir, HostError> {
     Dir::new(fd).map_err(|e| open_error(path, e))
 }
 
-/// Lists `path` beneath the open directory `root`, at most `max` entries. Each directory is read through its own
+/// Lists `path` under the directory `root` (a path the host trusts), at most `max` entries.
+#[cfg(test)]
+pub(crate) fn list(
+    root: &Path,
+    path: &str,
+    recursive: bool,
+    max: usize,
+) -> Result<Listing, HostError> {
+    let root = open_root(root)
+        .map_err(|e| HostError::Invalid(format!("cannot open the worktree: {e}")))?;
+    list_in(&root, path, recursive, max)
+}
+
+/// Lists `path` beneath the open directory `root`. Each directory is read through its own
 /// descriptor; a recursive listing reopens subdirectories from the listed one by name, refusing
 /// symlinks, so at most a path's depth of descriptors is open at a time.
 fn list_in(root: &OwnedFd, path: &str, recursive: bool, max: usize) -> Result<Listing, HostError> {
@@ -337,8 +350,16 @@ fn read_dir_sorted(dir: &OwnedFd, path: &str) -> Result<Vec<(String, FileKind, u
     Ok(out)
 }
 
-/// Reads `path` beneath the open directory `root`: the first `max` bytes, as UTF-8 text when
-/// it is text, else base64. The file is opened by name from the descriptor
+/// Reads `path` under the directory `root` (a path the host trusts): the first `max` bytes, as
+/// UTF-8 text when it is text, else base64.
+#[cfg(test)]
+pub(crate) fn read(root: &Path, path: &str, max: u64) -> Result<FileContent, HostError> {
+    let root = open_root(root)
+        .map_err(|e| HostError::Invalid(format!("cannot open the worktree: {e}")))?;
+    read_in(&root, path, max)
+}
+
+/// [`read`] beneath the open directory `root`. The file is opened by name from the descriptor
 /// of the directory [`walk`] reached (no symlink followed, non-blocking so a FIFO cannot hang
 /// the read) and checked to be a regular file through that same descriptor.
 fn read_in(root: &OwnedFd, path: &str, max: u64) -> Result<FileContent, HostError> {

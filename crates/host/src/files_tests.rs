@@ -7,18 +7,6 @@ use base64::Engine;
 
 use super::*;
 
-/// Lists `path` under the directory `root`.
-fn list(root: &Path, path: &str, recursive: bool, max: usize) -> Result<Listing, HostError> {
-    let root = open_root(root).map_err(|e| HostError::Invalid(format!("cannot open {e}")))?;
-    list_in(&root, path, recursive, max)
-}
-
-/// Reads `path` under the directory `root`.
-fn read(root: &Path, path: &str, max: u64) -> Result<FileContent, HostError> {
-    let root = open_root(root).map_err(|e| HostError::Invalid(format!("cannot open {e}")))?;
-    read_in(&root, path, max)
-}
-
 /// A worktree-like tree: files, a nested dir, a `.git` file and dir, plus a secret outside.
 fn tree() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();

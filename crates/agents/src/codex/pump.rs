@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::process::AgentChild;
 use nucleic_protocol::{ErrorCode, ErrorEvent, EventKind, RawJson, StderrLine};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -18,7 +17,7 @@ use super::{CodexHandle, MAX_BATCH, OUTPUT_DRAIN};
 use crate::agent::{AgentControl, AgentOutput, NativeEvent, host_events};
 use crate::codex::AppServerDecoder;
 use crate::codex::exit::{CodexExit, classify_codex};
-use crate::process::{MAX_LINE_BYTES, ReadLine, read_line_capped};
+use crate::process::{AgentChild, MAX_LINE_BYTES, ReadLine, read_line_capped};
 
 /// Gives up on a turn that shows no progress for `limit` while nobody is deciding an approval
 /// and no tool is running: codex retries an unreachable provider forever. Reports an `error`

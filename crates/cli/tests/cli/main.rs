@@ -6,6 +6,7 @@
 
 mod agent_boundary;
 mod bad_input;
+mod bounds;
 mod daemon;
 mod demo;
 mod host_sessions;
@@ -15,6 +16,7 @@ mod real_claude_host;
 mod real_claude_session;
 mod real_codex;
 mod real_codex_host;
+mod shutdown;
 mod sim_run;
 mod support;
 mod web_signin;

@@ -31,7 +31,7 @@ async fn welcome_lists_every_backend_with_its_capabilities() {
 }
 
 /// A session with no agent (its setup script failed): its directory is the project root.
-async fn agentless_session(s: &Server) -> String {
+pub(crate) async fn agentless_session(s: &Server) -> String {
     let root = s.repo.to_str().unwrap().to_owned();
     let project = s
         .host
