@@ -71,7 +71,13 @@ impl Host {
         })
         .await?;
         let (changes, _) = broadcast::channel(1024);
-        crate::launch::report_isolation(&config);
+        // Probes bubblewrap once for the process (a child process: off the async workers).
+        let probed = config.clone();
+        blocking(move || {
+            crate::launch::report_isolation(&probed);
+            Ok::<_, HostError>(())
+        })
+        .await?;
         Ok(Arc::new(Host {
             config,
             catalog: Arc::new(catalog),
