@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod hostile;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
