@@ -48,6 +48,15 @@ pub enum GitError {
     /// The worktree's directory is gone (deleted behind git's back, or already removed).
     #[error("worktree {path} is missing")]
     WorktreeMissing { path: PathBuf },
+    /// The worktree's admin dir in the repository (`<common>/worktrees/<name>`) is missing, is
+    /// not a plain directory, or records another worktree: git is not run on it.
+    #[error(
+        "worktree {path} is not registered with git at {admin} (missing, or it names another worktree)"
+    )]
+    WorktreeUnregistered { path: PathBuf, admin: PathBuf },
+    /// The installed git lacks what the host relies on to run it safely.
+    #[error("git {found} is too old: Nucleic needs git {needed} or later")]
+    GitTooOld { found: String, needed: &'static str },
     /// The worktree has uncommitted or untracked changes and the operation needs it clean.
     #[error("worktree {path} has uncommitted changes (commit them first)")]
     Dirty { path: PathBuf },

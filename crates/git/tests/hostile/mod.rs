@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nucleic_git::{FinishMode, GitError, Repo, Worktree};
+use nucleic_git::{ExecConfinement, FinishMode, GitError, Repo, Worktree, exec_confinement};
 
 use crate::support::{Fixture, fixture, read, spec, write};
 
@@ -345,4 +345,81 @@ fn a_planted_promisor_remote_is_never_fetched_from() {
 
     let diff = traps.during("diff", || f.repo.diff(&wt));
     assert!(diff.is_err(), "a missing object is an error, not a fetch: {diff:?}");
+}
+
+/// The repository's `info/attributes` (which the agent can write, and which outranks every
+/// `.gitattributes`) naming drivers defined in the repository's config: only exec confinement
+/// stops those, so this test needs Landlock and says so when it is missing.
+#[test]
+fn drivers_named_in_info_attributes_never_run_under_confinement() {
+    if let ExecConfinement::Unavailable(reason) = exec_confinement() {
+        eprintln!("skipped: no exec confinement here ({reason})");
+        return;
+    }
+    let Hostile { f, traps, wt } = hostile("info");
+    let config = f.root.join(".git/config");
+    set_config(&config, "filter.info.clean", &traps.script("info-clean", "cat"));
+    set_config(&config, "filter.info.smudge", &traps.script("info-smudge", "cat"));
+    set_config(&config, "diff.info.textconv", &traps.script("info-textconv", "cat \"$1\""));
+    let driver = traps.script("info-merge", "exit 0");
+    set_config(&config, "merge.info.driver", &format!("{driver} %O %A %B"));
+    write(&f.root.join(".git/info/attributes"), "* filter=info diff=info merge=info\n");
+
+    let diff = traps.during("diff", || f.repo.diff(&wt)).unwrap();
+    assert!(diff.patch.contains("+uncommitted\n"));
+    // A merge driver that cannot start leaves its file conflicted: nothing merges through it.
+    let conflicts = traps.during("conflict_preview", || f.repo.conflict_preview(&wt, "main"));
+    assert_eq!(conflicts.unwrap(), vec![PathBuf::from("a.txt")]);
+    traps.during("commit_all", || f.repo.commit_all(&wt, "agent work")).unwrap();
+    for mode in [FinishMode::Merge, FinishMode::Squash, FinishMode::Rebase] {
+        let result = traps.during("finish", || f.repo.merge_into_base(&wt, "main", mode, "m"));
+        assert!(matches!(result, Err(GitError::Conflict { .. })), "{mode:?}: {result:?}");
+    }
+}
+
+/// What the host does when the agent breaks the worktree's link to git: a `.git` that is a
+/// symlink or a directory, or a missing admin dir, is never followed.
+#[test]
+fn a_broken_gitlink_is_repaired_for_discard_and_a_missing_admin_dir_is_refused() {
+    let Hostile { f, traps, wt } = hostile("broken");
+    let elsewhere = f.root.parent().unwrap().join("elsewhere");
+    write(&elsewhere.join("keep.txt"), "keep\n");
+    std::fs::remove_file(wt.path.join(".git")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, wt.path.join(".git")).unwrap();
+    traps.during("diff", || f.repo.diff(&wt)).unwrap();
+    std::fs::remove_file(wt.path.join(".git")).unwrap();
+    std::fs::create_dir(wt.path.join(".git")).unwrap();
+    safe_git(&wt.path, &["init", "-q"]);
+    traps.during("diff", || f.repo.diff(&wt)).unwrap();
+
+    let admin = admin_dir(&f, &wt);
+    let moved = admin.with_file_name("moved-away");
+    std::fs::rename(&admin, &moved).unwrap();
+    let refused = traps.during("diff", || f.repo.diff(&wt));
+    assert!(matches!(refused, Err(GitError::WorktreeUnregistered { .. })), "{refused:?}");
+    std::os::unix::fs::symlink(&moved, &admin).unwrap();
+    let refused = traps.during("diff", || f.repo.diff(&wt));
+    assert!(matches!(refused, Err(GitError::WorktreeUnregistered { .. })), "{refused:?}");
+    std::fs::remove_file(&admin).unwrap();
+    std::fs::rename(&moved, &admin).unwrap();
+
+    traps.during("discard", || f.repo.discard(&wt)).unwrap();
+    assert!(!wt.path.exists() && !f.repo.branch_exists("nucleic/broken").unwrap());
+    assert_eq!(read(&elsewhere.join("keep.txt")), "keep\n", "the symlink target is untouched");
+}
+
+/// A session worktree directory replaced by a symlink (to a directory the agent prepared) is
+/// not a session worktree: refused, and discard does not delete through it.
+#[test]
+fn a_worktree_replaced_by_a_symlink_is_refused() {
+    let Hostile { f, traps, wt } = hostile("swapped");
+    let real = f.root.parent().unwrap().join("real");
+    std::fs::rename(&wt.path, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &wt.path).unwrap();
+    let refused = traps.during("diff", || f.repo.diff(&wt));
+    assert!(matches!(refused, Err(GitError::WorktreeMissing { .. })), "{refused:?}");
+    let refused = traps.during("commit_all", || f.repo.commit_all(&wt, "m"));
+    assert!(matches!(refused, Err(GitError::WorktreeMissing { .. })), "{refused:?}");
+    let _ = traps.during("discard", || f.repo.discard(&wt));
+    assert_eq!(read(&real.join("new.txt")), "untracked\n", "nothing deleted through the link");
 }
