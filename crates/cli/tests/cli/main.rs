@@ -7,6 +7,7 @@
 mod bad_input;
 mod daemon;
 mod demo;
+mod host_hostile_git;
 mod host_sessions;
 mod real_claude;
 mod real_claude_demo;
