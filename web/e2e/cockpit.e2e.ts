@@ -1,6 +1,8 @@
 /** The cockpit in a real browser against a real host running simulated agents: the demo,
  *  the 1/2/3-pane layouts, a whole session from the UI to a merge, concurrent approvals,
  *  reconnects, and bad input (unknown kinds, huge results, long transcripts, bad tokens). */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -271,16 +273,17 @@ describe("a session from the UI to a merge", () => {
 });
 
 describe("bad input", () => {
-  it("a wrong or reused sign-in link and no cookie get the not-signed-in page", async () => {
+  it("a wrong or reused sign-in link and no device get the not-signed-in page", async () => {
     const demo = await startDemo({ noSessions: true });
     try {
       const context = await browser.newContext();
       const page = await context.newPage();
-      const bad = await page.goto(`${demo.origin}/login?token=not-a-token`);
-      expect(bad?.status()).toBe(401);
+      await page.goto(`${demo.origin}/login?token=not-a-token`);
+      await page.waitForSelector("[data-testid=signed-out][data-reason=badLink]");
       expect(await page.textContent("body")).toMatch(/invalid, expired or already used/);
+      expect(new URL(page.url()).search).toBe(""); // the token left the address bar
       await page.goto(`${demo.origin}/`);
-      await page.waitForSelector("[data-testid=signed-out]");
+      await page.waitForSelector("[data-testid=signed-out][data-reason=signedOut]");
       const api = await page.evaluate(async () => (await fetch("/api/message", { method: "POST", body: "{}" })).status);
       expect(api).toBe(401);
       // The printed link works once.
@@ -288,8 +291,8 @@ describe("bad input", () => {
       await page.waitForSelector(".shell[data-link=online]");
       const other = await browser.newContext();
       const p2 = await other.newPage();
-      const again = await p2.goto(demo.url);
-      expect(again?.status()).toBe(401);
+      await p2.goto(demo.url);
+      await p2.waitForSelector("[data-testid=signed-out][data-reason=badLink]");
       await other.close();
       await context.close();
     } finally {
@@ -302,11 +305,80 @@ describe("bad input", () => {
     try {
       const context = await browser.newContext();
       const page = await context.newPage();
-      const expired = await page.goto(demo.url);
-      expect(expired?.status()).toBe(401);
+      await page.goto(demo.url);
+      await page.waitForSelector("[data-testid=signed-out][data-reason=badLink]");
       expect(await page.textContent("body")).toMatch(/invalid, expired or already used/);
-      await page.goto(`${demo.origin}/`);
-      await page.waitForSelector("[data-testid=signed-out]");
+      await context.close();
+    } finally {
+      await demo.stop();
+    }
+  });
+
+  it("a page on another local port gets no credential: no cookie, no key, no connection", async () => {
+    const demo = await startDemo({ noSessions: true });
+    // Another local web server the person visits (a dev server an agent started).
+    const evil = http.createServer((_q, r) => r.end("<!doctype html><title>evil</title>")).listen(0, "127.0.0.1");
+    await new Promise((r) => evil.once("listening", r));
+    const evilOrigin = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`;
+    try {
+      const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+      // Signed in, the browser holds no cookie for 127.0.0.1 (cookies ignore ports).
+      expect(await context.cookies()).toEqual([]);
+      const attacker = await context.newPage();
+      await attacker.goto(evilOrigin);
+      const tries = await attacker.evaluate(async (host) => {
+        const status = async (path: string, init?: RequestInit) => {
+          try {
+            return (await fetch(`${host}${path}`, { credentials: "include", ...init })).status;
+          } catch {
+            return -1; // refused (and unreadable) cross-origin
+          }
+        };
+        const ws = await new Promise<string>((resolve) => {
+          const s = new WebSocket(`${host.replace("http", "ws")}/ws`);
+          s.onopen = () => {
+            s.send(JSON.stringify({ type: "hello", clientID: "evil", clientName: "evil", protocolVersion: 1 }));
+          };
+          s.onmessage = (m) => resolve(String(m.data));
+          s.onclose = (e) => resolve(`closed ${e.code}`);
+        });
+        return {
+          message: await status("/api/message", { method: "POST", body: '{"type":"listProjects","messageID":"x"}' }),
+          challenge: await status("/api/challenge", { method: "POST" }),
+          ws,
+          db: await new Promise<number>((resolve) => {
+            const open = indexedDB.open("nucleic");
+            open.onsuccess = () => resolve(open.result.objectStoreNames.length);
+            open.onerror = () => resolve(-1);
+          }),
+        };
+      }, demo.origin);
+      expect(tries.message).not.toBe(200);
+      expect(tries.challenge).not.toBe(200);
+      expect(tries.ws).not.toContain("welcome");
+      expect(tries.db).toBe(0); // its IndexedDB is its own: the device key is not there
+      // The cockpit itself is still online and signed in.
+      await page.waitForSelector(".shell[data-link=online]");
+      await context.close();
+    } finally {
+      evil.close();
+      await demo.stop();
+    }
+  });
+
+  it("revoking this browser from the devices sheet signs it out at once", async () => {
+    const demo = await startDemo({ noSessions: true });
+    try {
+      const { context, page } = await signedInPage(browser, demo.url, { width: 1280, name: "desk" });
+      await page.click("[data-testid=open-devices]");
+      await page.waitForSelector("[data-testid=device][data-current=yes]");
+      expect(await page.textContent("[data-testid=device][data-current=yes]")).toContain("desk");
+      page.once("dialog", (d) => void d.accept());
+      await page.click("[data-testid=sign-out]");
+      await page.waitForSelector(".shell[data-link=signedOut]");
+      // The key is gone: a reload is signed out too.
+      await page.reload();
+      await page.waitForSelector("[data-testid=signed-out][data-reason=signedOut]");
       await context.close();
     } finally {
       await demo.stop();

@@ -11,16 +11,16 @@ class FakeSocket {
   sent: any[] = [];
   onopen: (() => void) | null = null;
   onmessage: ((m: { data: string }) => void) | null = null;
-  onclose: (() => void) | null = null;
+  onclose: ((e: { code: number }) => void) | null = null;
   constructor(readonly url: string) {
     FakeSocket.all.push(this);
   }
   send(text: string) {
     this.sent.push(JSON.parse(text));
   }
-  close() {
+  close(code = 1006) {
     this.readyState = 3;
-    this.onclose?.();
+    this.onclose?.({ code });
   }
   open() {
     this.readyState = 1;
@@ -119,17 +119,75 @@ describe("HostConnection", () => {
     expect(err).toMatchObject({ code: "alreadyResolved", resolvedBy: "phone" });
   });
 
-  it("pending requests fail when the link drops; a 401 on reconnect means signed out", async () => {
+  it("pending requests fail when the link drops, and it reconnects", async () => {
     const ws = FakeSocket.all[0];
     ws.open();
     ws.welcome();
     const p = conn.request({ type: "listProjects" });
-    vi.stubGlobal("fetch", vi.fn(async () => ({ status: 401 })));
     ws.close();
     await expect(p).rejects.toMatchObject({ code: "offline" });
     await vi.advanceTimersByTimeAsync(6000);
+    expect(FakeSocket.all).toHaveLength(2);
+  });
+
+  it("a revocation (close 4401) or an unauthorized hello means signed out, with no retry", async () => {
+    const ws = FakeSocket.all[0];
+    ws.open();
+    ws.welcome();
+    const p = conn.request({ type: "listProjects" });
+    ws.close(4401);
+    await expect(p).rejects.toMatchObject({ code: "unauthorized" });
     expect(conn.state).toBe("signedOut");
+    await vi.advanceTimersByTimeAsync(10_000);
     expect(FakeSocket.all).toHaveLength(1);
+
+    const other = new HostConnection("ws://h/ws", { id: "web-2", name: "t" }, {
+      state: () => {},
+      welcome: () => {},
+      events: () => {},
+      sessionChanged: () => {},
+    });
+    other.start();
+    const ws2 = FakeSocket.all[1];
+    ws2.open();
+    ws2.deliver({ type: "error", code: "unauthorized", message: "no such device, or it was revoked" });
+    expect(other.state).toBe("signedOut");
+  });
+
+  it("proves the device in every hello, and stops when there is no device to prove", async () => {
+    let n = 0;
+    const proved = new HostConnection("ws://h/ws", { id: "web-3", name: "t" }, {
+      state: () => {},
+      welcome: () => {},
+      events: () => {},
+      sessionChanged: () => {},
+    }, async () => ({ deviceID: "d1", nonce: `n${++n}`, signature: "sig" }));
+    proved.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const first = FakeSocket.all.at(-1)!;
+    first.open();
+    expect(first.sent[0]).toMatchObject({ type: "hello", device: { deviceID: "d1", nonce: "n1" } });
+    first.close();
+    await vi.advanceTimersByTimeAsync(6000);
+    const second = FakeSocket.all.at(-1)!;
+    second.open();
+    expect(second.sent[0].device.nonce).toBe("n2");
+
+    const none = new HostConnection("ws://h/ws", { id: "web-4", name: "t" }, {
+      state: () => {},
+      welcome: () => {},
+      events: () => {},
+      sessionChanged: () => {},
+    }, async () => {
+      throw Object.assign(new Error("no device"), { reason: "signedOut" });
+    });
+    conn.close();
+    proved.close();
+    const before = FakeSocket.all.length;
+    none.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(none.state).toBe("signedOut");
+    expect(FakeSocket.all.length).toBe(before);
   });
 
   it("abandons a handshake that never finishes and tries again", async () => {

@@ -4,6 +4,7 @@
 import type {
   BackendInfo,
   ClientMessage,
+  DeviceProof,
   Event,
   HostMessage,
   SessionSummary,
@@ -12,6 +13,12 @@ import { FEATURE_EVENT_BATCHES, PROTOCOL_VERSION } from "./protocol.gen";
 
 /** How long a connection may take from opening the socket to `welcome`. */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** The host's close code for a connection without a valid credential, or revoked while open. */
+const CLOSE_UNAUTHORIZED = 4401;
+
+/** Proves this browser's device for the next `hello`; throws `{ reason: "signedOut" | … }`
+ *  when there is no device to prove. */
+export type Prover = () => Promise<DeviceProof>;
 
 export type LinkState = "connecting" | "online" | "offline" | "signedOut";
 
@@ -94,6 +101,7 @@ export class HostConnection {
     private readonly url: string,
     private readonly identity: { id: string; name: string },
     private readonly on: ConnectionEvents,
+    private readonly prove?: Prover,
   ) {}
 
   start(): void {
@@ -153,6 +161,29 @@ export class HostConnection {
 
   private open(): void {
     this.setState("connecting");
+    if (!this.prove) {
+      this.connect(undefined);
+      return;
+    }
+    this.prove().then(
+      (proof) => {
+        if (!this.closed) this.connect(proof);
+      },
+      (e: unknown) => {
+        if (e && typeof e === "object" && "reason" in e) this.signOut();
+        else this.scheduleReconnect();
+      },
+    );
+  }
+
+  /** The host no longer accepts this browser (no device, revoked, rotated): stop retrying. */
+  private signOut(): void {
+    this.closed = true;
+    this.setState("signedOut");
+    this.ws?.close();
+  }
+
+  private connect(device: DeviceProof | undefined): void {
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.url);
@@ -176,12 +207,20 @@ export class HostConnection {
           protocolVersion: PROTOCOL_VERSION,
           // Catch-ups arrive as batches: a browser pays per WebSocket message.
           features: [FEATURE_EVENT_BATCHES],
+          ...(device ? { device } : {}),
         } satisfies ClientMessage),
       );
     };
     ws.onmessage = (m) => this.receive(String(m.data));
-    ws.onclose = () => {
+    ws.onclose = (e: CloseEvent) => {
       if (this.ws !== ws) return;
+      if (e?.code === CLOSE_UNAUTHORIZED) {
+        this.ws = null;
+        for (const p of this.pending.values()) p.reject(new HostError("unauthorized", "This browser was signed out."));
+        this.pending.clear();
+        this.signOut();
+        return;
+      }
       this.ws = null;
       for (const p of this.pending.values()) {
         p.reject(new HostError("offline", "The connection to the host was lost before it answered."));
@@ -196,18 +235,8 @@ export class HostConnection {
   private scheduleReconnect(): void {
     const delay = Math.min(5000, 250 * 2 ** this.retry) * (0.75 + Math.random() / 2);
     this.retry = Math.min(this.retry + 1, 5);
-    setTimeout(async () => {
+    setTimeout(() => {
       if (this.closed) return;
-      // A 401 means the browser session is gone: say so instead of retrying forever.
-      try {
-        const r = await fetch("/api/session", { credentials: "same-origin", signal: AbortSignal.timeout(3000) });
-        if (r.status === 401) {
-          this.setState("signedOut");
-          return;
-        }
-      } catch {
-        /* host still away */
-      }
       this.open();
     }, delay);
   }
@@ -245,11 +274,13 @@ export class HostConnection {
       case "gitFacts":
       case "files":
       case "branches":
+      case "devices":
       case "fileContent": {
         const id = msg.messageID;
         const p = id ? this.pending.get(id) : undefined;
         if (!p || !id) {
-          if (msg.type === "error") console.warn("host error", msg.code, msg.message);
+          if (msg.type === "error" && msg.code === "unauthorized") this.signOut();
+          else if (msg.type === "error") console.warn("host error", msg.code, msg.message);
           return;
         }
         this.pending.delete(id);

@@ -1,28 +1,50 @@
-/** Entry: checks the browser is signed in, then starts the store and renders the cockpit. */
+/** Entry: signs this browser in (a one-time `/login?token=…` link registers a device key), then
+ *  starts the store and renders the cockpit; without a device, the signed-out page. */
 import { render } from "preact";
 
 import { App } from "./components/App";
 import { SignedOut } from "./components/SignedOut";
+import { type StoredDevice, SignedOutError, loadDevice, proveDevice, registerDevice } from "./device";
 import { CockpitStore } from "./store";
 import "./styles.css";
+
+/** The name a test or a person gave this browser, if any (else the host names it). */
+function chosenName(): string | undefined {
+  try {
+    return localStorage.getItem("nucleic.clientName") ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function signIn(): Promise<StoredDevice | null> {
+  if (location.pathname === "/login") {
+    const token = new URLSearchParams(location.search).get("token") ?? "";
+    // The token leaves the address bar (and history) at once, used or not.
+    history.replaceState(null, "", "/");
+    return registerDevice(token, chosenName());
+  }
+  return loadDevice();
+}
 
 async function boot(): Promise<void> {
   const root = document.getElementById("app");
   if (!root) return;
-  let status = 0;
+  let device: StoredDevice | null;
   try {
-    // Bounded: a host that does not answer must not leave a blank page (the app then shows
-    // its own connection state and keeps retrying).
-    status = (await fetch("/api/session", { credentials: "same-origin", signal: AbortSignal.timeout(5000) })).status;
-  } catch {
-    status = -1;
-  }
-  if (status === 401 || status === 403) {
-    render(<SignedOut reason={status === 403 ? "refused" : "signedOut"} />, root);
+    device = await signIn();
+  } catch (e) {
+    const reason = e instanceof SignedOutError ? e.reason : "badLink";
+    render(<SignedOut reason={reason} detail={e instanceof Error ? e.message : String(e)} />, root);
     return;
   }
+  if (!device) {
+    render(<SignedOut reason="signedOut" />, root);
+    return;
+  }
+  const signed = device;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const store = new CockpitStore(`${scheme}://${location.host}/ws`);
+  const store = new CockpitStore(`${scheme}://${location.host}/ws`, () => proveDevice(signed), signed.deviceID);
   // For tests and debugging: the live store (seq cursors, gap counters).
   (window as unknown as { nucleic: CockpitStore }).nucleic = store;
   store.start();

@@ -162,15 +162,20 @@ export type ClientMessage = { "type": "hello", clientID: string, clientName: str
 /**
  * Optional behaviours the client understands (e.g. [`FEATURE_EVENT_BATCHES`]).
  */
-features?: Array<string>, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
+features?: Array<string>, 
+/**
+ * A signed-in device's proof of its key; required unless the connection carries the
+ * host's token.
+ */
+device?: DeviceProof | null, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
 /**
  * Include the unified patch text (file list and counts always come).
  */
-includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, };
+includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
 
 export type Verbosity = "full" | "noPartials" | "summary";
 
-export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, };
+export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -205,13 +210,33 @@ backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: J
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
-truncated: boolean, } | { "type": "branches", messageID: string, branches: Array<string>, defaultBranch: string, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
+truncated: boolean, } | { "type": "branches", messageID: string, branches: Array<string>, defaultBranch: string, } | { "type": "devices", messageID: string, devices: Array<DeviceSummary>, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
 /**
  * For `alreadyResolved`: who answered first.
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
+export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
+
+export type DeviceProof = { deviceID: string, 
+/**
+ * A challenge from `POST /api/challenge`: single use, valid for a minute.
+ */
+nonce: string, 
+/**
+ * base64url (no padding) of the P1363 signature over [`hello_proof_message`].
+ */
+signature: string, };
+
+export type DeviceSummary = { deviceID: string, name: string, 
+/**
+ * Unix milliseconds.
+ */
+pairedAt: number, lastSeenAt?: number | null, revokedAt?: number | null, 
+/**
+ * This is the device asking.
+ */
+current: boolean, };
 
 export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, };
 

@@ -6,21 +6,24 @@ export interface Route {
   tools: boolean;
   dashboard: boolean;
   newSession: boolean;
+  devices: boolean;
 }
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean);
-  const r: Route = { sessionID: null, tools: false, dashboard: false, newSession: false };
+  const r: Route = { sessionID: null, tools: false, dashboard: false, newSession: false, devices: false };
   if (parts[0] === "s" && parts[1]) {
     r.sessionID = decodeURIComponent(parts[1]);
     r.tools = parts[2] === "tools";
   } else if (parts[0] === "dashboard") r.dashboard = true;
   else if (parts[0] === "new") r.newSession = true;
+  else if (parts[0] === "devices") r.devices = true;
   return r;
 }
 
 export function href(r: Partial<Route>): string {
   if (r.newSession) return "#/new";
+  if (r.devices) return "#/devices";
   if (r.sessionID) return `#/s/${encodeURIComponent(r.sessionID)}${r.tools ? "/tools" : ""}`;
   if (r.dashboard) return "#/dashboard";
   return "#/";

@@ -2,7 +2,8 @@
  *  of opened sessions, kept live from the host connection. Views read it through hooks. */
 import { useEffect, useState } from "preact/hooks";
 
-import { HostConnection, HostError, clientIdentity, type LinkState, type Request } from "./connection";
+import { HostConnection, HostError, clientIdentity, type LinkState, type Prover, type Request } from "./connection";
+import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import type { BackendInfo, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
@@ -27,10 +28,13 @@ export class CockpitStore {
   private dirty = new Set<string>();
   private repaintScheduled = false;
 
-  constructor(url: string) {
+  /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
+  constructor(url: string, prove?: Prover, readonly deviceID?: string) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
         this.link = s;
+        // Revoked, rotated out or signed out: the key is useless now; a new link starts over.
+        if (s === "signedOut") void forgetDevice();
         if (s === "online") this.offlineSince = null;
         else if (this.offlineSince === null) this.offlineSince = Date.now();
         this.changed();
@@ -51,7 +55,7 @@ export class CockpitStore {
         notifyTransition(before, s);
         this.changed();
       },
-    });
+    }, prove);
   }
 
   start(): void {

@@ -3,7 +3,8 @@
 //!
 //! stdout and stderr are plain (blocking) pipes read on dedicated threads: decoding an agent's
 //! output then runs in parallel with the session writer instead of competing with it for a
-//! runtime worker.
+//! runtime worker. Those threads end only at EOF, that is once every process holding the pipes'
+//! write ends is gone — so an agent is never left half-killed (see [`AgentChild`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -34,9 +35,40 @@ pub struct SpawnSpec {
 /// A started agent: the child (stdin piped, async) and its output pipes (blocking).
 #[derive(Debug)]
 pub struct Spawned {
-    pub child: Child,
+    pub child: AgentChild,
     pub stdout: PipeReader,
     pub stderr: PipeReader,
+}
+
+/// An agent's process. Dropped while it still runs (its supervisor cancelled, e.g. when the
+/// runtime shuts down), it takes its whole tree down with SIGKILL — not only itself, as tokio's
+/// `kill_on_drop` would: the `codex` npm entry is a Node wrapper that spawns the native binary,
+/// which then survived, holding the output pipes open, so the reader threads never saw EOF and
+/// the runtime's shutdown waited for them forever.
+#[derive(Debug)]
+pub struct AgentChild(Child);
+
+impl std::ops::Deref for AgentChild {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AgentChild {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for AgentChild {
+    fn drop(&mut self) {
+        // `id()` is `None` once the child was reaped; `try_wait` reaps it if it just exited.
+        // Only a live (or unreaped) leader guarantees its pid still names this tree.
+        if let (Some(pid), Ok(None)) = (self.0.id(), self.0.try_wait()) {
+            kill_tree(pid);
+        }
+    }
 }
 
 /// Starts `spec` in a new process group (pgid = its pid) with stdin, stdout and stderr piped.
@@ -71,7 +103,7 @@ pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
             _ => e.to_string(),
         },
     })?;
-    Ok(Spawned { child, stdout, stderr })
+    Ok(Spawned { child: AgentChild(child), stdout, stderr })
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone is not an error.
@@ -98,6 +130,31 @@ pub fn terminate_tree(pid: u32, grace: Duration) {
         }
         signal_tree(&now, Signal::SIGKILL);
     });
+}
+
+/// SIGKILLs `pid`, its process group and every descendant now.
+pub fn kill_tree(pid: u32) {
+    let mut tree = vec![pid];
+    tree.extend(descendants(pid));
+    signal_tree(&tree, Signal::SIGKILL);
+}
+
+/// SIGKILLs every descendant of `pid` (not `pid` itself, nor its process group), one by one: for
+/// a process that must exit at once and take no child with it. Looks twice, for children forked
+/// while the first ones were being killed. Returns the pids signalled.
+pub fn kill_descendants(pid: u32) -> Vec<u32> {
+    let mut killed = Vec::new();
+    for _ in 0..2 {
+        for p in descendants(pid) {
+            if let Ok(raw) = i32::try_from(p) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
+                if !killed.contains(&p) {
+                    killed.push(p);
+                }
+            }
+        }
+    }
+    killed
 }
 
 /// [`terminate_tree`] for a blocking thread: waits out `grace` itself.
@@ -271,6 +328,44 @@ mod tests {
         for k in kids {
             assert!(proc_stat(k).is_none_or(|s| s.zombie), "{k} survived");
         }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_child_takes_its_tree_and_the_pipes_with_it() {
+        // Like the `codex` Node wrapper: the agent's direct child holds the output pipes too.
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "sleep 300 & wait".into()],
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+        };
+        let Spawned { child, mut stdout, .. } = spawn_group(&spec).unwrap();
+        let pid = child.id().unwrap();
+        let mut kids = Vec::new();
+        for _ in 0..250 {
+            kids = descendants(pid);
+            if !kids.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!kids.is_empty(), "sh should have started its sleep");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = std::io::Read::read_to_end(&mut stdout, &mut Vec::new());
+            let _ = tx.send(());
+        });
+        drop(child);
+        rx.recv_timeout(Duration::from_secs(5)).expect("stdout reaches EOF once the tree is gone");
+        // A killed process closes its files a moment before it turns into a zombie.
+        let gone = |k: &u32| proc_stat(*k).is_none_or(|s| s.zombie);
+        for _ in 0..100 {
+            if kids.iter().all(gone) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(kids.iter().all(gone), "survived: {kids:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::error::{CatalogError, Result};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_browser_sessions.sql"),
+    include_str!("../migrations/0003_device_keys.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -110,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

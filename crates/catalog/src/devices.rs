@@ -10,7 +10,7 @@ use crate::error::{CatalogError, Result, SqlContext};
 pub struct NewDevice {
     pub id: String,
     pub name: String,
-    /// The device's static public key (Noise), when the pairing produced one.
+    /// The device's public key (SubjectPublicKeyInfo DER): what it proves itself with.
     pub public_key: Option<Vec<u8>>,
     pub paired_at: i64,
 }
@@ -102,37 +102,12 @@ impl Catalog {
     }
 }
 
-/// Browsers signed in with a session cookie are devices too, found by the cookie's hash.
 impl Catalog {
-    /// Records a signed-in browser: a device named `name` whose cookie hashes to `session_hash`.
-    pub fn add_browser(&self, device: &NewDevice, session_hash: &str) -> Result<DeviceRow> {
-        let conn = self.conn();
-        let n = conn
-            .execute(
-                "INSERT INTO devices (id, name, public_key, paired_at, session_hash) \
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                params![device.id, device.name, device.public_key, device.paired_at, session_hash],
-            )
-            .ctx("add browser")?;
-        if n == 0 {
-            return Err(CatalogError::DuplicateDevice { id: device.id.clone() });
-        }
-        Ok(DeviceRow {
-            id: device.id.clone(),
-            name: device.name.clone(),
-            public_key: device.public_key.clone(),
-            paired_at: device.paired_at,
-            last_seen_at: None,
-            revoked_at: None,
-        })
-    }
-
-    /// The browser whose session cookie hashes to `session_hash` (revoked or not).
-    pub fn browser(&self, session_hash: &str) -> Result<Option<DeviceRow>> {
-        let conn = self.conn();
-        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM devices WHERE session_hash = ?"))
-            .and_then(|mut stmt| stmt.query_row([session_hash], from_row).optional())
-            .ctx("read browser")
+    /// Revokes every device not yet revoked (a rotated token); returns how many.
+    pub fn revoke_all_devices(&self, at: i64) -> Result<usize> {
+        self.conn()
+            .execute("UPDATE devices SET revoked_at = ? WHERE revoked_at IS NULL", params![at])
+            .ctx("revoke all devices")
     }
 }
 

@@ -23,6 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use client_messages::ReplyCacheLimits;
 pub use db::SCHEMA_VERSION;
 pub use devices::{DeviceRow, NewDevice};
 pub use error::{CatalogError, Result};

@@ -466,42 +466,39 @@ fn devices_pair_touch_and_revoke() {
 }
 
 #[test]
-fn browsers_are_devices_found_by_their_cookie_hash_and_survive_a_migration() {
+fn cookie_browsers_are_revoked_by_the_key_migration_and_rotation_revokes_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("catalog.sqlite");
-    // A schema-1 database with a paired device, as an older build left it.
+    // A schema-2 database with a paired device and a browser signed in by cookie.
     {
         let raw = rusqlite::Connection::open(&path).unwrap();
         raw.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
-        raw.pragma_update(None, "user_version", 1).unwrap();
-        raw.execute("INSERT INTO devices (id, name, paired_at) VALUES ('old', 'phone', 5)", [])
-            .unwrap();
+        raw.execute_batch(include_str!("../migrations/0002_browser_sessions.sql")).unwrap();
+        raw.pragma_update(None, "user_version", 2).unwrap();
+        raw.execute(
+            "INSERT INTO devices (id, name, public_key, paired_at) VALUES ('old', 'phone', x'01', 5)",
+            [],
+        )
+        .unwrap();
+        raw.execute(
+            "INSERT INTO devices (id, name, paired_at, session_hash) VALUES ('b1', 'browser', 6, 'h')",
+            [],
+        )
+        .unwrap();
     }
     let cat = Catalog::open(&path).unwrap();
     assert_eq!(cat.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(cat.device("old").unwrap().unwrap().name, "phone");
-    let browser = NewDevice {
-        id: "b1".to_owned(),
-        name: "browser".to_owned(),
-        public_key: None,
+    assert_eq!(cat.device("old").unwrap().unwrap().revoked_at, None, "keyed devices stay");
+    assert!(cat.device("b1").unwrap().unwrap().revoked_at.is_some(), "cookie browsers revoked");
+    let new = NewDevice {
+        id: "d2".to_owned(),
+        name: "laptop".to_owned(),
+        public_key: Some(vec![2]),
         paired_at: 7,
     };
-    cat.add_browser(&browser, "hash-1").unwrap();
-    assert_eq!(cat.browser("hash-1").unwrap().unwrap().id, "b1");
-    assert_eq!(cat.browser("hash-2").unwrap(), None);
-    // A hash belongs to one browser; an id to one device.
-    let other = NewDevice {
-        id: "b2".to_owned(),
-        name: "browser".to_owned(),
-        public_key: None,
-        paired_at: 8,
-    };
-    assert!(matches!(cat.add_browser(&other, "hash-1"), Err(CatalogError::DuplicateDevice { .. })));
-    assert!(matches!(
-        cat.add_browser(&browser, "hash-3"),
-        Err(CatalogError::DuplicateDevice { .. })
-    ));
-    cat.revoke_device("b1", 9).unwrap();
-    assert_eq!(cat.browser("hash-1").unwrap().unwrap().revoked_at, Some(9));
-    assert_eq!(cat.list_devices().unwrap().len(), 2);
+    cat.add_device(&new).unwrap();
+    assert_eq!(cat.revoke_all_devices(50).unwrap(), 2);
+    assert_eq!(cat.revoke_all_devices(60).unwrap(), 0);
+    assert!(cat.list_devices().unwrap().iter().all(|d| d.revoked_at.is_some()));
+    assert_eq!(cat.device("d2").unwrap().unwrap().revoked_at, Some(50));
 }

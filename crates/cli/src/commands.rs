@@ -7,15 +7,13 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Subcommand;
 use nucleic_protocol::{
-    Backend, ClientMessage, EventKind, FinishAction, HostMessage, Intent, NewSession,
-    SessionSummary, Verbosity,
+    Backend, ClientMessage, FinishAction, HostMessage, Intent, NewSession, SessionSummary,
 };
 use serde_json::Value;
 
 use std::os::unix::fs::OpenOptionsExt;
 
 use crate::daemon::Daemon;
-use crate::render::Renderer;
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
@@ -71,7 +69,7 @@ pub enum SessionCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Show one session's summary.
+    /// Show one session's summary and its pending approvals (`approvals`: id, tool, input).
     Show {
         session_id: String,
     },
@@ -90,18 +88,20 @@ pub enum SessionCommand {
         #[arg(required = true, num_args = 1..)]
         text: Vec<String>,
     },
-    /// Allow a pending approval.
+    /// Allow a pending approval (the only one, when no request id is given).
     Approve {
         session_id: String,
-        request_id: String,
+        /// Which approval (`session show` lists them); may be left out when only one is pending.
+        request_id: Option<String>,
         #[arg(long)]
         always: bool,
     },
-    /// Deny a pending approval, with the reason the model will see.
+    /// Deny a pending approval, with the reason the model will see: `deny SESSION [REQUEST]
+    /// REASON` (the request id may be left out when only one is pending).
     Deny {
         session_id: String,
-        request_id: String,
-        reason: String,
+        #[arg(value_name = "[REQUEST] REASON", num_args = 1..=2, required = true)]
+        request_and_reason: Vec<String>,
         #[arg(long)]
         stop: bool,
     },
@@ -189,12 +189,31 @@ pub enum SessionCommand {
     },
 }
 
-async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
+pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
     let message_id = daemon.id();
     match daemon.request(ClientMessage::Intent { message_id, intent }).await? {
         HostMessage::Ack { result, .. } => Ok(result),
         other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
     }
+}
+
+/// Answers approval `request_id` of a session, or its only pending one.
+async fn decide(
+    daemon: &mut Daemon,
+    session_id: String,
+    request_id: Option<String>,
+    decision: nucleic_protocol::Decision,
+) -> anyhow::Result<()> {
+    let request_id = match request_id {
+        Some(id) => id,
+        None => {
+            let summary = crate::approvals::summary(daemon, &session_id).await?;
+            crate::approvals::the_only_one(daemon, &summary).await?
+        }
+    };
+    let message_id = daemon.id();
+    daemon.request(ClientMessage::Decide { message_id, session_id, request_id, decision }).await?;
+    Ok(())
 }
 
 fn print_session(s: &SessionSummary) {
@@ -293,22 +312,15 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Show { session_id } => {
-            let message_id = daemon.id();
-            let request = ClientMessage::ListSessions {
-                message_id,
-                project_id: None,
-                include_archived: true,
-            };
-            if let HostMessage::Sessions { sessions, .. } = daemon.request(request).await? {
-                match sessions.iter().find(|s| s.session_id == session_id) {
-                    Some(s) => println!("{}", serde_json::to_string_pretty(s)?),
-                    None => bail!("no session {session_id}"),
-                }
-            }
+            let summary = crate::approvals::summary(&mut daemon, &session_id).await?;
+            let pending = crate::approvals::pending(&mut daemon, &summary).await?;
+            let mut shown = serde_json::to_value(&summary)?;
+            shown["approvals"] = pending.iter().map(crate::approvals::as_json).collect();
+            println!("{}", serde_json::to_string_pretty(&shown)?);
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Attach { session_id, from, until_idle } => {
-            return attach(daemon, session_id, from, until_idle).await;
+            return crate::attach::attach(daemon, session_id, from, until_idle).await;
         }
         SessionCommand::Send { session_id, text } => {
             let message_id = daemon.id();
@@ -323,22 +335,21 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             } else {
                 nucleic_protocol::Decision::Allow
             };
-            let message_id = daemon.id();
-            daemon
-                .request(ClientMessage::Decide { message_id, session_id, request_id, decision })
-                .await?;
+            decide(&mut daemon, session_id, request_id, decision).await?;
             None
         }
-        SessionCommand::Deny { session_id, request_id, reason, stop } => {
+        SessionCommand::Deny { session_id, request_and_reason, stop } => {
+            let (request_id, reason) = match request_and_reason.as_slice() {
+                [reason] => (None, reason.clone()),
+                [request, reason] => (Some(request.clone()), reason.clone()),
+                _ => bail!("give the reason, after the request id when you name one"),
+            };
             let decision = if stop {
                 nucleic_protocol::Decision::DenyAndStop { message: reason }
             } else {
                 nucleic_protocol::Decision::Deny { message: reason }
             };
-            let message_id = daemon.id();
-            daemon
-                .request(ClientMessage::Decide { message_id, session_id, request_id, decision })
-                .await?;
+            decide(&mut daemon, session_id, request_id, decision).await?;
             None
         }
         SessionCommand::Interrupt { session_id } => {
@@ -459,52 +470,6 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         println!("{}", serde_json::to_string_pretty(&value)?);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Streams a session's events and answers its approvals on the terminal, until its turn ends.
-async fn attach(
-    mut daemon: Daemon,
-    session_id: String,
-    from: u64,
-    until_idle: bool,
-) -> anyhow::Result<ExitCode> {
-    let message_id = daemon.id();
-    daemon
-        .request(ClientMessage::Subscribe {
-            message_id,
-            session_id: session_id.clone(),
-            from_seq: from,
-            verbosity: Verbosity::Full,
-        })
-        .await?;
-    let mut renderer = Renderer::default();
-    loop {
-        let message = tokio::select! {
-            m = daemon.recv() => m?,
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
-        };
-        let HostMessage::Event { event } = message else { continue };
-        renderer.render(&event, &mut std::io::stdout().lock())?;
-        std::io::stdout().flush()?;
-        match &event.kind {
-            EventKind::ApprovalRequested(a) => {
-                let decision = crate::run::ask_terminal(a).await;
-                let message_id = daemon.id();
-                let request = ClientMessage::Decide {
-                    message_id,
-                    session_id: session_id.clone(),
-                    request_id: a.request_id.clone(),
-                    decision,
-                };
-                if let Err(e) = daemon.request(request).await {
-                    eprintln!("nucleic: {e}");
-                }
-            }
-            EventKind::RunFinished(_) => return Ok(ExitCode::SUCCESS),
-            EventKind::TurnCompleted(_) if until_idle => return Ok(ExitCode::SUCCESS),
-            _ => {}
-        }
-    }
 }
 
 /// `nucleic import PATH`: a read-only session from a Claude transcript or a Nucleic export.

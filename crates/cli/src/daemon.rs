@@ -12,6 +12,7 @@ use nucleic_protocol::{ClientMessage, HostMessage, PROTOCOL_VERSION};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use crate::home_lock;
 use crate::serve::DAEMON_FILE;
 
 type Socket =
@@ -28,6 +29,9 @@ pub struct Daemon {
     pending: std::collections::VecDeque<HostMessage>,
 }
 
+/// Longest wait for a daemon to accept a connection, and then to welcome it.
+const CONNECT_WITHIN: Duration = Duration::from_secs(5);
+
 fn daemon_port(home: &Path) -> Option<u16> {
     let text = std::fs::read_to_string(home.join(DAEMON_FILE)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -39,25 +43,30 @@ async fn connect(home: &Path, port: u16) -> anyhow::Result<Socket> {
         std::fs::read_to_string(home.join(nucleic_server::TOKEN_FILE)).context("no token file")?;
     let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request()?;
     request.headers_mut().insert("authorization", format!("Bearer {}", token.trim()).parse()?);
-    let (socket, _) = tokio_tungstenite::connect_async(request).await?;
+    let (socket, _) =
+        tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(request))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the daemon on port {port} did not answer within {} s",
+                    CONNECT_WITHIN.as_secs()
+                )
+            })??;
     Ok(socket)
 }
 
 impl Daemon {
-    /// Connects to the daemon of `home`, starting it (detached) if none answers.
+    /// Connects to the daemon of `home`, starting it (detached) if no host runs there.
     pub async fn connect(home: &Path) -> anyhow::Result<Daemon> {
-        let (socket, port) = match daemon_port(home) {
-            Some(port) => match connect(home, port).await {
-                Ok(s) => (s, port),
-                Err(_) => start_and_connect(home).await?,
-            },
-            None => start_and_connect(home).await?,
-        };
+        let (socket, port) = find_or_start(home).await?;
         let mut daemon =
             Daemon { socket, port, next_id: 0, pending: std::collections::VecDeque::new() };
-        let client_id = format!("cli-{}", std::process::id());
+        // Random per process: a reused pid must never be answered from another's remembered
+        // replies (message ids restart at `m1` in every process).
+        let client_id = format!("cli-{}", uuid::Uuid::new_v4());
         daemon
             .send(&ClientMessage::Hello {
+                device: None,
                 client_id,
                 client_name: format!("terminal ({})", whoami()),
                 protocol_version: PROTOCOL_VERSION,
@@ -65,7 +74,10 @@ impl Daemon {
                 features: vec![],
             })
             .await?;
-        match daemon.recv().await? {
+        let welcome = tokio::time::timeout(CONNECT_WITHIN, daemon.recv()).await.map_err(|_| {
+            anyhow::anyhow!("the daemon did not welcome us within {} s", CONNECT_WITHIN.as_secs())
+        })?;
+        match welcome? {
             HostMessage::Welcome { .. } => Ok(daemon),
             other => bail!("the daemon refused the connection: {}", describe(&other)),
         }
@@ -124,6 +136,7 @@ impl Daemon {
                 | HostMessage::GitFacts { message_id, .. }
                 | HostMessage::Files { message_id, .. }
                 | HostMessage::Branches { message_id, .. }
+                | HostMessage::Devices { message_id, .. }
                 | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),
@@ -167,11 +180,59 @@ fn whoami() -> String {
     std::env::var("USER").unwrap_or_else(|_| "user".into())
 }
 
-async fn start_and_connect(home: &Path) -> anyhow::Result<(Socket, u16)> {
+/// How long a CLI waits for a daemon to answer: one it started, or a live host on the home that
+/// is still starting (or stopping).
+const START_WAIT: Duration = Duration::from_secs(15);
+
+/// Connects to the daemon of `home`; starts one only when no live host holds the home's lock. A
+/// host that holds it but does not answer (starting, or stopping: `daemon.json` missing or
+/// stale) is waited for, up to [`START_WAIT`] — never joined by a second one. `daemon.json` is
+/// never deleted here: only its host removes it.
+async fn find_or_start(home: &Path) -> anyhow::Result<(Socket, u16)> {
     std::fs::create_dir_all(home)?;
-    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
     let log: PathBuf = home.join("daemon.log");
-    let log_file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&log)?;
+    let deadline = Instant::now() + START_WAIT;
+    let mut started: Option<std::process::Child> = None;
+    loop {
+        if let Some(port) = daemon_port(home)
+            && let Ok(socket) = connect(home, port).await
+        {
+            return Ok((socket, port));
+        }
+        let holder = home_lock::holder(home);
+        if holder.is_none() {
+            match &mut started {
+                None => started = Some(spawn_daemon(home, &log)?),
+                // Ours is gone and no host holds the home: it failed (or it lost the lock to
+                // another host that has stopped since).
+                Some(child) => {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        bail!("the daemon did not start ({status}); see {}", log.display());
+                    }
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            match holder {
+                Some(pid) => bail!(
+                    "a nucleic host (pid {pid}) holds {} but did not answer within {} s: it may be starting or stopping; try again, or stop it (kill {pid})",
+                    home.display(),
+                    START_WAIT.as_secs()
+                ),
+                None => bail!(
+                    "the daemon did not answer within {} s; see {}",
+                    START_WAIT.as_secs(),
+                    log.display()
+                ),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Starts `nucleic serve` on `home`, detached, logging to `log`.
+fn spawn_daemon(home: &Path, log: &Path) -> anyhow::Result<std::process::Child> {
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("serve")
@@ -182,15 +243,5 @@ async fn start_and_connect(home: &Path) -> anyhow::Result<(Socket, u16)> {
         .stdout(log_file.try_clone()?)
         .stderr(log_file);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    cmd.spawn().context("cannot start the daemon")?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        if let Some(port) = daemon_port(home)
-            && let Ok(socket) = connect(home, port).await
-        {
-            return Ok((socket, port));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    bail!("the daemon did not start; see {}", log.display())
+    cmd.spawn().context("cannot start the daemon")
 }

@@ -12,10 +12,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use nucleic_host::Host;
 use nucleic_protocol::{Backend, NewSession, ProjectSummary, SessionStatus, SessionSummary};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 use serde_json::json;
 
-use crate::serve::{DAEMON_FILE, host_config, write_daemon_file};
+use crate::home_lock::HomeLock;
+use crate::serve::{Served, force_stop_after, host_config, stop_daemon, write_daemon_file};
 use crate::signals::StopSignals;
 
 /// Options of `nucleic demo`.
@@ -175,7 +176,7 @@ fn temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
 
 /// Runs the demo until Ctrl-C or SIGTERM.
 pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
+    let mut signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     let temp_home = match &args.home {
         Some(_) => None,
         None => Some(temp_dir("nucleic-demo-home-")?),
@@ -188,6 +189,8 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(&home)
         .with_context(|| format!("cannot create {}", home.display()))?;
+    // One host per home: a demo on a home another host runs on refuses here.
+    let lock = HomeLock::acquire(&home)?;
     // With --home the repository lives (and stays) in it, so a demo can be stopped and started
     // again on the same home and find its project and sessions; otherwise it is temporary.
     let repo_dir = match &args.home {
@@ -209,21 +212,17 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     config.agent_env = parse_env(&args.agent_env)?;
     config.limits.min_free_bytes = 64 << 20;
-    let token = load_or_create_token(&home).context("cannot read or create the token")?;
     let host = Host::open(config).await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     let addr = listener.local_addr()?;
-    write_daemon_file(&home, addr)?;
-    let mut state = AppState::new(Arc::clone(&host), token, addr);
+    let mut state = AppState::new(Arc::clone(&host), addr);
     if let Some(secs) = args.login_link_ttl {
         state = state.with_login_link_ttl(Duration::from_secs(secs));
     }
-    let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(nucleic_server::serve(listener, state.clone(), async move {
-        let _ = server_stopped.await;
-    }));
+    let served = Served::start(listener, state.clone());
+    write_daemon_file(&home, addr)?;
 
     let outcome = async {
         let project = demo_project(&host, &repo).await?;
@@ -259,7 +258,11 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 });
             match announced {
                 Ok(()) => {
-                    signals.wait().await;
+                    let signal = signals.next().await;
+                    eprintln!(
+                        "nucleic: demo: {} received: stopping (a second signal stops at once)",
+                        signal.name()
+                    );
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => Err(e),
@@ -268,28 +271,23 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Err(e) => Err(e),
     };
 
-    // Shut down: agents first (they write into the temporary repository), then the server.
-    if let Ok(all) = host.list_sessions(None, true).await {
-        for session in all {
-            let _ = host.stop(&session.session_id).await;
-        }
-    }
-    let _ = stop_server.send(());
-    match tokio::time::timeout(Duration::from_secs(3), server).await {
-        Ok(_) => {}
-        // Open WebSockets keep a graceful shutdown waiting; the process is ending anyway.
-        Err(_) => eprintln!("nucleic: demo: closing open connections"),
-    }
+    // Shut down within the bound: agents (they write into the repository) and the server, then
+    // what the demo created.
+    force_stop_after(signals, &home, Arc::clone(&host));
+    let complete = stop_daemon(&host, served, &home).await;
     drop(state);
     drop(host);
-    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
+    drop(lock);
     if let Some(temp) = repo_dir {
         temp.close().context("cannot remove the demo repository")?;
     }
     if let Some(temp) = temp_home {
         temp.close().context("cannot remove the demo's data directory")?;
     }
-    result
+    match result {
+        Ok(_) if !complete => Ok(ExitCode::FAILURE),
+        other => other,
+    }
 }
 
 /// The demo repository's project: the one already registered for it (a demo started again on

@@ -1,10 +1,14 @@
 //! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
 //! library crates; this file only turns errors into one line on stderr and an exit code.
 
+mod approvals;
+mod attach;
 mod commands;
 mod daemon;
 mod demo;
+mod devices;
 mod doctor;
+mod home_lock;
 mod locate;
 mod open;
 mod render;
@@ -49,6 +53,20 @@ enum Commands {
     /// if needed).
     Open {
         #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// Devices signed in to the daemon: list them, revoke one.
+    Device {
+        #[command(subcommand)]
+        command: devices::DeviceCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// The host token (what the CLI authenticates with): rotate it, signing every device out.
+    Token {
+        #[command(subcommand)]
+        command: devices::TokenCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
     /// Projects: git repositories sessions run in.
@@ -178,6 +196,14 @@ fn main() -> ExitCode {
             Some(home) => block_on(open::open(&home)),
             None => no_home(),
         },
+        Commands::Device { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::device(&home, command)),
+            None => no_home(),
+        },
+        Commands::Token { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::token(&home, command)),
+            None => no_home(),
+        },
         Commands::Project { command, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(commands::project(&home, command)),
             None => no_home(),
@@ -211,7 +237,11 @@ fn block_on(future: impl std::future::Future<Output = anyhow::Result<ExitCode>>)
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(future) {
+    let result = runtime.block_on(future);
+    // Whatever is still running now is abandoned: an agent's output reader blocked on a pipe
+    // would otherwise keep the process alive (dropping a runtime waits for them forever).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("nucleic: {e:#}");

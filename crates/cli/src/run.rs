@@ -288,8 +288,15 @@ fn terminal_lines() -> &'static tokio::sync::Mutex<mpsc::UnboundedReceiver<Strin
     })
 }
 
-/// Asks on the terminal: allow, deny with a reason, always, or stop.
+/// Asks on the terminal: allow, deny with a reason, always, or stop. A closed terminal denies.
 pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
+    ask_person(request)
+        .await
+        .unwrap_or_else(|| Decision::Deny { message: "no answer: the terminal closed".into() })
+}
+
+/// Asks on the terminal; `None` when it closed before an answer.
+pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
     let prompt = format!(
         "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
         request.tool_name,
@@ -302,19 +309,17 @@ pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
         let _ = err.flush();
         lines.recv().await
     };
-    let Some(line) = read else {
-        return Decision::Deny { message: "no answer: the terminal closed".into() };
-    };
+    let line = read?;
     let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let reason = if rest.trim().is_empty() {
         "denied by the user".to_owned()
     } else {
         rest.trim().to_owned()
     };
-    match word.to_ascii_lowercase().as_str() {
+    Some(match word.to_ascii_lowercase().as_str() {
         "y" | "yes" | "allow" => Decision::Allow,
         "a" | "always" => Decision::AllowAlways,
         "s" | "stop" => Decision::DenyAndStop { message: reason },
         _ => Decision::Deny { message: reason },
-    }
+    })
 }

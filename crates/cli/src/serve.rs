@@ -1,19 +1,22 @@
-//! `nucleic serve`: the daemon. Opens the host under `$NUCLEIC_HOME`, serves the sync protocol on
-//! loopback, and advertises its port in `daemon.json` (0600) for CLI clients.
+//! `nucleic serve`: the daemon. Locks `$NUCLEIC_HOME` (one host per home), opens the host there,
+//! serves the sync protocol on loopback, advertises its port in `daemon.json` (0600) for CLI
+//! clients, and on SIGINT/SIGTERM stops within [`STOP_BOUND`] (shared with `nucleic demo`).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 
+use crate::home_lock::HomeLock;
 use crate::locate::{find_claude, find_codex};
-use crate::signals::StopSignals;
+use crate::signals::{StopSignals, force_exit_after};
 
 /// The file a running daemon writes its address into.
 pub const DAEMON_FILE: &str = "daemon.json";
@@ -35,6 +38,19 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
     })
 }
 
+/// How long a stop may take in all, from the first SIGINT/SIGTERM to the process's exit; past
+/// it, agents are killed and the process exits at once.
+pub const STOP_BOUND: Duration = Duration::from_secs(10);
+
+/// Between SIGTERM and SIGKILL for an agent's process tree.
+const AGENT_GRACE: Duration = Duration::from_secs(3);
+
+/// Agents stopped and their ends recorded within this (grace, the readers' 2 s drain, margin).
+const AGENTS_WITHIN: Duration = Duration::from_secs(7);
+
+/// Open connections get this long to close once the daemon stopped listening.
+const SERVER_WITHIN: Duration = Duration::from_secs(2);
+
 /// Runs the daemon until Ctrl-C or SIGTERM.
 pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> {
     if !bind.ip().is_loopback() {
@@ -42,9 +58,10 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
             "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
         );
     }
-    let signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
+    let mut signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let token = load_or_create_token(&home).context("cannot read or create the token")?;
+    // Before anything else touches the home: a second host on it refuses here.
+    let lock = HomeLock::acquire(&home)?;
     let host = Host::open(host_config(&home)?).await?;
     let recovery = host.recovery();
     if !recovery.is_clean() {
@@ -66,20 +83,123 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;
     let addr = listener.local_addr()?;
+    let state = AppState::new(Arc::clone(&host), addr);
+    let mut served = Served::start(listener, state.clone());
     write_daemon_file(&home, addr)?;
     println!(
         "nucleic: serving on http://{addr} (token in {})",
         home.join(nucleic_server::TOKEN_FILE).display()
     );
-    let state = AppState::new(host, token, addr);
     match state.login_link() {
         Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
         Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
     }
-    let result = nucleic_server::serve(listener, state, signals.wait()).await;
-    let _ = std::fs::remove_file(home.join(DAEMON_FILE));
-    result.context("the server failed")?;
-    Ok(ExitCode::SUCCESS)
+    let failed = tokio::select! {
+        signal = signals.next() => {
+            println!(
+                "nucleic: {} received: stopping (within {} s; a second signal stops at once)",
+                signal.name(),
+                STOP_BOUND.as_secs()
+            );
+            None
+        }
+        result = &mut served.server => Some(match result {
+            Ok(Ok(())) => anyhow::anyhow!("the server stopped on its own"),
+            Ok(Err(e)) => anyhow::Error::new(e).context("the server failed"),
+            Err(e) => anyhow::anyhow!("the server task failed: {e}"),
+        }),
+    };
+    force_stop_after(signals, &home, Arc::clone(&host));
+    let complete = stop_daemon(&host, served, &home).await;
+    drop(state);
+    drop(lock);
+    match failed {
+        Some(e) => Err(e),
+        None if complete => Ok(ExitCode::SUCCESS),
+        None => Ok(ExitCode::FAILURE),
+    }
+}
+
+/// The HTTP server of a daemon, running on its own task.
+#[derive(Debug)]
+pub(crate) struct Served {
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Served {
+    pub(crate) fn start(listener: tokio::net::TcpListener, state: AppState) -> Served {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(nucleic_server::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        Served { server, stop }
+    }
+}
+
+/// From now on a second signal, or the stop outlasting [`STOP_BOUND`], SIGKILLs every process
+/// this one started (agents' trees first of all) and exits at once.
+pub(crate) fn force_stop_after(signals: StopSignals, home: &Path, host: Arc<Host>) {
+    let home = home.to_owned();
+    force_exit_after(signals, STOP_BOUND, move |why| {
+        // Processes that outlived their agent first (no longer our descendants), then ours.
+        let leftovers = host.kill_stopping_agents();
+        let killed = nucleic_agents::process::kill_descendants(std::process::id()).len();
+        eprintln!("nucleic: {why}: stopping now ({} process(es) killed)", leftovers + killed);
+        // The listener closes with the process, a moment from now.
+        remove_daemon_file_if_ours(&home);
+    });
+}
+
+/// Stops a daemon within [`STOP_BOUND`]: the server stops listening at once and closes its
+/// connections (abandoned after [`SERVER_WITHIN`]) while the host stops every agent
+/// ([`Host::shutdown`]); `daemon.json` goes once nothing listens any more. True when everything
+/// stopped in time.
+pub(crate) async fn stop_daemon(host: &Host, served: Served, home: &Path) -> bool {
+    let Served { mut server, stop } = served;
+    let _ = stop.send(());
+    let server_stopped = async {
+        if tokio::time::timeout(SERVER_WITHIN, &mut server).await.is_ok() {
+            return true;
+        }
+        // Open connections still closing: drop them (the listener is already closed).
+        server.abort();
+        tokio::time::timeout(Duration::from_millis(500), &mut server).await.is_ok()
+    };
+    let (report, server_stopped) =
+        tokio::join!(host.shutdown(AGENT_GRACE, AGENTS_WITHIN), server_stopped);
+    if server_stopped {
+        remove_daemon_file_if_ours(home);
+    }
+    let writers = report.stopped.len() + report.closed.len();
+    eprintln!(
+        "nucleic: stopped {} agent(s) and closed {writers} session writer(s) in {:.1} s",
+        report.stopped.len(),
+        report.elapsed.as_secs_f32()
+    );
+    for late in &report.late {
+        eprintln!(
+            "nucleic: session {} did not stop in time (waiting for {})",
+            late.session_id, late.waiting_for
+        );
+    }
+    if report.starts_in_flight > 0 {
+        eprintln!("nucleic: {} agent start(s) still under way", report.starts_in_flight);
+    }
+    report.is_complete() && server_stopped
+}
+
+/// Removes `daemon.json` if it still names this process.
+pub(crate) fn remove_daemon_file_if_ours(home: &Path) {
+    let path = home.join(DAEMON_FILE);
+    let ours = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("pid")?.as_u64())
+        .is_some_and(|pid| pid == u64::from(std::process::id()));
+    if ours {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 pub(crate) fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {

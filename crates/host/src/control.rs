@@ -62,6 +62,8 @@ impl Host {
                 cwd.display()
             )));
         }
+        // Refused once the host is stopping; a shutdown waits for it until it is live.
+        let starting = self.gate.enter()?;
         let old = self.live.lock().ok().and_then(|mut live| live.remove(id));
         if let Some(old) = old {
             old.close().await?;
@@ -90,6 +92,7 @@ impl Host {
         )?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
+        drop(starting);
         Ok(session.send_user_text(text).await?)
     }
 

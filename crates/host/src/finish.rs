@@ -307,6 +307,13 @@ impl Host {
                 Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?))
             }
             Intent::Gc { apply } => self.gc(apply).await.map(Some),
+            Intent::RevokeDevice { device_id } => {
+                self.revoke_device(&device_id).await.map(|()| None)
+            }
+            Intent::RotateToken => {
+                let revoked = self.rotate_token().await?;
+                Ok(Some(serde_json::json!({ "devicesRevoked": revoked })))
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::follower::{follow, summary_of};
 use crate::launch::{AgentRequest, agent_options};
 use crate::names::{slug_for, title_from_prompt};
 use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
+use crate::shutdown::{LaunchGate, stopping_error};
 
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
@@ -36,6 +37,10 @@ pub struct Host {
     pub(crate) changes: broadcast::Sender<SessionSummary>,
     /// What opening found and repaired.
     pub(crate) recovery: RecoveryReport,
+    /// The token and device revocations.
+    pub(crate) credentials: crate::credentials::Credentials,
+    /// Agent starts under way, and whether the host is stopping (`shutdown.rs`).
+    pub(crate) gate: LaunchGate,
 }
 
 /// What a new session runs in, and with what.
@@ -50,11 +55,13 @@ pub(crate) struct Launch {
 }
 
 impl Host {
-    /// Opens the host's data under `config.home` (created 0700).
+    /// Opens the host's data under `config.home` (created 0700; an existing home, its files and
+    /// session directories are tightened to 0700 / 0600).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        std::fs::create_dir_all(&config.home).map_err(|e| {
-            HostError::Invalid(format!("cannot create {}: {e}", config.home.display()))
+        crate::private::private_home(&config.home, &config.sessions_dir()).map_err(|e| {
+            HostError::Invalid(format!("cannot create {} privately: {e}", config.home.display()))
         })?;
+        let credentials = crate::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let (catalog, report) = blocking(move || {
             let mut report = RecoveryReport::default();
@@ -70,6 +77,8 @@ impl Host {
             live: Mutex::default(),
             changes,
             recovery: report,
+            credentials,
+            gate: LaunchGate::default(),
         }))
     }
 
@@ -232,6 +241,9 @@ impl Host {
         request: NewSession,
         by: &str,
     ) -> Result<SessionSummary, HostError> {
+        if self.gate.is_stopping() {
+            return Err(stopping_error());
+        }
         let project = self.project(&request.project_id).await?;
         let root = PathBuf::from(&project.root);
         let repo = blocking(move || Repo::open(&root)).await?;
@@ -315,6 +327,8 @@ impl Host {
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
         let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
+        // Refused once the host is stopping; a shutdown waits for it until it is live.
+        let starting = self.gate.enter()?;
         let (agent_handle, outputs) = opts.spawn()?;
         let pid = agent_handle.pid();
         let transcript = self.config.transcript_path(&session_id);
@@ -331,6 +345,7 @@ impl Host {
             outputs,
         )?;
         self.adopt(&session_id, &session, pid, 1).await?;
+        drop(starting);
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }

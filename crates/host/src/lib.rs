@@ -4,9 +4,9 @@
 //! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
 
 mod backends;
-mod browsers;
 mod config;
 mod control;
+mod credentials;
 mod error;
 mod files;
 mod finish;
@@ -15,11 +15,16 @@ mod host;
 mod launch;
 mod names;
 mod portable;
+mod private;
 mod recovery;
+mod shutdown;
 
 pub use config::{AgentPaths, HostConfig, Limits};
+pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
 pub use error::HostError;
 pub use files::Listing;
 pub use host::Host;
 pub use names::title_from_prompt;
+pub use nucleic_catalog::DeviceRow;
 pub use recovery::RecoveryReport;
+pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};

@@ -6,6 +6,7 @@
 
 mod approval;
 mod capabilities;
+mod device;
 mod event;
 mod files;
 mod kind;
@@ -16,6 +17,7 @@ mod timestamp;
 
 pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
 pub use capabilities::{BackendInfo, Capabilities};
+pub use device::{DeviceProof, DeviceSummary, HELLO_PROOF_CONTEXT, hello_proof_message};
 pub use event::{Backend, Event};
 pub use files::{
     FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Decision;
 use crate::capabilities::BackendInfo;
+use crate::device::{DeviceProof, DeviceSummary};
 use crate::event::{Backend, Event};
 use crate::files::{FileContent, FileEntry};
 use crate::kind::{RunOutcome, WorktreeInfo};
@@ -37,6 +38,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "listFiles",
     "readFile",
     "listBranches",
+    "listDevices",
 ];
 
 /// Client → host. Every request carries a `messageID` unique per client; the host answers each
@@ -57,6 +59,10 @@ pub enum ClientMessage {
         /// Optional behaviours the client understands (e.g. [`FEATURE_EVENT_BATCHES`]).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         features: Vec<String>,
+        /// A signed-in device's proof of its key; required unless the connection carries the
+        /// host's token.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<DeviceProof>,
     },
     ListProjects {
         #[serde(rename = "messageID")]
@@ -158,6 +164,11 @@ pub enum ClientMessage {
         #[serde(rename = "projectID")]
         project_id: String,
     },
+    /// The devices that signed in to this host (revoked ones included).
+    ListDevices {
+        #[serde(rename = "messageID")]
+        message_id: String,
+    },
 }
 
 impl ClientMessage {
@@ -176,7 +187,8 @@ impl ClientMessage {
             | ClientMessage::Intent { message_id, .. }
             | ClientMessage::ListFiles { message_id, .. }
             | ClientMessage::ReadFile { message_id, .. }
-            | ClientMessage::ListBranches { message_id, .. } => Some(message_id),
+            | ClientMessage::ListBranches { message_id, .. }
+            | ClientMessage::ListDevices { message_id } => Some(message_id),
         }
     }
 }
@@ -264,6 +276,15 @@ pub enum Intent {
         #[serde(default)]
         apply: bool,
     },
+    /// Revoke a device (a device revoking itself is signing out): its connections close at once
+    /// and its key is never accepted again.
+    RevokeDevice {
+        #[serde(rename = "deviceID")]
+        device_id: String,
+    },
+    /// A new host token: every device is revoked and every connection closed; clients holding
+    /// the token read the new one from `$NUCLEIC_HOME/token`.
+    RotateToken,
 }
 
 /// Export document formats.
@@ -395,6 +416,12 @@ pub enum HostMessage {
         #[serde(rename = "defaultBranch")]
         default_branch: String,
     },
+    /// The devices that signed in to this host.
+    Devices {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        devices: Vec<DeviceSummary>,
+    },
     /// One file of a session's worktree.
     FileContent {
         #[serde(rename = "messageID")]
@@ -441,6 +468,8 @@ pub enum ProtocolErrorCode {
     TooLarge,
     /// `hello` missing or repeated, or a protocol version the host does not speak.
     BadHandshake,
+    /// No valid credential: no token and no (or a wrong, replayed or revoked) device proof.
+    Unauthorized,
     NotFound,
     /// The approval was already answered (`resolvedBy` says by whom) or voided.
     AlreadyResolved,

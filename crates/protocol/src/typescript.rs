@@ -53,6 +53,8 @@ fn declarations() -> Vec<String> {
         FinishAction::decl(),
         HostMessage::decl(),
         ProtocolErrorCode::decl(),
+        DeviceProof::decl(),
+        DeviceSummary::decl(),
         ProjectSummary::decl(),
         SessionSummary::decl(),
         GitFacts::decl(),

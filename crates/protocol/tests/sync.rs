@@ -22,7 +22,20 @@ fn client_messages_snapshot_and_round_trip() {
             client_name: "Ana's phone".into(),
             protocol_version: 1,
             features: vec!["eventBatches".into()],
+            device: None,
         },
+        ClientMessage::Hello {
+            client_id: "browser-1".into(),
+            client_name: "desk".into(),
+            protocol_version: 1,
+            features: vec![],
+            device: Some(nucleic_protocol::DeviceProof {
+                device_id: "d1".into(),
+                nonce: "n1".into(),
+                signature: "c2ln".into(),
+            }),
+        },
+        ClientMessage::ListDevices { message_id: "m9".into() },
         ClientMessage::Subscribe {
             message_id: "m1".into(),
             session_id: "s1".into(),
@@ -116,6 +129,17 @@ fn host_messages_snapshot() {
             message_id: "m7".into(),
             branches: vec!["main".into(), "feature/x".into()],
             default_branch: "main".into(),
+        },
+        HostMessage::Devices {
+            message_id: "m9".into(),
+            devices: vec![nucleic_protocol::DeviceSummary {
+                device_id: "d1".into(),
+                name: "Chrome on Linux".into(),
+                paired_at: 1_700_000_000_000,
+                last_seen_at: Some(1_700_000_100_000),
+                revoked_at: None,
+                current: true,
+            }],
         },
         HostMessage::FileContent {
             message_id: "m6".into(),

@@ -1,32 +1,78 @@
-//! One WebSocket client: the hello handshake, then requests and replies, event streams for its
-//! subscriptions (filtered by verbosity), and session summaries as they change.
+//! One WebSocket client: the hello handshake (the token on the upgrade, or a device proof in
+//! hello), then requests and replies, event streams for its subscriptions (filtered by
+//! verbosity), and session summaries as they change — until its credential is revoked.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
-use axum::response::Response;
-use futures_util::{SinkExt, StreamExt};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, EventKind, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION,
     ProtocolErrorCode, Verbosity,
 };
-use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::AppState;
-use crate::batch;
-use crate::dispatch::{Client, answer, error, parse};
+use crate::auth::{Bearer, bearer_token};
+use crate::dispatch::{Client, Principal, answer, error, parse};
 use crate::follow;
+use crate::outbox::{self, Outbox};
+use nucleic_host::Revocation;
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
 const MAX_FRAME_BYTES: usize = 4 * nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES;
 
-/// `GET /ws`.
-pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run(socket, state))
+/// How long a revoked connection waits for replies already under way before it closes.
+const ANSWER_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// WebSocket close code for a connection without a valid credential, or whose device was
+/// revoked (or the token rotated) while it was open.
+pub const CLOSE_UNAUTHORIZED: u16 = 4401;
+
+/// `GET /ws`. A bearer token, if sent, must be the one in force; without one the client proves
+/// a device key in `hello`.
+pub async fn upgrade(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let token = match bearer_token(&state, &headers) {
+        Bearer::Valid => true,
+        Bearer::Wrong => {
+            return (StatusCode::UNAUTHORIZED, "refused: wrong or rotated token\n").into_response();
+        }
+        Bearer::Absent => false,
+    };
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run(socket, state, token))
+}
+
+/// What woke the connection's loop.
+enum Step {
+    Frame(Option<Result<Message, axum::Error>>),
+    Closing,
+    Revocation(Result<Revocation, tokio::sync::broadcast::error::RecvError>),
+}
+
+/// Whether `principal` is still allowed in (after missed revocation announcements).
+async fn still_authorized(state: &AppState, principal: &Principal) -> bool {
+    match principal {
+        Principal::Token => true,
+        Principal::Device { id, .. } => matches!(state.host.active_device(id).await, Ok(Some(_))),
+    }
+}
+
+/// Whether `revocation` ends a connection of `principal`.
+fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
+    match revocation {
+        Revocation::All => true,
+        Revocation::Device(id) => principal.device_id() == Some(id.as_str()),
+    }
 }
 
 /// True when a client at `verbosity` wants events of this kind.
@@ -40,40 +86,26 @@ pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
     }
 }
 
-async fn run(socket: WebSocket, state: AppState) {
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut outbox) = mpsc::channel::<HostMessage>(1024);
+async fn run(socket: WebSocket, state: AppState, token: bool) {
+    let limits = state.limits();
+    let (sink, mut stream) = socket.split();
+    let (out, inbox) = outbox::outbox(limits.max_outbox_bytes);
     // Set by the handshake when the client takes `events` batches.
     let batching = Arc::new(AtomicBool::new(false));
-    let batching_writer = batching.clone();
-    let writer = tokio::spawn(async move {
-        let mut held: Option<HostMessage> = None;
-        loop {
-            let message = match held.take() {
-                Some(m) => m,
-                None => match outbox.recv().await {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            let message = if batching_writer.load(Ordering::Relaxed) {
-                batch::coalesce(message, &mut outbox, &mut held)
-            } else {
-                message
-            };
-            let Ok(text) = serde_json::to_string(&message) else { continue };
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                return;
-            }
-        }
-        // "Going away": the client reconnects and resumes from its cursor.
-        let frame = CloseFrame { code: close_code::AWAY, reason: "connection closing".into() };
-        let _ = sink.send(Message::Close(Some(frame))).await;
-    });
+    let writer = tokio::spawn(outbox::write(sink, inbox, Arc::clone(&batching), limits));
+    // Subscribed before the handshake so a revocation during it is not missed.
+    let mut revocations = state.host.revocations();
     // The server is shutting down: close this connection too (a graceful shutdown waits for it).
     let mut closing = state.closing.subscribe();
+    let handshake = tokio::time::timeout(
+        limits.hello_timeout,
+        handshake(&mut stream, &out, &state, token, &batching),
+    );
     let client = tokio::select! {
-        client = handshake(&mut stream, &out, &state.host, &batching) => client,
+        client = handshake => client.unwrap_or_else(|_| {
+            out.close(close_code::POLICY, format!("no hello within {}", seconds(limits.hello_timeout)));
+            None
+        }),
         _ = closing.wait_for(|closing| *closing) => None,
     };
     let Some(client) = client else {
@@ -97,10 +129,46 @@ async fn run(socket: WebSocket, state: AppState) {
         }
     });
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
+    // One permit per request being carried out; beyond the limit the next frame waits unread.
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    // Requests being answered: a revoked connection still sends the replies already under way
+    // (a rotateToken's own ack among them) before it closes.
+    let mut answering = tokio::task::JoinSet::new();
+    let mut revoked = false;
     loop {
-        let frame = tokio::select! {
-            frame = stream.next() => frame,
-            _ = closing.wait_for(|closing| *closing) => break,
+        while answering.try_join_next().is_some() {}
+        let step = tokio::select! {
+            frame = tokio::time::timeout(limits.idle_timeout, stream.next()) => match frame {
+                Ok(frame) => Step::Frame(frame),
+                Err(_) => {
+                    let why = format!("idle: nothing received for {} (pings unanswered)", seconds(limits.idle_timeout));
+                    out.close(close_code::POLICY, why);
+                    break;
+                }
+            },
+            _ = closing.wait_for(|closing| *closing) => Step::Closing,
+            // The writer gave up (a slow reader) or the socket is gone.
+            () = out.closed() => Step::Closing,
+            revocation = revocations.recv() => Step::Revocation(revocation),
+        };
+        let frame = match step {
+            Step::Frame(frame) => frame,
+            Step::Closing => break,
+            Step::Revocation(revocation) => {
+                let ends = match revocation {
+                    Ok(r) => revokes(&r, &client.principal),
+                    // Missed announcements: check this connection's credential is still good.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        !still_authorized(&state, &client.principal).await
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => true,
+                };
+                if ends {
+                    revoked = true;
+                    break;
+                }
+                continue;
+            }
         };
         let Some(Ok(frame)) = frame else { break };
         let text = match frame {
@@ -168,11 +236,19 @@ async fn run(socket: WebSocket, state: AppState) {
                 let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
             }
             other => {
-                // Answered in its own task so a slow git operation does not hold up the stream.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    _ = closing.wait_for(|closing| *closing) => break,
+                    () = out.closed() => break,
+                };
+                let Ok(permit) = permit else { break };
+                // Answered in its own task so a slow git operation does not hold up the stream;
+                // the permit is held until the reply is queued.
                 let (host, client, out) = (state.host.clone(), client.clone(), out.clone());
-                tokio::spawn(async move {
+                answering.spawn(async move {
                     let reply = answer(&host, &client, other).await;
                     let _ = out.send(reply).await;
+                    drop(permit);
                 });
             }
         }
@@ -181,15 +257,25 @@ async fn run(socket: WebSocket, state: AppState) {
         task.abort();
     }
     change_task.abort();
+    if revoked {
+        let drained = async { while answering.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(ANSWER_DRAIN, drained).await;
+        out.close(CLOSE_UNAUTHORIZED, "credential revoked: sign in again");
+    } else {
+        // The client left or the host stops: its replies have nowhere to go.
+        answering.detach_all();
+    }
     drop(out);
     let _ = writer.await;
 }
 
-/// Waits for `hello`; answers `welcome`, or `badHandshake` and gives up.
+/// Waits for `hello` and authenticates it: the token on the upgrade, or a valid device proof.
+/// Answers `welcome`; or `badHandshake` / `unauthorized`, closes (1002 / 4401) and gives up.
 async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    out: &mpsc::Sender<HostMessage>,
-    host: &nucleic_host::Host,
+    out: &Outbox,
+    state: &AppState,
+    token: bool,
     batching: &AtomicBool,
 ) -> Option<Client> {
     let frame = loop {
@@ -199,39 +285,57 @@ async fn handshake(
             Ok(_) | Err(_) => return None,
         }
     };
-    match parse(&frame) {
-        Ok(ClientMessage::Hello { client_id, client_name, protocol_version, features })
+    let refuse = |code: ProtocolErrorCode, why: String, close: u16| async move {
+        let reason = why.chars().take(120).collect::<String>();
+        let _ = out.send(error(None, code, why)).await;
+        out.close(close, reason);
+        None
+    };
+    let (client_id, features, device) = match parse(&frame) {
+        Ok(ClientMessage::Hello { client_id, protocol_version, features, device, .. })
             if protocol_version == PROTOCOL_VERSION && !client_id.trim().is_empty() =>
         {
-            if features.iter().any(|f| f == FEATURE_EVENT_BATCHES) {
-                batching.store(true, Ordering::Relaxed);
-            }
-            let _ = out
-                .send(HostMessage::Welcome {
-                    host_version: env!("CARGO_PKG_VERSION").to_owned(),
-                    protocol_version: PROTOCOL_VERSION,
-                    backends: host.backends(),
-                })
-                .await;
-            let name = if client_name.trim().is_empty() { client_id.clone() } else { client_name };
-            Some(Client { id: client_id, name })
+            (client_id, features, device)
         }
         Ok(ClientMessage::Hello { protocol_version, .. }) => {
             let why = format!(
                 "protocol version {protocol_version} is not spoken here (host speaks {PROTOCOL_VERSION}), or clientID is empty"
             );
-            let _ = out.send(error(None, ProtocolErrorCode::BadHandshake, why)).await;
-            None
+            return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
         Ok(_) | Err(_) => {
-            let _ = out
-                .send(error(
-                    None,
-                    ProtocolErrorCode::BadHandshake,
-                    "the first message must be hello",
-                ))
-                .await;
-            None
+            let why = "the first message must be hello".to_owned();
+            return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
+    };
+    let principal = match (token, device) {
+        (true, _) => Principal::Token,
+        (false, Some(proof)) => match crate::devices::verify(state, &proof).await {
+            Ok(device) => Principal::Device { id: device.id, name: device.name },
+            Err(e) => {
+                return refuse(ProtocolErrorCode::Unauthorized, e.to_string(), CLOSE_UNAUTHORIZED)
+                    .await;
+            }
+        },
+        (false, None) => {
+            let why = "no credential: send the token (Authorization: Bearer …) on the upgrade, or a device proof in hello".to_owned();
+            return refuse(ProtocolErrorCode::Unauthorized, why, CLOSE_UNAUTHORIZED).await;
+        }
+    };
+    if features.iter().any(|f| f == FEATURE_EVENT_BATCHES) {
+        batching.store(true, Ordering::Relaxed);
     }
+    let _ = out
+        .send(HostMessage::Welcome {
+            host_version: env!("CARGO_PKG_VERSION").to_owned(),
+            protocol_version: PROTOCOL_VERSION,
+            backends: state.host.backends(),
+        })
+        .await;
+    Some(Client { id: client_id, principal })
+}
+
+/// "10 s", "0.5 s".
+fn seconds(d: std::time::Duration) -> String {
+    format!("{} s", d.as_secs_f32())
 }

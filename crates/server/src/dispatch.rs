@@ -1,17 +1,45 @@
 //! Answering one request: the host call behind each `ClientMessage`, errors turned into
-//! `error` replies, and replies remembered per (client, messageID) so a resent request is
-//! answered again without being carried out twice.
+//! `error` replies, and the replies of requests that change something remembered per (client,
+//! messageID) so a resent one is answered again without being carried out twice.
 
 use nucleic_host::{Host, HostError};
 use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
 use serde_json::Value;
 
+/// Who is acting, as authenticated — never as the client describes itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The host's token (the CLI and scripts on this machine).
+    Token,
+    /// A signed-in device that proved its key.
+    Device { id: String, name: String },
+}
+
+impl Principal {
+    /// Recorded as who answered an approval or made a change.
+    pub fn label(&self) -> &str {
+        match self {
+            Principal::Token => "token on this machine",
+            Principal::Device { name, .. } => name,
+        }
+    }
+
+    /// The device, if the principal is one.
+    pub fn device_id(&self) -> Option<&str> {
+        match self {
+            Principal::Token => None,
+            Principal::Device { id, .. } => Some(id),
+        }
+    }
+}
+
 /// Who sent a request.
 #[derive(Debug, Clone)]
 pub struct Client {
+    /// The client's own id: scopes its message ids (remembered replies).
     pub id: String,
-    /// Shown as who answered an approval or made a change.
-    pub name: String,
+    /// Who it authenticated as.
+    pub principal: Principal,
 }
 
 /// An `error` reply.
@@ -64,19 +92,14 @@ pub fn parse(text: &str) -> Result<ClientMessage, Box<HostMessage>> {
     })
 }
 
-/// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe),
-/// remembering the reply for its message id.
+/// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe).
+/// The reply to a request that changes something is remembered for its message id, so a resent
+/// one is answered again without being carried out twice; reads are carried out every time.
 pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> HostMessage {
     let Some(id) = message.message_id().map(str::to_owned) else {
         return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
     };
-    // Reads of the worktree change nothing and may be megabytes: carried out every time.
-    if matches!(
-        message,
-        ClientMessage::ListFiles { .. }
-            | ClientMessage::ReadFile { .. }
-            | ClientMessage::ListBranches { .. }
-    ) {
+    if !changes_something(&message) {
         return carry_out(host, client, &id, message).await;
     }
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
@@ -89,6 +112,36 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
         let _ = host.remember_reply(&client.id, &id, text).await;
     }
     reply
+}
+
+/// Answers a request without remembering its reply (a one-shot caller that named no client:
+/// its message ids scope nothing).
+pub async fn answer_once(host: &Host, client: &Client, message: ClientMessage) -> HostMessage {
+    let Some(id) = message.message_id().map(str::to_owned) else {
+        return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
+    };
+    carry_out(host, client, &id, message).await
+}
+
+/// Whether a request changes something. Only these replies are remembered: reads change
+/// nothing, may be megabytes (patches, files, exports) and are simply carried out again.
+fn changes_something(message: &ClientMessage) -> bool {
+    match message {
+        ClientMessage::SendInput { .. }
+        | ClientMessage::Decide { .. }
+        | ClientMessage::Intent { .. } => true,
+        ClientMessage::ListProjects { .. }
+        | ClientMessage::ListSessions { .. }
+        | ClientMessage::GitFacts { .. }
+        | ClientMessage::ExportSession { .. }
+        | ClientMessage::ListFiles { .. }
+        | ClientMessage::ReadFile { .. }
+        | ClientMessage::ListBranches { .. }
+        | ClientMessage::ListDevices { .. }
+        | ClientMessage::Hello { .. }
+        | ClientMessage::Subscribe { .. }
+        | ClientMessage::Unsubscribe { .. } => false,
+    }
 }
 
 async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
@@ -114,10 +167,12 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             host.send_input(&session_id, &text).await.map(|()| ack(None))
         }
         ClientMessage::Decide { session_id, request_id, decision, .. } => host
-            .decide(&session_id, &request_id, decision, &client.name)
+            .decide(&session_id, &request_id, decision, client.principal.label())
             .await
             .map(|r| ack(serde_json::to_value(r).ok())),
-        ClientMessage::Intent { intent, .. } => host.intent(intent, &client.name).await.map(ack),
+        ClientMessage::Intent { intent, .. } => {
+            host.intent(intent, client.principal.label()).await.map(ack)
+        }
         ClientMessage::ListFiles { session_id, path, recursive, .. } => {
             host.list_files(&session_id, &path, recursive).await.map(|listing| HostMessage::Files {
                 message_id: id.to_owned(),
@@ -135,6 +190,10 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
                 HostMessage::Branches { message_id: id.to_owned(), branches, default_branch }
             })
         }
+        ClientMessage::ListDevices { .. } => host
+            .list_devices(client.principal.device_id())
+            .await
+            .map(|devices| HostMessage::Devices { message_id: id.to_owned(), devices }),
         ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use nucleic_core::Subscription;
 use nucleic_host::Host;
-use nucleic_protocol::{HostMessage, Verbosity};
+use nucleic_protocol::Verbosity;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
 
 use crate::connection::wanted;
+use crate::outbox::Outbox;
 
 /// Streams `session_id` from `from_seq` (`first` already subscribed there) into `out` until
 /// the client goes away. Each time the
@@ -23,7 +23,7 @@ pub async fn follow(
     first: Subscription,
     from_seq: u64,
     verbosity: Verbosity,
-    out: mpsc::Sender<HostMessage>,
+    out: Outbox,
 ) {
     // Subscribed before the first read, so no change in between is missed.
     let mut changes = host.changes();
@@ -39,9 +39,7 @@ pub async fn follow(
         };
         while let Ok(Some(event)) = events.next().await {
             next = event.seq + 1;
-            if wanted(verbosity, &event.kind)
-                && out.send(HostMessage::Event { event: (*event).clone() }).await.is_err()
-            {
+            if wanted(verbosity, &event.kind) && out.send_event(&event).await.is_err() {
                 return;
             }
         }

@@ -6,27 +6,42 @@ use axum::http::{HeaderMap, StatusCode};
 use nucleic_protocol::HostMessage;
 
 use crate::AppState;
-use crate::dispatch::{Client, answer, parse};
+use crate::dispatch::{Client, Principal, answer, answer_once, parse};
 
 /// `GET /api/health`.
 pub async fn health() -> &'static str {
     "ok\n"
 }
 
-/// `POST /api/message`. The client names itself with `X-Nucleic-Client-Id` / `-Name`.
+/// `POST /api/message`. Token only. The client names itself with `X-Nucleic-Client-Id`. With a
+/// client id its message ids are remembered like a WebSocket client's (a resent change is not
+/// carried out twice); without one every request is its own scope and nothing is remembered,
+/// so unrelated callers never receive each other's replies.
 pub async fn message(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: String,
 ) -> (StatusCode, Json<HostMessage>) {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let client = Client {
-        id: header("x-nucleic-client-id").unwrap_or_else(|| "http".into()),
-        name: header("x-nucleic-client-name").unwrap_or_else(|| "http".into()),
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
     };
+    let client_id = header("x-nucleic-client-id");
+    // Only the token opens this route.
+    let principal = Principal::Token;
     match parse(&body) {
         Ok(message) => {
-            let reply = answer(&state.host, &client, message).await;
+            let reply = match client_id {
+                Some(id) => answer(&state.host, &Client { id, principal }, message).await,
+                None => {
+                    let client = Client { id: String::new(), principal };
+                    answer_once(&state.host, &client, message).await
+                }
+            };
             let status = if matches!(reply, HostMessage::Error { .. }) {
                 StatusCode::UNPROCESSABLE_ENTITY
             } else {

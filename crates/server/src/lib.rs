@@ -1,14 +1,20 @@
 //! The daemon's network face: the sync protocol (`docs/protocol.md`) over a WebSocket (`/ws`)
-//! and one-shot HTTP (`POST /api/message`), the embedded web app, and browser sign-in, bound to
-//! loopback, behind a bearer token or a session cookie and Host/Origin checks. All behaviour
+//! and one-shot HTTP (`POST /api/message`), the embedded web app, and device sign-in, bound to
+//! loopback, behind the host's bearer token or a device key proven in `hello`, and Host/Origin
+//! checks. All behaviour
 //! lives in `nucleic_host::Host`; this crate only frames, authenticates and routes.
 
+mod accept;
 mod auth;
 mod batch;
 mod connection;
+mod devices;
 mod dispatch;
 mod follow;
+mod headers;
 mod http;
+mod limits;
+mod outbox;
 mod signin;
 mod web;
 
@@ -20,25 +26,31 @@ use axum::routing::{get, post};
 use nucleic_host::Host;
 
 pub use auth::{TOKEN_FILE, load_or_create_token};
-pub use signin::{LOGIN_LINK_TTL, SESSION_COOKIE, SESSION_MAX_AGE};
+pub use devices::{CHALLENGE_TTL, device_name};
+pub use headers::CONTENT_SECURITY_POLICY;
+pub use limits::ServerLimits;
+pub use signin::LOGIN_LINK_TTL;
 pub use web::app_is_built;
 
 /// What every request handler shares.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub host: Arc<Host>,
-    token: Arc<str>,
     /// `Host` header values accepted (the bound address under its names).
     allowed_hosts: Arc<Vec<String>>,
     addr: SocketAddr,
     signin: Arc<signin::SignIn>,
+    /// Single-use challenges for device proofs in `hello`.
+    challenges: Arc<devices::Challenges>,
     /// Becomes true when the server shuts down: open WebSockets close.
     closing: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Connection cap, timeouts, per-client bounds.
+    limits: ServerLimits,
 }
 
 impl AppState {
-    /// State for a server bound to `addr`, accepting `token`.
-    pub fn new(host: Arc<Host>, token: String, addr: SocketAddr) -> AppState {
+    /// State for a server bound to `addr`, accepting the host's token and devices.
+    pub fn new(host: Arc<Host>, addr: SocketAddr) -> AppState {
         let port = addr.port();
         let mut allowed =
             vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
@@ -47,12 +59,24 @@ impl AppState {
         }
         AppState {
             host,
-            token: token.into(),
             allowed_hosts: Arc::new(allowed),
             addr,
             signin: Arc::default(),
+            challenges: Arc::default(),
             closing: Arc::new(tokio::sync::watch::Sender::new(false)),
+            limits: ServerLimits::default(),
         }
+    }
+
+    /// The same state with other bounds (tests shorten the timeouts).
+    pub fn with_limits(mut self, limits: ServerLimits) -> AppState {
+        self.limits = limits;
+        self
+    }
+
+    /// The server's bounds.
+    pub fn limits(&self) -> ServerLimits {
+        self.limits
     }
 
     /// Where browsers reach this server (`http://127.0.0.1:PORT`).
@@ -65,42 +89,35 @@ impl AppState {
     }
 }
 
-/// The routes: the API and the WebSocket need authentication; the web app and sign-in do not;
-/// everything passes the Host/Origin check.
+/// The routes: the one-shot API needs the token; the WebSocket authenticates in `hello` (the
+/// token, or a device proof); the web app, challenges and device registration (which spends a
+/// one-time sign-in token) need none; everything passes the Host/Origin check.
 pub fn router(state: AppState) -> Router {
     let private = Router::new()
-        .route("/ws", get(connection::upgrade))
         .route("/api/message", post(http::message))
         .route("/api/health", get(http::health))
         .route("/api/login-link", post(signin::login_link))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_auth));
     Router::new()
         .merge(private)
-        .route("/api/session", get(signin::session))
-        .route("/login", get(signin::login))
+        .route("/ws", get(connection::upgrade))
+        .route("/api/challenge", post(devices::challenge))
+        .route("/api/devices", post(devices::register))
         .fallback(web::serve)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::check_host))
         .layer(axum::extract::DefaultBodyLimit::max(nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES))
+        .layer(axum::middleware::from_fn(headers::harden))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away") and
-/// requests in flight finish.
+/// Serves until `shutdown` resolves; then open WebSockets are closed ("going away"), requests
+/// in flight finish, and connections get a few seconds to end. Connections beyond the cap are
+/// refused with `503`; headers that do not arrive in time close the connection.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Events are small and latency-sensitive: without TCP_NODELAY, Nagle plus delayed ACKs
-    // added ~40 ms stalls (see docs/benchmarks.md).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let closing = Arc::clone(&state.closing);
-    let shutdown = async move {
-        shutdown.await;
-        closing.send_replace(true);
-    };
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let (limits, closing) = (state.limits, Arc::clone(&state.closing));
+    accept::serve(listener, router(state), limits, closing, shutdown).await
 }

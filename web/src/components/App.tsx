@@ -5,6 +5,7 @@ import { useState } from "preact/hooks";
 import { go, useRoute, usePanes } from "../route";
 import { type CockpitStore, useStore } from "../store";
 import { Dashboard } from "./Dashboard";
+import { DevicesSheet } from "./DevicesSheet";
 import { LinkBanner } from "./LinkBanner";
 import { NewSessionSheet } from "./NewSessionSheet";
 import { SessionList } from "./SessionList";
@@ -85,6 +86,7 @@ export function App({ store }: { store: CockpitStore }) {
       <LinkBanner store={store} />
       <div class="panes">{content}</div>
       {route.newSession && <NewSessionSheet store={store} onClose={() => history.back()} />}
+      {route.devices && <DevicesSheet store={store} onClose={() => history.back()} />}
     </div>
   );
 }

@@ -6,7 +6,7 @@ export function LinkBanner({ store }: { store: CockpitStore }) {
   if (store.link === "signedOut")
     return (
       <div class="banner error" role="alert" data-testid="link-banner">
-        Signed out: this browser's session is no longer valid. Run <code>nucleic open</code> for a new sign-in link.
+        Signed out: this browser was signed out or revoked. Run <code>nucleic open</code> for a new sign-in link.
       </div>
     );
   const since = store.offlineSince ? new Date(store.offlineSince).toLocaleTimeString() : null;

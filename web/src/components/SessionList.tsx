@@ -78,6 +78,11 @@ export function SessionList({
           );
         })}
       </div>
+      <footer class="pane-foot">
+        <button class="ghost small" title="Devices signed in to this host" onClick={() => go({ devices: true })} data-testid="open-devices">
+          Devices
+        </button>
+      </footer>
     </nav>
   );
 }

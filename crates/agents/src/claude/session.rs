@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use std::io::{BufReader, PipeReader};
 
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
 use crate::error::AgentError;
 use crate::process::{
-    MAX_LINE_BYTES, ReadLine, Spawned, read_line_capped, spawn_group, terminate_tree,
+    AgentChild, MAX_LINE_BYTES, ReadLine, Spawned, read_line_capped, spawn_group, terminate_tree,
 };
 
 use super::decode::{ClaudeDecoder, ControlIn};
@@ -189,7 +189,7 @@ fn read_stdout(
 
 /// Waits for the output readers and the process, then reports how the run ended.
 async fn supervise(
-    mut child: Child,
+    mut child: AgentChild,
     handle: ClaudeHandle,
     tx: mpsc::Sender<AgentOutput>,
     stdout_task: tokio::task::JoinHandle<ClaudeDecoder>,

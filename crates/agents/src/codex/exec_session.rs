@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use super::exit::{CodexExit, classify_codex};
@@ -25,7 +25,8 @@ use super::{ControlIn, ExecDecoder};
 use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
 use crate::error::AgentError;
 use crate::process::{
-    MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group, terminate_tree,
+    AgentChild, MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group,
+    terminate_tree,
 };
 
 /// What `codex exec` supports: one prompt, resumable, nothing interactive.
@@ -261,7 +262,7 @@ fn read_stdout(
 }
 
 async fn supervise(
-    mut child: Child,
+    mut child: AgentChild,
     handle: CodexExecHandle,
     tx: mpsc::Sender<AgentOutput>,
     stdout_task: tokio::task::JoinHandle<ExecDecoder>,

@@ -11,14 +11,13 @@ use std::time::Duration;
 
 use nucleic_protocol::{ErrorCode, ErrorEvent, EventKind, RawJson, StderrLine};
 use serde_json::Value;
-use tokio::process::Child;
 use tokio::sync::mpsc;
 
 use super::{CodexHandle, MAX_BATCH, OUTPUT_DRAIN};
 use crate::agent::{AgentControl, AgentOutput, NativeEvent, host_events};
 use crate::codex::AppServerDecoder;
 use crate::codex::exit::{CodexExit, classify_codex};
-use crate::process::{MAX_LINE_BYTES, ReadLine, read_line_capped};
+use crate::process::{AgentChild, MAX_LINE_BYTES, ReadLine, read_line_capped};
 
 /// Gives up on a turn that shows no progress for `limit` while nobody is deciding an approval
 /// and no tool is running: codex retries an unreachable provider forever. Reports an `error`
@@ -141,7 +140,7 @@ pub(super) fn read_stdout(
 
 /// Waits for the output readers and the process, then reports how the run ended.
 pub(super) async fn supervise(
-    mut child: Child,
+    mut child: AgentChild,
     handle: CodexHandle,
     tx: mpsc::Sender<AgentOutput>,
     mut stdout_task: tokio::task::JoinHandle<AppServerDecoder>,

@@ -55,6 +55,7 @@ pub(crate) async fn connect(addr: SocketAddr, token: &str) -> Res<Socket> {
     static CLIENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CLIENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let hello = ClientMessage::Hello {
+        device: None,
         client_id: format!("bench-{}-{n}", std::process::id()),
         client_name: "bench".into(),
         protocol_version: PROTOCOL_VERSION,

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::AppState;
 
 pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
 pub(crate) type Res<T> = Result<T, BoxError>;
@@ -172,17 +172,17 @@ impl Daemon {
             agent_env: vec![(PROBE_ENV.into(), "1".into())],
         })
         .await?;
-        let token = load_or_create_token(home)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(nucleic_server::serve(
             listener,
-            AppState::new(host.clone(), token.clone(), addr),
+            AppState::new(host.clone(), addr),
             async move {
                 let _ = stopped.await;
             },
         ));
+        let token = host.token().to_string();
         Ok(Daemon { host, addr, token, stop, server })
     }
 

@@ -118,7 +118,7 @@ async fn the_cli_drives_sessions_through_an_auto_started_daemon() {
     // A second answer is refused, naming who answered.
     let (code, _, err) = cli(&home, &["session", "deny", &session, &request_id, "too late"]).await;
     assert_eq!(code, 2);
-    assert!(err.contains("alreadyResolved") && err.contains("terminal"), "{err}");
+    assert!(err.contains("alreadyResolved") && err.contains("token on this machine"), "{err}");
 
     for _ in 0..100 {
         let (_, out, _) = cli(&home, &["session", "diff", &session]).await;
@@ -333,23 +333,28 @@ async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
     .await;
     assert_eq!(code, 0, "{err}");
     let session = out.split_whitespace().next().unwrap().to_owned();
-    let mut child = tokio::process::Command::new(nucleic())
-        .args(["session", "attach", &session, "--until-idle"])
+    // A terminal on stdin (util-linux `script` runs the CLI on a pseudo-terminal and types what
+    // it reads): only then does attach ask.
+    let command = format!("{} session attach {session} --until-idle", nucleic().display());
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
         .env("NUCLEIC_HOME", &home)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"y\n").await.unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"y\n").await.unwrap();
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
         .unwrap()
         .unwrap();
+    drop(stdin);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("> write todo.txt containing buy milk"), "{stdout}");
-    assert!(stdout.contains("allowed by terminal"), "{stdout}");
+    assert!(stdout.contains("allowed by token on this machine"), "{stdout}");
     assert!(stdout.contains("· turn done"), "{stdout}");
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 use crate::support::nucleic;
-use crate::web_signin::{get, session_cookie};
+use crate::web_signin::{get, register_device};
 
 /// A running `nucleic demo --json`; killed when dropped.
 struct Demo {
@@ -59,14 +59,14 @@ impl Demo {
     }
 }
 
-/// `POST /api/message` with the session cookie.
-async fn api(demo: &Demo, cookie: &str, message: Value) -> Value {
+/// `POST /api/message` with `auth` (an `Authorization` header line without its CRLF).
+async fn api(demo: &Demo, auth: &str, message: Value) -> Value {
     let port = demo.info["port"].as_u64().unwrap();
     let body = message.to_string();
     let mut s =
         tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).unwrap())).await.unwrap();
     let request = format!(
-        "POST /api/message HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /api/message HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     s.write_all(request.as_bytes()).await.unwrap();
@@ -76,12 +76,16 @@ async fn api(demo: &Demo, cookie: &str, message: Value) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
+/// Signs a device in with the demo's link (as the web app does), then returns the token's
+/// `Authorization` header for the one-shot API (which only the token opens).
 async fn sign_in(demo: &Demo) -> String {
     let url = demo.info["url"].as_str().unwrap();
     assert!(url.starts_with(&format!("{}/login?token=", demo.base())), "{url}");
-    let (status, head, _) = get(url, "").await;
-    assert_eq!(status, 303, "{head}");
-    session_cookie(&head)
+    let (status, body) = register_device(url, "demo browser").await;
+    assert_eq!(status, 200, "{body}");
+    let home = Path::new(demo.info["home"].as_str().unwrap());
+    let token = std::fs::read_to_string(home.join("token")).unwrap();
+    format!("Authorization: Bearer {}", token.trim())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -106,12 +110,12 @@ async fn the_demo_serves_three_sessions_and_cleans_up_on_sigterm() {
             ("finished", "awaiting-input")
         ]
     );
-    let cookie = sign_in(&demo).await;
+    let auth = sign_in(&demo).await;
     let (page_status, _, page) = get(&format!("{}/", demo.base()), "").await;
     assert_eq!(page_status, 200);
     assert!(page.contains("<html"), "{page}");
 
-    let listed = api(&demo, &cookie, json!({"type": "listSessions", "messageID": "l"})).await;
+    let listed = api(&demo, &auth, json!({"type": "listSessions", "messageID": "l"})).await;
     let mut by_id = std::collections::HashMap::new();
     for s in listed["sessions"].as_array().unwrap() {
         by_id.insert(s["sessionID"].as_str().unwrap().to_owned(), s.clone());
@@ -126,7 +130,7 @@ async fn the_demo_serves_three_sessions_and_cleans_up_on_sigterm() {
 
     // The streaming one is still streaming a second later (its seq keeps growing).
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let again = api(&demo, &cookie, json!({"type": "listSessions", "messageID": "l2"})).await;
+    let again = api(&demo, &auth, json!({"type": "listSessions", "messageID": "l2"})).await;
     let later = again["sessions"]
         .as_array()
         .unwrap()
@@ -139,8 +143,7 @@ async fn the_demo_serves_three_sessions_and_cleans_up_on_sigterm() {
 
     // The finished one has a diff vs its base, and its files can be read.
     let facts =
-        api(&demo, &cookie, json!({"type": "gitFacts", "messageID": "g", "sessionID": id(2)}))
-            .await;
+        api(&demo, &auth, json!({"type": "gitFacts", "messageID": "g", "sessionID": id(2)})).await;
     let files: Vec<&str> = facts["facts"]["files"]
         .as_array()
         .unwrap()
@@ -148,11 +151,11 @@ async fn the_demo_serves_three_sessions_and_cleans_up_on_sigterm() {
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(files, ["tests/test_lines.py", "wordcount/core.py"], "{facts}");
-    let file = api(&demo, &cookie, json!({"type": "readFile", "messageID": "r", "sessionID": id(2), "path": "wordcount/core.py"})).await;
+    let file = api(&demo, &auth, json!({"type": "readFile", "messageID": "r", "sessionID": id(2), "path": "wordcount/core.py"})).await;
     assert!(file["file"]["content"].as_str().unwrap().contains("len(text.splitlines())"), "{file}");
     let listing = api(
         &demo,
-        &cookie,
+        &auth,
         json!({"type": "listFiles", "messageID": "f", "sessionID": id(2), "recursive": true}),
     )
     .await;
@@ -182,13 +185,13 @@ async fn with_no_sessions_the_demo_has_one_project_to_start_sessions_in() {
     let demo = Demo::start(&["--no-sessions", "--home", home.to_str().unwrap()]).await;
     assert_eq!(demo.info["sessions"], json!([]));
     assert_eq!(demo.info["home"], home.to_str().unwrap());
-    let cookie = sign_in(&demo).await;
-    let projects = api(&demo, &cookie, json!({"type": "listProjects", "messageID": "p"})).await;
+    let auth = sign_in(&demo).await;
+    let projects = api(&demo, &auth, json!({"type": "listProjects", "messageID": "p"})).await;
     assert_eq!(projects["projects"][0]["projectID"], demo.info["projectID"]);
     assert_eq!(projects["projects"][0]["defaultBranch"], "main");
     let created = api(
         &demo,
-        &cookie,
+        &auth,
         json!({"type": "intent", "messageID": "n", "intent": {"kind": "newSession", "projectID": demo.info["projectID"], "backend": "simulated", "prompt": "write hi.txt containing hi"}}),
     )
     .await;
@@ -200,11 +203,11 @@ async fn with_no_sessions_the_demo_has_one_project_to_start_sessions_in() {
     assert!(home.join("demo-repo/wordcount/.git").is_dir(), "and its repository");
     assert!(!home.join("daemon.json").exists());
 
-    // Started again on the same home: the same project, the earlier session, the same browser.
+    // Started again on the same home: the same project, the earlier session, the same token.
     let again = Demo::start(&["--no-sessions", "--home", home.to_str().unwrap()]).await;
     assert_eq!(again.info["projectID"], project);
-    let listed = api(&again, &cookie, json!({"type": "listSessions", "messageID": "l"})).await;
-    assert_eq!(listed["type"], "sessions", "the old cookie still signs in: {listed}");
+    let listed = api(&again, &auth, json!({"type": "listSessions", "messageID": "l"})).await;
+    assert_eq!(listed["type"], "sessions", "the same token still works: {listed}");
     assert_eq!(listed["sessions"][0]["sessionID"], session.as_str());
     assert_eq!(again.stop().await, 0);
 }
@@ -212,8 +215,8 @@ async fn with_no_sessions_the_demo_has_one_project_to_start_sessions_in() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_demo_can_print_a_link_that_has_already_expired() {
     let demo = Demo::start(&["--no-sessions", "--login-link-ttl", "0"]).await;
-    let (status, _, page) = get(demo.info["url"].as_str().unwrap(), "").await;
+    let (status, body) = register_device(demo.info["url"].as_str().unwrap(), "late").await;
     assert_eq!(status, 401);
-    assert!(page.contains("invalid, expired or already used"), "{page}");
+    assert!(body.contains("invalid, expired or already used"), "{body}");
     assert_eq!(demo.stop().await, 0);
 }

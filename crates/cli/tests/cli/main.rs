@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod bad_input;
+mod bounds;
 mod daemon;
 mod demo;
 mod host_hostile_git;
@@ -15,6 +16,7 @@ mod real_claude_host;
 mod real_claude_session;
 mod real_codex;
 mod real_codex_host;
+mod shutdown;
 mod sim_run;
 mod support;
 mod web_signin;

@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::nucleic;
-use crate::web_signin::{get, session_cookie};
+use crate::web_signin::register_device;
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -79,13 +79,16 @@ async fn the_demo_runs_real_claude_sessions_against_the_mock() {
         .unwrap()
         .unwrap();
     let info: Value = serde_json::from_str(&line).unwrap();
-    let (status, head, _) = get(info["url"].as_str().unwrap(), "").await;
-    assert_eq!(status, 303);
-    let cookie = session_cookie(&head);
+    let (status, body) = register_device(info["url"].as_str().unwrap(), "test browser").await;
+    assert_eq!(status, 200, "{body}");
+    let home = std::path::Path::new(info["home"].as_str().unwrap());
+    let token = std::fs::read_to_string(home.join("token")).unwrap();
 
     let port = info["port"].as_u64().unwrap();
     let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request().unwrap();
-    request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
     request.headers_mut().insert("origin", format!("http://127.0.0.1:{port}").parse().unwrap());
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     send(&mut socket, json!({"type": "hello", "clientID": "browser-1", "clientName": "browser", "protocolVersion": 1})).await;

@@ -31,7 +31,7 @@ async fn welcome_lists_every_backend_with_its_capabilities() {
 }
 
 /// A session with no agent (its setup script failed): its directory is the project root.
-async fn agentless_session(s: &Server) -> String {
+pub(crate) async fn agentless_session(s: &Server) -> String {
     let root = s.repo.to_str().unwrap().to_owned();
     let project = s
         .host
@@ -173,4 +173,36 @@ async fn a_projects_branches_are_listed_without_session_branches() {
     send(&mut socket, json!({"type": "listBranches", "messageID": "b2", "projectID": "nope"}))
         .await;
     assert_eq!(recv(&mut socket).await["code"], "notFound");
+}
+
+#[tokio::test]
+async fn an_imported_session_has_no_files_even_when_its_directory_is_the_root() {
+    let s = start().await;
+    // A Claude Code transcript whose working directory is `/`.
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../transfer/tests/fixtures/claude-transcript.jsonl");
+    let text = std::fs::read_to_string(fixture).unwrap().replace("/home/dev/ws/hello", "/");
+    let transcript = s.dir.path().join("rooted.jsonl");
+    std::fs::write(&transcript, text).unwrap();
+    let imported = s.host.import_session(&transcript).await.unwrap();
+    assert!(imported.read_only);
+    let mut socket = ws(&s).await;
+    hello(&mut socket).await;
+    let id = imported.session_id.as_str();
+    for (mid, request) in [
+        ("i1", json!({"type": "readFile", "sessionID": id, "path": "etc/hostname"})),
+        ("i2", json!({"type": "listFiles", "sessionID": id, "path": ""})),
+        ("i3", json!({"type": "listFiles", "sessionID": id, "path": "etc", "recursive": true})),
+    ] {
+        let mut request = request;
+        request["messageID"] = json!(mid);
+        send(&mut socket, request).await;
+        let reply = recv(&mut socket).await;
+        assert_eq!(
+            (reply["type"].as_str(), reply["code"].as_str()),
+            (Some("error"), Some("invalidRequest")),
+            "{mid}: {reply}"
+        );
+        assert!(reply["message"].as_str().unwrap().contains("imported"), "{reply}");
+    }
 }

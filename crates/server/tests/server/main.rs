@@ -3,8 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod devices;
 mod files;
+mod limits;
 mod protocol;
-mod signin;
 mod support;
 mod web;

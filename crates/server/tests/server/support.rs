@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_server::{AppState, load_or_create_token};
+use nucleic_server::{AppState, ServerLimits};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -55,14 +55,21 @@ pub fn git_repo(dir: &Path) -> std::path::PathBuf {
 pub async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let repo = git_repo(dir.path());
-    serve_in(dir, repo, None).await
+    serve_in(dir, repo, None, ServerLimits::default()).await
 }
 
 /// A server whose login links work for `ttl`.
 pub async fn start_with_login_ttl(ttl: Duration) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let repo = git_repo(dir.path());
-    serve_in(dir, repo, Some(ttl)).await
+    serve_in(dir, repo, Some(ttl), ServerLimits::default()).await
+}
+
+/// A server with these bounds (short timeouts, a small cap).
+pub async fn start_with_limits(limits: ServerLimits) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_repo(dir.path());
+    serve_in(dir, repo, None, limits).await
 }
 
 /// A host over `dir/home` and a server for it on a fresh port.
@@ -70,6 +77,7 @@ async fn serve_in(
     dir: tempfile::TempDir,
     repo: std::path::PathBuf,
     login_ttl: Option<Duration>,
+    limits: ServerLimits,
 ) -> Server {
     let home = dir.path().join("home");
     let host = Host::open(HostConfig {
@@ -87,10 +95,10 @@ async fn serve_in(
     })
     .await
     .unwrap();
-    let token = load_or_create_token(&home).unwrap();
+    let token = host.token().to_string();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut state = AppState::new(Arc::clone(&host), token.clone(), addr);
+    let mut state = AppState::new(Arc::clone(&host), addr).with_limits(limits);
     if let Some(ttl) = login_ttl {
         state = state.with_login_link_ttl(ttl);
     }
@@ -111,9 +119,10 @@ impl Server {
             task.await.unwrap().unwrap();
         }
         let Server { dir, repo, host, state, .. } = self;
+        let limits = state.limits();
         drop(state);
         drop(host);
-        serve_in(dir, repo, None).await
+        serve_in(dir, repo, None, limits).await
     }
 
     pub fn host_header(&self) -> String {
@@ -137,12 +146,120 @@ impl Server {
         url.strip_prefix(&prefix).unwrap().to_owned()
     }
 
-    /// Signs in with a fresh login link; returns the session cookie (`nucleic_session=…`).
-    pub async fn sign_in(&self) -> String {
-        let reply = self.get(&self.login_path(), "").await;
-        assert_eq!(reply.status, 303, "{}", reply.text());
-        let set = reply.header("set-cookie").unwrap();
-        set.split(';').next().unwrap().to_owned()
+    /// `POST path` with a JSON body and `extra` header lines, with the right `Host`.
+    pub async fn post_json(&self, path: &str, body: &Value, extra: &str) -> Reply {
+        let host = self.host_header();
+        let body = body.to_string();
+        request(
+            self.addr,
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await
+    }
+
+    /// A fresh single-use challenge for a device proof.
+    pub async fn challenge(&self) -> String {
+        let reply = self.post_json("/api/challenge", &json!({}), "").await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()["nonce"].as_str().unwrap().to_owned()
+    }
+
+    /// Signs a browser-like device in with a fresh login link and a new P-256 key.
+    pub async fn sign_in(&self, name: &str) -> TestDevice {
+        let key = new_key();
+        let token = self.login_path().split("token=").nth(1).unwrap().to_owned();
+        let reply =
+            self.post_json("/api/devices", &registration(&token, &key, Some(name)), "").await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        TestDevice { id: reply.json()["deviceID"].as_str().unwrap().to_owned(), key }
+    }
+}
+
+/// A device key pair held by a test.
+pub struct TestDevice {
+    pub id: String,
+    pub key: p256::ecdsa::SigningKey,
+}
+
+impl TestDevice {
+    /// The `device` field of a hello for `nonce`.
+    pub fn proof(&self, nonce: &str) -> Value {
+        use base64::Engine;
+        use p256::ecdsa::signature::Signer;
+        let message = nucleic_protocol::hello_proof_message(nonce, &self.id);
+        let signature: p256::ecdsa::Signature = self.key.sign(message.as_bytes());
+        json!({
+            "deviceID": self.id,
+            "nonce": nonce,
+            "signature": base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(signature.to_bytes()),
+        })
+    }
+}
+
+/// A random P-256 signing key.
+pub fn new_key() -> p256::ecdsa::SigningKey {
+    loop {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).unwrap();
+        if let Ok(key) = p256::ecdsa::SigningKey::from_slice(&bytes) {
+            return key;
+        }
+    }
+}
+
+/// The body of `POST /api/devices`.
+pub fn registration(token: &str, key: &p256::ecdsa::SigningKey, name: Option<&str>) -> Value {
+    use base64::Engine;
+    // SubjectPublicKeyInfo for an uncompressed P-256 point: the fixed DER header, then 04‖X‖Y.
+    let prefix = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ];
+    let point = key.verifying_key().to_encoded_point(false);
+    let der: Vec<u8> = prefix.iter().copied().chain(point.as_bytes().iter().copied()).collect();
+    let mut body = json!({
+        "token": token,
+        "publicKey": base64::engine::general_purpose::STANDARD.encode(&der),
+    });
+    if let Some(name) = name {
+        body["name"] = json!(name);
+    }
+    body
+}
+
+/// A WebSocket with no token (as a browser opens it), from the server's own origin.
+pub async fn browser_ws(s: &Server) -> Socket {
+    let mut request = format!("ws://127.0.0.1:{}/ws", s.addr.port()).into_client_request().unwrap();
+    let origin = format!("http://127.0.0.1:{}", s.addr.port());
+    request.headers_mut().insert("origin", origin.parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    socket
+}
+
+/// Sends a hello with `device` (a proof, or null) on a token-less socket; returns the reply.
+pub async fn device_hello(socket: &mut Socket, device: Value) -> Value {
+    send(
+        socket,
+        json!({"type": "hello", "clientID": "b1", "clientName": "claims to be the CLI", "protocolVersion": 1, "device": device}),
+    )
+    .await;
+    recv(socket).await
+}
+
+/// The close frame's code once the host closes `socket` (within 10 s).
+pub async fn close_code(socket: &mut Socket) -> Option<u16> {
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the host did not close the connection within 10 s");
+        match frame {
+            Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => return None,
+        }
     }
 }
 

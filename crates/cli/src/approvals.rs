@@ -1,0 +1,144 @@
+//! A session's pending approvals for the CLI: found by folding its events (requested minus
+//! resolved) up to the summary's last seq, shown by `session show`, and picked by `session
+//! approve|deny` when no request id is given.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use nucleic_protocol::{
+    ApprovalRequested, ClientMessage, EventKind, HostMessage, SessionSummary, Verbosity,
+};
+use serde_json::{Value, json};
+
+use crate::daemon::Daemon;
+use crate::render::summarize_input;
+
+/// How long reading a session's events for its approvals may take.
+const READ_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The approvals of `summary`'s session still waiting for a decision, in request order.
+pub async fn pending(
+    daemon: &mut Daemon,
+    summary: &SessionSummary,
+) -> anyhow::Result<Vec<ApprovalRequested>> {
+    if summary.pending_approvals == 0 {
+        return Ok(Vec::new());
+    }
+    let session_id = summary.session_id.clone();
+    let message_id = daemon.id();
+    daemon
+        .request(ClientMessage::Subscribe {
+            message_id,
+            session_id: session_id.clone(),
+            from_seq: 1,
+            verbosity: Verbosity::Full,
+        })
+        .await?;
+    let mut open: Vec<ApprovalRequested> = Vec::new();
+    let fold = async {
+        loop {
+            let HostMessage::Event { event } = daemon.recv().await? else { continue };
+            if event.session_id != session_id {
+                continue;
+            }
+            match event.kind {
+                EventKind::ApprovalRequested(a) => open.push(a),
+                EventKind::ApprovalResolved(r) => open.retain(|a| a.request_id != r.request_id),
+                _ => {}
+            }
+            if event.seq >= summary.last_seq {
+                return Ok::<_, anyhow::Error>(());
+            }
+        }
+    };
+    tokio::time::timeout(READ_DEADLINE, fold)
+        .await
+        .with_context(|| format!("reading the events of session {session_id} timed out"))??;
+    let message_id = daemon.id();
+    daemon.request(ClientMessage::Unsubscribe { message_id, session_id }).await?;
+    Ok(open)
+}
+
+/// The one pending approval of a session; refuses when there is none or more than one.
+pub async fn the_only_one(daemon: &mut Daemon, summary: &SessionSummary) -> anyhow::Result<String> {
+    only(&pending(daemon, summary).await?, &summary.session_id)
+}
+
+/// The request id of the only approval in `open`, or why there is not exactly one.
+fn only(open: &[ApprovalRequested], session_id: &str) -> anyhow::Result<String> {
+    match open {
+        [one] => Ok(one.request_id.clone()),
+        [] => bail!("session {session_id} has no pending approval"),
+        many => {
+            let list = many.iter().map(line).collect::<Vec<_>>().join("\n  ");
+            bail!(
+                "session {session_id} has {} pending approvals; name the one to answer:\n  {list}",
+                many.len()
+            )
+        }
+    }
+}
+
+/// `<request id>  <tool> <input summary>` on one line.
+pub fn line(a: &ApprovalRequested) -> String {
+    format!("{}  {} {}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
+}
+
+/// What `session show` prints of an approval: its id, tool, input in one line, and the
+/// agent's description and the path that triggered the ask when it said.
+pub fn as_json(a: &ApprovalRequested) -> Value {
+    let mut v = json!({
+        "requestID": a.request_id,
+        "toolName": a.tool_name,
+        "input": summarize_input(&a.input, 200),
+    });
+    if let Some(d) = &a.description {
+        v["description"] = json!(d);
+    }
+    if let Some(p) = &a.blocked_path {
+        v["blockedPath"] = json!(p);
+    }
+    v
+}
+
+/// The summary of session `session_id` (archived ones included).
+pub async fn summary(daemon: &mut Daemon, session_id: &str) -> anyhow::Result<SessionSummary> {
+    let message_id = daemon.id();
+    let request =
+        ClientMessage::ListSessions { message_id, project_id: None, include_archived: true };
+    match daemon.request(request).await? {
+        HostMessage::Sessions { sessions, .. } => sessions
+            .into_iter()
+            .find(|s| s.session_id == session_id)
+            .with_context(|| format!("no session {session_id}")),
+        other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(id: &str, path: &str) -> ApprovalRequested {
+        ApprovalRequested {
+            request_id: id.into(),
+            tool_call_id: None,
+            tool_name: "Write".into(),
+            input: json!({"file_path": path, "content": "x"}),
+            description: None,
+            blocked_path: None,
+        }
+    }
+
+    #[test]
+    fn only_a_single_pending_approval_is_picked_without_an_id() {
+        assert_eq!(only(&[ask("r1", "a.txt")], "s").unwrap(), "r1");
+        let none = only(&[], "s").unwrap_err().to_string();
+        assert_eq!(none, "session s has no pending approval");
+        let two = only(&[ask("r1", "a.txt"), ask("r2", "b.txt")], "s").unwrap_err().to_string();
+        assert!(two.starts_with("session s has 2 pending approvals; name the one"), "{two}");
+        assert!(
+            two.contains("r1  Write file_path=a.txt") && two.contains("r2  Write file_path=b.txt")
+        );
+    }
+}
