@@ -16,6 +16,9 @@ pub enum GitError {
     /// A git command exited unsuccessfully; `code` is `None` when it died from a signal.
     #[error("`git {}` in {dir} failed (exit {}): {stderr}", args.join(" "), code_text(*code))]
     Command { dir: PathBuf, args: Vec<String>, code: Option<i32>, stderr: String },
+    /// A git command ran past its deadline and was killed with everything it started.
+    #[error("`git {}` in {dir} did not finish within {after:?} and was killed", args.join(" "))]
+    TimedOut { dir: PathBuf, args: Vec<String>, after: Duration },
     /// A file-system step outside git failed.
     #[error("{context} {path}: {source}")]
     Io {

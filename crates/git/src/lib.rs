@@ -31,7 +31,6 @@
 //!
 //! Calls are synchronous and spawn processes; call them from blocking threads.
 
-mod confine;
 mod diff;
 mod error;
 mod finish;
@@ -39,12 +38,14 @@ mod provision;
 mod repo;
 mod runner;
 mod snapshot;
+mod spawn;
 mod worktree;
 
-pub use confine::{ExecConfinement, exec_confinement};
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus};
 pub use error::{GitError, Result};
 pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
 pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
+pub use runner::GIT_DEADLINE;
+pub use spawn::{ExecConfinement, exec_confinement};
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

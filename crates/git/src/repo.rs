@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GitError, Result};
-use crate::runner::{Checkout, discover, empty_tree, git, require_git_version};
+use crate::runner::{Checkout, GIT_DEADLINE, discover, empty_tree, git, require_git_version};
 
 /// A non-bare repository, opened at the root of the checkout the user works in ("the main
 /// checkout"). Cheap to clone; clones share the per-repository mutation lock.
@@ -78,9 +78,17 @@ impl Repo {
             git_dir: canonical(git_dir, "cannot resolve git dir")?,
             common_dir: canonical(common_dir, "cannot resolve git dir")?,
             empty_tree,
+            deadline: GIT_DEADLINE,
         };
         let mutations = mutation_lock(&main.common_dir);
         Ok(Repo { main, mutations })
+    }
+
+    /// This repository with another limit on how long one git command may run
+    /// (default [`GIT_DEADLINE`]); a command past it is killed ([`GitError::TimedOut`]).
+    pub fn with_git_deadline(mut self, deadline: std::time::Duration) -> Repo {
+        self.main.deadline = deadline;
+        self
     }
 
     /// The canonical root of the main checkout.

@@ -14,16 +14,25 @@
 //!   tree or in a commit names a filter, diff or merge driver;
 //! - allows no transport (`GIT_ALLOW_PROTOCOL` empty, `GIT_NO_LAZY_FETCH`), so a planted
 //!   promisor remote, `core.sshCommand`, credential helper or remote helper never starts;
-//! - runs confined where Linux allows: it may execute only git itself (`confine.rs`).
+//! - runs confined where Linux allows: it may execute only git itself, and is killed at its
+//!   deadline (`spawn.rs`).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::confine;
 use crate::error::{GitError, Result};
+use crate::spawn;
+
+/// How long one git command may run before it is killed, unless the [`crate::Repo`] was given
+/// another deadline ([`crate::Repo::with_git_deadline`]).
+pub const GIT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// How long finding a repository (`git rev-parse` when a [`crate::Repo`] is opened) may take.
+const DISCOVERY_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Environment variables that point git at another repository, index or config
 /// (`git rev-parse --local-env-vars`). They are never inherited: a host started from a git hook
@@ -107,6 +116,8 @@ pub(crate) struct Checkout {
     pub common_dir: PathBuf,
     /// The empty tree of the repository's hash, read as the only source of attributes.
     pub empty_tree: &'static str,
+    /// How long one command may run.
+    pub deadline: Duration,
 }
 
 /// The empty tree of a repository whose object format is `format` (`sha1` / `sha256`).
@@ -186,6 +197,13 @@ impl GitCommand {
         match &self.place {
             Place::Discover(dir) => dir,
             Place::At(checkout) => &checkout.work_tree,
+        }
+    }
+
+    fn deadline(&self) -> Duration {
+        match &self.place {
+            Place::Discover(_) => DISCOVERY_DEADLINE,
+            Place::At(checkout) => checkout.deadline,
         }
     }
 
@@ -273,8 +291,18 @@ impl GitCommand {
 
     /// Runs the command and returns its output whatever the exit status.
     pub fn output(&self) -> Result<GitOutput> {
-        let output = confine::output(self.command())
-            .map_err(|source| GitError::Spawn { dir: self.dir().to_path_buf(), source })?;
+        let deadline = self.deadline();
+        let output = spawn::output(self.command(), deadline).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::TimedOut {
+                GitError::TimedOut {
+                    dir: self.dir().to_path_buf(),
+                    args: self.arg_texts(),
+                    after: deadline,
+                }
+            } else {
+                GitError::Spawn { dir: self.dir().to_path_buf(), source }
+            }
+        })?;
         Ok(GitOutput {
             code: output.status.code(),
             stdout: output.stdout,
@@ -308,10 +336,14 @@ impl GitCommand {
     pub fn failure(&self, output: GitOutput) -> GitError {
         GitError::Command {
             dir: self.dir().to_path_buf(),
-            args: self.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            args: self.arg_texts(),
             code: output.code,
             stderr: output.stderr,
         }
+    }
+
+    fn arg_texts(&self) -> Vec<String> {
+        self.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
     }
 }
 
@@ -348,7 +380,7 @@ mod tests {
     }
 
     #[test]
-    fn the_locked_config_reaches_git_and_wins_over_the_environment() {
+    fn the_locked_config_reaches_git() {
         let dir = std::env::temp_dir();
         let output = discover(&dir).args(["config", "--get", "core.hooksPath"]).run_text();
         assert_eq!(output.ok().as_deref(), Some("/dev/null"));

@@ -262,6 +262,7 @@ impl Repo {
             git_dir: admin,
             common_dir: self.common_dir().to_path_buf(),
             empty_tree: self.main().empty_tree,
+            deadline: self.main().deadline,
         })
     }
 

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use nucleic_git::{ExecConfinement, FinishMode, GitError, Repo, Worktree, exec_confinement};
 
@@ -422,4 +423,22 @@ fn a_worktree_replaced_by_a_symlink_is_refused() {
     assert!(matches!(refused, Err(GitError::WorktreeMissing { .. })), "{refused:?}");
     let _ = traps.during("discard", || f.repo.discard(&wt));
     assert_eq!(read(&real.join("new.txt")), "untracked\n", "nothing deleted through the link");
+}
+
+/// A config `include.path` naming a FIFO no one writes to would block git forever while it
+/// reads its configuration: every host git call has a deadline and is killed at it.
+#[test]
+fn a_planted_fifo_include_cannot_hang_host_git() {
+    let Hostile { f, traps, wt } = hostile("fifo");
+    let repo = f.repo.clone().with_git_deadline(Duration::from_millis(500));
+    let fifo = traps.dir.join("config.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    set_config(&f.root.join(".git/config"), "include.path", fifo.to_str().unwrap());
+    let started = Instant::now();
+    let result = traps.during("diff", || repo.diff(&wt));
+    assert!(matches!(result, Err(GitError::TimedOut { .. })), "{result:?}");
+    let result =
+        traps.during("merge", || repo.merge_into_base(&wt, "main", FinishMode::Merge, "m"));
+    assert!(matches!(result, Err(GitError::TimedOut { .. })), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }

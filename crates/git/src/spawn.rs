@@ -1,12 +1,20 @@
-//! Git runs confined where Linux has Landlock: the git process, and everything it starts, may
-//! execute only the git binary, git's exec-path and the dynamic loader. Whatever a config file,
-//! an attributes file or a hook directory says, no other program can start.
+//! How every git process is started and awaited: confined where Linux has Landlock, and killed
+//! with everything it started when it outlives its deadline.
 //!
-//! Landlock restricts a thread and what it starts, so each git process is spawned from a
-//! short-lived thread that restricts itself first; the host's other threads stay unrestricted.
+//! Confined, git — and everything it starts — may execute only the git binary, git's exec-path
+//! and the dynamic loader: whatever a config file, an attributes file or a hook directory says,
+//! no other program can start. Landlock restricts a thread and what it starts, so each git
+//! process is spawned from a short-lived thread that restricts itself first; the host's other
+//! threads stay unrestricted.
+//!
+//! The deadline bounds what the agent could otherwise stall for good: a config `include.path`
+//! naming a FIFO blocks git reading its configuration forever.
 
 use std::io;
-use std::process::{Command, Output};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 /// Whether host git calls run with exec confinement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +31,60 @@ pub fn exec_confinement() -> ExecConfinement {
     imp::status()
 }
 
-/// Runs `command` to completion, confined when available.
-pub(crate) fn output(command: Command) -> io::Result<Output> {
-    imp::output(command)
+/// What the spawning thread reports.
+enum Progress {
+    Started(u32),
+    Done(io::Result<Output>),
+}
+
+/// Runs `command` to completion (stdin as set, stdout and stderr captured), confined when
+/// available, in a process group of its own that is killed after `deadline`
+/// ([`io::ErrorKind::TimedOut`]).
+pub(crate) fn output(mut command: Command, deadline: Duration) -> io::Result<Output> {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let (report, progress) = mpsc::channel();
+    std::thread::Builder::new().name("git".into()).spawn(move || {
+        let child = imp::confine_this_thread().and_then(|()| command.spawn());
+        let child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = report.send(Progress::Done(Err(e)));
+                return;
+            }
+        };
+        let _ = report.send(Progress::Started(child.id()));
+        let _ = report.send(Progress::Done(child.wait_with_output()));
+    })?;
+    let until = Instant::now() + deadline;
+    let mut group = None;
+    loop {
+        match progress.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Progress::Started(pid)) => group = Some(pid),
+            Ok(Progress::Done(result)) => return result,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("the thread running git ended without a result"));
+            }
+            Err(RecvTimeoutError::Timeout) => break,
+        }
+    }
+    if let Some(pgid) = group {
+        kill_process_group(pgid);
+        // Let the thread reap it (the pipes close once the whole group is gone).
+        let _ = progress.recv_timeout(Duration::from_secs(5));
+    }
+    let message = format!("git did not finish within {deadline:?} and was killed");
+    Err(io::Error::new(io::ErrorKind::TimedOut, message))
+}
+
+/// SIGKILLs the process group `pgid` (its leader was started with `process_group(0)`).
+/// Uses `kill(1)` because std has no killpg and `unsafe` is not allowed here.
+pub(crate) fn kill_process_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 #[cfg(target_os = "linux")]
@@ -90,26 +149,26 @@ mod imp {
         }
     }
 
-    pub(super) fn output(command: Command) -> io::Result<Output> {
-        let Ok(ruleset) = ruleset() else { return unconfined(command) };
-        std::thread::scope(|scope| {
-            scope
-                .spawn(move || run_restricted(ruleset, command))
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the confined git thread panicked")))
-        })
+    /// Restricts the calling thread, for good, when confinement is available.
+    pub(super) fn confine_this_thread() -> io::Result<()> {
+        match ruleset() {
+            Ok(ruleset) => restrict(ruleset),
+            Err(_) => Ok(()),
+        }
     }
 
-    fn unconfined(mut command: Command) -> io::Result<Output> {
-        command.output()
+    fn restrict(ruleset: &RulesetCreated) -> io::Result<()> {
+        let status = ruleset.try_clone()?.restrict_self().map_err(io::Error::other)?;
+        if status.ruleset == landlock::RulesetStatus::FullyEnforced {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("Landlock not enforced: {status:?}")))
+        }
     }
 
     /// Restricts the calling thread (for good: call it on a thread of its own), then runs.
     fn run_restricted(ruleset: &RulesetCreated, mut command: Command) -> io::Result<Output> {
-        let restrict = ruleset.try_clone()?.restrict_self().map_err(io::Error::other)?;
-        if restrict.ruleset != landlock::RulesetStatus::FullyEnforced {
-            return Err(io::Error::other(format!("Landlock not enforced: {restrict:?}")));
-        }
+        restrict(ruleset)?;
         command.output()
     }
 
@@ -193,7 +252,6 @@ mod imp {
 #[cfg(not(target_os = "linux"))]
 mod imp {
     use std::io;
-    use std::process::{Command, Output};
 
     use super::ExecConfinement;
 
@@ -201,8 +259,8 @@ mod imp {
         ExecConfinement::Unavailable("exec confinement needs Linux (Landlock)".to_owned())
     }
 
-    pub(super) fn output(mut command: Command) -> io::Result<Output> {
-        command.output()
+    pub(super) fn confine_this_thread() -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -227,12 +285,34 @@ mod tests {
             eprintln!("skipped: {reason}");
             return;
         }
+        let minute = Duration::from_secs(60);
         let mut command = Command::new("git");
         command.args(["-c", "alias.sh=!true", "sh"]);
-        let out = output(command).unwrap_or_else(|e| panic!("git did not run: {e}"));
+        let out = output(command, minute).unwrap_or_else(|e| panic!("git did not run: {e}"));
         assert!(!out.status.success(), "a shell alias ran under confinement");
         let mut command = Command::new("git");
         command.arg("--version");
-        assert!(output(command).is_ok_and(|o| o.status.success()));
+        assert!(output(command, minute).is_ok_and(|o| o.status.success()));
+    }
+
+    #[test]
+    fn a_process_past_its_deadline_is_killed_with_its_group() {
+        let started = Instant::now();
+        // Git reading a config include that is a FIFO with no writer waits forever.
+        let dir = std::env::temp_dir().join(format!("nucleic-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let fifo = dir.join("config");
+        let made = Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let mut command = Command::new("git");
+        command
+            .arg("-c")
+            .arg(format!("include.path={}", fifo.display()))
+            .args(["config", "--list"]);
+        let result = output(command, Duration::from_millis(300));
+        let _ = std::fs::remove_dir_all(&dir);
+        let error = result.err().map(|e| e.kind());
+        assert_eq!(error, Some(io::ErrorKind::TimedOut));
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     }
 }
