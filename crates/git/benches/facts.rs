@@ -1,7 +1,8 @@
 //! Times what the cockpit's git-facts poll costs: `diff` (with untracked files and the patch),
 //! `ahead_behind` and `conflict_preview` of one worktree of a synthetic repository.
 //!
-//! `cargo bench -p nucleic-git --bench facts` (FACTS_FILES, FACTS_ROUNDS to change the size).
+//! `cargo bench -p nucleic-git --bench facts` (FACTS_FILES, FACTS_ROUNDS to change the size;
+//! FACTS_ONE_CALL=1 also times `Repo::facts`, the single-snapshot call the host makes).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -77,11 +78,25 @@ fn main() {
             times.push(elapsed); // round 0 warms the caches
         }
     }
+    report(&format!("git facts, 3 calls ({files} files, {rounds} rounds)"), times);
+    if std::env::var_os("FACTS_ONE_CALL").is_some() {
+        let mut times = Vec::with_capacity(rounds);
+        for round in 0..=rounds {
+            let start = Instant::now();
+            let facts = Repo::open(&root).unwrap().facts(&wt, "main").unwrap();
+            let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+            assert_eq!((facts.diff.files.len(), facts.ahead_behind.ahead), (25, 1));
+            if round > 0 {
+                times.push(elapsed);
+            }
+        }
+        report(&format!("git facts, Repo::facts ({files} files, {rounds} rounds)"), times);
+    }
+}
+
+fn report(name: &str, mut times: Vec<f64>) {
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
-    println!(
-        "git facts ({files} files, {rounds} rounds): median {median:.1} ms (min {:.1}, max {:.1})",
-        times[0],
-        times[times.len() - 1]
-    );
+    let (min, max) = (times[0], times[times.len() - 1]);
+    println!("{name}: median {median:.1} ms (min {min:.1}, max {max:.1})");
 }

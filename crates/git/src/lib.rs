@@ -41,7 +41,7 @@ mod snapshot;
 mod spawn;
 mod worktree;
 
-pub use diff::{AheadBehind, Diff, FileChange, FileStatus};
+pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
 pub use error::{GitError, Result};
 pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
 pub use provision::SetupSpec;

@@ -107,8 +107,18 @@ pub(crate) fn snapshot_commit(
     author: Author,
 ) -> Result<String> {
     let snap = snapshot(checkout)?;
+    commit_of(checkout, &snap, message, author)
+}
+
+/// A commit of `snap` (see [`snapshot_commit`]).
+pub(crate) fn commit_of(
+    checkout: &Checkout,
+    snap: &Snapshot,
+    message: &str,
+    author: Author,
+) -> Result<String> {
     if snap.is_clean() {
-        return Ok(snap.head);
+        return Ok(snap.head.clone());
     }
     let mut command = git(checkout).args([
         "commit-tree",

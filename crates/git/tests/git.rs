@@ -246,6 +246,13 @@ fn conflict_preview_includes_uncommitted_work_and_changes_nothing() {
     let before = f.state(&[&f.root, &wt.path]);
     assert_eq!(f.repo.conflict_preview(&wt, "main").unwrap(), vec![PathBuf::from("a.txt")]);
     assert_eq!(f.state(&[&f.root, &wt.path]), before);
+
+    // All the facts at once, from one snapshot: the same answers.
+    let facts = f.repo.facts(&wt, "main").unwrap();
+    assert_eq!(facts.diff, f.repo.diff(&wt).unwrap());
+    assert_eq!(facts.ahead_behind, f.repo.ahead_behind(&wt, "main").unwrap());
+    assert_eq!(facts.conflicts, vec![PathBuf::from("a.txt")]);
+    assert_eq!(f.state(&[&f.root, &wt.path]), before);
 }
 
 #[test]

@@ -219,6 +219,9 @@ fn planted_programs_never_run_during_facts_queries_and_commit() {
     let paths: Vec<_> = diff.files.iter().map(|c| c.path.to_str().unwrap()).collect();
     assert_eq!(paths, [".gitattributes", "a.txt", "b.txt", "new.txt"]);
     assert!(diff.patch.contains("+uncommitted\n") && diff.patch.contains("+untracked\n"));
+    let facts = traps.during("facts", || repo.facts(&wt, "main")).unwrap();
+    assert_eq!(facts.diff, diff);
+    assert_eq!((facts.ahead_behind.ahead, facts.ahead_behind.behind), (1, 1));
     let counts = traps.during("ahead_behind", || repo.ahead_behind(&wt, "main")).unwrap();
     assert_eq!((counts.ahead, counts.behind), (1, 1));
     let conflicts = traps.during("conflict_preview", || repo.conflict_preview(&wt, "main"));
