@@ -193,6 +193,7 @@ async fn find_or_start(home: &Path) -> anyhow::Result<(Socket, u16)> {
     let log: PathBuf = home.join("daemon.log");
     let deadline = Instant::now() + START_WAIT;
     let mut started: Option<std::process::Child> = None;
+    let mut ours_gone_since: Option<Instant> = None;
     loop {
         if let Some(port) = daemon_port(home)
             && let Ok(socket) = connect(home, port).await
@@ -203,14 +204,19 @@ async fn find_or_start(home: &Path) -> anyhow::Result<(Socket, u16)> {
         if holder.is_none() {
             match &mut started {
                 None => started = Some(spawn_daemon(home, &log)?),
-                // Ours is gone and no host holds the home: it failed (or it lost the lock to
-                // another host that has stopped since).
+                // Ours is gone and, for a moment now, no host holds the home: it failed. (A
+                // host that won the lock from it names itself in the lock file right away.)
                 Some(child) => {
                     if let Ok(Some(status)) = child.try_wait() {
-                        bail!("the daemon did not start ({status}); see {}", log.display());
+                        let since = *ours_gone_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= Duration::from_secs(1) {
+                            bail!("the daemon did not start ({status}); see {}", log.display());
+                        }
                     }
                 }
             }
+        } else {
+            ours_gone_since = None;
         }
         if Instant::now() >= deadline {
             match holder {

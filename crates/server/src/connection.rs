@@ -57,6 +57,24 @@ enum Step {
     Frame(Option<Result<Message, axum::Error>>),
     Closing,
     Revocation(Result<Revocation, tokio::sync::broadcast::error::RecvError>),
+    /// A slot for one more request (none: the semaphore is gone).
+    Permit(Option<tokio::sync::OwnedSemaphorePermit>),
+}
+
+/// Whether a revocation announcement (or a missed one) ends this connection.
+async fn ends_connection(
+    state: &AppState,
+    principal: &Principal,
+    revocation: Result<Revocation, tokio::sync::broadcast::error::RecvError>,
+) -> bool {
+    match revocation {
+        Ok(r) => revokes(&r, principal),
+        // Missed announcements: check this connection's credential is still good.
+        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+            !still_authorized(state, principal).await
+        }
+        Err(tokio::sync::broadcast::error::RecvError::Closed) => true,
+    }
 }
 
 /// Whether `principal` is still allowed in (after missed revocation announcements).
@@ -153,17 +171,9 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
         };
         let frame = match step {
             Step::Frame(frame) => frame,
-            Step::Closing => break,
+            Step::Closing | Step::Permit(_) => break,
             Step::Revocation(revocation) => {
-                let ends = match revocation {
-                    Ok(r) => revokes(&r, &client.principal),
-                    // Missed announcements: check this connection's credential is still good.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        !still_authorized(&state, &client.principal).await
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => true,
-                };
-                if ends {
+                if ends_connection(&state, &client.principal, revocation).await {
                     revoked = true;
                     break;
                 }
@@ -236,12 +246,26 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
                 let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
             }
             other => {
-                let permit = tokio::select! {
-                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
-                    _ = closing.wait_for(|closing| *closing) => break,
-                    () = out.closed() => break,
+                // Waiting for a free slot still notices a revocation.
+                let permit = loop {
+                    let step = tokio::select! {
+                        permit = Arc::clone(&in_flight).acquire_owned() => Step::Permit(permit.ok()),
+                        _ = closing.wait_for(|closing| *closing) => Step::Closing,
+                        () = out.closed() => Step::Closing,
+                        revocation = revocations.recv() => Step::Revocation(revocation),
+                    };
+                    match step {
+                        Step::Permit(permit) => break permit,
+                        Step::Frame(_) | Step::Closing => break None,
+                        Step::Revocation(revocation) => {
+                            if ends_connection(&state, &client.principal, revocation).await {
+                                revoked = true;
+                                break None;
+                            }
+                        }
+                    }
                 };
-                let Ok(permit) = permit else { break };
+                let Some(permit) = permit else { break };
                 // Answered in its own task so a slow git operation does not hold up the stream;
                 // the permit is held until the reply is queued.
                 let (host, client, out) = (state.host.clone(), client.clone(), out.clone());

@@ -20,7 +20,7 @@ use crate::real_codex::codex_setup;
 use crate::support::nucleic;
 
 /// The session's transcript as JSON values.
-fn transcript(home: &Path, session: &str) -> Vec<Value> {
+pub(crate) fn transcript(home: &Path, session: &str) -> Vec<Value> {
     let path = home.join("sessions").join(session).join("transcript.jsonl");
     std::fs::read_to_string(path)
         .unwrap_or_default()

@@ -17,7 +17,8 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::daemon::{cli_env, git};
-use crate::real_codex::codex_setup;
+use crate::real_codex::{CodexSetup, codex_setup};
+use crate::real_codex_host::transcript;
 use crate::support::nucleic;
 
 /// The documented bound on a stop (docs/security.md, "One host per home, and stopping").
@@ -125,16 +126,6 @@ fn cmdline(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// The session's transcript as JSON values.
-fn transcript(home: &Path, session: &str) -> Vec<Value> {
-    let path = home.join("sessions").join(session).join("transcript.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 /// Polls the transcript (up to `secs`) until `ready` holds.
 async fn until(home: &Path, session: &str, secs: u64, ready: impl Fn(&[Value]) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -195,7 +186,6 @@ async fn sigterm_stops(serve: &mut Serve, session: &str, agents: &[Proc]) -> Dur
     assert_eq!(code, Some(0), "{}", serve.log_text());
     assert_eq!(survivors(agents).await, vec![], "agent processes outlived the daemon");
     assert!(!serve.home.join("daemon.json").exists(), "daemon.json left behind");
-    assert_eq!(std::fs::read_to_string(serve.home.join("host.lock")).unwrap(), "");
 
     let events = transcript(&serve.home, session);
     let tail: Vec<&Value> = events.iter().rev().take(8).collect();
@@ -212,11 +202,18 @@ async fn sigterm_stops(serve: &mut Serve, session: &str, agents: &[Proc]) -> Dur
     assert_eq!(answered.count(), asked, "every approval voided before the end: {tail:#?}");
     let last_status = events.iter().rev().find(|e| e["kind"]["type"] == "statusChanged").unwrap();
     assert_eq!(last_status["kind"]["status"], "finished");
+    let lock = std::fs::read_to_string(serve.home.join("host.lock"));
+    assert_eq!(lock.ok().as_deref(), Some(""), "the lock file names nobody any more");
     took
 }
 
-/// A daemon with one Codex session brought to `ready`; SIGTERM stops it.
-async fn codex_session_stops(script: Script, prompt: &str, ready: impl Fn(&[Value]) -> bool) {
+/// A daemon with one Codex session brought to `ready`; SIGTERM stops it. Returns the setup, the
+/// home and the session for more.
+async fn codex_session_stops(
+    script: Script,
+    prompt: &str,
+    ready: impl Fn(&[Value]) -> bool,
+) -> (CodexSetup, PathBuf, String) {
     let s = codex_setup(script).await;
     let home = s.dir.path().join("nucleic-home");
     let root = repo(s.dir.path());
@@ -229,6 +226,7 @@ async fn codex_session_stops(script: Script, prompt: &str, ready: impl Fn(&[Valu
     assert!(codex >= 2, "expected the wrapper and the native codex: {agents:?}");
     let took = sigterm_stops(&mut serve, &session, &agents).await;
     eprintln!("codex session stopped in {took:?}");
+    (s, home, session)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -239,8 +237,32 @@ async fn sigterm_stops_the_daemon_with_an_idle_codex_session() {
     let within = Duration::from_secs(120);
     tokio::time::timeout(within, async {
         // The turn completed; the app-server waits for the next prompt.
-        codex_session_stops(Script::text("hello"), "just say hello", |ev| has(ev, "turnCompleted"))
-            .await;
+        let turns = |n: usize| {
+            move |ev: &[Value]| {
+                ev.iter().filter(|e| e["kind"]["type"] == "turnCompleted").count() >= n
+            }
+        };
+        let (s, home, session) =
+            codex_session_stops(Script::text("hello"), "just say hello", turns(1)).await;
+
+        // The next host starts clean on the home (nothing to recover) and resumes the thread.
+        let mut serve = Serve::start(&home, &s.env).await;
+        assert!(!serve.log_text().contains("recovered"), "{}", serve.log_text());
+        s.mock.set_script(Script::text("hello again"));
+        let env: Vec<(&str, &str)> = s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (code, _, err) = cli_env(&home, &["session", "send", &session, "again"], &env).await;
+        assert_eq!(code, 0, "{err}");
+        until(&home, &session, 60, turns(2)).await;
+        let events = transcript(&home, &session);
+        let threads: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["kind"]["type"] == "sessionStarted")
+            .map(|e| &e["kind"]["backendSessionID"])
+            .collect();
+        assert_eq!(threads.len(), 2, "{events:#?}");
+        assert_eq!(threads[0], threads[1], "the same Codex thread, resumed");
+        let agents = serve.tree();
+        sigterm_stops(&mut serve, &session, &agents).await;
     })
     .await
     .expect("the test's own deadline");
@@ -359,6 +381,7 @@ async fn a_second_sigterm_forces_the_exit_at_once() {
         serve.signal(Signal::SIGTERM);
         let (code, took) = serve.exit_within(Duration::from_secs(5)).await;
         assert!(took < Duration::from_secs(1), "{took:?}");
+        eprintln!("forced exit {took:?} after the second signal");
         assert_eq!(code, Some(143), "{}", serve.log_text());
         assert_eq!(survivors(&agents).await, vec![], "agent processes outlived the daemon");
         assert!(!serve.home.join("daemon.json").exists());
@@ -385,6 +408,35 @@ fn hosts_on(home: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Kills every host on the home when dropped (a failing test must not leave a second one).
+struct NoHostLeft(PathBuf);
+
+impl Drop for NoHostLeft {
+    fn drop(&mut self) {
+        for pid in hosts_on(&self.0) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+    }
+}
+
+/// Runs `nucleic <args>` (up to 10 s; killed past it); returns its code and stderr.
+async fn nucleic_within_10s(args: &[&str], home: &Path) -> (Option<i32>, String) {
+    let child = tokio::process::Command::new(nucleic())
+        .args(args)
+        .arg(home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("nucleic {args:?} was not refused within 10 s"))
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_host_on_a_locked_home_refuses_naming_the_first() {
     let within = Duration::from_secs(60);
@@ -392,29 +444,18 @@ async fn a_second_host_on_a_locked_home_refuses_naming_the_first() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let serve = Serve::start(&home, &[]).await;
+        let _cleanup = NoHostLeft(home.clone());
         let started = Instant::now();
-        let second = tokio::process::Command::new(nucleic())
-            .args(["serve", "--bind", "127.0.0.1:0", "--home"])
-            .arg(&home)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
+        let (code, err) =
+            nucleic_within_10s(&["serve", "--bind", "127.0.0.1:0", "--home"], &home).await;
         assert!(started.elapsed() < Duration::from_secs(5), "refused at once");
-        assert_eq!(second.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&second.stderr);
+        assert_eq!(code, Some(2), "{err}");
         let expected = format!("another nucleic host (pid {}) is running on", serve.pid);
         assert!(err.contains(&expected), "{err}");
         // So does a demo on that home; and the first host is untouched.
-        let demo = tokio::process::Command::new(nucleic())
-            .args(["demo", "--no-sessions", "--home"])
-            .arg(&home)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
-        assert_eq!(demo.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&demo.stderr).contains(&expected));
+        let (code, err) = nucleic_within_10s(&["demo", "--no-sessions", "--home"], &home).await;
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&expected), "{err}");
         assert_eq!(daemon_pid(&home), Some(serve.pid));
         assert_eq!(hosts_on(&home), vec![serve.pid]);
     })
@@ -429,6 +470,7 @@ async fn the_cli_waits_for_a_live_host_whose_daemon_json_is_missing() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let serve = Serve::start(&home, &[]).await;
+        let _cleanup = NoHostLeft(home.clone());
         // The host is alive but does not advertise itself (as while it starts or stops).
         let hidden = dir.path().join("daemon.json.hidden");
         std::fs::rename(home.join("daemon.json"), &hidden).unwrap();

@@ -293,3 +293,20 @@ async fn an_expired_login_link_is_refused() {
     let fresh = registration(&token_of(&s.login_path()), &new_key(), None);
     assert_eq!(s.post_json("/api/devices", &fresh, "").await.status, 200);
 }
+
+#[tokio::test]
+async fn a_revoked_device_waiting_for_a_request_slot_is_closed_at_once() {
+    // No request slot ever frees up: the connection sits waiting for one.
+    let limits = nucleic_server::ServerLimits { max_in_flight: 0, ..Default::default() };
+    let s = start_with_limits(limits).await;
+    let device = s.sign_in("busy").await;
+    let mut socket = browser_ws(&s).await;
+    assert_eq!(
+        device_hello(&mut socket, device.proof(&s.challenge().await)).await["type"],
+        "welcome"
+    );
+    send(&mut socket, json!({"type": "listProjects", "messageID": "stuck"})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    s.host.revoke_device(&device.id).await.unwrap();
+    assert_eq!(close_code(&mut socket).await, Some(4401));
+}
