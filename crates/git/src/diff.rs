@@ -2,15 +2,19 @@
 //! work included), ahead/behind counts, and which files would conflict when merged.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GitError, Result};
 use crate::repo::Repo;
-use crate::runner::{git, nul_fields, path_of, text_of};
-use crate::snapshot::{Author, snapshot, snapshot_commit};
-use crate::worktree::{Worktree, require_present};
+use crate::runner::{Checkout, git, nul_fields, path_of, text_of};
+use crate::snapshot::{Author, Snapshot, commit_of, snapshot, snapshot_commit};
+use crate::worktree::Worktree;
+
+/// Diff options of every diff the host computes: plain git, no external diff or textconv
+/// program (the repository's config names those), renames detected.
+const DIFF_OPTIONS: &[&str] = &["-r", "-M", "--no-ext-diff", "--no-textconv"];
 
 /// Everything a worktree changed relative to its `base_sha`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +63,16 @@ pub struct AheadBehind {
     pub behind: u64,
 }
 
+/// What the cockpit shows of a worktree's work, read from one snapshot of its working tree:
+/// [`Repo::diff`], [`Repo::ahead_behind`] and [`Repo::conflict_preview`] at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeFacts {
+    pub diff: Diff,
+    pub ahead_behind: AheadBehind,
+    /// Files that would conflict when merged into the base branch's tip (empty: none).
+    pub conflicts: Vec<PathBuf>,
+}
+
 /// The result of a trial merge (`git merge-tree --write-tree`): nothing is checked out.
 #[derive(Debug)]
 pub(crate) enum TrialMerge {
@@ -71,29 +85,25 @@ impl Repo {
     /// untracked (not ignored) files. Built in a temporary index: neither the worktree's index nor
     /// the main checkout's is touched. [`GitError::WorktreeMissing`] if its directory is gone.
     pub fn diff(&self, worktree: &Worktree) -> Result<Diff> {
-        require_present(worktree)?;
-        let dir = &worktree.path;
+        let dir = &self.session(worktree)?;
         let snap = snapshot(dir)?;
-        let base = worktree.base_sha.as_str();
-        let summary = git(dir)
-            .args(["diff-tree", "-r", "-M", "--raw", "--numstat", "-z", base, &snap.tree])
-            .read_only()
-            .run()?;
-        let untracked_out = git(dir)
-            .args(["ls-files", "--others", "--exclude-standard", "-z"])
-            .read_only()
-            .run()?;
-        let untracked: HashSet<PathBuf> =
-            nul_fields(&untracked_out).into_iter().map(path_of).collect();
-        let mut files = parse_raw_numstat(&summary);
-        for file in &mut files {
-            if file.status == FileStatus::Added && untracked.contains(&file.path) {
-                file.status = FileStatus::Untracked;
-            }
-        }
-        let patch =
-            git(dir).args(["diff-tree", "-r", "-M", "-p", base, &snap.tree]).read_only().run()?;
-        Ok(Diff { files, patch: String::from_utf8_lossy(&patch).into_owned() })
+        diff_of(dir, worktree, &snap)
+    }
+
+    /// [`Repo::diff`], [`Repo::ahead_behind`] and [`Repo::conflict_preview`] against
+    /// `base_branch`, from a single snapshot of the working tree (fewer git processes).
+    pub fn facts(&self, worktree: &Worktree, base_branch: &str) -> Result<WorktreeFacts> {
+        let dir = &self.session(worktree)?;
+        let snap = snapshot(dir)?;
+        let diff = diff_of(dir, worktree, &snap)?;
+        let base = self.resolve(base_branch)?;
+        let ahead_behind = self.count_between(&base, &self.resolve(&worktree.branch)?)?;
+        let work = commit_of(dir, &snap, "nucleic conflict preview", Author::Throwaway)?;
+        let conflicts = match trial_merge(self.main(), &base, &work)? {
+            TrialMerge::Clean { .. } => Vec::new(),
+            TrialMerge::Conflicts { files } => files,
+        };
+        Ok(WorktreeFacts { diff, ahead_behind, conflicts })
     }
 
     /// Commits the worktree branch has that `base_branch` lacks, and the other way round
@@ -101,7 +111,12 @@ impl Repo {
     pub fn ahead_behind(&self, worktree: &Worktree, base_branch: &str) -> Result<AheadBehind> {
         let base = self.resolve(base_branch)?;
         let tip = self.resolve(&worktree.branch)?;
-        let counts = git(self.root())
+        self.count_between(&base, &tip)
+    }
+
+    /// Commits only `tip` has (ahead) and only `base` has (behind).
+    fn count_between(&self, base: &str, tip: &str) -> Result<AheadBehind> {
+        let counts = git(self.main())
             .args(["rev-list", "--left-right", "--count", &format!("{base}...{tip}")])
             .read_only()
             .run_text()?;
@@ -121,20 +136,47 @@ impl Repo {
     /// included, were merged into `base_branch`'s current tip. Empty when it merges cleanly.
     /// Uses a throwaway commit and `git merge-tree`: no ref, index or checkout changes.
     pub fn conflict_preview(&self, worktree: &Worktree, base_branch: &str) -> Result<Vec<PathBuf>> {
-        require_present(worktree)?;
+        let checkout = self.session(worktree)?;
         let base = self.resolve(base_branch)?;
-        let work = snapshot_commit(&worktree.path, "nucleic conflict preview", Author::Throwaway)?;
-        match trial_merge(self.root(), &base, &work)? {
+        let work = snapshot_commit(&checkout, "nucleic conflict preview", Author::Throwaway)?;
+        match trial_merge(self.main(), &base, &work)? {
             TrialMerge::Clean { .. } => Ok(Vec::new()),
             TrialMerge::Conflicts { files } => Ok(files),
         }
     }
 }
 
+/// The diff of `snap` (the working tree of `dir`) against the worktree's `base_sha`.
+fn diff_of(dir: &Checkout, worktree: &Worktree, snap: &Snapshot) -> Result<Diff> {
+    let base = worktree.base_sha.as_str();
+    let summary = git(dir)
+        .arg("diff-tree")
+        .args(DIFF_OPTIONS)
+        .args(["--raw", "--numstat", "-z", base, &snap.tree])
+        .read_only()
+        .run()?;
+    let untracked_out =
+        git(dir).args(["ls-files", "--others", "--exclude-standard", "-z"]).read_only().run()?;
+    let untracked: HashSet<PathBuf> = nul_fields(&untracked_out).into_iter().map(path_of).collect();
+    let mut files = parse_raw_numstat(&summary);
+    for file in &mut files {
+        if file.status == FileStatus::Added && untracked.contains(&file.path) {
+            file.status = FileStatus::Untracked;
+        }
+    }
+    let patch = git(dir)
+        .arg("diff-tree")
+        .args(DIFF_OPTIONS)
+        .args(["-p", base, &snap.tree])
+        .read_only()
+        .run()?;
+    Ok(Diff { files, patch: String::from_utf8_lossy(&patch).into_owned() })
+}
+
 /// Merges commits `ours` and `theirs` in memory (`git merge-tree --write-tree`), writing only
 /// objects.
-pub(crate) fn trial_merge(dir: &Path, ours: &str, theirs: &str) -> Result<TrialMerge> {
-    let command = git(dir)
+pub(crate) fn trial_merge(main: &Checkout, ours: &str, theirs: &str) -> Result<TrialMerge> {
+    let command = git(main)
         .args(["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs])
         .read_only();
     let output = command.output()?;

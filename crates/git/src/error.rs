@@ -16,6 +16,9 @@ pub enum GitError {
     /// A git command exited unsuccessfully; `code` is `None` when it died from a signal.
     #[error("`git {}` in {dir} failed (exit {}): {stderr}", args.join(" "), code_text(*code))]
     Command { dir: PathBuf, args: Vec<String>, code: Option<i32>, stderr: String },
+    /// A git command ran past its deadline and was killed with everything it started.
+    #[error("`git {}` in {dir} did not finish within {after:?} and was killed", args.join(" "))]
+    TimedOut { dir: PathBuf, args: Vec<String>, after: Duration },
     /// A file-system step outside git failed.
     #[error("{context} {path}: {source}")]
     Io {
@@ -48,6 +51,15 @@ pub enum GitError {
     /// The worktree's directory is gone (deleted behind git's back, or already removed).
     #[error("worktree {path} is missing")]
     WorktreeMissing { path: PathBuf },
+    /// The worktree's admin dir in the repository (`<common>/worktrees/<name>`) is missing, is
+    /// not a plain directory, or records another worktree: git is not run on it.
+    #[error(
+        "worktree {path} is not registered with git at {admin} (missing, or it names another worktree)"
+    )]
+    WorktreeUnregistered { path: PathBuf, admin: PathBuf },
+    /// The installed git lacks what the host relies on to run it safely.
+    #[error("git {found} is too old: Nucleic needs git {needed} or later")]
+    GitTooOld { found: String, needed: &'static str },
     /// The worktree has uncommitted or untracked changes and the operation needs it clean.
     #[error("worktree {path} has uncommitted changes (commit them first)")]
     Dirty { path: PathBuf },

@@ -1,15 +1,15 @@
 //! Finishing a worktree's work, only ever on an explicit request: commit it, and bring it into
 //! the base branch by merge, squash or rebase without touching anyone's uncommitted work.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{TrialMerge, trial_merge};
 use crate::error::{GitError, Result};
 use crate::repo::{HeadState, Repo, head_state_in, is_dirty_in, resolve_in};
-use crate::runner::{git, nul_fields, path_of};
-use crate::worktree::{Worktree, require_present};
+use crate::runner::{Checkout, git, nul_fields, path_of};
+use crate::worktree::Worktree;
 
 /// How [`Repo::merge_into_base`] brings the work in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,18 +47,20 @@ pub struct FinishOutcome {
 
 impl Repo {
     /// Commits all uncommitted and untracked (not ignored) work in the worktree onto its
-    /// branch. Returns the new commit, or `None` when there was nothing to commit. Hooks are
-    /// skipped (`--no-verify`): this records an agent's work on request, it is not the user's
-    /// own commit. Commit signing follows the user's config.
+    /// branch. Returns the new commit, or `None` when there was nothing to commit. No hook
+    /// runs and nothing is signed (like every host git call, see `docs/security.md`): this
+    /// records an agent's work on request, it is not the user's own commit.
     pub fn commit_all(&self, worktree: &Worktree, message: &str) -> Result<Option<String>> {
-        require_present(worktree)?;
-        require_on_branch(worktree)?;
-        let dir = &worktree.path;
+        let dir = &self.session(worktree)?;
+        require_on_branch(dir, worktree)?;
         git(dir).args(["add", "-A"]).run()?;
-        if git(dir).args(["diff", "--cached", "--quiet"]).check()? {
+        let unchanged = ["diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv"];
+        if git(dir).args(unchanged).check()? {
             return Ok(None);
         }
-        git(dir).args(["commit", "--quiet", "--no-verify", "-m", message]).run()?;
+        git(dir)
+            .args(["commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message])
+            .run()?;
         resolve_in(dir, "HEAD").map(Some)
     }
 
@@ -113,9 +115,9 @@ impl Repo {
         message: &str,
         policy: CheckoutPolicy,
     ) -> Result<FinishOutcome> {
-        require_present(worktree)?;
-        require_on_branch(worktree)?;
-        if is_dirty_in(&worktree.path, true)? {
+        let session = self.session(worktree)?;
+        require_on_branch(&session, worktree)?;
+        if is_dirty_in(&session, true)? {
             return Err(GitError::Dirty { path: worktree.path.clone() });
         }
         if !self.branch_exists(base_branch)? {
@@ -129,7 +131,7 @@ impl Repo {
             base_branch: base_branch.to_owned(),
             branch: worktree.branch.clone(),
         };
-        if git(self.root()).args(["merge-base", "--is-ancestor", &tip, &old]).check()? {
+        if git(self.main()).args(["merge-base", "--is-ancestor", &tip, &old]).check()? {
             return Err(nothing());
         }
         let checkout = self.checkout_of(base_branch)?;
@@ -141,15 +143,16 @@ impl Repo {
                 path: path.clone(),
             });
         }
-        if let Some(path) = &checkout
-            && is_dirty_in(path, false)?
+        let checkout = checkout.map(|path| self.checkout_at(&path)).transpose()?;
+        if let Some(checkout) = &checkout
+            && is_dirty_in(checkout, false)?
         {
             return Err(GitError::BaseCheckedOutDirty {
                 branch: base_branch.to_owned(),
-                path: path.clone(),
+                path: checkout.work_tree.clone(),
             });
         }
-        let tree = match trial_merge(self.root(), &old, &tip)? {
+        let tree = match trial_merge(self.main(), &old, &tip)? {
             TrialMerge::Clean { tree } => tree,
             TrialMerge::Conflicts { files } => return Err(GitError::Conflict { files }),
         };
@@ -161,20 +164,20 @@ impl Repo {
                 }
                 self.commit_tree(&tree, &[&old], message)?
             }
-            FinishMode::Rebase => rebase_onto(&worktree.path, &old)?,
+            FinishMode::Rebase => rebase_onto(&session, &old)?,
         };
         let reason = format!("nucleic: {mode:?} {} into {base_branch}", worktree.branch);
-        let advanced = self.advance_branch(base_branch, &old, &new, checkout.as_deref(), &reason);
+        let advanced = self.advance_branch(base_branch, &old, &new, checkout.as_ref(), &reason);
         if advanced.is_err() && mode == FinishMode::Rebase {
             // Put the worktree branch back where it was; the base did not move.
-            git(&worktree.path).args(["reset", "--quiet", "--keep", &tip]).without_hooks().run()?;
+            git(&session).args(["reset", "--quiet", "--keep", &tip]).run()?;
         }
         advanced?;
         Ok(FinishOutcome {
             base_branch: base_branch.to_owned(),
             previous_tip: old,
             new_tip: new,
-            updated_checkout: checkout,
+            updated_checkout: checkout.map(|c| c.work_tree),
         })
     }
 
@@ -188,12 +191,12 @@ impl Repo {
     }
 
     fn resolve_tree(&self, commit: &str) -> Result<String> {
-        git(self.root()).args(["rev-parse", &format!("{commit}^{{tree}}")]).read_only().run_text()
+        git(self.main()).args(["rev-parse", &format!("{commit}^{{tree}}")]).read_only().run_text()
     }
 
-    /// A commit object (user identity and signing config), no ref moved.
+    /// A commit object (the user's identity, unsigned), no ref moved.
     fn commit_tree(&self, tree: &str, parents: &[&str], message: &str) -> Result<String> {
-        let mut command = git(self.root()).args(["commit-tree", tree]);
+        let mut command = git(self.main()).args(["commit-tree", "--no-gpg-sign", tree]);
         for parent in parents {
             command = command.args(["-p", parent]);
         }
@@ -208,12 +211,12 @@ impl Repo {
         branch: &str,
         old: &str,
         new: &str,
-        checkout: Option<&Path>,
+        checkout: Option<&Checkout>,
         reason: &str,
     ) -> Result<()> {
         let moved = || GitError::BaseMoved { branch: branch.to_owned(), expected: old.to_owned() };
         let Some(checkout) = checkout else {
-            let update = git(self.root()).args([
+            let update = git(self.main()).args([
                 "update-ref",
                 "-m",
                 reason,
@@ -233,9 +236,15 @@ impl Repo {
         if resolve_in(checkout, "HEAD")? != old {
             return Err(moved());
         }
-        let forward = git(checkout)
-            .args(["merge", "--ff-only", "--no-autostash", "--quiet", "--no-stat", new])
-            .without_hooks();
+        let forward = git(checkout).args([
+            "merge",
+            "--ff-only",
+            "--no-autostash",
+            "--no-verify",
+            "--quiet",
+            "--no-stat",
+            new,
+        ]);
         let output = forward.output()?;
         if output.code == Some(0) {
             return Ok(());
@@ -243,7 +252,7 @@ impl Repo {
         if output.stderr.contains("would be overwritten") {
             return Err(GitError::BaseCheckedOutDirty {
                 branch: branch.to_owned(),
-                path: checkout.to_path_buf(),
+                path: checkout.work_tree.clone(),
             });
         }
         Err(forward.failure(output))
@@ -252,32 +261,38 @@ impl Repo {
 
 /// Rebases the branch checked out in `worktree` onto `onto` and returns its new tip. A
 /// conflicting rebase is aborted and reported as [`GitError::Conflict`].
-fn rebase_onto(worktree: &Path, onto: &str) -> Result<String> {
-    let rebase = git(worktree)
-        .args(["rebase", "--quiet", "--no-autostash", "--no-update-refs", "--no-autosquash", onto])
-        .without_hooks();
+fn rebase_onto(worktree: &Checkout, onto: &str) -> Result<String> {
+    let rebase = git(worktree).args([
+        "rebase",
+        "--quiet",
+        "--no-autostash",
+        "--no-update-refs",
+        "--no-autosquash",
+        "--no-verify",
+        "--no-gpg-sign",
+        onto,
+    ]);
     let output = rebase.output()?;
     if output.code == Some(0) {
         return resolve_in(worktree, "HEAD");
     }
-    let in_progress = ["rebase-merge", "rebase-apply"].iter().any(|name| {
-        git(worktree)
-            .args(["rev-parse", "--path-format=absolute", "--git-path", name])
-            .run_text()
-            .is_ok_and(|p| Path::new(&p).exists())
-    });
+    // The rebase state lives in the worktree's own git dir (the host's, not a `.git` file's).
+    let in_progress =
+        ["rebase-merge", "rebase-apply"].iter().any(|name| worktree.git_dir.join(name).exists());
     if !in_progress {
         return Err(rebase.failure(output));
     }
-    let unmerged = git(worktree).args(["diff", "--name-only", "--diff-filter=U", "-z"]).run()?;
+    let unmerged = git(worktree)
+        .args(["diff", "--name-only", "--diff-filter=U", "-z", "--no-ext-diff", "--no-textconv"])
+        .run()?;
     let files = nul_fields(&unmerged).into_iter().map(path_of).collect();
-    git(worktree).args(["rebase", "--abort"]).without_hooks().run()?;
+    git(worktree).args(["rebase", "--abort"]).run()?;
     Err(GitError::Conflict { files })
 }
 
 /// [`GitError::Detached`] / [`GitError::WrongBranch`] unless the worktree is on its branch.
-fn require_on_branch(worktree: &Worktree) -> Result<()> {
-    match head_state_in(&worktree.path)? {
+fn require_on_branch(checkout: &Checkout, worktree: &Worktree) -> Result<()> {
+    match head_state_in(checkout)? {
         HeadState::Branch { name } if name == worktree.branch => Ok(()),
         HeadState::Branch { name } => Err(GitError::WrongBranch {
             path: worktree.path.clone(),

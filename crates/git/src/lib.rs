@@ -9,7 +9,7 @@
 //! # Git CLI, not a library
 //!
 //! Everything runs the `git` executable, through a single runner (`LC_ALL=C`,
-//! `GIT_TERMINAL_PROMPT=0`, `-c core.quotepath=off`, `GIT_OPTIONAL_LOCKS=0` for queries, and
+//! `GIT_TERMINAL_PROMPT=0`, `core.quotepath=off`, `GIT_OPTIONAL_LOCKS=0` for queries, and
 //! never the caller's `GIT_DIR`/`GIT_WORK_TREE`/`GIT_INDEX_FILE`), parsing `-z` porcelain output.
 //! libgit2 (`git2`) does not refuse to clobber uncommitted files on checkout and lacks parts of
 //! git's semantics (sparse checkout, hooks, config corner cases); gix cannot create worktrees,
@@ -23,6 +23,11 @@
 //!   and a checkout that has it checked out is only fast-forwarded when clean
 //!   (see [`Repo::merge_into_base`]).
 //! - Changes to shared repository state are serialized per repository.
+//! - A session's worktree is hostile (its agent writes it, and the repository's config, hooks
+//!   and attributes with it): every command names its git dir, common dir and work tree from
+//!   the host's records, runs no program that configuration or attributes name, uses no
+//!   transport, and — where Linux has Landlock — can execute nothing but git itself
+//!   ([`exec_confinement`]).
 //!
 //! Calls are synchronous and spawn processes; call them from blocking threads.
 
@@ -33,11 +38,14 @@ mod provision;
 mod repo;
 mod runner;
 mod snapshot;
+mod spawn;
 mod worktree;
 
-pub use diff::{AheadBehind, Diff, FileChange, FileStatus};
+pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
 pub use error::{GitError, Result};
 pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
 pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
+pub use runner::GIT_DEADLINE;
+pub use spawn::{ExecConfinement, exec_confinement};
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{GitError, Result};
 use crate::runner::REPO_LOCAL_ENV;
+use crate::spawn::kill_process_group;
 
 /// A setup script run once in a new worktree (e.g. `npm ci`).
 #[derive(Debug, Clone)]
@@ -164,15 +165,4 @@ pub(crate) fn run_setup(worktree: &Path, setup: &SetupSpec, env: &[(&str, &Path)
     let code = status.code();
     let _ = writeln!(log, "\n[nucleic] setup failed: {status}");
     Err(GitError::SetupFailed { log_path: log_path.clone(), code })
-}
-
-/// SIGKILLs the process group `pgid` (the child was made its leader with `process_group(0)`).
-/// Uses `kill(1)` because std has no killpg and the crate has no libc dependency.
-fn kill_process_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

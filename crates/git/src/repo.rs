@@ -7,14 +7,16 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GitError, Result};
-use crate::runner::git;
+use crate::runner::{Checkout, GIT_DEADLINE, discover, empty_tree, git, require_git_version};
 
 /// A non-bare repository, opened at the root of the checkout the user works in ("the main
 /// checkout"). Cheap to clone; clones share the per-repository mutation lock.
+///
+/// Opening is the only time git discovers anything (from the root the user registered); every
+/// later command names the git dir, common dir and work tree it found then.
 #[derive(Debug, Clone)]
 pub struct Repo {
-    root: PathBuf,
-    common_dir: PathBuf,
+    main: Checkout,
     mutations: Arc<Mutex<()>>,
 }
 
@@ -37,7 +39,8 @@ impl Repo {
         if !path.is_dir() {
             return Err(GitError::NotARepo { path: path.to_path_buf() });
         }
-        let probe = git(path).args(["rev-parse", "--is-bare-repository"]).read_only();
+        require_git_version()?;
+        let probe = discover(path).args(["rev-parse", "--is-bare-repository"]).read_only();
         let output = probe.output()?;
         if output.code != Some(0) {
             if output.stderr.contains("not a git repository") {
@@ -48,8 +51,9 @@ impl Repo {
         if String::from_utf8_lossy(&output.stdout).trim() == "true" {
             return Err(GitError::BareRepo { path: path.to_path_buf() });
         }
-        let locate = git(path)
+        let locate = discover(path)
             .args(["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"])
+            .args(["--absolute-git-dir", "--show-object-format"])
             .read_only();
         let output = locate.output()?;
         if output.code != Some(0) {
@@ -58,32 +62,55 @@ impl Repo {
         }
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         let mut lines = text.lines();
-        let (Some(root), Some(common_dir)) = (lines.next(), lines.next()) else {
+        let (Some(root), Some(common_dir), Some(git_dir), Some(format)) =
+            (lines.next(), lines.next(), lines.next(), lines.next())
+        else {
             return Err(locate.failure(output));
         };
-        let root = std::fs::canonicalize(root)
-            .map_err(|e| GitError::io("cannot resolve repository root", Path::new(root), e))?;
-        let common_dir = std::fs::canonicalize(common_dir)
-            .map_err(|e| GitError::io("cannot resolve git dir", Path::new(common_dir), e))?;
-        let mutations = mutation_lock(&common_dir);
-        Ok(Repo { root, common_dir, mutations })
+        let Some(empty_tree) = empty_tree(format) else {
+            return Err(locate.failure(output));
+        };
+        let canonical = |p: &str, what| {
+            std::fs::canonicalize(p).map_err(|e| GitError::io(what, Path::new(p), e))
+        };
+        let main = Checkout {
+            work_tree: canonical(root, "cannot resolve repository root")?,
+            git_dir: canonical(git_dir, "cannot resolve git dir")?,
+            common_dir: canonical(common_dir, "cannot resolve git dir")?,
+            empty_tree,
+            deadline: GIT_DEADLINE,
+        };
+        let mutations = mutation_lock(&main.common_dir);
+        Ok(Repo { main, mutations })
+    }
+
+    /// This repository with another limit on how long one git command may run
+    /// (default [`GIT_DEADLINE`]); a command past it is killed ([`GitError::TimedOut`]).
+    pub fn with_git_deadline(mut self, deadline: std::time::Duration) -> Repo {
+        self.main.deadline = deadline;
+        self
     }
 
     /// The canonical root of the main checkout.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.main.work_tree
     }
 
     /// The git directory shared by all worktrees (`git rev-parse --git-common-dir`).
     pub fn common_dir(&self) -> &Path {
-        &self.common_dir
+        &self.main.common_dir
+    }
+
+    /// The main checkout, for git commands run there.
+    pub(crate) fn main(&self) -> &Checkout {
+        &self.main
     }
 
     /// The branch finished work goes into by default: the branch `origin/HEAD` points to (when
     /// a local branch of that name exists), else the main checkout's current branch, else
     /// `main` or `master` if they exist. `None` when none of these applies.
     pub fn default_branch(&self) -> Result<Option<String>> {
-        let remote_head = git(&self.root)
+        let remote_head = git(&self.main)
             .args(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"])
             .read_only()
             .output()?;
@@ -108,22 +135,22 @@ impl Repo {
 
     /// Where the main checkout's HEAD points.
     pub fn head_state(&self) -> Result<HeadState> {
-        head_state_in(&self.root)
+        head_state_in(&self.main)
     }
 
     /// Whether the main checkout has staged, unstaged or untracked (not ignored) changes.
     pub fn is_dirty(&self) -> Result<bool> {
-        is_dirty_in(&self.root, true)
+        is_dirty_in(&self.main, true)
     }
 
     /// The full SHA of the commit `reference` names ([`GitError::UnknownRef`] if none).
     pub fn resolve(&self, reference: &str) -> Result<String> {
-        resolve_in(&self.root, reference)
+        resolve_in(&self.main, reference)
     }
 
     /// Whether the local branch `name` (short name, without `refs/heads/`) exists.
     pub fn branch_exists(&self, name: &str) -> Result<bool> {
-        git(&self.root)
+        git(&self.main)
             .args(["show-ref", "--verify", "--quiet", &format!("refs/heads/{name}")])
             .read_only()
             .check()
@@ -132,7 +159,7 @@ impl Repo {
     /// Local branches a session could start from, by most recent commit first; Nucleic's own
     /// session branches (`nucleic/…`) are left out.
     pub fn local_branches(&self) -> Result<Vec<String>> {
-        let out = git(&self.root)
+        let out = git(&self.main)
             .args([
                 "for-each-ref",
                 "--sort=-committerdate",
@@ -164,37 +191,37 @@ fn mutation_lock(common_dir: &Path) -> Arc<Mutex<()>> {
     locks.entry(common_dir.to_path_buf()).or_default().clone()
 }
 
-/// Where the HEAD of the checkout at `dir` points.
-pub(crate) fn head_state_in(dir: &Path) -> Result<HeadState> {
+/// Where the HEAD of `checkout` points.
+pub(crate) fn head_state_in(checkout: &Checkout) -> Result<HeadState> {
     let symbolic =
-        git(dir).args(["symbolic-ref", "--quiet", "--short", "HEAD"]).read_only().output()?;
+        git(checkout).args(["symbolic-ref", "--quiet", "--short", "HEAD"]).read_only().output()?;
     if symbolic.code == Some(0) {
         let name = String::from_utf8_lossy(&symbolic.stdout).trim().to_owned();
         return Ok(HeadState::Branch { name });
     }
-    let sha = resolve_in(dir, "HEAD")?;
+    let sha = resolve_in(checkout, "HEAD")?;
     Ok(HeadState::Detached { sha })
 }
 
-/// Whether the checkout at `dir` has changes (`git status --porcelain=v2`); untracked files
-/// count only when `with_untracked`.
-pub(crate) fn is_dirty_in(dir: &Path, with_untracked: bool) -> Result<bool> {
+/// Whether `checkout` has changes (`git status --porcelain=v2`); untracked files count only
+/// when `with_untracked`.
+pub(crate) fn is_dirty_in(checkout: &Checkout, with_untracked: bool) -> Result<bool> {
     let untracked =
         if with_untracked { "--untracked-files=normal" } else { "--untracked-files=no" };
-    let status = git(dir)
+    let status = git(checkout)
         .args(["status", "--porcelain=v2", "-z", "--ignore-submodules=none", untracked])
         .read_only()
         .run()?;
     Ok(!status.is_empty())
 }
 
-/// The full SHA of the commit `reference` names, resolved in the checkout at `dir`.
-pub(crate) fn resolve_in(dir: &Path, reference: &str) -> Result<String> {
+/// The full SHA of the commit `reference` names, resolved in `checkout`.
+pub(crate) fn resolve_in(checkout: &Checkout, reference: &str) -> Result<String> {
     let unknown = || GitError::UnknownRef { reference: reference.to_owned() };
     if reference.is_empty() {
         return Err(unknown());
     }
-    let query = git(dir)
+    let query = git(checkout)
         .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
         .arg(format!("{reference}^{{commit}}"))
         .read_only();

@@ -1,11 +1,13 @@
 //! Snapshots of a checkout's working tree (committed, staged, unstaged and untracked work) as a
 //! tree or commit object, built in a temporary index so the checkout's own index is never touched.
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{GitError, Result};
-use crate::runner::git;
+use crate::runner::{Checkout, git};
 
 /// A private index file, deleted (with any leftover lock) when dropped.
 #[derive(Debug)]
@@ -14,24 +16,29 @@ pub(crate) struct TempIndex {
 }
 
 impl TempIndex {
-    /// A copy of the checkout's real index, next to it in the checkout's private git dir (not
-    /// in a shared temp dir). Copying keeps git's stat cache, so `git add -A` only rehashes
-    /// files that changed instead of every file in the tree.
-    fn copy_of(checkout: &Path) -> Result<TempIndex> {
+    /// A copy of the checkout's real index, next to it in the checkout's own git dir (not in a
+    /// shared temp dir). Copying keeps git's stat cache, so `git add -A` only rehashes files
+    /// that changed instead of every file in the tree. The agent can write that dir too, so the
+    /// copy is created new (`O_EXCL`, never through a symlink it planted).
+    fn copy_of(checkout: &Checkout) -> Result<TempIndex> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let real = git(checkout)
-            .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
-            .read_only()
-            .run_text()?;
-        let real = PathBuf::from(real);
+        let real = checkout.git_dir.join("index");
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("nucleic-index-{}-{n}", std::process::id());
-        let temp = TempIndex { path: real.with_file_name(name) };
+        let temp = TempIndex { path: checkout.git_dir.join(name) };
         temp.remove();
-        if real.exists() {
-            std::fs::copy(&real, &temp.path)
-                .map_err(|e| GitError::io("cannot copy index to", &temp.path, e))?;
-        }
+        let bytes = match std::fs::read(&real) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(temp),
+            Err(e) => return Err(GitError::io("cannot read index", &real, e)),
+        };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp.path)
+            .and_then(|mut file| file.write_all(&bytes))
+            .map_err(|e| GitError::io("cannot copy index to", &temp.path, e))?;
         Ok(temp)
     }
 
@@ -70,7 +77,7 @@ impl Snapshot {
 }
 
 /// Writes the working tree of `checkout` as a tree object, via a temporary index.
-pub(crate) fn snapshot(checkout: &Path) -> Result<Snapshot> {
+pub(crate) fn snapshot(checkout: &Checkout) -> Result<Snapshot> {
     let heads = git(checkout).args(["rev-parse", "HEAD", "HEAD^{tree}"]).read_only().run_text()?;
     let mut lines = heads.lines().map(str::to_owned);
     let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
@@ -87,21 +94,43 @@ pub(crate) fn snapshot(checkout: &Path) -> Result<Snapshot> {
 pub(crate) enum Author {
     /// A fixed identity, unsigned: for throwaway commits no ref will point at.
     Throwaway,
-    /// The user's configured identity and signing settings: for commits that become history.
+    /// The user's configured identity (never signed: see `docs/security.md`): for commits that
+    /// become history.
     User,
 }
 
 /// A commit holding everything in the working tree of `checkout`, whose parent is HEAD; HEAD
 /// itself when there is no uncommitted work. No ref is moved.
-pub(crate) fn snapshot_commit(checkout: &Path, message: &str, author: Author) -> Result<String> {
+pub(crate) fn snapshot_commit(
+    checkout: &Checkout,
+    message: &str,
+    author: Author,
+) -> Result<String> {
     let snap = snapshot(checkout)?;
+    commit_of(checkout, &snap, message, author)
+}
+
+/// A commit of `snap` (see [`snapshot_commit`]).
+pub(crate) fn commit_of(
+    checkout: &Checkout,
+    snap: &Snapshot,
+    message: &str,
+    author: Author,
+) -> Result<String> {
     if snap.is_clean() {
-        return Ok(snap.head);
+        return Ok(snap.head.clone());
     }
-    let mut command =
-        git(checkout).args(["commit-tree", &snap.tree, "-p", &snap.head, "-m", message]);
+    let mut command = git(checkout).args([
+        "commit-tree",
+        "--no-gpg-sign",
+        &snap.tree,
+        "-p",
+        &snap.head,
+        "-m",
+        message,
+    ]);
     if author == Author::Throwaway {
-        command = command.arg("--no-gpg-sign").snapshot_identity();
+        command = command.snapshot_identity();
     }
     command.run_text()
 }

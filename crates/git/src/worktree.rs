@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{GitError, Result};
 use crate::provision::{PlannedCopy, SetupSpec, copy_planned, plan_copies, run_setup};
 use crate::repo::Repo;
-use crate::runner::{git, nul_fields, path_of, text_of};
+use crate::runner::{Checkout, git, nul_fields, path_of, text_of};
 use crate::snapshot::{Author, snapshot_commit};
 
 /// Directory under the main checkout's root that holds the worktrees (`<root>/.nucleic/worktrees`).
@@ -109,26 +109,38 @@ impl Repo {
     /// Files are not copied and no setup runs; call [`Repo::provision`] for that.
     pub fn continue_from(&self, kept: &Worktree, new_slug: &str) -> Result<Worktree> {
         validate_slug(new_slug)?;
-        require_present(kept)?;
         let message = format!("Uncommitted work from {}", kept.branch);
-        let start = snapshot_commit(&kept.path, &message, Author::User)?;
+        let start = snapshot_commit(&self.session(kept)?, &message, Author::User)?;
         self.add_worktree(new_slug, &start, &kept.base_ref, &kept.base_sha)
     }
 
     /// Removes the worktree (even with uncommitted work, even if locked) and deletes its
-    /// branch. A worktree whose directory is already gone is pruned instead.
+    /// branch. A worktree whose directory is already gone is pruned instead; one whose directory
+    /// was replaced by a symlink loses the symlink only.
     pub fn discard(&self, worktree: &Worktree) -> Result<()> {
         let _guard = self.lock_mutations();
-        if worktree.path.exists() {
-            git(self.root())
-                .args(["worktree", "remove", "--force", "--force"])
-                .arg(&worktree.path)
-                .run()?;
-        } else {
-            git(self.root()).args(["worktree", "prune"]).run()?;
+        let path = &worktree.path;
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                // Not the directory git made: delete the link, never what it points to.
+                std::fs::remove_file(path).map_err(|e| GitError::io("cannot remove", path, e))?;
+                git(self.main()).args(["worktree", "prune"]).run()?;
+            }
+            Ok(_) => {
+                if let Ok(checkout) = self.session(worktree) {
+                    // Git checks that the worktree's `.git` points back before removing it;
+                    // the agent may have pointed it elsewhere, the host knows where it belongs.
+                    restore_gitlink(&checkout)?;
+                }
+                let remove = ["worktree", "remove", "--force", "--force"];
+                git(self.main()).args(remove).arg(path).run()?;
+            }
+            Err(_) => {
+                git(self.main()).args(["worktree", "prune"]).run()?;
+            }
         }
         if self.branch_exists(&worktree.branch)? {
-            git(self.root()).args(["branch", "-D", "--end-of-options", &worktree.branch]).run()?;
+            git(self.main()).args(["branch", "-D", "--end-of-options", &worktree.branch]).run()?;
         }
         Ok(())
     }
@@ -146,7 +158,7 @@ impl Repo {
     /// All worktrees git knows, main checkout first (`git worktree list --porcelain -z`).
     pub fn list_worktrees(&self) -> Result<Vec<WorktreeEntry>> {
         let out =
-            git(self.root()).args(["worktree", "list", "--porcelain", "-z"]).read_only().run()?;
+            git(self.main()).args(["worktree", "list", "--porcelain", "-z"]).read_only().run()?;
         let mut entries = Vec::new();
         let mut current: Option<WorktreeEntry> = None;
         for field in nul_fields(&out) {
@@ -193,8 +205,65 @@ impl Repo {
     /// Forgets worktrees whose directories are gone (`git worktree prune`).
     pub fn prune(&self) -> Result<()> {
         let _guard = self.lock_mutations();
-        git(self.root()).args(["worktree", "prune"]).run()?;
+        git(self.main()).args(["worktree", "prune"]).run()?;
         Ok(())
+    }
+
+    /// Where git runs for a session worktree: its directory as the host recorded it, and the
+    /// admin dir git made for it when the host created it, `<common>/worktrees/<directory
+    /// name>` — never what the worktree's `.git` file says (the agent can point that at any
+    /// repository). [`GitError::WorktreeMissing`] when the directory is gone (or replaced by a
+    /// symlink), [`GitError::WorktreeUnregistered`] when the admin dir does not record it.
+    ///
+    /// Only a worktree where the host creates them qualifies: exactly
+    /// `<root>/.nucleic/worktrees/<slug>`, reached through no symlink.
+    pub(crate) fn session(&self, worktree: &Worktree) -> Result<Checkout> {
+        let path = &worktree.path;
+        let missing = || GitError::WorktreeMissing { path: path.clone() };
+        if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(missing());
+        }
+        let slug = path.file_name().and_then(|n| n.to_str()).ok_or_else(missing)?;
+        let admin = self.common_dir().join("worktrees").join(slug);
+        let expected = self.root().join(WORKTREES_DIR).join(slug);
+        let canonical = std::fs::canonicalize(path).ok();
+        if validate_slug(slug).is_err() || *path != expected || canonical.as_ref() != Some(path) {
+            return Err(GitError::WorktreeUnregistered { path: path.clone(), admin });
+        }
+        self.registered(path, admin)
+    }
+
+    /// Where git runs for a checkout `git worktree list` reported: the main checkout, or the
+    /// linked worktree whose admin dir in this repository records `path`.
+    pub(crate) fn checkout_at(&self, path: &Path) -> Result<Checkout> {
+        if path == self.root() {
+            return Ok(self.main().clone());
+        }
+        let admins = self.common_dir().join("worktrees");
+        let entries =
+            std::fs::read_dir(&admins).map_err(|e| GitError::io("cannot list", &admins, e))?;
+        for entry in entries.flatten() {
+            if records(&entry.path(), path) {
+                return self.registered(path, entry.path());
+            }
+        }
+        Err(GitError::WorktreeUnregistered { path: path.to_path_buf(), admin: admins })
+    }
+
+    /// `admin` as the git dir of the work tree `path`, if it is a plain directory (not a
+    /// symlink) whose `gitdir` file records `path`.
+    fn registered(&self, path: &Path, admin: PathBuf) -> Result<Checkout> {
+        let plain_dir = std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir());
+        if !plain_dir || !records(&admin, path) {
+            return Err(GitError::WorktreeUnregistered { path: path.to_path_buf(), admin });
+        }
+        Ok(Checkout {
+            work_tree: path.to_path_buf(),
+            git_dir: admin,
+            common_dir: self.common_dir().to_path_buf(),
+            empty_tree: self.main().empty_tree,
+            deadline: self.main().deadline,
+        })
     }
 
     /// `git worktree add -b nucleic/<slug> <root>/.nucleic/worktrees/<slug> <start>`.
@@ -208,26 +277,45 @@ impl Repo {
         validate_slug(slug)?;
         let branch = format!("{BRANCH_PREFIX}{slug}");
         let path = self.root().join(WORKTREES_DIR).join(slug);
+        // Git names the admin dir after the directory, with a number added when that name
+        // is taken; the host finds it by the name alone, so it must be free.
+        let admin = self.common_dir().join("worktrees").join(slug);
         let _guard = self.lock_mutations();
         if self.branch_exists(&branch)? {
             return Err(GitError::BranchExists { branch });
         }
-        if std::fs::symlink_metadata(&path).is_ok() {
-            return Err(GitError::PathExists { path });
+        for taken in [&path, &admin] {
+            if std::fs::symlink_metadata(taken).is_ok() {
+                return Err(GitError::PathExists { path: taken.clone() });
+            }
         }
         self.ensure_excluded()?;
-        git(self.root())
+        git(self.main())
             .args(["worktree", "add", "--quiet", "-b", &branch])
             .arg(&path)
             .arg(start)
             .run()?;
-        Ok(Worktree { path, branch, base_ref: base_ref.to_owned(), base_sha: base_sha.to_owned() })
+        let worktree =
+            Worktree { path, branch, base_ref: base_ref.to_owned(), base_sha: base_sha.to_owned() };
+        if let Err(e) = self.session(&worktree) {
+            // Not where the host will look for it: undo rather than record it.
+            let remove = ["worktree", "remove", "--force", "--force"];
+            let _ = git(self.main()).args(remove).arg(&worktree.path).run();
+            let branch = ["branch", "-D", "--end-of-options", &worktree.branch];
+            let _ = git(self.main()).args(branch).run();
+            return Err(e);
+        }
+        Ok(worktree)
     }
 
     /// Appends `.nucleic/` to `<git-common-dir>/info/exclude` unless a line already says so.
     fn ensure_excluded(&self) -> Result<()> {
         let info = self.common_dir().join("info");
         let exclude = info.join("exclude");
+        // The agent can write here: never follow a symlink it may have put in place.
+        if std::fs::symlink_metadata(&exclude).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(GitError::PathEscape { path: exclude });
+        }
         let existing = match std::fs::read(&exclude) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -261,11 +349,39 @@ pub(crate) fn validate_slug(slug: &str) -> Result<()> {
     if valid { Ok(()) } else { Err(GitError::InvalidSlug { slug: slug.to_owned() }) }
 }
 
-/// [`GitError::WorktreeMissing`] unless the worktree's directory is a checkout.
-pub(crate) fn require_present(worktree: &Worktree) -> Result<()> {
-    if worktree.path.join(".git").exists() {
-        Ok(())
-    } else {
-        Err(GitError::WorktreeMissing { path: worktree.path.clone() })
+/// Makes the worktree's `.git` the gitlink git wrote (`gitdir: <admin dir>`), replacing whatever
+/// the agent put there (a file, a symlink, a directory) without following it.
+fn restore_gitlink(checkout: &Checkout) -> Result<()> {
+    let link = checkout.work_tree.join(".git");
+    let wanted = format!("gitdir: {}\n", checkout.git_dir.display());
+    let found = std::fs::symlink_metadata(&link);
+    if found.as_ref().is_ok_and(|m| m.is_file())
+        && std::fs::read_to_string(&link).is_ok_and(|text| text == wanted)
+    {
+        return Ok(());
     }
+    let removed = match found {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&link),
+        Ok(_) => std::fs::remove_file(&link),
+        Err(_) => Ok(()),
+    };
+    removed.map_err(|e| GitError::io("cannot replace", &link, e))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&link)
+        .and_then(|mut file| file.write_all(wanted.as_bytes()))
+        .map_err(|e| GitError::io("cannot write", &link, e))
+}
+
+/// Whether the admin dir's `gitdir` file records the work tree `path` (`<path>/.git`, absolute
+/// or relative to the admin dir).
+fn records(admin: &Path, path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(admin.join("gitdir")) else { return false };
+    let recorded = admin.join(text.trim_end_matches(['\n', '\r']));
+    if recorded == path.join(".git") {
+        return true;
+    }
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    recorded.parent().and_then(real).is_some_and(|r| Some(r) == real(path))
 }

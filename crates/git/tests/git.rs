@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod hostile;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
@@ -244,6 +245,13 @@ fn conflict_preview_includes_uncommitted_work_and_changes_nothing() {
     commit_file(&f.root, "a.txt", "one\nMAIN\nthree\n", "main edits a");
     let before = f.state(&[&f.root, &wt.path]);
     assert_eq!(f.repo.conflict_preview(&wt, "main").unwrap(), vec![PathBuf::from("a.txt")]);
+    assert_eq!(f.state(&[&f.root, &wt.path]), before);
+
+    // All the facts at once, from one snapshot: the same answers.
+    let facts = f.repo.facts(&wt, "main").unwrap();
+    assert_eq!(facts.diff, f.repo.diff(&wt).unwrap());
+    assert_eq!(facts.ahead_behind, f.repo.ahead_behind(&wt, "main").unwrap());
+    assert_eq!(facts.conflicts, vec![PathBuf::from("a.txt")]);
     assert_eq!(f.state(&[&f.root, &wt.path]), before);
 }
 

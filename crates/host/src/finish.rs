@@ -230,14 +230,8 @@ impl Host {
             base_sha: info.base_sha.clone(),
         };
         let base = info.base_ref.clone();
-        let (diff, ahead_behind, conflicts) = blocking(move || {
-            let repo = Repo::open(&root)?;
-            let diff = repo.diff(&worktree)?;
-            let ahead_behind = repo.ahead_behind(&worktree, &base)?;
-            let conflicts = repo.conflict_preview(&worktree, &base)?;
-            Ok::<_, nucleic_git::GitError>((diff, ahead_behind, conflicts))
-        })
-        .await?;
+        let nucleic_git::WorktreeFacts { diff, ahead_behind, conflicts } =
+            blocking(move || Repo::open(&root)?.facts(&worktree, &base)).await?;
         let files = diff
             .files
             .iter()

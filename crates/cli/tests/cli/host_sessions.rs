@@ -13,7 +13,7 @@ use pretty_assertions::assert_eq;
 
 use crate::support::nucleic;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
         .args(args)
@@ -24,7 +24,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn repo(dir: &Path) -> PathBuf {
+pub(crate) fn repo(dir: &Path) -> PathBuf {
     let root = dir.join("repo");
     std::fs::create_dir_all(&root).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -34,7 +34,7 @@ fn repo(dir: &Path) -> PathBuf {
     root.canonicalize().unwrap()
 }
 
-async fn host(dir: &Path) -> Arc<Host> {
+pub(crate) async fn host(dir: &Path) -> Arc<Host> {
     Host::open(HostConfig {
         home: dir.join("home"),
         agents: AgentPaths {
@@ -53,7 +53,7 @@ async fn host(dir: &Path) -> Arc<Host> {
     .unwrap()
 }
 
-fn new_session(project: &str, prompt: &str) -> NewSession {
+pub(crate) fn new_session(project: &str, prompt: &str) -> NewSession {
     NewSession {
         project_id: project.into(),
         base_ref: None,
@@ -66,7 +66,7 @@ fn new_session(project: &str, prompt: &str) -> NewSession {
 }
 
 /// Allows every approval until the session's turn is over.
-async fn approve_until_turn_done(host: &Host, id: &str) {
+pub(crate) async fn approve_until_turn_done(host: &Host, id: &str) {
     let mut events = host.subscribe(id, 1).await.unwrap();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(30), events.next())

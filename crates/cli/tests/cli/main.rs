@@ -9,6 +9,7 @@ mod bad_input;
 mod bounds;
 mod daemon;
 mod demo;
+mod host_hostile_git;
 mod host_sessions;
 mod real_claude;
 mod real_claude_demo;
