@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities};
 use nucleic_protocol::{
-    ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent, Event, EventKind,
+    ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent, EventKind,
     InterruptRequested, RunFinished, RunOutcome, SessionCreated, SessionStatus, StatusChanged,
-    TextBlock, Timestamp,
+    TextBlock,
 };
-use nucleic_store::TranscriptWriter;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::approvals::ApprovalCoordinator;
 use crate::error::CoreError;
-use crate::handle::{Command, EventBatch, SessionHandle, SessionState};
+use crate::handle::{Command, EventBatch, Reply, SessionHandle, SessionState};
+use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
 
 /// Most events folded into one transcript write.
@@ -49,14 +49,15 @@ pub struct SessionConfig {
 pub struct SessionController;
 
 impl SessionController {
-    /// Opens the transcript and starts the writer task for an agent that is already running.
+    /// Becomes the transcript's writer and starts the writer task for an agent that is already
+    /// running. Refused ([`CoreError::WriterBusy`]) while another writer has the transcript.
     pub fn start<A: AgentControl>(
         config: SessionConfig,
         agent: A,
         outputs: mpsc::Receiver<AgentOutput>,
     ) -> Result<SessionHandle, CoreError> {
-        let opened = TranscriptWriter::open(&config.transcript)?;
-        let last_seq = opened.writer.last_seq();
+        let sequencer = Sequencer::open(&config.session_id, config.backend, &config.transcript)?;
+        let last_seq = sequencer.last_seq();
         let (commands_tx, commands) = mpsc::channel(64);
         let (bus, _) = broadcast::channel(BUS_CAPACITY);
         let (state_tx, state) = watch::channel(SessionState {
@@ -72,15 +73,14 @@ impl SessionController {
             bus: bus.downgrade(),
             state,
             transcript: config.transcript.clone(),
-            index: opened.writer.index(),
+            index: sequencer.index(),
         };
         let writer = Writer {
             capabilities: agent.capabilities(),
             agent,
             approvals: ApprovalCoordinator::new(config.approval_timeout),
             config,
-            transcript: opened.writer,
-            unwritten: Vec::new(),
+            sequencer,
             bus,
             state: state_tx,
             status: SessionStatus::Idle,
@@ -90,7 +90,7 @@ impl SessionController {
         if last_seq == 0
             && let Some(created) = writer.config.created.clone()
         {
-            writer.append(vec![(None, EventKind::SessionCreated(created))]);
+            writer.append(vec![Draft::host(EventKind::SessionCreated(created))]);
         }
         tokio::spawn(writer.run(outputs, commands));
         Ok(handle)
@@ -102,9 +102,9 @@ struct Writer<A> {
     agent: A,
     capabilities: Capabilities,
     approvals: ApprovalCoordinator,
-    transcript: TranscriptWriter,
-    /// Events that could not be written yet (e.g. disk full); retried before anything newer.
-    unwritten: Vec<Event>,
+    /// Numbers and writes events; holds back what a failed write (e.g. disk full) could not
+    /// write, retried before anything newer.
+    sequencer: Sequencer,
     bus: broadcast::Sender<EventBatch>,
     state: watch::Sender<SessionState>,
     status: SessionStatus,
@@ -118,6 +118,7 @@ impl<A: AgentControl> Writer<A> {
         mut commands: mpsc::Receiver<Command>,
     ) {
         let mut commands_open = true;
+        let mut closed_by = None;
         loop {
             let deadline = self.approvals.next_deadline();
             tokio::select! {
@@ -130,7 +131,7 @@ impl<A: AgentControl> Writer<A> {
                         if !self.config.keep_open {
                             break;
                         }
-                        self.serve_after_exit(&mut commands).await;
+                        closed_by = self.serve_after_exit(&mut commands).await;
                         break;
                     }
                 }
@@ -143,21 +144,30 @@ impl<A: AgentControl> Writer<A> {
         }
         // Events held back by a full disk: keep trying for a while before the writer goes.
         for _ in 0..UNWRITTEN_RETRIES {
-            if self.unwritten.is_empty() {
+            if self.sequencer.unwritten() == 0 {
                 break;
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
             self.append(Vec::new());
         }
-        let _ = self.transcript.sync();
+        let _ = self.sequencer.sync();
+        // The transcript is released before `close` returns: the next writer can take it.
+        drop(self);
+        if let Some(reply) = closed_by {
+            let _ = reply.send(Ok(()));
+        }
     }
 
-    /// After the agent exited: record host events, refuse agent actions, until all handles go.
-    async fn serve_after_exit(&mut self, commands: &mut mpsc::Receiver<Command>) {
+    /// After the agent exited: record host events, refuse agent actions, until all handles go
+    /// or one closes the writer (whose reply is returned, to be sent once the writer is gone).
+    async fn serve_after_exit(
+        &mut self,
+        commands: &mut mpsc::Receiver<Command>,
+    ) -> Option<Reply<()>> {
         while let Some(command) = commands.recv().await {
             match command {
                 Command::Record { kind, reply } => {
-                    self.append(vec![(None, *kind)]);
+                    self.append(vec![Draft::host(*kind)]);
                     let _ = reply.send(Ok(()));
                 }
                 Command::UserText { reply, .. }
@@ -177,12 +187,10 @@ impl<A: AgentControl> Writer<A> {
                 Command::CloseInput { reply } | Command::Stop { reply, .. } => {
                     let _ = reply.send(Ok(()));
                 }
-                Command::Close { reply } => {
-                    let _ = reply.send(Ok(()));
-                    return;
-                }
+                Command::Close { reply } => return Some(reply),
             }
         }
+        None
     }
 
     /// Handles one output and whatever else is already queued; true once the agent exited.
@@ -192,7 +200,11 @@ impl<A: AgentControl> Writer<A> {
         while let Some(output) = next.take() {
             match output {
                 AgentOutput::Events(events) => {
-                    batch.extend(events.into_iter().map(|e| (e.native_type, e.kind)));
+                    batch.extend(events.into_iter().map(|e| Draft {
+                        native_type: e.native_type,
+                        kind: e.kind,
+                        at: None,
+                    }));
                 }
                 AgentOutput::Exited(finished) => {
                     self.append(batch);
@@ -209,7 +221,7 @@ impl<A: AgentControl> Writer<A> {
     }
 
     fn finish(&mut self, finished: RunFinished) {
-        self.append(vec![(None, EventKind::RunFinished(finished.clone()))]);
+        self.append(vec![Draft::host(EventKind::RunFinished(finished.clone()))]);
         let state = SessionState { finished: Some(finished), ..self.state.borrow().clone() };
         let _ = self.state.send(state);
     }
@@ -223,7 +235,7 @@ impl<A: AgentControl> Writer<A> {
                     message_id: format!("user-{}", self.user_turns),
                     text: text.clone(),
                 });
-                self.append(vec![(None, kind)]);
+                self.append(vec![Draft::host(kind)]);
                 let result = self.agent.send_user_text(&text).await;
                 let _ = reply.send(self.report(result, "sending the prompt failed"));
             }
@@ -232,10 +244,8 @@ impl<A: AgentControl> Writer<A> {
             }
             Command::Interrupt { by, reply } => {
                 let result = if self.capabilities.interrupt {
-                    self.append(vec![(
-                        None,
-                        EventKind::InterruptRequested(InterruptRequested { by }),
-                    )]);
+                    let kind = EventKind::InterruptRequested(InterruptRequested { by });
+                    self.append(vec![Draft::host(kind)]);
                     let r = self.agent.interrupt().await;
                     self.report(r, "interrupting failed")
                 } else {
@@ -270,7 +280,7 @@ impl<A: AgentControl> Writer<A> {
                 let _ = reply.send(Ok(()));
             }
             Command::Record { kind, reply } => {
-                self.append(vec![(None, *kind)]);
+                self.append(vec![Draft::host(*kind)]);
                 let _ = reply.send(Ok(()));
             }
             Command::Close { reply } => {
@@ -280,7 +290,7 @@ impl<A: AgentControl> Writer<A> {
             }
             Command::Stop { grace, reason, reply } => {
                 if let Some(reason) = reason {
-                    self.append(vec![(None, host_error(ErrorCode::Timeout, reason))]);
+                    self.append(vec![Draft::host(host_error(ErrorCode::Timeout, reason))]);
                 }
                 self.agent.stop(grace);
                 let _ = reply.send(Ok(()));
@@ -295,7 +305,7 @@ impl<A: AgentControl> Writer<A> {
                 AgentError::InvalidInput(_) => ErrorCode::InvalidInput,
                 _ => ErrorCode::AgentExited,
             };
-            self.append(vec![(None, host_error(code, format!("{what}: {e}")))]);
+            self.append(vec![Draft::host(host_error(code, format!("{what}: {e}")))]);
             CoreError::Agent(e)
         })
     }
@@ -321,14 +331,14 @@ impl<A: AgentControl> Writer<A> {
         match self.agent.respond(request_id, &decision).await {
             Ok(()) => {
                 let resolution = decision.resolution(request_id, by);
-                self.append(vec![(None, EventKind::ApprovalResolved(resolution.clone()))]);
+                self.append(vec![Draft::host(EventKind::ApprovalResolved(resolution.clone()))]);
                 Ok(resolution)
             }
             Err(AgentError::UnknownRequest(_)) => {
                 // The agent stopped waiting (turn ended, process died) before this answer arrived.
                 let void = self.approvals.cancel_all("the agent no longer waits for this answer");
                 self.append(
-                    void.into_iter().map(|r| (None, EventKind::ApprovalResolved(r))).collect(),
+                    void.into_iter().map(|r| Draft::host(EventKind::ApprovalResolved(r))).collect(),
                 );
                 Err(CoreError::UnknownRequest(request_id.to_owned()))
             }
@@ -344,75 +354,54 @@ impl<A: AgentControl> Writer<A> {
         }
     }
 
-    /// Assigns seq, applies approvals and status, writes, then tells subscribers.
-    fn append(&mut self, batch: Vec<(Option<String>, EventKind)>) {
-        if batch.is_empty() && self.unwritten.is_empty() {
+    /// Applies approvals and status, has the sequencer number and write the events, then tells
+    /// subscribers.
+    fn append(&mut self, batch: Vec<Draft>) {
+        if batch.is_empty() && self.sequencer.unwritten() == 0 {
             return;
         }
-        let mut seq = self.transcript.last_seq() + self.unwritten.len() as u64;
-        let mut events = std::mem::take(&mut self.unwritten);
-        let mut push = |native_type: Option<String>, kind: EventKind, events: &mut Vec<Event>| {
-            seq += 1;
-            events.push(Event {
-                seq,
-                at: now(),
-                session_id: self.config.session_id.clone(),
-                backend: self.config.backend,
-                native_type,
-                kind,
-            });
-        };
-        for (native_type, kind) in batch {
-            let void_reason = match &kind {
+        let mut drafts = Vec::with_capacity(batch.len());
+        for draft in batch {
+            let void_reason = match &draft.kind {
                 EventKind::TurnCompleted(_) => Some("the turn ended before an answer"),
                 EventKind::RunFinished(_) => Some("the agent exited before an answer"),
                 _ => None,
             };
             if let Some(why) = void_reason {
                 for r in self.approvals.cancel_all(why) {
-                    push(None, EventKind::ApprovalResolved(r), &mut events);
+                    drafts.push(Draft::host(EventKind::ApprovalResolved(r)));
                 }
             }
-            match &kind {
+            match &draft.kind {
                 EventKind::ApprovalRequested(a) => self.approvals.open(a.clone()),
                 EventKind::ApprovalResolved(r) => self.approvals.close(r),
                 _ => {}
             }
-            let status = next_status(self.status, &kind, self.approvals.pending_count());
-            push(native_type, kind, &mut events);
+            let status = next_status(self.status, &draft.kind, self.approvals.pending_count());
+            drafts.push(draft);
             if status != self.status {
                 let change = StatusChanged { status, previous: self.status };
                 self.status = status;
-                push(None, EventKind::StatusChanged(change), &mut events);
+                drafts.push(Draft::host(EventKind::StatusChanged(change)));
             }
         }
-        let storage_error = match self.transcript.append(&events) {
-            Ok(()) => {
-                // One bus message per written batch: waking subscribers per event costs more
-                // than everything else the writer does.
-                let _ = self.bus.send(Arc::new(events.into_iter().map(Arc::new).collect()));
-                None
-            }
-            Err(e) => {
-                self.unwritten = events;
-                Some(e.to_string())
-            }
-        };
+        let appended = self.sequencer.append(drafts);
+        if !appended.written.is_empty() {
+            // One bus message per written batch: waking subscribers per event costs more than
+            // everything else the writer does.
+            let _ = self.bus.send(Arc::new(appended.written.into_iter().map(Arc::new).collect()));
+        }
         let mut state = self.state.borrow().clone();
         state.status = self.status;
-        state.last_seq = self.transcript.last_seq();
+        state.last_seq = self.sequencer.last_seq();
         state.pending_approvals = self.approvals.pending_count();
-        state.storage_error = storage_error;
+        state.storage_error = appended.error.map(|e| e.to_string());
         let _ = self.state.send(state);
     }
 }
 
 fn host_error(code: ErrorCode, message: String) -> EventKind {
     EventKind::Error(ErrorEvent { code, message, http_status: None })
-}
-
-fn now() -> Timestamp {
-    Timestamp::from_datetime(time::OffsetDateTime::now_utc())
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

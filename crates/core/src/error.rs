@@ -21,4 +21,12 @@ pub enum CoreError {
     AgentGone,
     #[error("{0}")]
     Unsupported(String),
+    #[error("transcript {path} already has a writer in {holder}; refusing a second one")]
+    WriterBusy { path: std::path::PathBuf, holder: &'static str },
+    #[error("cannot lock transcript {path} for writing: {source}")]
+    Lock {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }

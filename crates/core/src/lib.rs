@@ -1,17 +1,22 @@
 //! The session core: one [`SessionController`] task per session is the single writer of its event
 //! stream. It assigns `seq`, appends to the transcript before anyone is told, tracks status and
 //! pending approvals, and fans events out to [`Subscription`]s that can start from any `seq`.
+//! Every transcript write, live or not, goes through a [`Sequencer`], of which at most one exists
+//! per transcript.
 
 mod approvals;
 mod controller;
 mod error;
 mod handle;
+mod sequencer;
 mod status;
 mod subscription;
+mod writer_lock;
 
 pub use approvals::ApprovalCoordinator;
 pub use controller::{SessionConfig, SessionController};
 pub use error::CoreError;
 pub use handle::{SessionHandle, SessionState};
+pub use sequencer::{Appended, Draft, Sequencer};
 pub use status::next_status;
 pub use subscription::Subscription;

@@ -5,13 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nucleic_agents::AgentControl;
-use nucleic_core::{SessionConfig, SessionController, Subscription};
-use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, SessionUpdated};
-use nucleic_store::TranscriptWriter;
+use nucleic_core::{Draft, SessionConfig, SessionController, SessionHandle, Subscription};
+use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
 use crate::error::HostError;
-use crate::follower::summary_of;
-use crate::host::{Host, now};
+use crate::host::Host;
 use crate::launch::{AgentRequest, agent_options};
 
 impl Host {
@@ -34,18 +32,25 @@ impl Host {
     /// Sends a follow-up. A session whose agent is gone (finished, or interrupted by a host
     /// restart) is resumed first: a new agent process continues the same conversation
     /// (native resume) in the same worktree, under a new writer on the same transcript.
+    /// Concurrent follow-ups to a dormant session resume it once; the others go to the agent
+    /// that resume started.
     pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
-        if let Some(handle) = self.live_handle(id) {
-            match handle.send_user_text(text).await {
-                Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => {
-                }
-                other => return Ok(other?),
-            }
+        if let Some(sent) = send_to_agent(self.live_handle(id), text).await {
+            return sent;
         }
-        self.resume(id, text).await
+        let turn = self.writer_turns.take(id).await?;
+        // Another follow-up may have resumed the session while this one waited for its turn.
+        if let Some(sent) = send_to_agent(self.live_handle(id), text).await {
+            return sent;
+        }
+        let session = self.resume(id).await?;
+        drop(turn);
+        Ok(session.send_user_text(text).await?)
     }
 
-    async fn resume(&self, id: &str, text: &str) -> Result<(), HostError> {
+    /// Starts a new agent and writer for a session whose agent is gone. The caller holds the
+    /// session's writer turn.
+    async fn resume(&self, id: &str) -> Result<SessionHandle, HostError> {
         let row = self.session_row(id).await?;
         if row.read_only {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
@@ -93,7 +98,7 @@ impl Host {
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
         drop(starting);
-        Ok(session.send_user_text(text).await?)
+        Ok(session)
     }
 
     /// Answers an approval; the first answer wins.
@@ -128,28 +133,14 @@ impl Host {
         if let Some(handle) = self.live_handle(id) {
             return Ok(handle.record(kind).await?);
         }
+        let _turn = self.writer_turns.take(id).await?;
+        // A follow-up may have started a writer while this waited for its turn.
+        if let Some(handle) = self.live_handle(id) {
+            return Ok(handle.record(kind).await?);
+        }
         let row = self.session_row(id).await?;
         let transcript = PathBuf::from(&row.transcript);
-        let mut writer = TranscriptWriter::open(&transcript)?.writer;
-        let event = Event {
-            seq: writer.last_seq() + 1,
-            at: now(),
-            session_id: id.to_owned(),
-            backend: row.backend,
-            native_type: None,
-            kind,
-        };
-        writer.append(std::slice::from_ref(&event))?;
-        let key = id.to_owned();
-        let folded = self
-            .catalog(move |c| {
-                c.apply_events(&key, &transcript, &[event])?;
-                c.session(&key)
-            })
-            .await?;
-        if let Some(row) = folded {
-            let _ = self.changes.send(summary_of(&row));
-        }
+        self.write_events(id, row.backend, &transcript, vec![Draft::host(kind)]).await?;
         Ok(())
     }
 
@@ -168,5 +159,14 @@ impl Host {
     pub async fn archive(&self, id: &str, archived: bool, by: &str) -> Result<(), HostError> {
         let update = SessionUpdated { title: None, archived: Some(archived), by: by.to_owned() };
         self.record(id, EventKind::SessionUpdated(update)).await
+    }
+}
+
+/// Sends `text` to the session's running agent; `None` when there is none (no writer, or its
+/// agent is gone), so the session must be resumed.
+async fn send_to_agent(handle: Option<SessionHandle>, text: &str) -> Option<Result<(), HostError>> {
+    match handle?.send_user_text(text).await {
+        Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => None,
+        other => Some(other.map_err(HostError::from)),
     }
 }

@@ -48,7 +48,8 @@ impl HostError {
                 CoreError::Unsupported(_) => ProtocolErrorCode::Unsupported,
                 CoreError::AgentGone | CoreError::SessionEnded => ProtocolErrorCode::InvalidRequest,
                 CoreError::Agent(_) => ProtocolErrorCode::InvalidRequest,
-                CoreError::Store(_) => ProtocolErrorCode::Internal,
+                CoreError::Store(_) | CoreError::Lock { .. } => ProtocolErrorCode::Internal,
+                CoreError::WriterBusy { .. } => ProtocolErrorCode::InvalidRequest,
             },
             HostError::Agent(_) => ProtocolErrorCode::InvalidRequest,
             HostError::Catalog(_) | HostError::Store(_) | HostError::Task(_) => {

@@ -9,14 +9,12 @@ use nucleic_agents::AgentControl;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
-use nucleic_core::{SessionConfig, SessionController, SessionHandle};
+use nucleic_core::{Draft, SessionConfig, SessionController, SessionHandle};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
 use nucleic_protocol::{
-    Backend, ErrorCode, ErrorEvent, Event, EventKind, NewSession, ProjectSummary, RunFinished,
-    RunOutcome, SessionCreated, SessionStatus, SessionSummary, StatusChanged, Timestamp,
-    WorktreeInfo,
+    Backend, ErrorCode, ErrorEvent, EventKind, NewSession, ProjectSummary, RunFinished, RunOutcome,
+    SessionCreated, SessionStatus, SessionSummary, StatusChanged, Timestamp, WorktreeInfo,
 };
-use nucleic_store::TranscriptWriter;
 use tokio::sync::broadcast;
 
 use crate::config::HostConfig;
@@ -26,6 +24,7 @@ use crate::launch::{AgentRequest, agent_options};
 use crate::names::{slug_for, title_from_prompt};
 use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
 use crate::shutdown::{LaunchGate, stopping_error};
+use crate::writing::WriterTurns;
 
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
@@ -41,6 +40,8 @@ pub struct Host {
     pub(crate) credentials: crate::credentials::Credentials,
     /// Agent starts under way, and whether the host is stopping (`shutdown.rs`).
     pub(crate) gate: LaunchGate,
+    /// One writer start (or write outside a writer) per session at a time (`writing.rs`).
+    pub(crate) writer_turns: WriterTurns,
 }
 
 /// What a new session runs in, and with what.
@@ -86,6 +87,7 @@ impl Host {
             recovery: report,
             credentials,
             gate: LaunchGate::default(),
+            writer_turns: WriterTurns::default(),
         }))
     }
 
@@ -431,31 +433,8 @@ impl Host {
                 previous: SessionStatus::Idle,
             }),
         ];
-        let events: Vec<Event> = kinds
-            .into_iter()
-            .enumerate()
-            .map(|(i, kind)| Event {
-                seq: i as u64 + 1,
-                at: now(),
-                session_id: session_id.to_owned(),
-                backend,
-                native_type: None,
-                kind,
-            })
-            .collect();
-        let mut writer = TranscriptWriter::open(&transcript)?.writer;
-        writer.append(&events)?;
-        let id = session_id.to_owned();
-        let row = self
-            .catalog(move |c| {
-                c.apply_events(&id, &transcript, &events)?;
-                c.session(&id)
-            })
-            .await?
-            .ok_or_else(|| HostError::NotFound(format!("session {session_id}")))?;
-        let summary = summary_of(&row);
-        let _ = self.changes.send(summary.clone());
-        Ok(summary)
+        let drafts = kinds.into_iter().map(Draft::host).collect();
+        self.write_events(session_id, backend, &transcript, drafts).await
     }
 
     async fn check_limits(&self, project: &ProjectRow, repo: &Repo) -> Result<(), HostError> {

@@ -18,6 +18,7 @@ mod portable;
 mod private;
 mod recovery;
 mod shutdown;
+mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, Limits};
 pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};

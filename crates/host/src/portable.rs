@@ -5,16 +5,16 @@
 use std::path::{Path, PathBuf};
 
 use nucleic_catalog::SessionFilter;
+use nucleic_core::Draft;
 use nucleic_git::{Repo, Worktree};
 use nucleic_protocol::{
-    Backend, Event, EventKind, ExportFormat, SessionCreated, SessionSummary, Timestamp,
+    Backend, EventKind, ExportFormat, SessionCreated, SessionSummary, Timestamp,
 };
-use nucleic_store::{TranscriptWriter, read_transcript};
+use nucleic_store::read_transcript;
 use nucleic_transfer::{ExportMeta, ImportedSession, ProjectMeta, export, import};
 use serde_json::{Value, json};
 
 use crate::error::{HostError, blocking};
-use crate::follower::summary_of;
 use crate::host::{Host, now};
 
 impl Host {
@@ -78,28 +78,9 @@ impl Host {
             }
         })
         .await?;
-        let events = readonly_events(&session_id, imported);
+        let (backend, drafts) = readonly_drafts(imported);
         let transcript = self.config.transcript_path(&session_id);
-        let key = session_id.clone();
-        let path = transcript.clone();
-        let events = blocking(move || {
-            let mut writer = TranscriptWriter::open(&path)?.writer;
-            writer.append(&events)?;
-            writer.sync()?;
-            Ok::<_, HostError>(events)
-        })
-        .await?;
-        let path = transcript;
-        let row = self
-            .catalog(move |c| {
-                c.apply_events(&key, &path, &events)?;
-                c.session(&key)
-            })
-            .await?
-            .ok_or_else(|| HostError::NotFound(format!("session {session_id}")))?;
-        let summary = summary_of(&row);
-        let _ = self.changes.send(summary.clone());
-        Ok(summary)
+        self.write_events(&session_id, backend, &transcript, drafts).await
     }
 
     /// Worktrees under `.nucleic/worktrees` of every project that no (unarchived or archived)
@@ -165,12 +146,19 @@ fn looks_like_codex_rollout(text: &str) -> bool {
     })
 }
 
-/// The imported events under `session_id`, starting with a read-only `sessionCreated`.
-fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
+/// The imported events (with their times), starting with a read-only `sessionCreated`, and the
+/// backend they are recorded under.
+fn readonly_drafts(imported: ImportedSession) -> (Backend, Vec<Draft>) {
+    // One session, one backend: the sequencer stamps it on every event.
+    let backend = imported
+        .events
+        .first()
+        .map(|e| e.backend)
+        .or(imported.meta.backend)
+        .unwrap_or(Backend::ClaudeCode);
     let first_is_created =
         matches!(imported.events.first().map(|e| &e.kind), Some(EventKind::SessionCreated(_)));
-    let backend = imported.meta.backend.unwrap_or(Backend::ClaudeCode);
-    let mut events = Vec::with_capacity(imported.events.len() + 1);
+    let mut drafts = Vec::with_capacity(imported.events.len() + 1);
     if !first_is_created {
         let created = SessionCreated {
             title: imported.meta.title.clone().unwrap_or_else(|| "imported session".into()),
@@ -185,23 +173,22 @@ fn readonly_events(session_id: &str, imported: ImportedSession) -> Vec<Event> {
             created_by: None,
         };
         let at = imported.events.first().map_or_else(now, |e| e.at);
-        events.push(Event {
-            seq: 0,
-            at,
-            session_id: String::new(),
-            backend,
+        drafts.push(Draft {
             native_type: None,
             kind: EventKind::SessionCreated(created),
+            at: Some(at),
         });
     }
-    events.extend(imported.events);
-    for (i, e) in events.iter_mut().enumerate() {
-        e.seq = i as u64 + 1;
-        e.session_id = session_id.to_owned();
-        if let EventKind::SessionCreated(c) = &mut e.kind {
+    drafts.extend(imported.events.into_iter().map(|e| Draft {
+        native_type: e.native_type,
+        kind: e.kind,
+        at: Some(e.at),
+    }));
+    for d in &mut drafts {
+        if let EventKind::SessionCreated(c) = &mut d.kind {
             c.read_only = true;
             c.project_id = None;
         }
     }
-    events
+    (backend, drafts)
 }

@@ -8,14 +8,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nucleic_catalog::{Catalog, SessionFilter, SessionRow};
+use nucleic_core::Draft;
 use nucleic_protocol::{
-    ApprovalResolved, DecisionKind, Event, EventKind, RunFinished, RunOutcome, SessionStatus,
+    ApprovalResolved, DecisionKind, EventKind, RunFinished, RunOutcome, SessionStatus,
     StatusChanged,
 };
-use nucleic_store::{TranscriptWriter, read_transcript};
+use nucleic_store::read_transcript;
 
 use crate::error::HostError;
 use crate::host::now;
+use crate::writing::write_and_index;
 
 /// What recovery did, for the log and for `nucleic gc`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -131,11 +133,6 @@ fn close_interrupted(
     transcript: &Path,
     report: &mut RecoveryReport,
 ) -> Result<(), HostError> {
-    let opened = TranscriptWriter::open(transcript)?;
-    if opened.truncated_bytes > 0 {
-        report.torn_tails += 1;
-    }
-    let mut writer = opened.writer;
     let mut kinds: Vec<EventKind> = catalog
         .pending_approvals(&row.id)?
         .into_iter()
@@ -160,24 +157,11 @@ fn close_interrupted(
         status: SessionStatus::Finished,
         previous: row.status,
     }));
-    let mut seq = writer.last_seq();
-    let events: Vec<Event> = kinds
-        .into_iter()
-        .map(|kind| {
-            seq += 1;
-            Event {
-                seq,
-                at: now(),
-                session_id: row.id.clone(),
-                backend: row.backend,
-                native_type: None,
-                kind,
-            }
-        })
-        .collect();
-    writer.append(&events)?;
-    writer.sync()?;
-    catalog.apply_events(&row.id, transcript, &events)?;
+    let drafts = kinds.into_iter().map(Draft::host).collect();
+    let written = write_and_index(catalog, &row.id, row.backend, transcript, drafts)?;
+    if written.truncated_bytes > 0 {
+        report.torn_tails += 1;
+    }
     report.interrupted.push(row.id.clone());
     Ok(())
 }
