@@ -11,6 +11,7 @@ mod daemon;
 mod demo;
 mod host_hostile_git;
 mod host_sessions;
+mod host_writers;
 mod real_claude;
 mod real_claude_demo;
 mod real_claude_host;
