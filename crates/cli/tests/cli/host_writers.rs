@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nucleic_host::Host;
-use nucleic_protocol::EventKind;
+use nucleic_protocol::{EventKind, FinishAction};
 
 use crate::host_sessions::{host, new_session, repo};
 
@@ -60,35 +60,59 @@ fn sim_agents(worktree: &Path) -> Vec<u32> {
     found.into_iter().filter(|(_, ppid)| !pids.contains(ppid)).map(|(p, _)| p).collect()
 }
 
+/// Rounds per session: a transcript read on every resume grows with it, so a long run moves to a
+/// fresh session now and then.
+const ROUNDS_PER_SESSION: usize = 50;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn host_concurrent_follow_ups_to_a_dormant_session_start_one_writer() {
     let dir = tempfile::tempdir().unwrap();
     let root = repo(dir.path());
     let host = host(dir.path()).await;
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
-    let session = host.new_session(new_session(&project.project_id, "say hello"), "test").await;
-    let session = session.unwrap();
-    let id = session.session_id.clone();
-    let worktree = Path::new(&session.worktree.as_ref().unwrap().path).canonicalize().unwrap();
-    wait_for(&host, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
-    assert_eq!(sim_agents(&worktree).len(), 1, "the first agent runs");
-
     let rounds = rounds();
     let started = std::time::Instant::now();
-    for round in 0..rounds {
+    let mut events = 0;
+    for first in (0..rounds).step_by(ROUNDS_PER_SESSION) {
+        let count = ROUNDS_PER_SESSION.min(rounds - first);
+        events += session_rounds(&host, dir.path(), &project.project_id, first, count).await;
+        eprintln!("round {}: {:.1} s", first + count, started.elapsed().as_secs_f64());
+    }
+    eprintln!(
+        "{rounds} rounds of {FOLLOW_UPS} concurrent follow-ups + a rename: {events} events, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs rounds `first..first + rounds` on a new session, checks its transcript, discards it;
+/// returns how many events it wrote.
+async fn session_rounds(
+    host: &Arc<Host>,
+    dir: &Path,
+    project: &str,
+    first: usize,
+    rounds: usize,
+) -> usize {
+    let session = host.new_session(new_session(project, "say hello"), "test").await.unwrap();
+    let id = session.session_id.clone();
+    let worktree = Path::new(&session.worktree.as_ref().unwrap().path).canonicalize().unwrap();
+    wait_for(host, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
+    assert_eq!(sim_agents(&worktree).len(), 1, "the first agent runs");
+
+    for round in first..first + rounds {
         // Make the session dormant: its agent exits (the writer stays, refusing prompts).
         let before = host.session_summary(&id).await.unwrap().last_seq;
         host.stop(&id).await.unwrap();
-        wait_for(&host, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
+        wait_for(host, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
         assert!(sim_agents(&worktree).is_empty(), "round {round}: the agent is gone");
 
         // Every follow-up at once (each would resume the session), and a host event too.
         let mut tasks = tokio::task::JoinSet::new();
         for k in 0..FOLLOW_UPS {
-            let (host, id) = (Arc::clone(&host), id.clone());
+            let (host, id) = (Arc::clone(host), id.clone());
             tasks.spawn(async move { host.send_input(&id, &format!("say r{round}f{k}")).await });
         }
-        let (renamer, key) = (Arc::clone(&host), id.clone());
+        let (renamer, key) = (Arc::clone(host), id.clone());
         tasks.spawn(async move { renamer.rename(&key, &format!("round {round}"), "test").await });
         while let Some(sent) = tasks.join_next().await {
             sent.unwrap().unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -98,11 +122,10 @@ async fn host_concurrent_follow_ups_to_a_dormant_session_start_one_writer() {
     }
     let before = host.session_summary(&id).await.unwrap().last_seq;
     host.stop(&id).await.unwrap();
-    wait_for(&host, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
-    let elapsed = started.elapsed();
+    wait_for(host, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
 
     // The transcript: 1..=n, each follow-up and rename once, one run per agent started.
-    let text = std::fs::read_to_string(&session_transcript(dir.path(), &id)).unwrap();
+    let text = std::fs::read_to_string(session_transcript(dir, &id)).unwrap();
     let events: Vec<nucleic_protocol::Event> =
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
@@ -115,7 +138,7 @@ async fn host_concurrent_follow_ups_to_a_dormant_session_start_one_writer() {
         })
         .collect();
     prompts.sort();
-    let mut expected: Vec<String> = (0..rounds)
+    let mut expected: Vec<String> = (first..first + rounds)
         .flat_map(|r| (0..FOLLOW_UPS).map(move |k| format!("say r{r}f{k}")))
         .collect();
     expected.sort();
@@ -127,11 +150,8 @@ async fn host_concurrent_follow_ups_to_a_dormant_session_start_one_writer() {
         rounds + 1,
         "one agent run per round, plus the first"
     );
-    eprintln!(
-        "{rounds} rounds of {FOLLOW_UPS} concurrent follow-ups + a rename: {} events, {:.1} s",
-        events.len(),
-        elapsed.as_secs_f64()
-    );
+    host.finish(&id, FinishAction::Discard, "test").await.unwrap();
+    events.len()
 }
 
 fn session_transcript(dir: &Path, id: &str) -> std::path::PathBuf {
