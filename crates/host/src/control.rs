@@ -71,7 +71,11 @@ impl Host {
         let starting = self.gate.enter()?;
         let old = self.live.lock().ok().and_then(|mut live| live.remove(id));
         if let Some(old) = old {
-            old.close().await?;
+            match old.close().await {
+                // Already closed (e.g. by a shutdown): the transcript is free.
+                Ok(()) | Err(nucleic_core::CoreError::SessionEnded) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         let request = AgentRequest {
             model: row.model.clone(),
@@ -130,13 +134,13 @@ impl Host {
 
     /// Records a host event in a session's transcript (through its writer when it has one).
     pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
-        if let Some(handle) = self.live_handle(id) {
-            return Ok(handle.record(kind).await?);
+        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
+            return recorded;
         }
         let _turn = self.writer_turns.take(id).await?;
         // A follow-up may have started a writer while this waited for its turn.
-        if let Some(handle) = self.live_handle(id) {
-            return Ok(handle.record(kind).await?);
+        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
+            return recorded;
         }
         let row = self.session_row(id).await?;
         let transcript = PathBuf::from(&row.transcript);
@@ -167,6 +171,18 @@ impl Host {
 async fn send_to_agent(handle: Option<SessionHandle>, text: &str) -> Option<Result<(), HostError>> {
     match handle?.send_user_text(text).await {
         Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => None,
+        other => Some(other.map_err(HostError::from)),
+    }
+}
+
+/// Records `kind` through the session's writer; `None` when it has none, or its writer closed
+/// before taking the event (a resume replaced it): then it is written outside a writer.
+async fn record_by_writer(
+    handle: Option<SessionHandle>,
+    kind: &EventKind,
+) -> Option<Result<(), HostError>> {
+    match handle?.record(kind.clone()).await {
+        Err(nucleic_core::CoreError::SessionEnded) => None,
         other => Some(other.map_err(HostError::from)),
     }
 }

@@ -62,7 +62,7 @@ fn sim_agents(worktree: &Path) -> Vec<u32> {
 
 /// Rounds per session: a transcript read on every resume grows with it, so a long run moves to a
 /// fresh session now and then.
-const ROUNDS_PER_SESSION: usize = 50;
+const ROUNDS_PER_SESSION: usize = 25;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn host_concurrent_follow_ups_to_a_dormant_session_start_one_writer() {
