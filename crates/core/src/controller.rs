@@ -57,6 +57,17 @@ impl SessionController {
         outputs: mpsc::Receiver<AgentOutput>,
     ) -> Result<SessionHandle, CoreError> {
         let sequencer = Sequencer::open(&config.session_id, config.backend, &config.transcript)?;
+        Ok(SessionController::start_with(sequencer, config, agent, outputs))
+    }
+
+    /// Starts the writer task on a transcript already taken (so a refusal comes before the
+    /// agent is spawned). `sequencer` must have been opened for `config`'s session.
+    pub fn start_with<A: AgentControl>(
+        sequencer: Sequencer,
+        config: SessionConfig,
+        agent: A,
+        outputs: mpsc::Receiver<AgentOutput>,
+    ) -> SessionHandle {
         let last_seq = sequencer.last_seq();
         let (commands_tx, commands) = mpsc::channel(64);
         let (bus, _) = broadcast::channel(BUS_CAPACITY);
@@ -93,7 +104,7 @@ impl SessionController {
             writer.append(vec![Draft::host(EventKind::SessionCreated(created))]);
         }
         tokio::spawn(writer.run(outputs, commands));
-        Ok(handle)
+        handle
     }
 }
 

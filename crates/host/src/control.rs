@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nucleic_agents::AgentControl;
-use nucleic_core::{Draft, SessionConfig, SessionController, SessionHandle, Subscription};
+use nucleic_core::{
+    Draft, Sequencer, SessionConfig, SessionController, SessionHandle, Subscription,
+};
 use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
 use crate::error::HostError;
@@ -84,10 +86,13 @@ impl Host {
             fork: false,
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
+        let transcript = PathBuf::from(&row.transcript);
+        // The transcript is taken before the agent starts: a refusal leaves no agent behind.
+        let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let (agent, outputs) = opts.spawn()?;
         let pid = agent.pid();
-        let transcript = PathBuf::from(&row.transcript);
-        let session = SessionController::start(
+        let session = SessionController::start_with(
+            sequencer,
             SessionConfig {
                 session_id: id.to_owned(),
                 backend: row.backend,
@@ -98,7 +103,7 @@ impl Host {
             },
             agent,
             outputs,
-        )?;
+        );
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
         drop(starting);

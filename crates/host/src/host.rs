@@ -9,7 +9,7 @@ use nucleic_agents::AgentControl;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
-use nucleic_core::{Draft, SessionConfig, SessionController, SessionHandle};
+use nucleic_core::{Draft, Sequencer, SessionConfig, SessionController, SessionHandle};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
 use nucleic_protocol::{
     Backend, ErrorCode, ErrorEvent, EventKind, NewSession, ProjectSummary, RunFinished, RunOutcome,
@@ -338,10 +338,13 @@ impl Host {
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
         // Refused once the host is stopping; a shutdown waits for it until it is live.
         let starting = self.gate.enter()?;
+        let transcript = self.config.transcript_path(&session_id);
+        // The transcript is taken before the agent starts: a refusal leaves no agent behind.
+        let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
         let (agent_handle, outputs) = opts.spawn()?;
         let pid = agent_handle.pid();
-        let transcript = self.config.transcript_path(&session_id);
-        let session = SessionController::start(
+        let session = SessionController::start_with(
+            sequencer,
             SessionConfig {
                 session_id: session_id.clone(),
                 backend,
@@ -352,7 +355,7 @@ impl Host {
             },
             agent_handle,
             outputs,
-        )?;
+        );
         self.adopt(&session_id, &session, pid, 1).await?;
         drop(starting);
         session.send_user_text(&prompt).await?;
