@@ -16,7 +16,7 @@ use crate::error::blocking;
 const FOLD_BATCH: usize = 512;
 
 /// Folds the session's events into the catalog until its stream ends.
-pub(crate) async fn follow(
+pub(crate) async fn fold_into_catalog(
     catalog: Arc<Catalog>,
     session_id: String,
     transcript: PathBuf,
@@ -52,7 +52,6 @@ pub(crate) async fn follow(
                 let _ = changes.send(summary_of(&row));
             }
             Ok(None) => {}
-            // The transcript keeps the events; the next batch (or a rebuild) folds them.
             // The transcript keeps the events; the next batch (or a rebuild) folds them.
             Err(_) => {}
         }

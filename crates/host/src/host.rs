@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 
 use crate::config::HostConfig;
 use crate::error::{HostError, blocking};
-use crate::follower::{follow, summary_of};
+use crate::follower::{fold_into_catalog, summary_of};
 use crate::launch::{AgentRequest, agent_options};
 use crate::names::{slug_for, title_from_prompt};
 use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
@@ -384,7 +384,7 @@ impl Host {
         })
         .await?;
         let events = session.subscribe(next_seq)?;
-        tokio::spawn(follow(
+        tokio::spawn(fold_into_catalog(
             self.catalog.clone(),
             id.to_owned(),
             transcript,

@@ -12,8 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
-    ClientMessage, EventKind, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION,
-    ProtocolErrorCode, Verbosity,
+    ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION, ProtocolErrorCode,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -90,17 +89,6 @@ fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
     match revocation {
         Revocation::All => true,
         Revocation::Device(id) => principal.device_id() == Some(id.as_str()),
-    }
-}
-
-/// True when a client at `verbosity` wants events of this kind.
-pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
-    match verbosity {
-        Verbosity::Full => true,
-        Verbosity::NoPartials => !kind.is_partial(),
-        Verbosity::Summary => {
-            !kind.is_partial() && !matches!(kind, EventKind::Raw(_) | EventKind::Stderr(_))
-        }
     }
 }
 

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use nucleic_core::Subscription;
 use nucleic_host::Host;
-use nucleic_protocol::Verbosity;
+use nucleic_protocol::{EventKind, Verbosity};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::connection::wanted;
 use crate::outbox::Outbox;
 
 /// Streams `session_id` from `from_seq` (`first` already subscribed there) into `out` until
@@ -56,6 +55,17 @@ pub async fn follow(
             if out.is_closed() {
                 return;
             }
+        }
+    }
+}
+
+/// True when a client at `verbosity` wants events of this kind.
+pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
+    match verbosity {
+        Verbosity::Full => true,
+        Verbosity::NoPartials => !kind.is_partial(),
+        Verbosity::Summary => {
+            !kind.is_partial() && !matches!(kind, EventKind::Raw(_) | EventKind::Stderr(_))
         }
     }
 }
