@@ -42,10 +42,7 @@ impl WriterLock {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
         let key = dir.canonicalize().map_err(io)?.join(name);
         if !registry().insert(key.clone()) {
-            return Err(CoreError::WriterBusy {
-                path: path.to_owned(),
-                holder: "this host (another session writer)",
-            });
+            return Err(CoreError::WriterBusy { path: path.to_owned(), holder: "this process" });
         }
         // From here on, dropping `registered` gives the registry entry back.
         let registered = Registered(key);
@@ -108,7 +105,7 @@ mod tests {
         let path = dir.path().join("s").join("transcript.jsonl");
         let first = WriterLock::acquire(&path).unwrap();
         let refused = WriterLock::acquire(&path).unwrap_err();
-        assert!(refused.to_string().contains("in this host"), "{refused}");
+        assert!(refused.to_string().contains("in this process"), "{refused}");
         // The same file under another spelling is the same transcript.
         let other = dir.path().join("s").join(".").join("transcript.jsonl");
         assert!(WriterLock::acquire(&other).is_err());

@@ -35,7 +35,12 @@ pub(crate) fn repo(dir: &Path) -> PathBuf {
 }
 
 pub(crate) async fn host(dir: &Path) -> Arc<Host> {
-    Host::open(HostConfig {
+    Host::open(config(dir)).await.unwrap()
+}
+
+/// The test host's configuration, with its home in `dir`.
+pub(crate) fn config(dir: &Path) -> HostConfig {
+    HostConfig {
         home: dir.join("home"),
         agents: AgentPaths {
             claude: None,
@@ -48,9 +53,7 @@ pub(crate) async fn host(dir: &Path) -> Arc<Host> {
         setup_timeout: Duration::from_secs(2),
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
-    })
-    .await
-    .unwrap()
+    }
 }
 
 pub(crate) fn new_session(project: &str, prompt: &str) -> NewSession {

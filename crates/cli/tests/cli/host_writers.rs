@@ -157,3 +157,41 @@ async fn session_rounds(
 fn session_transcript(dir: &Path, id: &str) -> std::path::PathBuf {
     dir.join("home").join("sessions").join(id).join("transcript.jsonl")
 }
+
+/// A second host opened on a home whose session is live would close that session as
+/// "interrupted" — writing into a transcript another writer owns. It is refused, naming the
+/// transcript, and the live session's transcript stays gapless.
+#[tokio::test(flavor = "multi_thread")]
+async fn host_a_second_host_on_a_live_home_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let first = host(dir.path()).await;
+    let project = first.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let session = first.new_session(new_session(&project.project_id, "say hello"), "test").await;
+    let id = session.unwrap().session_id;
+    wait_for(&first, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
+
+    let second = Host::open(crate::host_sessions::config(dir.path())).await;
+    let refused = second.err().expect("a second host on a live home is refused").to_string();
+    assert!(refused.contains("already has a writer"), "{refused}");
+    assert!(refused.contains(&id), "the refusal names the transcript: {refused}");
+
+    // The first host's session carries on, its transcript untouched by the second.
+    first.send_input(&id, "say again").await.unwrap();
+    wait_for(&first, &id, 1, |k| {
+        matches!(k, EventKind::AssistantText(t) if !t.is_partial && t.text.contains("say again"))
+    })
+    .await;
+    let before = first.session_summary(&id).await.unwrap().last_seq;
+    first.stop(&id).await.unwrap();
+    wait_for(&first, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
+    let text = std::fs::read_to_string(session_transcript(dir.path(), &id)).unwrap();
+    let events: Vec<nucleic_protocol::Event> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "gapless, no duplicate");
+    let interrupted = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::RunFinished(r) if r.outcome == nucleic_protocol::RunOutcome::Interrupted)
+    });
+    assert!(!interrupted, "the second host closed nothing");
+}
