@@ -14,3 +14,5 @@ pub use exit::{ExitFacts, ProcessEnd, classify};
 pub use input::{PERMISSION_MODES, validate_line};
 pub use launch::ClaudeOptions;
 pub use session::{CLAUDE_CAPABILITIES, ClaudeHandle, spawn_claude};
+#[cfg(test)]
+pub(crate) use session::run_claude;
