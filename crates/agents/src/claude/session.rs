@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use nucleic_protocol::{Decision, RunFinished};
 use serde_json::{Value, json};
@@ -185,15 +184,7 @@ impl AgentControl for ClaudeHandle {
         self.control(json!({"subtype": "set_permission_mode", "mode": mode})).await
     }
 
-    async fn close_input(&self) {
-        self.shared.process.close_input().await;
-    }
-
-    fn stop(&self, grace: Duration) {
-        self.shared.process.stop(grace);
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.shared.process.pid()
+    fn process(&self) -> Option<&AgentProcess> {
+        Some(&self.shared.process)
     }
 }

@@ -229,7 +229,8 @@ impl Protocol for CodexExecHandle {
     /// forever); the run then ends as `apiError`.
     fn stalled(&self, limit: Duration) -> Option<String> {
         let mut turn = self.turn();
-        if turn.last.is_some() || !turn.progress.is_some_and(|t| t.elapsed() >= limit) {
+        let stalled = turn.last.is_none() && turn.progress.is_some_and(|t| t.elapsed() >= limit);
+        if !stalled {
             return None;
         }
         let why = format!(
@@ -288,24 +289,8 @@ impl AgentControl for CodexExecHandle {
         Err(AgentError::Unsupported("interrupting codex exec (stop it instead)"))
     }
 
-    async fn set_model(&self, _model: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the model mid-session (codex exec)"))
-    }
-
-    async fn set_permission_mode(&self, _mode: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the permission mode mid-session (codex exec)"))
-    }
-
-    async fn close_input(&self) {
-        self.shared.process.close_input().await;
-    }
-
-    fn stop(&self, grace: Duration) {
-        self.shared.process.stop(grace);
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.shared.process.pid()
+    fn process(&self) -> Option<&AgentProcess> {
+        Some(&self.shared.process)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nucleic_protocol::Decision;
 use serde_json::{Value, json};
@@ -15,9 +15,9 @@ use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
 use crate::supervisor::{AgentProcess, Streams, Supervision, launch, supervise};
 
-use super::{AppServerDecoder, RequestId};
 use super::launch::CodexOptions;
 use super::leftovers::Leftovers;
+use super::{AppServerDecoder, RequestId};
 
 #[path = "session_protocol.rs"]
 mod protocol;
@@ -269,24 +269,8 @@ impl AgentControl for CodexHandle {
             .map(|_| ())
     }
 
-    async fn set_model(&self, _model: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the model mid-session (codex)"))
-    }
-
-    async fn set_permission_mode(&self, _mode: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the permission mode mid-session (codex)"))
-    }
-
-    async fn close_input(&self) {
-        self.shared.process.close_input().await;
-    }
-
-    fn stop(&self, grace: Duration) {
-        self.shared.process.stop(grace);
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.shared.process.pid()
+    fn process(&self) -> Option<&AgentProcess> {
+        Some(&self.shared.process)
     }
 }
 

@@ -51,7 +51,10 @@ pub(super) async fn supervise_exit<P: Protocol>(
     let decoder = match drained {
         Drained::Done(decoder) => Some(decoder),
         Drained::Failed(why) => {
-            late.push(host_error(ErrorCode::Host, format!("decoding the agent's output failed: {why}")));
+            late.push(host_error(
+                ErrorCode::Host,
+                format!("decoding the agent's output failed: {why}"),
+            ));
             None
         }
         Drained::GaveUp => {

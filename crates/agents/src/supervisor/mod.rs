@@ -71,8 +71,10 @@ pub trait Protocol: Clone + Send + Sync + 'static {
 
     /// Acts on a line's control traffic (e.g. answers on the agent's input, which has a
     /// deadline). An error is reported as an `error` event; the run goes on.
-    fn on_control(&self, control: Control<Self>)
-    -> impl Future<Output = Result<(), AgentError>> + Send;
+    fn on_control(
+        &self,
+        control: Control<Self>,
+    ) -> impl Future<Output = Result<(), AgentError>> + Send;
 
     /// The watchdog's question, every tick while the agent runs: `Some(why)` gives up on it (the
     /// supervisor reports `why` as a `timeout` error and stops the agent). The protocol keeps
@@ -82,8 +84,7 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     }
 
     /// How the run ended, once the process is gone and its output read (or given up on).
-    fn finish(&self, exit: ProcessExit<Self::Decoder>)
-    -> impl Future<Output = RunFinished> + Send;
+    fn finish(&self, exit: ProcessExit<Self::Decoder>) -> impl Future<Output = RunFinished> + Send;
 }
 
 /// The control type of a protocol's decoder.

@@ -196,8 +196,7 @@ impl<'a> Batch<'a> {
     /// Hands the batch over when it is full, or `now` (nothing more is buffered: the agent is
     /// waiting, or its output ended).
     fn hand_over(&mut self, now: bool) {
-        if !self.events.is_empty() && (now || self.events.len() >= self.run.supervision.max_batch)
-        {
+        if !self.events.is_empty() && (now || self.events.len() >= self.run.supervision.max_batch) {
             self.run.send(AgentOutput::Events(std::mem::take(&mut self.events)));
         }
     }

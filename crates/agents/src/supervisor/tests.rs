@@ -172,6 +172,28 @@ fn assert_oversized_reported(batches: &[Vec<NativeEvent>], len: usize, cap: usiz
     );
 }
 
+/// Supervises `agent` with `backend`'s protocol and decoder (`test`: [`Echo`]), a 1 KiB line cap.
+fn run_backend(
+    backend: &str,
+    (process, streams): (Arc<AgentProcess>, Streams),
+    cwd: &std::path::Path,
+) -> mpsc::Receiver<AgentOutput> {
+    let supervision = small(1024);
+    match backend {
+        "test" => echo((process, streams), supervision).1,
+        "claude" => run_claude(process, streams, supervision).1,
+        "codex" => {
+            let opts = CodexOptions::new("codex".into(), cwd.to_owned());
+            run_codex(&opts, process, streams, supervision).1
+        }
+        "codex exec" => {
+            let opts = CodexExecOptions::new("codex".into(), cwd.to_owned());
+            run_codex_exec(&opts, process, streams, supervision).1
+        }
+        other => panic!("no backend {other}"),
+    }
+}
+
 const OVERSIZED: &str = "head -c 5000 /dev/zero | tr '\\0' x; echo";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -190,19 +212,7 @@ async fn every_backend_reports_an_oversized_line_the_same_way() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_owned();
     for backend in ["claude", "codex", "codex exec"] {
-        let (process, streams) = sh(OVERSIZED);
-        let supervision = small(1024);
-        let mut rx = match backend {
-            "claude" => run_claude(process, streams, supervision).1,
-            "codex" => {
-                let opts = CodexOptions::new("codex".into(), cwd.clone());
-                run_codex(&opts, process, streams, supervision).1
-            }
-            _ => {
-                let opts = CodexExecOptions::new("codex".into(), cwd.clone());
-                run_codex_exec(&opts, process, streams, supervision).1
-            }
-        };
+        let mut rx = run_backend(backend, sh(OVERSIZED), &cwd);
         let (batches, finished) = collect(&mut rx).await;
         assert_oversized_reported(&batches, 5000, 1024);
         assert_eq!(finished.unknown_lines, 0, "{backend}: a cut line is not decoded");
@@ -233,20 +243,7 @@ async fn every_backend_reports_a_read_error() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_owned();
     for backend in ["test", "claude", "codex", "codex exec"] {
-        let (process, streams) = failing_streams();
-        let supervision = small(1024);
-        let mut rx = match backend {
-            "test" => echo((process, streams), supervision).1,
-            "claude" => run_claude(process, streams, supervision).1,
-            "codex" => {
-                let opts = CodexOptions::new("codex".into(), cwd.clone());
-                run_codex(&opts, process, streams, supervision).1
-            }
-            _ => {
-                let opts = CodexExecOptions::new("codex".into(), cwd.clone());
-                run_codex_exec(&opts, process, streams, supervision).1
-            }
-        };
+        let mut rx = run_backend(backend, failing_streams(), &cwd);
         let (batches, _) = collect(&mut rx).await;
         let expected = (
             ErrorCode::AgentExited,
@@ -312,8 +309,11 @@ async fn output_held_open_by_a_descendant_is_given_up_with_a_timeout_error() {
     signal_group(pid, nix::sys::signal::Signal::SIGKILL);
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert_eq!(raw_texts(&batches), ["one"]);
-    let timeouts: Vec<String> =
-        errors(&batches).into_iter().filter(|(c, _)| *c == ErrorCode::Timeout).map(|e| e.1).collect();
+    let timeouts: Vec<String> = errors(&batches)
+        .into_iter()
+        .filter(|(c, _)| *c == ErrorCode::Timeout)
+        .map(|e| e.1)
+        .collect();
     assert_eq!(timeouts.len(), 1, "{batches:#?}");
     assert!(timeouts[0].contains("output stayed open"), "{timeouts:?}");
     assert_eq!(finished.exit_code, Some(0));
@@ -366,8 +366,7 @@ async fn a_stalled_agent_is_reported_and_stopped() {
     *protocol.stall.lock().unwrap() = Some("nothing happened for a while".into());
     let (batches, finished) = collect(&mut rx).await;
     assert!(
-        errors(&batches)
-            .contains(&(ErrorCode::Timeout, "nothing happened for a while".to_owned())),
+        errors(&batches).contains(&(ErrorCode::Timeout, "nothing happened for a while".to_owned())),
         "{batches:#?}"
     );
     assert_eq!(finished.exit_code, None, "killed by a signal");
