@@ -7,6 +7,11 @@
 //! (its bookkeeping per line, its answers to control requests, its stall test, its exit
 //! classification). Everything else lives here.
 //!
+//! Waits: every write to the agent's input has a deadline ([`INPUT_DEADLINE`]) and says what
+//! timed out; so does the drain after the exit. Two waits have none, on purpose: the agent's
+//! lifetime (the watchdog and [`AgentProcess::stop`] end a stuck agent) and the controller taking
+//! outputs (backpressure: a slow disk slows the agent down rather than losing its output).
+//!
 //! The supervisor does not care where the agent's stdio comes from: the readers take any
 //! [`Read`], the input any [`AsyncWrite`], the exit any future ([`Streams::new`],
 //! [`AgentProcess::new`]), so a keeper process owning the agent's stdio can stand in for the
