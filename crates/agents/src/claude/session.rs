@@ -13,10 +13,10 @@ use tokio::sync::mpsc;
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
 use crate::supervisor::{
-    AgentProcess, LineDecoder, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
+    AgentProcess, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
 };
 
-use super::decode::{ClaudeDecoder, ControlIn, DecodedLine};
+use super::decode::{ClaudeDecoder, ControlIn};
 use super::exit::{ExitFacts, classify};
 use super::input;
 use super::launch::ClaudeOptions;
@@ -80,20 +80,10 @@ pub(crate) fn run_claude(
     (handle, rx)
 }
 
-impl LineDecoder for ClaudeDecoder {
-    type Control = ControlIn;
-    fn decode_line(&mut self, line: &str) -> DecodedLine {
-        self.decode(line)
-    }
-    fn unknown_lines(&self) -> u64 {
-        ClaudeDecoder::unknown_lines(self)
-    }
-}
+crate::supervisor::line_decoder!(ClaudeDecoder, ControlIn);
 
 impl Protocol for ClaudeHandle {
     type Decoder = ClaudeDecoder;
-
-    fn on_line(&self, _line: &mut DecodedLine) {}
 
     async fn on_control(&self, control: ControlIn) -> Result<(), AgentError> {
         match control {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nucleic_protocol::{Decision, EventKind, RunFinished};
 use tokio::sync::mpsc;
 
-use super::exit::{CodexExit, classify_codex};
+use super::exit::{CodexExit, classify_codex, give_up};
 use super::launch::DEFAULT_PROVIDER_TIMEOUT;
 use super::leftovers::Leftovers;
 use super::{ControlIn, DecodedLine, ExecDecoder};
@@ -21,7 +21,7 @@ use crate::error::AgentError;
 use crate::isolation::Isolation;
 use crate::process::SpawnSpec;
 use crate::supervisor::{
-    AgentProcess, LineDecoder, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
+    AgentProcess, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
 };
 
 /// What `codex exec` supports: one prompt, resumable, nothing interactive.
@@ -185,15 +185,7 @@ pub(crate) fn run_codex_exec(
     (handle, rx)
 }
 
-impl LineDecoder for ExecDecoder {
-    type Control = ControlIn;
-    fn decode_line(&mut self, line: &str) -> DecodedLine {
-        self.decode(line)
-    }
-    fn unknown_lines(&self) -> u64 {
-        ExecDecoder::unknown_lines(self)
-    }
-}
+crate::supervisor::line_decoder!(ExecDecoder, ControlIn);
 
 impl Protocol for CodexExecHandle {
     type Decoder = ExecDecoder;
@@ -230,15 +222,7 @@ impl Protocol for CodexExecHandle {
     fn stalled(&self, limit: Duration) -> Option<String> {
         let mut turn = self.turn();
         let stalled = turn.last.is_none() && turn.progress.is_some_and(|t| t.elapsed() >= limit);
-        if !stalled {
-            return None;
-        }
-        let why = format!(
-            "codex exec made no progress for {} s (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
-            limit.as_secs_f32()
-        );
-        turn.gave_up = Some(why.clone());
-        Some(why)
+        stalled.then(|| give_up(&mut turn.gave_up, "codex exec", "", limit))
     }
 
     async fn finish(&self, exit: ProcessExit<ExecDecoder>) -> RunFinished {

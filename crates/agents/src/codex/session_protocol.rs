@@ -8,20 +8,12 @@ use nucleic_protocol::{EventKind, RunFinished};
 use serde_json::{Value, json};
 
 use super::{CodexHandle, Sent};
-use crate::codex::exit::{CodexExit, classify_codex};
+use crate::codex::exit::{CodexExit, classify_codex, give_up};
 use crate::codex::{AppServerDecoder, ControlIn, DecodedLine, RequestId, RpcError};
 use crate::error::AgentError;
-use crate::supervisor::{LineDecoder, ProcessExit, Protocol};
+use crate::supervisor::{ProcessExit, Protocol};
 
-impl LineDecoder for AppServerDecoder {
-    type Control = ControlIn;
-    fn decode_line(&mut self, line: &str) -> DecodedLine {
-        self.decode(line)
-    }
-    fn unknown_lines(&self) -> u64 {
-        AppServerDecoder::unknown_lines(self)
-    }
-}
+crate::supervisor::line_decoder!(AppServerDecoder, ControlIn);
 
 impl Protocol for CodexHandle {
     type Decoder = AppServerDecoder;
@@ -81,15 +73,7 @@ impl Protocol for CodexHandle {
             && st.asks.is_empty()
             && st.running_tools.is_empty()
             && st.last_progress.is_some_and(|t| t.elapsed() >= limit);
-        if !stalled {
-            return None;
-        }
-        let why = format!(
-            "codex made no progress for {} s during a turn (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
-            limit.as_secs_f32()
-        );
-        st.gave_up = Some(why.clone());
-        Some(why)
+        stalled.then(|| give_up(&mut st.gave_up, "codex", " during a turn", limit))
     }
 
     async fn finish(&self, exit: ProcessExit<AppServerDecoder>) -> RunFinished {

@@ -64,6 +64,23 @@ pub trait LineDecoder: Send + 'static {
     fn unknown_lines(&self) -> u64;
 }
 
+/// Implements [`LineDecoder`] for a decoder type whose inherent `decode(&mut self, &str)` and
+/// `unknown_lines(&self)` already do the work (they stay its public API).
+macro_rules! line_decoder {
+    ($decoder:ty, $control:ty) => {
+        impl $crate::supervisor::LineDecoder for $decoder {
+            type Control = $control;
+            fn decode_line(&mut self, line: &str) -> $crate::supervisor::DecodedLine<$control> {
+                self.decode(line)
+            }
+            fn unknown_lines(&self) -> u64 {
+                <$decoder>::unknown_lines(self)
+            }
+        }
+    };
+}
+pub(crate) use line_decoder;
+
 /// The protocol logic of one backend; the supervisor calls it, in this order of a run's life:
 /// [`Protocol::on_line`] and [`Protocol::on_control`] for each stdout line (on the reader's
 /// thread, before the line's events are handed over), [`Protocol::stalled`] from the watchdog,
@@ -72,7 +89,7 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     type Decoder: LineDecoder;
 
     /// Bookkeeping for one decoded line; may rewrite its events. Must not block.
-    fn on_line(&self, line: &mut DecodedLine<Control<Self>>);
+    fn on_line(&self, _line: &mut DecodedLine<Control<Self>>) {}
 
     /// Acts on a line's control traffic (e.g. answers on the agent's input, which has a
     /// deadline). An error is reported as an `error` event; the run goes on.
