@@ -12,6 +12,7 @@ mod demo;
 mod host_hostile_git;
 mod host_sessions;
 mod real_claude;
+mod reference_client;
 mod real_claude_demo;
 mod real_claude_host;
 mod real_claude_session;
