@@ -5,7 +5,8 @@ Python 3.11, standard library only (a minimal RFC 6455 WebSocket client below). 
 whole loop against a running host: read the port and token from $NUCLEIC_HOME, hello, add a
 project, start a session of the simulated agent, stream its events, disconnect while an
 approval is pending, reconnect from the cursor (no gap, no duplicate), find the pending
-approval, answer it, wait for the turn's end, read the diff, merge, and check the session's
+approval, answer it (a second answer is alreadyResolved, a request never asked notFound),
+wait for the turn's end, read the diff, merge, and check the session's
 summary. Exits 0 on success; any surprise raises with what was expected.
 
     NUCLEIC_HOME=~/.nucleic python3 examples/reference_client.py /path/to/git/repo
@@ -225,6 +226,13 @@ def main():
         reply = client.ok({"type": "decide", "sessionID": session_id, "requestID": request_id,
                            "decision": {"type": "allow"}})
         expect(reply["type"] == "ack", f"ack for the decision, got {reply}")
+        again = client.request({"type": "decide", "sessionID": session_id,
+                                "requestID": request_id, "decision": {"type": "deny", "message": "late"}})
+        expect(again.get("code") == "alreadyResolved" and again.get("resolvedBy"),
+               f"alreadyResolved naming who answered, got {again}")
+    unknown = client.request({"type": "decide", "sessionID": session_id,
+                              "requestID": "never-asked", "decision": {"type": "allow"}})
+    expect(unknown.get("code") == "notFound", f"notFound for a request never asked, got {unknown}")
     while not (seen.turns_completed and seen.status == "awaiting-input"):
         log("event", seen.last_seq + 1, seen.add(client.next_event()))
     expect(not seen.pending, "no approval pending after the turn")
