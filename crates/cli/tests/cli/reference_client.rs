@@ -21,7 +21,8 @@ async fn the_reference_client_runs_the_whole_loop_from_the_document_alone() {
     let (code, _, err) = cli_env(&home, &["project", "list"], &[]).await;
     assert_eq!(code, 0, "{err}");
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/reference_client.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/reference_client.py");
     let run = tokio::process::Command::new("python3")
         .arg(&script)
         .arg(&root)

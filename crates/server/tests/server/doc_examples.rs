@@ -65,7 +65,11 @@ fn schema() -> Value {
 /// bounds. Returns the first violation.
 fn validate(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), String> {
     let Some(obj) = schema.as_object() else {
-        return if schema == &Value::Bool(false) { Err(format!("{at}: not allowed")) } else { Ok(()) };
+        return if schema == &Value::Bool(false) {
+            Err(format!("{at}: not allowed"))
+        } else {
+            Ok(())
+        };
     };
     if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
         let name = reference.trim_start_matches("#/$defs/");
@@ -178,12 +182,14 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
     let examples = examples();
     assert!(examples.len() > 40, "only {} examples found", examples.len());
     let mut seen: [BTreeSet<String>; 6] = Default::default();
-    let mut note_event = |e: &Value, seen: &mut [BTreeSet<String>; 6]| {
+    let note_event = |e: &Value, seen: &mut [BTreeSet<String>; 6]| {
         seen[5].insert(e["kind"]["type"].as_str().unwrap_or_default().to_owned());
     };
     for Example { role, line, value } in &examples {
         let (name, parsed) = match role.as_str() {
-            "client" => ("ClientMessage", serde_json::from_value::<ClientMessage>(value.clone()).err()),
+            "client" => {
+                ("ClientMessage", serde_json::from_value::<ClientMessage>(value.clone()).err())
+            }
             "host" => ("HostMessage", serde_json::from_value::<HostMessage>(value.clone()).err()),
             "event" => ("Event", serde_json::from_value::<Event>(value.clone()).err()),
             other => panic!("docs/protocol.md:{line}: unknown example role `{other}`"),
@@ -276,7 +282,10 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
             let mut twin = value.clone();
             twin.as_object_mut().unwrap().remove(field);
             let reply = ask(&mut socket, &twin).await;
-            assert_eq!(reply["code"], "badMessage", "docs/protocol.md:{line} without {field}: {reply}");
+            assert_eq!(
+                reply["code"], "badMessage",
+                "docs/protocol.md:{line} without {field}: {reply}"
+            );
             if field != "messageID" {
                 assert_eq!(reply["messageID"], id, "docs/protocol.md:{line}: {reply}");
             }
@@ -284,9 +293,13 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
         // Twin 2: each required field of the wrong JSON type → badMessage.
         for field in required_fields(&root, message_type).iter().filter(|f| *f != "type") {
             let mut twin = value.clone();
-            twin[field.as_str()] = if twin[field.as_str()].is_string() { json!(42) } else { json!("x") };
+            twin[field.as_str()] =
+                if twin[field.as_str()].is_string() { json!(42) } else { json!("x") };
             let reply = ask(&mut socket, &twin).await;
-            assert_eq!(reply["code"], "badMessage", "docs/protocol.md:{line} {field} mistyped: {reply}");
+            assert_eq!(
+                reply["code"], "badMessage",
+                "docs/protocol.md:{line} {field} mistyped: {reply}"
+            );
         }
         // Twin 3: an unknown message tag → unsupported; an unknown inner tag → badMessage.
         let mut twin = value.clone();
@@ -390,22 +403,32 @@ async fn one_shot_http_callers_without_a_client_id_share_no_replies_and_get_docu
     // Another script's m1: its own request, not the first script's remembered reply.
     let rename = json!({"type": "intent", "messageID": "m1", "intent": {"kind": "stop", "sessionID": "nope"}});
     let second = s.post_json("/api/message", &rename, &auth).await;
-    assert_eq!((second.status, second.json()["type"].clone()), (422, json!("error")), "{}", second.text());
+    assert_eq!(
+        (second.status, second.json()["type"].clone()),
+        (422, json!("error")),
+        "{}",
+        second.text()
+    );
     // The same script resending without an id does the work again: the project exists now.
     let again = s.post_json("/api/message", &add, &auth).await;
     assert_eq!(again.status, 422, "{}", again.text());
     // With a client id a resent change gets its remembered reply.
     let named = format!("{auth}X-Nucleic-Client-Id: script-a\r\n");
-    let list = json!({"type": "intent", "messageID": "k1", "intent": {"kind": "gc", "apply": false}});
+    let list =
+        json!({"type": "intent", "messageID": "k1", "intent": {"kind": "gc", "apply": false}});
     let one = s.post_json("/api/message", &list, &named).await;
     let two = s.post_json("/api/message", &list, &named).await;
     assert_eq!((one.status, one.json()), (two.status, two.json()));
     // Status codes: unsupported and malformed are 400.
-    let unknown = s.post_json("/api/message", &json!({"type": "teleport", "messageID": "u"}), &auth).await;
+    let unknown =
+        s.post_json("/api/message", &json!({"type": "teleport", "messageID": "u"}), &auth).await;
     assert_eq!((unknown.status, unknown.json()["type"].clone()), (400, json!("unsupported")));
-    let malformed = s.post_json("/api/message", &json!({"type": "gitFacts", "messageID": "g"}), &auth).await;
+    let malformed =
+        s.post_json("/api/message", &json!({"type": "gitFacts", "messageID": "g"}), &auth).await;
     assert_eq!((malformed.status, malformed.json()["code"].clone()), (400, json!("badMessage")));
-    let read = s.post_json("/api/message", &json!({"type": "listProjects", "messageID": "p"}), &auth).await;
+    let read = s
+        .post_json("/api/message", &json!({"type": "listProjects", "messageID": "p"}), &auth)
+        .await;
     assert_eq!((read.status, read.json()["type"].clone()), (200, json!("projects")));
 }
 
