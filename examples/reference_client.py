@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A Nucleic sync-protocol client written from docs/protocol.md and the JSON Schema alone.
 
-Python 3.11, standard library only (a minimal RFC 6455 WebSocket client below). It runs the
+Python 3.11, standard library only (a minimal RFC 6455 WebSocket client below); every message
+sent and received is checked against docs/protocol.v1.schema.json. It runs the
 whole loop against a running host: read the port and token from $NUCLEIC_HOME, hello, add a
 project, start a session of the simulated agent, stream its events, disconnect while an
 approval is pending, reconnect from the cursor (no gap, no duplicate), find the pending
@@ -24,6 +25,69 @@ import time
 DEADLINE_S = float(os.environ.get("NUCLEIC_CLIENT_DEADLINE", "60"))
 PROTOCOL_VERSION = 1
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs",
+                           f"protocol.v{PROTOCOL_VERSION}.schema.json")
+SCHEMA = json.load(open(SCHEMA_PATH))
+
+
+def violation(schema, value, at="$"):
+    """The first way `value` breaks `schema` (the JSON Schema subset the host's schema uses)."""
+    if schema is True or schema == {}:
+        return None
+    if schema is False:
+        return f"{at}: not allowed"
+    if "$ref" in schema:
+        found = violation(SCHEMA["$defs"][schema["$ref"].split("/")[-1]], value, at)
+        if found:
+            return found
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        fits = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+                "string": lambda v: isinstance(v, str), "null": lambda v: v is None,
+                "boolean": lambda v: isinstance(v, bool),
+                "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not any(fits[k](value) for k in kinds):
+            return f"{at}: {value!r} is not {kinds}"
+    if "const" in schema and value != schema["const"]:
+        return f"{at}: {value!r} is not {schema['const']!r}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{at}: {value!r} is not one of {schema['enum']}"
+    if isinstance(value, dict):
+        for name in schema.get("required", []):
+            if name not in value:
+                return f"{at}: missing {name}"
+        for name, field in value.items():
+            if name in schema.get("properties", {}):
+                found = violation(schema["properties"][name], field, f"{at}.{name}")
+                if found:
+                    return found
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            found = violation(schema["items"], item, f"{at}[{i}]")
+            if found:
+                return found
+    for sub in schema.get("allOf", []):
+        found = violation(sub, value, at)
+        if found:
+            return found
+    if "anyOf" in schema and all(violation(s, value, at) for s in schema["anyOf"]):
+        return f"{at}: matches no anyOf branch"
+    if "oneOf" in schema:
+        matching = [s for s in schema["oneOf"] if not violation(s, value, at)]
+        if len(matching) != 1:
+            return f"{at}: {value!r} matches {len(matching)} oneOf branches"
+    return None
+
+
+def conform(name, message):
+    found = violation({"$ref": f"#/$defs/{name}"}, message)
+    if found:
+        raise AssertionError(f"a {name} that breaks the schema: {found}")
+    return message
 
 
 class WebSocket:
@@ -50,6 +114,7 @@ class WebSocket:
         if not any(l.lower() == f"sec-websocket-accept: {accept}".lower() for l in lines[1:]):
             raise RuntimeError(f"bad Sec-WebSocket-Accept (wanted {accept}): {lines}")
         self.close_code = None
+        self.received = 0
 
     def remaining(self):
         left = self.deadline - time.monotonic()
@@ -84,7 +149,7 @@ class WebSocket:
         self.sock.sendall(header + mask + masked)
 
     def send(self, message):
-        self.send_frame(0x1, json.dumps(message).encode())
+        self.send_frame(0x1, json.dumps(conform("ClientMessage", message)).encode())
 
     def recv(self):
         """The next JSON message; answers pings; raises on close."""
@@ -108,7 +173,8 @@ class WebSocket:
             elif opcode in (0x1, 0x0):
                 parts.append(payload)
                 if b0 & 0x80:
-                    return json.loads(b"".join(parts))
+                    self.received += 1
+                    return conform("HostMessage", json.loads(b"".join(parts)))
 
     def close(self):
         try:
@@ -171,15 +237,16 @@ def expect(condition, what):
 class Transcript:
     """The events seen so far: gapless seq, and the approvals still pending."""
 
-    def __init__(self):
+    def __init__(self, skipping=False):
+        self.skipping = skipping  # a filtered subscription (verbosity) skips seq numbers
         self.last_seq = 0
         self.pending = {}
         self.status = None
         self.turns_completed = 0
 
     def add(self, event):
-        expect(event["seq"] == self.last_seq + 1,
-               f"seq {self.last_seq + 1} (no gap, no duplicate), got {event['seq']}")
+        expected_ok = event["seq"] > self.last_seq if self.skipping else event["seq"] == self.last_seq + 1
+        expect(expected_ok, f"seq after {self.last_seq} (no gap, no duplicate), got {event['seq']}")
         self.last_seq = event["seq"]
         kind = event["kind"]
         if kind["type"] == "approvalRequested":
@@ -214,6 +281,17 @@ def main():
         log("event", seen.last_seq + 1, seen.add(client.next_event()))
     client.ws.close()
     log("disconnected at seq", seen.last_seq, "with", len(seen.pending), "approval(s) pending")
+
+    # A client that kept nothing finds the open approvals by replaying from seq 1: every
+    # approvalRequested without its approvalResolved (the document's rule).
+    replay = Client(home, deadline)
+    replay.ok({"type": "subscribe", "sessionID": session_id, "fromSeq": 1, "verbosity": "summary"})
+    replayed = Transcript(skipping=True)
+    while replayed.last_seq < seen.last_seq:
+        replayed.add(replay.next_event())
+    expect(set(replayed.pending) == set(seen.pending),
+           f"the replay's pending approvals {set(replayed.pending)} == {set(seen.pending)}")
+    replay.ws.close()
 
     client = Client(home, deadline)
     sessions = client.ok({"type": "listSessions"})["sessions"]

@@ -1,7 +1,9 @@
 //! `examples/reference_client.py` — a client written from `docs/protocol.md` and the JSON Schema
 //! only, outside the Rust types — runs the whole loop against a real daemon and the simulated
-//! agent: hello, addProject, newSession, stream, disconnect with an approval pending, reconnect
-//! from the cursor, decide, turn end, gitFacts, finish/merge.
+//! agent: hello, addProject, newSession, stream, disconnect with an approval pending, find it by
+//! a replay from seq 1, reconnect from the cursor, decide (again: `alreadyResolved`; an unknown
+//! request: `notFound`), turn end, gitFacts, finish/merge — every message checked against the
+//! JSON Schema.
 
 use std::path::PathBuf;
 use std::time::Duration;
