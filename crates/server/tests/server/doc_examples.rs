@@ -164,6 +164,21 @@ fn schema_tags(root: &Value, name: &str, tag: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The values of a string enum of the schema (`enum` lists and `const` branches).
+fn string_enum(root: &Value, name: &str) -> BTreeSet<String> {
+    let def = &root["$defs"][name];
+    let mut out = BTreeSet::new();
+    let mut collect = |v: &Value| {
+        for value in v["enum"].as_array().into_iter().flatten().chain(v.get("const")) {
+            out.insert(value.as_str().unwrap_or_default().to_owned());
+        }
+    };
+    collect(def);
+    def["oneOf"].as_array().into_iter().flatten().for_each(&mut collect);
+    assert!(!out.is_empty(), "{name} is not a string enum in the schema");
+    out
+}
+
 /// The schema branch of a client message: its `required` fields.
 fn required_fields(root: &Value, message_type: &str) -> Vec<String> {
     root["$defs"]["ClientMessage"]["oneOf"]
@@ -199,6 +214,34 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
         if let Err(e) = validate(&root, &schema_ref, value, "$") {
             panic!("docs/protocol.md:{line}: does not validate as {name}: {e}");
         }
+        // Malformed twins of what the host sends: each top-level field removed that the
+        // schema requires, or the tag unknown — a client must not accept them.
+        if role != "client" {
+            let def = if role == "host" {
+                root["$defs"]["HostMessage"]["oneOf"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|v| v["properties"]["type"]["const"] == value["type"])
+                    .cloned()
+                    .unwrap()
+            } else {
+                root["$defs"]["Event"].clone()
+            };
+            for field in def["required"].as_array().into_iter().flatten().filter_map(Value::as_str)
+            {
+                let mut twin = value.clone();
+                twin.as_object_mut().unwrap().remove(field);
+                assert!(
+                    validate(&root, &schema_ref, &twin, "$").is_err()
+                        && (role == "event"
+                            && serde_json::from_value::<Event>(twin.clone()).is_err()
+                            || role == "host"
+                                && serde_json::from_value::<HostMessage>(twin.clone()).is_err()),
+                    "docs/protocol.md:{line}: accepted without {field}"
+                );
+            }
+        }
         let tag = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
         match role.as_str() {
             "client" => {
@@ -224,6 +267,21 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
             }
             _ => note_event(value, &mut seen),
         }
+    }
+    let values = |v: &Value, k: &str| v[k].as_str().map(str::to_owned);
+    let errors: BTreeSet<String> = examples
+        .iter()
+        .filter(|e| e.value["type"] == "error")
+        .filter_map(|e| values(&e.value, "code"))
+        .collect();
+    let missing: Vec<_> =
+        string_enum(&root, "ProtocolErrorCode").difference(&errors).cloned().collect();
+    assert!(missing.is_empty(), "docs/protocol.md has no error example with code {missing:?}");
+    for (name, field) in [("Verbosity", "verbosity"), ("ExportFormat", "format")] {
+        let used: BTreeSet<String> =
+            examples.iter().filter_map(|e| values(&e.value, field)).collect();
+        let missing: Vec<_> = string_enum(&root, name).difference(&used).cloned().collect();
+        assert!(missing.is_empty(), "docs/protocol.md has no example with {field} {missing:?}");
     }
     for (i, (name, tag)) in [
         ("ClientMessage", "type"),
