@@ -425,6 +425,14 @@ async fn malformed_hellos_are_refused_with_their_documented_error_and_close_code
         assert_eq!(recv(&mut socket).await["code"], "badHandshake", "{first}");
         assert_eq!(close_code(&mut socket).await, Some(1002), "{first}");
     }
+    // A second hello: badHandshake, and the connection stays.
+    let mut socket = ws(&s).await;
+    send(&mut socket, hello.clone()).await;
+    assert_eq!(recv(&mut socket).await["type"], "welcome");
+    send(&mut socket, hello.clone()).await;
+    assert_eq!(recv(&mut socket).await["code"], "badHandshake");
+    let list = json!({"type": "listProjects", "messageID": "after"});
+    assert_eq!(ask(&mut socket, &list).await["type"], "projects");
     // No token and no device proof: unauthorized and 4401.
     let mut socket = browser_ws(&s).await;
     send(&mut socket, hello.clone()).await;
@@ -484,6 +492,12 @@ async fn one_shot_http_callers_without_a_client_id_share_no_replies_and_get_docu
     let malformed =
         s.post_json("/api/message", &json!({"type": "gitFacts", "messageID": "g"}), &auth).await;
     assert_eq!((malformed.status, malformed.json()["code"].clone()), (400, json!("badMessage")));
+    let subscribe = json!({"type": "subscribe", "messageID": "s", "sessionID": "x", "fromSeq": 1});
+    let needs_a_connection = s.post_json("/api/message", &subscribe, &auth).await;
+    assert_eq!(
+        (needs_a_connection.status, needs_a_connection.json()["code"].clone()),
+        (422, json!("invalidRequest"))
+    );
     let read = s
         .post_json("/api/message", &json!({"type": "listProjects", "messageID": "p"}), &auth)
         .await;
