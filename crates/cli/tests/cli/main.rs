@@ -9,6 +9,7 @@ mod bad_input;
 mod bounds;
 mod daemon;
 mod demo;
+mod doc_play;
 mod host_hostile_git;
 mod host_sessions;
 mod real_claude;
