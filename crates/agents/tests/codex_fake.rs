@@ -39,12 +39,18 @@ echo 'fatal: the fake codex dies' >&2
 exit 3
 "#;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn bad_lines_unknown_items_and_a_death_mid_turn() {
+/// `script` as an executable `codex` in a new temporary directory.
+fn fake_codex(script: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("codex");
-    std::fs::write(&program, FAKE_APP_SERVER).unwrap();
+    std::fs::write(&program, script).unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, program)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_lines_unknown_items_and_a_death_mid_turn() {
+    let (dir, program) = fake_codex(FAKE_APP_SERVER);
     let reply_file = dir.path().join("reply.json");
     let mut o = CodexOptions::new(program, dir.path().to_owned());
     o.env = vec![("REPLY_FILE".into(), reply_file.clone().into())];
@@ -87,10 +93,7 @@ echo '{"type":"thread.started","thread_id":"t-after"}'
 
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_exec_keeps_a_preview_of_an_oversized_line_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("codex");
-    std::fs::write(&program, FAKE_EXEC_OVERSIZED).unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (dir, program) = fake_codex(FAKE_EXEC_OVERSIZED);
     let mut o = CodexExecOptions::new(program, dir.path().to_owned());
     o.provider_timeout = None;
     let (_handle, mut rx) = spawn_codex_exec(&o).unwrap();
