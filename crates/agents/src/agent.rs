@@ -7,6 +7,7 @@ use std::time::Duration;
 use nucleic_protocol::{Decision, EventKind, RunFinished};
 
 use crate::error::AgentError;
+use crate::supervisor::AgentProcess;
 
 /// What a running agent reports to its session controller.
 #[derive(Debug)]
@@ -40,6 +41,10 @@ pub use nucleic_protocol::Capabilities;
 
 /// Control of one running agent process. Implementations must be cheap to call from the
 /// session's single writer task: they write to the agent's stdin and return.
+///
+/// A backend run by the supervisor implements [`AgentControl::process`], which gives it
+/// `close_input`, `stop` and `pid`; what it lacks (see its [`Capabilities`]) it leaves to the
+/// refusing defaults. Any other implementation (a test double) must implement those three itself.
 pub trait AgentControl: Send + Sync + 'static {
     /// What this backend can do.
     fn capabilities(&self) -> Capabilities;
@@ -52,20 +57,42 @@ pub trait AgentControl: Send + Sync + 'static {
         decision: &Decision,
     ) -> impl Future<Output = Result<(), AgentError>> + Send;
     /// Interrupts the current turn; the process stays alive.
-    fn interrupt(&self) -> impl Future<Output = Result<(), AgentError>> + Send;
+    fn interrupt(&self) -> impl Future<Output = Result<(), AgentError>> + Send {
+        async { Err(AgentError::Unsupported("interrupting a turn")) }
+    }
     /// Switches the model for the next requests.
-    fn set_model(&self, model: &str) -> impl Future<Output = Result<(), AgentError>> + Send;
+    fn set_model(&self, _model: &str) -> impl Future<Output = Result<(), AgentError>> + Send {
+        async { Err(AgentError::Unsupported("changing the model mid-session")) }
+    }
     /// Switches the permission mode.
     fn set_permission_mode(
         &self,
-        mode: &str,
-    ) -> impl Future<Output = Result<(), AgentError>> + Send;
+        _mode: &str,
+    ) -> impl Future<Output = Result<(), AgentError>> + Send {
+        async { Err(AgentError::Unsupported("changing the permission mode mid-session")) }
+    }
+    /// The supervised process behind this handle (`None`: not run by the supervisor).
+    fn process(&self) -> Option<&AgentProcess> {
+        None
+    }
     /// Closes the agent's input: it finishes what it is doing and exits.
-    fn close_input(&self) -> impl Future<Output = ()> + Send;
+    fn close_input(&self) -> impl Future<Output = ()> + Send {
+        async {
+            if let Some(process) = self.process() {
+                process.close_input().await;
+            }
+        }
+    }
     /// Stops the whole process group now (SIGTERM, then SIGKILL after `grace`).
-    fn stop(&self, grace: Duration);
+    fn stop(&self, grace: Duration) {
+        if let Some(process) = self.process() {
+            process.stop(grace);
+        }
+    }
     /// The agent's pid (also its process group id).
-    fn pid(&self) -> Option<u32>;
+    fn pid(&self) -> Option<u32> {
+        self.process().and_then(AgentProcess::pid)
+    }
 }
 
 /// Helper for adapters: events with no native type.

@@ -1,8 +1,6 @@
 //! One launch description and one running handle for every backend, so hosts start Claude Code,
 //! the simulated agent or Codex through the same calls.
 
-use std::time::Duration;
-
 use nucleic_protocol::{Backend, Decision};
 use tokio::sync::mpsc;
 
@@ -13,6 +11,7 @@ use crate::codex::{
     spawn_codex_exec,
 };
 use crate::error::AgentError;
+use crate::supervisor::AgentProcess;
 
 /// How to start an agent: the backend's own options.
 #[derive(Debug, Clone)]
@@ -112,27 +111,11 @@ impl AgentControl for AnyAgent {
         }
     }
 
-    async fn close_input(&self) {
+    fn process(&self) -> Option<&AgentProcess> {
         match self {
-            AnyAgent::Claude(h) => h.close_input().await,
-            AnyAgent::Codex(h) => h.close_input().await,
-            AnyAgent::CodexExec(h) => h.close_input().await,
-        }
-    }
-
-    fn stop(&self, grace: Duration) {
-        match self {
-            AnyAgent::Claude(h) => h.stop(grace),
-            AnyAgent::Codex(h) => h.stop(grace),
-            AnyAgent::CodexExec(h) => h.stop(grace),
-        }
-    }
-
-    fn pid(&self) -> Option<u32> {
-        match self {
-            AnyAgent::Claude(h) => h.pid(),
-            AnyAgent::Codex(h) => h.pid(),
-            AnyAgent::CodexExec(h) => h.pid(),
+            AnyAgent::Claude(h) => h.process(),
+            AnyAgent::Codex(h) => h.process(),
+            AnyAgent::CodexExec(h) => h.process(),
         }
     }
 }

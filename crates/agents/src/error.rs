@@ -15,6 +15,8 @@ pub enum AgentError {
     InputClosed,
     #[error("writing to the agent failed: {0}")]
     Write(#[source] std::io::Error),
+    #[error("{what} timed out after {} s", after.as_secs_f32())]
+    Timeout { what: String, after: std::time::Duration },
     #[error("this backend does not support {0}")]
     Unsupported(&'static str),
 }

@@ -5,7 +5,9 @@
 //! - [`claude`]: Claude Code (and the simulated agent, which speaks the same protocol).
 //! - [`codex`]: Codex (`app-server` adapter; decoders for `exec --json` and `app-server`).
 //! - [`AgentLaunch`] / [`AnyAgent`]: one launch description and one handle for every backend.
-//! - [`process`]: process groups, capped line reading, group termination.
+//! - [`supervisor`]: the one supervisor of every agent process (readers, line cap, batching,
+//!   control, watchdog, exit and drain); a backend adds only a decoder and its protocol logic.
+//! - [`process`]: process groups, bubblewrap, the process tree and its termination.
 //! - [`isolation`]: what of the host an agent never sees (its variables, its data dir).
 
 pub mod agent;
@@ -15,6 +17,7 @@ pub mod codex;
 mod error;
 pub mod isolation;
 pub mod process;
+pub mod supervisor;
 
 pub use agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};
 pub use any::{AgentLaunch, AnyAgent, backend_capabilities};

@@ -1,5 +1,6 @@
-//! Agent processes: spawned in their own process group with piped stdio, read line by line with a
-//! length cap, and stopped as a whole tree (SIGTERM, then SIGKILL after a grace period).
+//! Agent processes: spawned in their own process group with piped stdio (under bubblewrap when
+//! asked, the host's variables scrubbed), found in `/proc`, and stopped as a whole tree
+//! (SIGTERM, then SIGKILL after a grace period). The supervisor (`crate::supervisor`) runs them.
 //!
 //! stdout and stderr are plain (blocking) pipes read on dedicated threads: decoding an agent's
 //! output then runs in parallel with the session writer instead of competing with it for a
@@ -13,15 +14,12 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use std::io::{BufRead, PipeReader};
+use std::io::PipeReader;
 
 use tokio::process::{Child, Command};
 
 use crate::error::AgentError;
 use crate::isolation::{Isolation, is_host_variable};
-
-/// Longest stdout line kept whole; longer lines are cut (and flagged) rather than exhausting memory.
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// What to start and where.
 #[derive(Debug, Clone)]
@@ -242,63 +240,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-/// One line read from a pipe.
-#[derive(Debug, PartialEq, Eq)]
-pub enum ReadLine {
-    /// A complete line, without its newline (lossily decoded if it was not UTF-8).
-    Line(String),
-    /// A line longer than the cap: its first bytes, and how long it really was.
-    Oversized { head: String, len: usize },
-    /// End of stream.
-    Eof,
-}
-
-/// Reads the next line of at most `max` bytes; the rest of a longer line is consumed and dropped.
-pub fn read_line_capped<R: BufRead>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<ReadLine> {
-    buf.clear();
-    let mut total = 0usize;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            if total == 0 {
-                return Ok(ReadLine::Eof);
-            }
-            break;
-        }
-        let (take, done) = match memchr_newline(chunk) {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        let room = max.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..take.min(room)]);
-        total += take;
-        reader.consume(if done { take + 1 } else { take });
-        if done {
-            break;
-        }
-    }
-    let text = match std::str::from_utf8(buf) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(buf).into_owned(),
-    };
-    if total > max {
-        return Ok(ReadLine::Oversized { head: text, len: total });
-    }
-    Ok(ReadLine::Line(text))
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
-}
-
 /// Finds `name` on `PATH` (or returns it as is when it contains a slash).
 pub fn which(name: &Path) -> Option<PathBuf> {
     if name.components().count() > 1 {
@@ -420,25 +361,5 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(kids.iter().all(gone), "survived: {kids:?}");
-    }
-
-    #[test]
-    fn lines_are_split_and_capped() {
-        let data = b"short\nthis line is far too long\nlast-without-newline".to_vec();
-        let mut reader = std::io::BufReader::with_capacity(4, &data[..]);
-        let mut buf = Vec::new();
-        assert_eq!(
-            read_line_capped(&mut reader, &mut buf, 10).unwrap(),
-            ReadLine::Line("short".into())
-        );
-        assert_eq!(
-            read_line_capped(&mut reader, &mut buf, 10).unwrap(),
-            ReadLine::Oversized { head: "this line ".into(), len: 25 }
-        );
-        assert_eq!(
-            read_line_capped(&mut reader, &mut buf, 100).unwrap(),
-            ReadLine::Line("last-without-newline".into())
-        );
-        assert_eq!(read_line_capped(&mut reader, &mut buf, 10).unwrap(), ReadLine::Eof);
     }
 }

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Bad input the real CLI cannot be made to produce, from a scripted stand-in for
 //! `codex app-server`: a torn JSON-RPC line, a line that is not JSON, an approval request for an
-//! item codex never announced, and the process dying in the middle of a turn.
+//! item codex never announced, and the process dying in the middle of a turn; and a stand-in for
+//! `codex exec` writing a line over the cap.
 
 mod common;
 
@@ -9,7 +10,8 @@ use std::os::unix::fs::PermissionsExt;
 
 use common::*;
 use nucleic_agents::AgentControl;
-use nucleic_agents::codex::{CodexOptions, spawn_codex};
+use nucleic_agents::codex::{CodexExecOptions, CodexOptions, spawn_codex, spawn_codex_exec};
+use nucleic_agents::supervisor::MAX_LINE_BYTES;
 use nucleic_protocol::{Decision, ErrorCode, EventKind, RunOutcome};
 
 /// Answers the handshake, plays one turn with bad lines and an approval for an unknown item
@@ -37,12 +39,18 @@ echo 'fatal: the fake codex dies' >&2
 exit 3
 "#;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn bad_lines_unknown_items_and_a_death_mid_turn() {
+/// `script` as an executable `codex` in a new temporary directory.
+fn fake_codex(script: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("codex");
-    std::fs::write(&program, FAKE_APP_SERVER).unwrap();
+    std::fs::write(&program, script).unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, program)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_lines_unknown_items_and_a_death_mid_turn() {
+    let (dir, program) = fake_codex(FAKE_APP_SERVER);
     let reply_file = dir.path().join("reply.json");
     let mut o = CodexOptions::new(program, dir.path().to_owned());
     o.env = vec![("REPLY_FILE".into(), reply_file.clone().into())];
@@ -74,4 +82,41 @@ async fn bad_lines_unknown_items_and_a_death_mid_turn() {
     assert!(message.contains("in the middle of a turn"), "{message}");
     assert!(message.contains("fatal: the fake codex dies"), "{message}");
     assert_eq!(finished.unknown_lines, 2);
+}
+
+/// A line 100,000 bytes over the cap, then a good one.
+const FAKE_EXEC_OVERSIZED: &str = r#"#!/bin/sh
+head -c $((64 * 1024 * 1024 + 100000)) /dev/zero | tr '\0' x
+echo
+echo '{"type":"thread.started","thread_id":"t-after"}'
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_exec_keeps_a_preview_of_an_oversized_line_and_says_so() {
+    let (dir, program) = fake_codex(FAKE_EXEC_OVERSIZED);
+    let mut o = CodexExecOptions::new(program, dir.path().to_owned());
+    o.provider_timeout = None;
+    let (_handle, mut rx) = spawn_codex_exec(&o).unwrap();
+    let mut seen = Vec::new();
+    until(&mut rx, &mut seen, |k| matches!(k, EventKind::SessionStarted(_))).await;
+    let len = MAX_LINE_BYTES + 100_000;
+    let kinds: Vec<&EventKind> = seen.iter().map(|e| &e.kind).collect();
+    let [EventKind::Raw(preview), EventKind::Error(error), EventKind::SessionStarted(started)] =
+        kinds[..]
+    else {
+        panic!("expected a preview, an error and the next line: {seen:#?}")
+    };
+    // Only the preview is kept, not the 64 MiB head, and the line is not decoded as bad JSON.
+    let preview = serde_json::to_value(&preview.native).unwrap();
+    assert_eq!(preview, serde_json::Value::String("x".repeat(200)));
+    assert_eq!(error.code, ErrorCode::Decode);
+    assert_eq!(
+        error.message,
+        format!(
+            "agent wrote a {len}-byte line, over the {MAX_LINE_BYTES}-byte cap; kept its start only"
+        )
+    );
+    assert_eq!(started.backend_session_id, "t-after");
+    let finished = exited(&mut rx).await;
+    assert_eq!(finished.unknown_lines, 0, "{finished:?}");
 }

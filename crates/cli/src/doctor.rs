@@ -62,6 +62,18 @@ fn isolation() -> bool {
     }
 }
 
+/// Prints whether the host's git calls can execute only git itself (Landlock).
+fn git_confinement() {
+    match nucleic_host::git_exec_confinement() {
+        nucleic_host::ExecConfinement::Enforced => {
+            println!("git confinement on — host git calls can execute only git (Landlock)");
+        }
+        nucleic_host::ExecConfinement::Unavailable(why) => println!(
+            "git confinement NOT active: {why}; executing git settings are still switched off, but drivers an agent names in .git/info/attributes could run"
+        ),
+    }
+}
+
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
 pub fn doctor() -> ExitCode {
     let findings = [
@@ -119,6 +131,7 @@ pub fn doctor() -> ExitCode {
     }
     println!("sim     built in — always available (`nucleic run --agent sim …`, no API key)");
     missing_required |= !isolation();
+    git_confinement();
     if missing_required {
         println!("verdict: not ready — install what is marked MISSING");
         ExitCode::from(1)

@@ -42,9 +42,9 @@ impl HostError {
                 _ => ProtocolErrorCode::GitRefused,
             },
             HostError::Core(e) => match e {
-                CoreError::AlreadyResolved { .. } | CoreError::UnknownRequest(_) => {
-                    ProtocolErrorCode::AlreadyResolved
-                }
+                CoreError::AlreadyResolved { .. } => ProtocolErrorCode::AlreadyResolved,
+                // A request the session never asked: not an answer that came too late.
+                CoreError::UnknownRequest(_) => ProtocolErrorCode::NotFound,
                 CoreError::Unsupported(_) => ProtocolErrorCode::Unsupported,
                 CoreError::AgentGone | CoreError::SessionEnded => ProtocolErrorCode::InvalidRequest,
                 CoreError::Agent(_) => ProtocolErrorCode::InvalidRequest,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// A gated tool call waits for a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ApprovalRequested {
     /// The id decisions must quote; unique within the session.
     #[serde(rename = "requestID")]
@@ -24,7 +24,7 @@ pub struct ApprovalRequested {
 
 /// A pending approval was decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ApprovalResolved {
     #[serde(rename = "requestID")]
     pub request_id: String,
@@ -41,7 +41,7 @@ pub struct ApprovalResolved {
 
 /// The shape of a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum DecisionKind {
     /// Run the call as proposed.
@@ -60,7 +60,7 @@ pub enum DecisionKind {
 
 /// What a person (or policy) decided about one approval request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Decision {
     /// Run the call as proposed.

@@ -6,7 +6,7 @@ use crate::event::Backend;
 
 /// What a backend supports; the host refuses the rest with a clear message and clients hide it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// Gated tool calls are asked interactively (not just allowed/denied by flags).
@@ -33,7 +33,7 @@ pub struct Capabilities {
 
 /// One backend as the host offers it (in `welcome`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct BackendInfo {
     pub backend: Backend,
     /// The backend's executable was found; sessions can be created with it.

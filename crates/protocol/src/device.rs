@@ -15,7 +15,7 @@ pub fn hello_proof_message(nonce: &str, device_id: &str) -> String {
 
 /// A device's proof of possession of its key, sent in `hello` by clients that hold no token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeviceProof {
     #[serde(rename = "deviceID")]
     pub device_id: String,
@@ -27,7 +27,7 @@ pub struct DeviceProof {
 
 /// A device as the `devices` reply lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeviceSummary {
     #[serde(rename = "deviceID")]
     pub device_id: String,

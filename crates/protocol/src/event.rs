@@ -8,10 +8,10 @@ use crate::timestamp::Timestamp;
 /// One normalized event of one session. `seq` starts at 1 and grows by exactly 1 per event; it is
 /// assigned by the session's single writer, never by a backend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Event {
     pub seq: u64,
-    #[cfg_attr(test, ts(type = "string"))]
+    #[cfg_attr(test, ts(type = "string"), schemars(with = "String"))]
     pub at: Timestamp,
     #[serde(rename = "sessionID")]
     pub session_id: String,
@@ -25,7 +25,7 @@ pub struct Event {
 
 /// Which agent backend produced a session's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Backend {
     /// Anthropic's Claude Code CLI (stream-json + stdio control protocol).

@@ -10,7 +10,7 @@ pub const MAX_FILE_ENTRIES: usize = 5000;
 
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum FileKind {
     File,
@@ -20,7 +20,7 @@ pub enum FileKind {
 
 /// One entry of a worktree listing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FileEntry {
     /// Relative to the worktree root, `/`-separated.
     pub path: String,
@@ -31,7 +31,7 @@ pub struct FileEntry {
 
 /// How `FileContent::content` is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum FileEncoding {
     Utf8,
@@ -40,7 +40,7 @@ pub enum FileEncoding {
 
 /// A file of the worktree (text as UTF-8, anything else as base64).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FileContent {
     pub path: String,
     /// The whole file's size in bytes.

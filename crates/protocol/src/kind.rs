@@ -9,7 +9,7 @@ use crate::status::SessionStatus;
 
 /// What happened. Names follow the seed's session export where it has one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum EventKind {
     /// Text a person sent to the agent.
@@ -118,7 +118,7 @@ impl EventKind {
 
 /// A piece of text with the id of the message it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct TextBlock {
     #[serde(rename = "isPartial")]
     pub is_partial: bool,
@@ -129,7 +129,7 @@ pub struct TextBlock {
 
 /// `system/init` (or its equivalent): the agent's view of the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SessionStarted {
     /// The backend's own session id (what `--resume` takes).
     #[serde(rename = "backendSessionID")]
@@ -146,7 +146,7 @@ pub struct SessionStarted {
 
 /// A tool call as the model emitted it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ToolCall {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -159,7 +159,7 @@ pub struct ToolCall {
 
 /// A streamed fragment of a tool call's input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ToolInputDelta {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -169,7 +169,7 @@ pub struct ToolInputDelta {
 
 /// A tool's result. `content` is whatever the backend produced: a string or content blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ToolResult {
     #[serde(rename = "toolCallID")]
     pub tool_call_id: String,
@@ -180,7 +180,7 @@ pub struct ToolResult {
 
 /// Token counts and cost. `costUSD` is for this turn alone, not cumulative.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Usage {
     #[serde(rename = "inputTokens")]
     pub input_tokens: u64,
@@ -194,7 +194,7 @@ pub struct Usage {
 
 /// The end of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct TurnCompleted {
     #[serde(rename = "stopReason", default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
@@ -219,7 +219,7 @@ fn is_false(b: &bool) -> bool {
 
 /// The end of the agent process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct RunFinished {
     pub outcome: RunOutcome,
     /// One line a person can read: why the run ended this way.
@@ -249,7 +249,7 @@ fn is_zero(n: &u64) -> bool {
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum RunOutcome {
     /// The last turn succeeded and the agent exited cleanly.
@@ -287,7 +287,7 @@ impl RunOutcome {
 
 /// Rate-limit status from the provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct RateLimit {
     pub status: String,
     #[serde(rename = "rateLimitType", default, skip_serializing_if = "Option::is_none")]
@@ -302,7 +302,7 @@ pub struct RateLimit {
 
 /// One retry of a failed API call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ApiRetry {
     pub attempt: u32,
     #[serde(rename = "maxRetries")]
@@ -317,7 +317,7 @@ pub struct ApiRetry {
 
 /// The agent refused a tool call on its own (mode, rules, or no approver).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PermissionDenied {
     #[serde(rename = "toolName")]
     pub tool_name: String,
@@ -328,7 +328,7 @@ pub struct PermissionDenied {
 
 /// A status transition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct StatusChanged {
     pub status: SessionStatus,
     pub previous: SessionStatus,
@@ -336,7 +336,7 @@ pub struct StatusChanged {
 
 /// A settings change confirmed by the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SettingsChanged {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -346,14 +346,14 @@ pub struct SettingsChanged {
 
 /// An interrupt request and who made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct InterruptRequested {
     pub by: String,
 }
 
 /// A failure worth showing to a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ErrorEvent {
     pub code: ErrorCode,
     pub message: String,
@@ -363,7 +363,7 @@ pub struct ErrorEvent {
 
 /// Classes of failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
     /// The model provider failed.
@@ -386,22 +386,22 @@ pub enum ErrorCode {
 
 /// One line of the agent's stderr.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct StderrLine {
     pub text: String,
 }
 
 /// A native payload kept verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Raw {
-    #[cfg_attr(test, ts(type = "unknown"))]
+    #[cfg_attr(test, ts(type = "unknown"), schemars(with = "serde_json::Value"))]
     pub native: RawJson,
 }
 
 /// How and where the host created a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SessionCreated {
     pub title: String,
     #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
@@ -429,7 +429,7 @@ pub struct SessionCreated {
 
 /// A session's worktree, as created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorktreeInfo {
     pub path: String,
     pub branch: String,
@@ -441,7 +441,7 @@ pub struct WorktreeInfo {
 
 /// A change a person made to the session's own metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SessionUpdated {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -453,7 +453,7 @@ pub struct SessionUpdated {
 
 /// What happened to a session's worktree, and who asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorktreeFinished {
     pub action: WorktreeAction,
     /// For merge / squash / rebase: the branch that moved and its new tip.
@@ -469,7 +469,7 @@ pub struct WorktreeFinished {
 
 /// The finishing actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum WorktreeAction {
     Merged,

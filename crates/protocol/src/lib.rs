@@ -39,3 +39,6 @@ pub use timestamp::{Timestamp, TimestampError};
 
 #[cfg(test)]
 mod typescript;
+
+#[cfg(test)]
+mod json_schema;

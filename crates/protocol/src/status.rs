@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Where a session stands. Spelled on the wire exactly as in the product docs
 /// (`idle / running / awaiting-approval / awaiting-input / finished / error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum SessionStatus {
     /// Created, nothing sent to the agent yet.

@@ -45,7 +45,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
 /// exactly once (`ack`, a data reply, or `error`) and answers a repeated id with the same reply
 /// without doing the work again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ClientMessage {
     /// First message on a connection: who is speaking.
@@ -195,7 +195,7 @@ impl ClientMessage {
 
 /// How much of the event stream a client wants.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Verbosity {
     /// Every event.
@@ -209,7 +209,7 @@ pub enum Verbosity {
 
 /// Requests that create, change or end things.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Intent {
     AddProject {
@@ -289,7 +289,7 @@ pub enum Intent {
 
 /// Export document formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ExportFormat {
     /// The "Nucleic session export" markdown: header, conversation, raw events.
@@ -301,7 +301,7 @@ pub enum ExportFormat {
 
 /// A new session in a fresh worktree of a project.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct NewSession {
     #[serde(rename = "projectID")]
     pub project_id: String,
@@ -321,7 +321,7 @@ pub struct NewSession {
 
 /// How a session's work ends (or continues).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "action", rename_all = "camelCase")]
 pub enum FinishAction {
     /// Merge the session branch (its uncommitted work committed first) into the base branch.
@@ -365,7 +365,7 @@ pub enum FinishAction {
 
 /// Host → client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum HostMessage {
     Welcome {
@@ -460,7 +460,7 @@ pub enum HostMessage {
 
 /// Machine-readable error classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ProtocolErrorCode {
     /// Not JSON, or not the shape of any known message.
@@ -487,7 +487,7 @@ pub enum ProtocolErrorCode {
 
 /// A project as clients see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ProjectSummary {
     #[serde(rename = "projectID")]
     pub project_id: String,
@@ -501,7 +501,7 @@ pub struct ProjectSummary {
 
 /// A session as list views see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SessionSummary {
     #[serde(rename = "sessionID")]
     pub session_id: String,
@@ -530,7 +530,7 @@ pub struct SessionSummary {
 
 /// What a session's worktree changed, live.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct GitFacts {
     #[serde(rename = "baseBranch")]
     pub base_branch: String,
@@ -549,7 +549,7 @@ pub struct GitFacts {
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DiffFile {
     pub path: String,
     #[serde(rename = "oldPath", default, skip_serializing_if = "Option::is_none")]

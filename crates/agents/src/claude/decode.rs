@@ -30,16 +30,9 @@ const KNOWN_RAW_SYSTEM: &[&str] = &[
     "files_persisted",
 ];
 
-/// What one line decoded to.
-#[derive(Debug)]
-pub struct DecodedLine {
-    /// `system/init`, `assistant`, `control_request/can_use_tool`, …
-    pub native_type: String,
-    /// At least one event per line.
-    pub events: Vec<EventKind>,
-    /// Something the adapter must act on.
-    pub control: Option<ControlIn>,
-}
+/// What one line decoded to; native types are `system/init`, `assistant`,
+/// `control_request/can_use_tool`, …
+pub type DecodedLine = crate::supervisor::DecodedLine<ControlIn>;
 
 /// Control-protocol traffic the adapter must act on.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,12 +5,7 @@ use nucleic_protocol::{RunFinished, RunOutcome};
 
 use super::decode::TurnSummary;
 
-/// How the process ended, as the OS reported it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessEnd {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-}
+pub use crate::supervisor::ProcessEnd;
 
 /// Everything known when the agent's stdout closed.
 #[derive(Debug)]

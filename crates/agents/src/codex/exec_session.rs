@@ -3,31 +3,25 @@
 //! need an approval is refused by codex and reported to the model; the sandbox decides what may
 //! change.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{BufReader, PipeReader};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nucleic_protocol::{Decision, ErrorCode, ErrorEvent, EventKind};
-use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
+use nucleic_protocol::{Decision, EventKind, RunFinished};
 use tokio::sync::mpsc;
 
-use super::exit::{CodexExit, classify_codex};
+use super::exit::{CodexExit, classify_codex, give_up};
 use super::launch::DEFAULT_PROVIDER_TIMEOUT;
 use super::leftovers::Leftovers;
-use super::session::read_stderr;
-use super::{ControlIn, ExecDecoder};
-use crate::agent::{AgentControl, AgentOutput, Capabilities, NativeEvent, host_events};
+use super::{ControlIn, DecodedLine, ExecDecoder};
+use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
 use crate::isolation::Isolation;
-use crate::process::{
-    AgentChild, MAX_LINE_BYTES, ReadLine, SpawnSpec, Spawned, read_line_capped, spawn_group,
-    terminate_tree,
+use crate::process::SpawnSpec;
+use crate::supervisor::{
+    AgentProcess, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
 };
 
 /// What `codex exec` supports: one prompt, resumable, nothing interactive.
@@ -148,12 +142,11 @@ struct Turn {
 
 #[derive(Debug)]
 struct Shared {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    process: Arc<AgentProcess>,
     prompted: AtomicBool,
-    stop_requested: AtomicBool,
-    ended: AtomicBool,
-    pid: Option<u32>,
     turn: Mutex<Turn>,
+    /// Sandbox mount points to remove at exit.
+    leftovers: Leftovers,
 }
 
 /// A running `codex exec --json`. Cheap to share.
@@ -167,146 +160,86 @@ pub struct CodexExecHandle {
 pub fn spawn_codex_exec(
     opts: &CodexExecOptions,
 ) -> Result<(CodexExecHandle, mpsc::Receiver<AgentOutput>), AgentError> {
-    let spec = opts.spawn_spec()?;
-    let Spawned { mut child, stdout, stderr } = spawn_group(&spec)?;
-    let shared = Arc::new(Shared {
-        stdin: tokio::sync::Mutex::new(child.stdin.take()),
+    let (process, streams) = launch(&opts.spawn_spec()?)?;
+    let supervision = Supervision { watchdog: opts.provider_timeout, ..Supervision::default() };
+    Ok(run_codex_exec(opts, process, streams, supervision))
+}
+
+/// Supervises a started `codex exec`.
+pub(crate) fn run_codex_exec(
+    opts: &CodexExecOptions,
+    process: Arc<AgentProcess>,
+    streams: Streams,
+    supervision: Supervision,
+) -> (CodexExecHandle, mpsc::Receiver<AgentOutput>) {
+    let shared = Shared {
+        process: process.clone(),
         prompted: AtomicBool::new(false),
-        stop_requested: AtomicBool::new(false),
-        ended: AtomicBool::new(false),
-        pid: child.id(),
         turn: Mutex::new(Turn::default()),
-    });
-    let handle = CodexExecHandle { shared };
-    let (tx, rx) = mpsc::channel(1024);
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
-    let stderr_task = {
-        let (tx, tail) = (tx.clone(), tail.clone());
-        tokio::task::spawn_blocking(move || read_stderr(stderr, &tx, &tail))
+        leftovers: Leftovers::note(&opts.cwd),
     };
+    let handle = CodexExecHandle { shared: Arc::new(shared) };
     let decoder = ExecDecoder::new()
         .with_session_info(opts.cwd.to_string_lossy(), opts.model.clone().unwrap_or_default());
-    let stdout_task = {
-        let (tx, handle) = (tx.clone(), handle.clone());
-        tokio::task::spawn_blocking(move || read_stdout(stdout, decoder, &handle, &tx))
-    };
-    if let Some(limit) = opts.provider_timeout {
-        tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
-    }
-    let leftovers = Leftovers::note(&opts.cwd);
-    tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail, leftovers));
-    Ok((handle, rx))
+    let rx = supervise(process, streams, handle.clone(), decoder, supervision);
+    (handle, rx)
 }
 
-/// Stops a run that shows no progress for `limit` after its prompt (exec, too, retries an
-/// unreachable provider forever), with a `timeout` error; the run ends as `apiError`.
-async fn watchdog(handle: CodexExecHandle, tx: mpsc::Sender<AgentOutput>, limit: Duration) {
-    let tick = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-    loop {
-        tokio::time::sleep(tick).await;
-        if handle.shared.ended.load(Ordering::SeqCst)
-            || handle.shared.stop_requested.load(Ordering::SeqCst)
-        {
-            return;
+crate::supervisor::line_decoder!(ExecDecoder, ControlIn);
+
+impl Protocol for CodexExecHandle {
+    type Decoder = ExecDecoder;
+
+    /// Follows the one turn: progress, start, end, the error it failed with.
+    fn on_line(&self, decoded: &mut DecodedLine) {
+        let mut turn = self.turn();
+        if decoded.native_type != "error" {
+            turn.progress = Some(Instant::now());
         }
-        let stalled = {
-            let turn = handle.turn();
-            turn.last.is_none() && turn.progress.is_some_and(|t| t.elapsed() >= limit)
-        };
-        if stalled {
-            let why = format!(
-                "codex exec made no progress for {} s (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
-                limit.as_secs_f32()
-            );
-            handle.turn().gave_up = Some(why.clone());
-            let error = ErrorEvent { code: ErrorCode::Timeout, message: why, http_status: None };
-            let events = host_events(vec![EventKind::Error(error)]);
-            let _ = tx.send(AgentOutput::Events(events)).await;
-            handle.stop(Duration::from_secs(2));
-            return;
+        if decoded.native_type == "turn.started" {
+            turn.open = true;
+        }
+        if let Some(ControlIn::TurnEnded { status }) = &decoded.control {
+            turn.open = false;
+            turn.last = Some(status.clone());
+        }
+        for event in &decoded.events {
+            if let EventKind::TurnCompleted(t) = event
+                && t.is_error
+            {
+                turn.error.clone_from(&t.result);
+            }
         }
     }
-}
 
-/// Decodes stdout until EOF; returns the decoder (for its unknown-line count).
-fn read_stdout(
-    stdout: PipeReader,
-    mut decoder: ExecDecoder,
-    handle: &CodexExecHandle,
-    tx: &mpsc::Sender<AgentOutput>,
-) -> ExecDecoder {
-    let mut reader = BufReader::new(stdout);
-    let mut buf = Vec::new();
-    loop {
-        let decoded = match read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES) {
-            Ok(ReadLine::Line(line)) if line.trim().is_empty() => continue,
-            Ok(ReadLine::Line(line)) => decoder.decode(&line),
-            Ok(ReadLine::Oversized { head, .. }) => decoder.decode(&head),
-            Ok(ReadLine::Eof) | Err(_) => return decoder,
-        };
-        {
-            let mut turn = handle.turn();
-            if decoded.native_type != "error" {
-                turn.progress = Some(Instant::now());
-            }
-            if decoded.native_type == "turn.started" {
-                turn.open = true;
-            }
-            if let Some(ControlIn::TurnEnded { status }) = &decoded.control {
-                turn.open = false;
-                turn.last = Some(status.clone());
-            }
-            for event in &decoded.events {
-                if let EventKind::TurnCompleted(t) = event
-                    && t.is_error
-                {
-                    turn.error.clone_from(&t.result);
-                }
-            }
-        }
-        let events = NativeEvent::from_line(&decoded.native_type, decoded.events);
-        if tx.blocking_send(AgentOutput::Events(events)).is_err() {
-            return decoder;
-        }
+    /// exec asks nothing: its control traffic is only the turn's end, seen in `on_line`.
+    async fn on_control(&self, _control: ControlIn) -> Result<(), AgentError> {
+        Ok(())
     }
-}
 
-async fn supervise(
-    mut child: AgentChild,
-    handle: CodexExecHandle,
-    tx: mpsc::Sender<AgentOutput>,
-    stdout_task: tokio::task::JoinHandle<ExecDecoder>,
-    stderr_task: tokio::task::JoinHandle<()>,
-    tail: Arc<Mutex<VecDeque<String>>>,
-    leftovers: Leftovers,
-) {
-    let status = child.wait().await;
-    handle.shared.ended.store(true, Ordering::SeqCst);
-    let drain = Duration::from_secs(2);
-    let decoder = tokio::time::timeout(drain, stdout_task).await.ok().and_then(Result::ok);
-    let _ = tokio::time::timeout(drain, stderr_task).await;
-    leftovers.clean_after_exit().await;
-    let (code, signal) = match status {
-        Ok(s) => (s.code(), s.signal()),
-        Err(_) => (None, None),
-    };
-    let facts = {
-        let turn = handle.turn();
-        CodexExit {
-            code,
-            signal,
+    /// No progress for `limit` after the prompt (exec, too, retries an unreachable provider
+    /// forever); the run then ends as `apiError`.
+    fn stalled(&self, limit: Duration) -> Option<String> {
+        let mut turn = self.turn();
+        let stalled = turn.last.is_none() && turn.progress.is_some_and(|t| t.elapsed() >= limit);
+        stalled.then(|| give_up(&mut turn.gave_up, "codex exec", "", limit))
+    }
+
+    async fn finish(&self, exit: ProcessExit<ExecDecoder>) -> RunFinished {
+        self.shared.leftovers.clean_after_exit().await;
+        let turn = self.turn();
+        classify_codex(&CodexExit {
+            code: exit.end.code,
+            signal: exit.end.signal,
             last_turn: turn.last.clone(),
             turn_open: turn.open,
             setup_failed: None,
-            stop_requested: handle.shared.stop_requested.load(Ordering::SeqCst),
+            stop_requested: exit.stop_requested,
             gave_up: turn.gave_up.clone(),
             turn_error: turn.error.clone(),
-            last_stderr: tail.lock().ok().and_then(|t| t.back().cloned()),
-        }
-    };
-    let mut finished = classify_codex(&facts);
-    finished.unknown_lines = decoder.map_or(0, |d| d.unknown_lines());
-    let _ = tx.send(AgentOutput::Exited(finished)).await;
+            last_stderr: exit.last_stderr,
+        })
+    }
 }
 
 impl CodexExecHandle {
@@ -328,11 +261,8 @@ impl AgentControl for CodexExecHandle {
         if self.shared.prompted.swap(true, Ordering::SeqCst) {
             return Err(AgentError::Unsupported("follow-up prompts to codex exec (one per run)"));
         }
-        let mut stdin = self.shared.stdin.lock().await;
-        let mut pipe = stdin.take().ok_or(AgentError::InputClosed)?;
         self.turn().progress = Some(Instant::now());
-        pipe.write_all(text.as_bytes()).await.map_err(AgentError::Write)?;
-        pipe.shutdown().await.map_err(AgentError::Write)
+        self.shared.process.write_and_close(text.as_bytes()).await
     }
 
     async fn respond(&self, request_id: &str, _decision: &Decision) -> Result<(), AgentError> {
@@ -343,27 +273,8 @@ impl AgentControl for CodexExecHandle {
         Err(AgentError::Unsupported("interrupting codex exec (stop it instead)"))
     }
 
-    async fn set_model(&self, _model: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the model mid-session (codex exec)"))
-    }
-
-    async fn set_permission_mode(&self, _mode: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the permission mode mid-session (codex exec)"))
-    }
-
-    async fn close_input(&self) {
-        self.shared.stdin.lock().await.take();
-    }
-
-    fn stop(&self, grace: Duration) {
-        self.shared.stop_requested.store(true, Ordering::SeqCst);
-        if let Some(pid) = self.shared.pid {
-            terminate_tree(pid, grace);
-        }
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.shared.pid
+    fn process(&self) -> Option<&AgentProcess> {
+        Some(&self.shared.process)
     }
 }
 

@@ -1,6 +1,8 @@
 //! How a `codex app-server` run ended: the facts the adapter collected, classified into a
 //! [`RunFinished`].
 
+use std::time::Duration;
+
 use nucleic_protocol::{RunFinished, RunOutcome};
 
 /// Everything known when `codex app-server` ended.
@@ -21,6 +23,22 @@ pub struct CodexExit {
     /// What the last failed turn reported (codex fails a turn when its provider gives up).
     pub turn_error: Option<String>,
     pub last_stderr: Option<String>,
+}
+
+/// Why the adapter gave up on `who` after `limit` without progress (`during`: when), kept in
+/// `slot` for the exit classification; returned for the watchdog to report.
+pub(crate) fn give_up(
+    slot: &mut Option<String>,
+    who: &str,
+    during: &str,
+    limit: Duration,
+) -> String {
+    let why = format!(
+        "{who} made no progress for {} s{during} (its model provider is unreachable or not answering, and codex retries forever); Nucleic gave up and stopped it",
+        limit.as_secs_f32()
+    );
+    *slot = Some(why.clone());
+    why
 }
 
 /// Classifies the end of a `codex app-server` run.

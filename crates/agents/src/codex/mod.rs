@@ -35,18 +35,13 @@ pub use launch::{
     codex_policy,
 };
 pub use session::{CODEX_CAPABILITIES, CodexHandle, spawn_codex};
+#[cfg(test)]
+pub(crate) use {exec_session::run_codex_exec, session::run_codex};
 
-/// What one line decoded to.
-#[derive(Debug)]
-pub struct DecodedLine {
-    /// `thread.started`, `item.completed:command_execution`, `turn/completed`,
-    /// `item/started:fileChange`, `response`, … (`invalid` for a line that is not JSON).
-    pub native_type: String,
-    /// At least one event per line.
-    pub events: Vec<EventKind>,
-    /// Something the adapter must act on.
-    pub control: Option<ControlIn>,
-}
+/// What one line decoded to; native types are `thread.started`,
+/// `item.completed:command_execution`, `turn/completed`, `item/started:fileChange`,
+/// `response`, … (`invalid` for a line that is not JSON).
+pub type DecodedLine = crate::supervisor::DecodedLine<ControlIn>;
 
 /// A JSON-RPC id: codex numbers its own requests from 0 and accepts numbers or strings from us.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,31 +1,26 @@
-//! A running `codex app-server` process: the stdout pump (decode → outputs), the JSON-RPC client
-//! side ([`CodexHandle`]: handshake, thread, turns, approval replies), and the bookkeeping that
-//! keeps replies tied to requests codex really made.
+//! A running `codex app-server` process: the JSON-RPC client side ([`CodexHandle`]: handshake,
+//! thread, turns, approval replies) and the bookkeeping that keeps replies tied to requests codex
+//! really made. Its protocol logic for the supervisor is in `session_protocol.rs`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use nucleic_protocol::{Decision, EventKind};
+use nucleic_protocol::Decision;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
-use crate::process::{Spawned, spawn_group, terminate_tree};
+use crate::supervisor::{AgentProcess, Streams, Supervision, launch, supervise};
 
 use super::launch::CodexOptions;
 use super::leftovers::Leftovers;
-use super::{ControlIn, DecodedLine, RequestId, RpcError};
+use super::{AppServerDecoder, RequestId};
 
-#[path = "pump.rs"]
-mod pump;
-
-pub(super) use pump::read_stderr;
-use pump::{read_stdout, supervise, watchdog};
+#[path = "session_protocol.rs"]
+mod protocol;
 
 /// What Codex supports through this adapter.
 pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
@@ -43,12 +38,6 @@ pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
 
 /// The `clientInfo` sent in `initialize`.
 const CLIENT_NAME: &str = "nucleic";
-
-/// Most events handed to the controller in one message (lines already buffered are batched).
-const MAX_BATCH: usize = 128;
-
-/// How long output may lag behind the process's exit before the exit is reported anyway.
-const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// What one of our requests was, so its response can be acted on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,16 +80,10 @@ struct State {
 
 #[derive(Debug)]
 struct Shared {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    process: Arc<AgentProcess>,
     state: Mutex<State>,
     thread_request: (&'static str, Value),
     next_id: AtomicI64,
-    stop_requested: AtomicBool,
-    pid: Option<u32>,
-    lines_read: AtomicU64,
-    output_abandoned: AtomicBool,
-    /// The process is gone (the watchdog stops looking).
-    ended: AtomicBool,
     /// Put before codex's JSON-RPC ids in `approvalRequested` events: codex numbers its requests
     /// from 0 in every process, and a resumed session must not reuse an answered id.
     ask_prefix: String,
@@ -122,52 +105,40 @@ pub struct CodexHandle {
 pub fn spawn_codex(
     opts: &CodexOptions,
 ) -> Result<(CodexHandle, mpsc::Receiver<AgentOutput>), AgentError> {
-    let spec = opts.spawn_spec()?;
-    let Spawned { mut child, stdout, stderr } = spawn_group(&spec)?;
-    let stdin = child.stdin.take();
-    let shared = Arc::new(Shared {
-        stdin: tokio::sync::Mutex::new(stdin),
+    let (process, streams) = launch(&opts.spawn_spec()?)?;
+    let supervision = Supervision { watchdog: opts.provider_timeout, ..Supervision::default() };
+    Ok(run_codex(opts, process, streams, supervision))
+}
+
+/// Supervises a started `codex app-server` and sends `initialize`.
+pub(crate) fn run_codex(
+    opts: &CodexOptions,
+    process: Arc<AgentProcess>,
+    streams: Streams,
+    supervision: Supervision,
+) -> (CodexHandle, mpsc::Receiver<AgentOutput>) {
+    let shared = Shared {
+        process: process.clone(),
         state: Mutex::new(State::default()),
         thread_request: opts.thread_request(),
         next_id: AtomicI64::new(1),
-        stop_requested: AtomicBool::new(false),
-        pid: child.id(),
-        lines_read: AtomicU64::new(0),
-        output_abandoned: AtomicBool::new(false),
-        ended: AtomicBool::new(false),
         permission_mode: opts.permission_mode.clone(),
         leftovers: Leftovers::note(&opts.cwd),
         ask_prefix: format!("codex-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]),
-    });
-    let (tx, rx) = mpsc::channel(1024);
-    let handle = CodexHandle { shared };
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
-    let stderr_task = {
-        let (tx, tail) = (tx.clone(), tail.clone());
-        tokio::task::spawn_blocking(move || read_stderr(stderr, &tx, &tail))
     };
-    let rt = tokio::runtime::Handle::current();
-    let stdout_task = {
-        let (tx, handle) = (tx.clone(), handle.clone());
-        tokio::task::spawn_blocking(move || read_stdout(stdout, &handle, &tx, &rt))
-    };
-    {
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            let params = json!({
-                "clientInfo": {"name": CLIENT_NAME, "title": "Nucleic", "version": env!("CARGO_PKG_VERSION")},
-                "capabilities": {"experimentalApi": false, "requestAttestation": false},
-            });
-            if let Err(e) = handle.request("initialize", params, Sent::Initialize).await {
-                handle.state().setup_failed = Some(format!("cannot send initialize: {e}"));
-            }
+    let handle = CodexHandle { shared: Arc::new(shared) };
+    let rx = supervise(process, streams, handle.clone(), AppServerDecoder::new(), supervision);
+    let initializing = handle.clone();
+    tokio::spawn(async move {
+        let params = json!({
+            "clientInfo": {"name": CLIENT_NAME, "title": "Nucleic", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": {"experimentalApi": false, "requestAttestation": false},
         });
-    }
-    if let Some(limit) = opts.provider_timeout {
-        tokio::spawn(watchdog(handle.clone(), tx.clone(), limit));
-    }
-    tokio::spawn(supervise(child, handle.clone(), tx, stdout_task, stderr_task, tail));
-    Ok((handle, rx))
+        if let Err(e) = initializing.request("initialize", params, Sent::Initialize).await {
+            initializing.state().setup_failed = Some(format!("cannot send initialize: {e}"));
+        }
+    });
+    (handle, rx)
 }
 
 /// The `decision` codex expects for `decision` (command and file-change approvals alike).
@@ -187,43 +158,6 @@ impl CodexHandle {
         self.shared.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Notes what a decoded line says about progress: anything but a retry notice is progress;
-    /// tool items are tracked from start to result.
-    fn note_progress(&self, decoded: &DecodedLine) {
-        let mut st = self.state();
-        if decoded.native_type != "error" {
-            st.last_progress = Some(Instant::now());
-        }
-        for event in &decoded.events {
-            match event {
-                EventKind::ToolCallStarted(call) => {
-                    st.running_tools.insert(call.tool_call_id.clone());
-                }
-                EventKind::ToolResult(result) => {
-                    st.running_tools.remove(&result.tool_call_id);
-                }
-                EventKind::TurnCompleted(turn) if turn.is_error => {
-                    st.turn_error.clone_from(&turn.result);
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Gives approval requests this process's unique ids (see `ask_prefix`), and reports the
-    /// Nucleic permission mode in `sessionStarted` (codex reports its approval policy).
-    fn tag_asks(&self, decoded: &mut DecodedLine) {
-        for event in &mut decoded.events {
-            match event {
-                EventKind::ApprovalRequested(ask) => ask.request_id = self.ask_key(&ask.request_id),
-                EventKind::SessionStarted(started) => {
-                    started.permission_mode = Some(self.shared.permission_mode.clone());
-                }
-                _ => {}
-            }
-        }
-    }
-
     /// The id events carry for codex's request `id`.
     fn ask_key(&self, id: &str) -> String {
         format!("{}{id}", self.shared.ask_prefix)
@@ -235,13 +169,9 @@ impl CodexHandle {
     }
 
     async fn write_value(&self, value: &Value) -> Result<(), AgentError> {
-        let mut line =
+        let line =
             serde_json::to_string(value).map_err(|e| AgentError::InvalidInput(e.to_string()))?;
-        line.push('\n');
-        let mut stdin = self.shared.stdin.lock().await;
-        let pipe = stdin.as_mut().ok_or(AgentError::InputClosed)?;
-        pipe.write_all(line.as_bytes()).await.map_err(AgentError::Write)?;
-        pipe.flush().await.map_err(AgentError::Write)
+        self.shared.process.write_line(&line).await
     }
 
     async fn request(&self, method: &str, params: Value, sent: Sent) -> Result<i64, AgentError> {
@@ -273,8 +203,8 @@ impl CodexHandle {
         Ok(())
     }
 
-    /// Starts the next queued turn if the thread is ready and idle.
-    async fn pump_queue(&self) {
+    /// Starts the next queued turn if the thread is ready and idle (an error: its text is lost).
+    async fn pump_queue(&self) -> Result<(), AgentError> {
         let next = {
             let mut guard = self.state();
             let st = &mut *guard;
@@ -283,102 +213,16 @@ impl CodexHandle {
                 _ => None,
             }
         };
-        if let Some((thread, text)) = next {
-            let _ = self.start_turn(&thread, &text).await;
-        }
-    }
-
-    async fn on_control(&self, control: ControlIn) {
-        match control {
-            ControlIn::ApprovalAsked { request_id, .. } => {
-                let key = self.ask_key(&request_id.to_string());
-                self.state().asks.insert(key, request_id);
-            }
-            ControlIn::Unsupported { request_id, method } => {
-                // Silence would leave codex waiting forever; an error makes it fail the call closed.
-                let reply = json!({
-                    "id": request_id.to_json(),
-                    "error": {"code": -32601, "message": format!("nucleic does not serve {method}")},
-                });
-                let _ = self.write_value(&reply).await;
-            }
-            ControlIn::Response { id, outcome } => self.on_response(&id, outcome).await,
-            ControlIn::RequestResolved { request_id } => {
-                let key = self.ask_key(&request_id.to_string());
-                self.state().asks.remove(&key);
-            }
-            ControlIn::TurnStarted { turn_id, .. } => {
-                let mut st = self.state();
-                st.turn_id = Some(turn_id);
-                st.turn_open = true;
-                st.turn_busy = true;
-            }
-            ControlIn::TurnEnded { status } => {
-                {
-                    let mut st = self.state();
-                    st.asks.clear();
-                    st.turn_id = None;
-                    st.turn_open = false;
-                    st.turn_busy = false;
-                    st.running_tools.clear();
-                    st.last_turn = Some(status);
-                }
-                self.pump_queue().await;
-            }
-        }
-    }
-
-    async fn on_response(&self, id: &RequestId, outcome: Result<Value, RpcError>) {
-        let sent = match id {
-            RequestId::Number(n) => self.state().sent.remove(n),
-            RequestId::Text(_) => None,
-        };
-        match (sent, outcome) {
-            (Some(Sent::Initialize), Ok(_)) => {
-                let (method, params) = self.shared.thread_request.clone();
-                let ok = self.write_value(&json!({"method": "initialized"})).await.is_ok()
-                    && self.request(method, params, Sent::Thread).await.is_ok();
-                if !ok {
-                    self.state().setup_failed = Some("cannot write to codex".into());
-                }
-            }
-            (Some(Sent::Thread), Ok(result)) => {
-                let thread = result.pointer("/thread/id").and_then(Value::as_str);
-                match thread {
-                    Some(t) => {
-                        self.state().thread_id = Some(t.to_owned());
-                        self.pump_queue().await;
-                    }
-                    None => self.setup_failed("codex started no thread".into()).await,
-                }
-            }
-            (Some(Sent::TurnStart), Ok(result)) => {
-                if let Some(turn) = result.pointer("/turn/id").and_then(Value::as_str) {
-                    let mut st = self.state();
-                    if st.turn_busy && st.turn_id.is_none() {
-                        st.turn_id = Some(turn.to_owned());
-                    }
-                }
-            }
-            (Some(Sent::TurnStart), Err(_)) => {
-                self.state().turn_busy = false;
-                self.pump_queue().await;
-            }
-            (Some(Sent::Initialize), Err(e)) => {
-                self.setup_failed(format!("codex refused initialize: {}", e.message)).await;
-            }
-            (Some(Sent::Thread), Err(e)) => {
-                let method = self.shared.thread_request.0;
-                self.setup_failed(format!("codex refused {method}: {}", e.message)).await;
-            }
-            (Some(Sent::Other) | None, _) => {}
+        match next {
+            Some((thread, text)) => self.start_turn(&thread, &text).await,
+            None => Ok(()),
         }
     }
 
     /// The session cannot work: remember why and close codex's input so it exits.
     async fn setup_failed(&self, why: String) {
         self.state().setup_failed = Some(why);
-        self.shared.stdin.lock().await.take();
+        self.shared.process.close_input().await;
     }
 }
 
@@ -391,12 +235,11 @@ impl AgentControl for CodexHandle {
         if text.trim().is_empty() {
             return Err(AgentError::InvalidInput("empty message".into()));
         }
-        if self.shared.stdin.lock().await.is_none() {
+        if !self.shared.process.input_open().await {
             return Err(AgentError::InputClosed);
         }
         self.state().queued.push_back(text.to_owned());
-        self.pump_queue().await;
-        Ok(())
+        self.pump_queue().await
     }
 
     async fn respond(&self, request_id: &str, decision: &Decision) -> Result<(), AgentError> {
@@ -426,27 +269,8 @@ impl AgentControl for CodexHandle {
             .map(|_| ())
     }
 
-    async fn set_model(&self, _model: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the model mid-session (codex)"))
-    }
-
-    async fn set_permission_mode(&self, _mode: &str) -> Result<(), AgentError> {
-        Err(AgentError::Unsupported("changing the permission mode mid-session (codex)"))
-    }
-
-    async fn close_input(&self) {
-        self.shared.stdin.lock().await.take();
-    }
-
-    fn stop(&self, grace: Duration) {
-        self.shared.stop_requested.store(true, Ordering::SeqCst);
-        if let Some(pid) = self.shared.pid {
-            terminate_tree(pid, grace);
-        }
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.shared.pid
+    fn process(&self) -> Option<&AgentProcess> {
+        Some(&self.shared.process)
     }
 }
 

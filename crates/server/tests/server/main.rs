@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod devices;
+mod doc_examples;
 mod files;
 mod limits;
 mod protocol;

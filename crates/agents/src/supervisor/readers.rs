@@ -1,0 +1,228 @@
+//! The two readers of a running agent, each on a thread of its own: stdout (framed, decoded,
+//! acted on, batched) and stderr (lines forwarded, the last one kept for the exit message), and
+//! the one gate every output passes through on its way to the controller.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nucleic_protocol::{ErrorCode, EventKind, RawJson, StderrLine};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::lines::{Frame, LineReader, MAX_STDERR_LINE_BYTES};
+use super::{AgentProcess, DecodedLine, LineDecoder, Protocol, Supervision, host_error};
+use crate::agent::{AgentOutput, NativeEvent, host_events};
+use crate::error::AgentError;
+
+/// Characters of an oversized line kept as its preview.
+const PREVIEW_CHARS: usize = 200;
+
+/// How long an agent nobody listens to any more gets between SIGTERM and SIGKILL.
+const ORPHAN_GRACE: Duration = Duration::from_secs(2);
+
+/// One supervised run, shared by its readers, its watchdog and its exit supervisor.
+#[derive(Clone)]
+pub(super) struct Run(Arc<RunState>);
+
+pub(super) struct RunState {
+    pub(super) process: Arc<AgentProcess>,
+    pub(super) supervision: Supervision,
+    tx: mpsc::Sender<AgentOutput>,
+    rt: tokio::runtime::Handle,
+    /// Open until the exit is reported; held while an output is sent, so nothing follows
+    /// [`AgentOutput::Exited`].
+    open: Mutex<bool>,
+    /// Frames the stdout reader has taken (its progress, watched while draining).
+    frames: AtomicU64,
+    /// Nobody listens any more: the agent was stopped once.
+    orphaned: AtomicBool,
+    /// The last non-empty stderr line.
+    last_stderr: Mutex<Option<String>>,
+}
+
+impl std::ops::Deref for Run {
+    type Target = RunState;
+    fn deref(&self) -> &RunState {
+        &self.0
+    }
+}
+
+impl Run {
+    /// Must be called inside a Tokio runtime.
+    pub(super) fn new(
+        process: Arc<AgentProcess>,
+        tx: mpsc::Sender<AgentOutput>,
+        supervision: Supervision,
+    ) -> Run {
+        Run(Arc::new(RunState {
+            process,
+            supervision,
+            tx,
+            rt: tokio::runtime::Handle::current(),
+            open: Mutex::new(true),
+            frames: AtomicU64::new(0),
+            orphaned: AtomicBool::new(false),
+            last_stderr: Mutex::new(None),
+        }))
+    }
+
+    /// Reads and decodes stdout until its end (blocking: run on a thread of its own), acting on
+    /// each line's control traffic and handing events over in batches; returns the decoder.
+    pub(super) fn read_stdout<P: Protocol>(
+        &self,
+        stdout: impl Read,
+        protocol: &P,
+        mut decoder: P::Decoder,
+    ) -> P::Decoder {
+        let max_line = self.supervision.max_line;
+        let mut lines = LineReader::new(stdout, max_line, 64 * 1024);
+        let mut batch = Batch::new(self);
+        loop {
+            let frame = lines.next_frame();
+            self.frames.fetch_add(1, Ordering::SeqCst);
+            let done = match frame {
+                Frame::Line(line) if line.trim().is_empty() => false,
+                Frame::Line(line) => {
+                    let mut decoded: DecodedLine<_> = decoder.decode_line(&line);
+                    protocol.on_line(&mut decoded);
+                    batch.add(NativeEvent::from_line(&decoded.native_type, decoded.events));
+                    if let Some(control) = decoded.control
+                        && let Err(e) = self.rt.block_on(protocol.on_control(control))
+                    {
+                        let message = format!("answering the agent failed: {e}");
+                        batch.add(host_events(vec![host_error(error_code(&e), message)]));
+                    }
+                    false
+                }
+                Frame::Oversized { head, len } => {
+                    batch.add(oversized(&head, len, max_line));
+                    false
+                }
+                Frame::Eof => true,
+                Frame::Failed(e) => {
+                    let message = format!("reading the agent's output failed: {e}");
+                    batch.add(host_events(vec![host_error(ErrorCode::AgentExited, message)]));
+                    true
+                }
+            };
+            batch.hand_over(done || !lines.more_buffered());
+            if done {
+                return decoder;
+            }
+        }
+    }
+
+    /// Forwards stderr lines as `stderr` events until its end (blocking) and keeps the last one.
+    /// A line over [`MAX_STDERR_LINE_BYTES`] keeps its head (stderr is free text: no error).
+    pub(super) fn read_stderr(&self, stderr: impl Read) {
+        let mut lines = LineReader::new(stderr, MAX_STDERR_LINE_BYTES, 8 * 1024);
+        let mut batch = Batch::new(self);
+        loop {
+            let (text, done) = match lines.next_frame() {
+                Frame::Line(text) | Frame::Oversized { head: text, .. } => (text, false),
+                Frame::Eof => (String::new(), true),
+                Frame::Failed(e) => {
+                    let message = format!("reading the agent's stderr failed: {e}");
+                    batch.add(host_events(vec![host_error(ErrorCode::AgentExited, message)]));
+                    (String::new(), true)
+                }
+            };
+            if !text.trim().is_empty() {
+                *lock(&self.last_stderr) = Some(text.clone());
+                batch.add(vec![NativeEvent {
+                    native_type: Some("stderr".into()),
+                    kind: EventKind::Stderr(StderrLine { text }),
+                }]);
+            }
+            batch.hand_over(done || !lines.more_buffered());
+            if done {
+                return;
+            }
+        }
+    }
+
+    /// Hands `out` to the controller unless the run was closed (blocking: not on a runtime
+    /// worker). Nobody listening any more stops the agent, once, if it still runs.
+    pub(super) fn send(&self, out: AgentOutput) {
+        let open = lock(&self.open);
+        if !*open {
+            return;
+        }
+        if self.tx.blocking_send(out).is_err()
+            && !self.orphaned.swap(true, Ordering::SeqCst)
+            && !self.process.ended()
+        {
+            let _guard = self.rt.enter();
+            self.process.stop(ORPHAN_GRACE);
+        }
+    }
+
+    /// Sends the last outputs and closes the run: nothing is sent after them (blocking).
+    pub(super) fn close_with(&self, last: Vec<AgentOutput>) {
+        let mut open = lock(&self.open);
+        for out in last {
+            let _ = self.tx.blocking_send(out);
+        }
+        *open = false;
+    }
+
+    /// Frames the stdout reader has taken so far.
+    pub(super) fn frames_read(&self) -> u64 {
+        self.frames.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn last_stderr(&self) -> Option<String> {
+        lock(&self.last_stderr).clone()
+    }
+}
+
+/// Events waiting to be handed over together.
+struct Batch<'a> {
+    run: &'a Run,
+    events: Vec<NativeEvent>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(run: &'a Run) -> Batch<'a> {
+        Batch { run, events: Vec::new() }
+    }
+
+    fn add(&mut self, events: Vec<NativeEvent>) {
+        self.events.extend(events);
+    }
+
+    /// Hands the batch over when it is full, or `now` (nothing more is buffered: the agent is
+    /// waiting, or its output ended).
+    fn hand_over(&mut self, now: bool) {
+        if !self.events.is_empty() && (now || self.events.len() >= self.run.supervision.max_batch) {
+            self.run.send(AgentOutput::Events(std::mem::take(&mut self.events)));
+        }
+    }
+}
+
+/// A line over the cap: a `raw` preview of its head and a `decode` error saying what was lost.
+pub(super) fn oversized(head: &str, len: usize, cap: usize) -> Vec<NativeEvent> {
+    let preview: String = head.chars().take(PREVIEW_CHARS).collect();
+    host_events(vec![
+        EventKind::raw(RawJson::from_value(&Value::String(preview))),
+        host_error(
+            ErrorCode::Decode,
+            format!("agent wrote a {len}-byte line, over the {cap}-byte cap; kept its start only"),
+        ),
+    ])
+}
+
+/// The error code an adapter failure is reported with.
+pub(super) fn error_code(e: &AgentError) -> ErrorCode {
+    match e {
+        AgentError::Timeout { .. } => ErrorCode::Timeout,
+        AgentError::InvalidInput(_) => ErrorCode::InvalidInput,
+        _ => ErrorCode::AgentExited,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
