@@ -172,7 +172,8 @@ async fn host_a_second_host_on_a_live_home_is_refused() {
     wait_for(&first, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
 
     let second = Host::open(crate::host_sessions::config(dir.path())).await;
-    let refused = second.err().expect("a second host on a live home is refused").to_string();
+    let Err(refused) = second else { panic!("a second host on a live home is refused") };
+    let refused = refused.to_string();
     assert!(refused.contains("already has a writer"), "{refused}");
     assert!(refused.contains(&id), "the refusal names the transcript: {refused}");
 
