@@ -34,6 +34,8 @@ pub struct Host {
     /// Sessions with a live single writer (their agent may have exited since).
     pub(crate) live: Mutex<HashMap<String, SessionHandle>>,
     pub(crate) changes: broadcast::Sender<SessionSummary>,
+    /// Ids of sessions that got a new writer or events written outside one (`writes`).
+    pub(crate) writes: broadcast::Sender<String>,
     /// What opening found and repaired.
     pub(crate) recovery: RecoveryReport,
     /// The token and device revocations.
@@ -72,6 +74,7 @@ impl Host {
         })
         .await?;
         let (changes, _) = broadcast::channel(1024);
+        let (writes, _) = broadcast::channel(1024);
         // Probes bubblewrap once for the process (a child process: off the async workers).
         let probed = config.clone();
         blocking(move || {
@@ -84,6 +87,7 @@ impl Host {
             catalog: Arc::new(catalog),
             live: Mutex::default(),
             changes,
+            writes,
             recovery: report,
             credentials,
             gate: LaunchGate::default(),
@@ -99,6 +103,13 @@ impl Host {
     /// Summaries of sessions as they change, for every connected client.
     pub fn changes(&self) -> broadcast::Receiver<SessionSummary> {
         self.changes.subscribe()
+    }
+
+    /// Ids of sessions whose transcript just got a new writer (a resume) or events written
+    /// outside one, straight from the host (not through the catalog): a stream of a dormant
+    /// session subscribes again when its id comes by.
+    pub fn writes(&self) -> broadcast::Receiver<String> {
+        self.writes.subscribe()
     }
 
     pub(crate) async fn catalog<T: Send + 'static>(
@@ -394,6 +405,7 @@ impl Host {
         if let Ok(mut live) = self.live.lock() {
             live.insert(id.to_owned(), session.clone());
         }
+        let _ = self.writes.send(id.to_owned());
         Ok(())
     }
 

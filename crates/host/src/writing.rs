@@ -92,6 +92,7 @@ impl Host {
         })
         .await?
         .ok_or_else(|| HostError::NotFound(format!("session {id}")))?;
+        let _ = self.writes.send(id.to_owned());
         let summary = summary_of(&row);
         let _ = self.changes.send(summary.clone());
         Ok(summary)

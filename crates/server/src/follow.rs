@@ -12,10 +12,9 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::outbox::Outbox;
 
 /// Streams `session_id` from `from_seq` (`first` already subscribed there) into `out` until
-/// the client goes away. Each time the
-/// current subscription ends, waits for the session to have events past the last one sent
-/// (its summary's `lastSeq`, pushed by the catalog) and subscribes again from there: no gap,
-/// no duplicate.
+/// the client goes away. Each time the current subscription ends, waits for the host to say
+/// the session got a new writer or events outside one ([`Host::writes`], not the catalog) and
+/// subscribes again from the event after the last one sent: no gap, no duplicate.
 pub async fn follow(
     host: Arc<Host>,
     session_id: String,
@@ -24,8 +23,8 @@ pub async fn follow(
     verbosity: Verbosity,
     out: Outbox,
 ) {
-    // Subscribed before the first read, so no change in between is missed.
-    let mut changes = host.changes();
+    // Subscribed before the first read, so no write in between is missed.
+    let mut writes = host.writes();
     let mut next = from_seq.max(1);
     let mut current = Some(first);
     loop {
@@ -44,11 +43,11 @@ pub async fn follow(
         }
         // The stream ended: the session is dormant. Wait until it has more to say.
         loop {
-            match changes.recv().await {
-                Ok(s) if s.session_id == session_id && s.last_seq >= next => break,
+            match writes.recv().await {
+                Ok(id) if id == session_id => break,
                 Ok(_) => {}
-                // Missed some changes: look again by subscribing (a dormant session's replay
-                // ends at once if nothing is new).
+                // Missed some: look again by subscribing (a dormant session's replay ends at
+                // once if nothing is new).
                 Err(RecvError::Lagged(_)) => break,
                 Err(RecvError::Closed) => return,
             }

@@ -196,3 +196,31 @@ async fn host_a_second_host_on_a_live_home_is_refused() {
     });
     assert!(!interrupted, "the second host closed nothing");
 }
+
+/// Events written outside a writer (a rename after the host stopped its agents) are announced on
+/// `Host::writes` — how a client's stream of a dormant session learns of them without the
+/// catalog — and land after the run's end.
+#[tokio::test(flavor = "multi_thread")]
+async fn host_writes_outside_a_writer_are_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let session = host.new_session(new_session(&project.project_id, "say hello"), "test").await;
+    let id = session.unwrap().session_id;
+    wait_for(&host, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
+    let report = host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+    assert_eq!(report.stopped, vec![id.clone()], "{report:?}");
+
+    let mut writes = host.writes();
+    let before = host.session_summary(&id).await.unwrap().last_seq;
+    host.rename(&id, "renamed", "test").await.unwrap();
+    let announced = tokio::time::timeout(Duration::from_secs(5), writes.recv()).await;
+    assert_eq!(announced.expect("announced within 5 s").unwrap(), id);
+    let mut events = host.subscribe(&id, before + 1).await.unwrap();
+    let renamed = events.next().await.unwrap().unwrap();
+    assert_eq!(renamed.seq, before + 1);
+    assert!(
+        matches!(&renamed.kind, EventKind::SessionUpdated(u) if u.title.as_deref() == Some("renamed"))
+    );
+}
