@@ -34,7 +34,10 @@ fn main() -> ExitCode {
     // Panics are caught and reported per input; the default hook would print each one.
     std::panic::set_hook(Box::new(|_| {}));
     let mut clean = true;
-    println!("{:<18} {:>10} {:>11} {:>9} {:>12} {:>7} {:>10}", "target", "inputs", "calls", "secs", "inputs/sec", "panics", "violations");
+    println!(
+        "{:<18} {:>10} {:>11} {:>9} {:>12} {:>7} {:>10}",
+        "target", "inputs", "calls", "secs", "inputs/sec", "panics", "violations"
+    );
     for target in targets {
         let harness = match Harness::new(target) {
             Ok(h) => h,

@@ -11,11 +11,13 @@ use serde_json::Value;
 
 use crate::mutate::{Rng, mutate, mutate_document};
 
-const CLAUDE_SAMPLES: &str = include_str!("../../agents/tests/fixtures/claude-2.1.332.samples.jsonl");
+const CLAUDE_SAMPLES: &str =
+    include_str!("../../agents/tests/fixtures/claude-2.1.332.samples.jsonl");
 const APP_SERVER_SAMPLES: &str =
     include_str!("../../agents/tests/fixtures/codex-app-server.samples.jsonl");
 const EXEC_SAMPLES: &str = include_str!("../../agents/tests/fixtures/codex-exec.samples.jsonl");
-const CLAUDE_TRANSCRIPT: &str = include_str!("../../transfer/tests/fixtures/claude-transcript.jsonl");
+const CLAUDE_TRANSCRIPT: &str =
+    include_str!("../../transfer/tests/fixtures/claude-transcript.jsonl");
 const SEED_EXPORT: &str = include_str!("../../transfer/tests/fixtures/seed-export-rendered.txt");
 const CODEX_ROLLOUT: &str = include_str!("../corpus/codex-rollout.jsonl");
 const CLIENT_FRAMES: &str = include_str!("../corpus/client-frames.jsonl");
@@ -99,7 +101,9 @@ impl Harness {
         };
         let (seeds, pool) = match target {
             Target::ClaudeLines => (sample_lines(CLAUDE_SAMPLES), lines(CLAUDE_TRANSCRIPT)),
-            Target::CodexAppServer => (sample_lines(APP_SERVER_SAMPLES), sample_lines(EXEC_SAMPLES)),
+            Target::CodexAppServer => {
+                (sample_lines(APP_SERVER_SAMPLES), sample_lines(EXEC_SAMPLES))
+            }
             Target::CodexExec => (sample_lines(EXEC_SAMPLES), sample_lines(APP_SERVER_SAMPLES)),
             Target::ClientFrames => (lines(CLIENT_FRAMES), sample_lines(CLAUDE_SAMPLES)),
             Target::Transcript => {
@@ -271,7 +275,12 @@ fn is_json(text: &str) -> bool {
 
 /// A decoded line: at least one event; a line that is not JSON kept as `raw` with a `decode`
 /// error; every event survives a transcript round trip (else a reader would skip it).
-fn check_line(line: &str, native_type: &str, events: &[EventKind], backend: Backend) -> Result<(), String> {
+fn check_line(
+    line: &str,
+    native_type: &str,
+    events: &[EventKind],
+    backend: Backend,
+) -> Result<(), String> {
     if events.is_empty() {
         return Err(format!("no event for a line ({native_type})"));
     }
@@ -325,8 +334,8 @@ fn check_frame(bytes: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(bytes);
     match nucleic_server::parse_client_frame(&text) {
         Ok(message) => {
-            let encoded =
-                serde_json::to_string(&message).map_err(|e| format!("message does not encode: {e}"))?;
+            let encoded = serde_json::to_string(&message)
+                .map_err(|e| format!("message does not encode: {e}"))?;
             match nucleic_server::parse_client_frame(&encoded) {
                 Ok(again) if again == message => Ok(()),
                 Ok(again) => Err(format!("re-parsed differently: {again:?} vs {message:?}")),
@@ -360,10 +369,17 @@ fn check_transcript(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> 
     let out = nucleic_store::read_transcript(path, 0).map_err(|e| format!("read failed: {e}"))?;
     let complete = bytes.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
     if out.complete_len != complete as u64 {
-        return Err(format!("complete_len {} but {complete} bytes end in a newline", out.complete_len));
+        return Err(format!(
+            "complete_len {} but {complete} bytes end in a newline",
+            out.complete_len
+        ));
     }
     if out.torn_tail != (complete < bytes.len()) {
-        return Err(format!("torn_tail {} for {} trailing bytes", out.torn_tail, bytes.len() - complete));
+        return Err(format!(
+            "torn_tail {} for {} trailing bytes",
+            out.torn_tail,
+            bytes.len() - complete
+        ));
     }
     let lines: Vec<&[u8]> = bytes[..complete].split(|&c| c == b'\n').collect();
     let non_blank = lines
@@ -386,4 +402,64 @@ fn check_transcript(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> 
         round_trip(event)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use nucleic_protocol::{ErrorEvent, RawJson};
+
+    use super::*;
+
+    fn decode_error() -> EventKind {
+        EventKind::Error(ErrorEvent {
+            code: ErrorCode::Decode,
+            message: "not JSON".into(),
+            http_status: None,
+        })
+    }
+
+    #[test]
+    fn a_dropped_or_unreported_line_is_a_violation() {
+        let line = "{not json";
+        let raw = EventKind::raw(RawJson::from_any_text(line));
+        assert!(check_line(line, "invalid", &[], Backend::ClaudeCode).is_err());
+        assert!(
+            check_line(line, "invalid", std::slice::from_ref(&raw), Backend::ClaudeCode).is_err()
+        );
+        let other = EventKind::raw(RawJson::from_any_text("{other"));
+        assert!(
+            check_line(line, "invalid", &[other, decode_error()], Backend::ClaudeCode).is_err()
+        );
+        assert_eq!(
+            check_line(line, "invalid", &[raw, decode_error()], Backend::ClaudeCode),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_transcript_line_neither_read_nor_reported_is_a_violation() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.jsonl");
+        // `{}` is not an event: reported as skipped, so every line is accounted for.
+        assert_eq!(check_transcript(&path, b"{}\n\n{\"torn"), Ok(()));
+    }
+
+    #[test]
+    fn a_refusal_that_loses_the_message_id_is_a_violation() {
+        assert_eq!(check_frame(br#"{"type":"nosuch","messageID":"m"}"#), Ok(()));
+        assert_eq!(check_frame(br#"{"type":"decide","messageID":"m"}"#), Ok(()));
+        assert_eq!(check_frame(b"[1"), Ok(()));
+    }
+
+    #[test]
+    fn the_client_frame_seeds_are_valid_messages_but_the_last() {
+        let frames: Vec<&str> = CLIENT_FRAMES.lines().collect();
+        let refused: Vec<String> = frames
+            .iter()
+            .filter_map(|f| {
+                nucleic_server::parse_client_frame(f).err().map(|e| format!("{f}: {e:?}"))
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{refused:#?}");
+    }
 }
