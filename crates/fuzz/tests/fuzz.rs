@@ -38,12 +38,12 @@ fn claude_lines() {
 }
 
 #[test]
-fn codex_app_server() {
+fn app_server_json_rpc_lines() {
     campaign(Target::CodexAppServer);
 }
 
 #[test]
-fn codex_exec() {
+fn exec_json_lines() {
     campaign(Target::CodexExec);
 }
 
