@@ -23,9 +23,11 @@ impl RawJson {
     /// [`MAX_VERBATIM_DEPTH`], or with a number out of range (`1e400`: `RawValue` accepts it,
     /// reading it back into a value does not).
     pub fn from_any_text(text: &str) -> RawJson {
-        let readable = || serde_json::from_str::<Value>(text).is_ok();
+        let shape = shape(text);
+        // Parsing into a value costs as much as the decode: only when a number looks odd.
+        let readable = || !shape.odd_number || serde_json::from_str::<Value>(text).is_ok();
         match RawValue::from_string(text.to_owned()) {
-            Ok(raw) if nesting_depth(text) <= MAX_VERBATIM_DEPTH && readable() => RawJson(raw),
+            Ok(raw) if shape.depth <= MAX_VERBATIM_DEPTH && readable() => RawJson(raw),
             _ => RawJson::string(text),
         }
     }
@@ -38,7 +40,7 @@ impl RawJson {
     /// in a string.
     pub fn from_value(value: &Value) -> RawJson {
         let encoded = RawJson::encode(value);
-        if nesting_depth(encoded.as_str()) > MAX_VERBATIM_DEPTH {
+        if shape(encoded.as_str()).depth > MAX_VERBATIM_DEPTH {
             return RawJson::string(encoded.as_str());
         }
         encoded
@@ -63,9 +65,18 @@ impl RawJson {
     }
 }
 
-/// How deep arrays and objects nest in JSON text (brackets inside strings do not count).
-fn nesting_depth(text: &str) -> usize {
+/// What decides whether JSON text reads back: how deep arrays and objects nest, and whether it
+/// has a number that might be out of range (an exponent or over 300 digits). Brackets and
+/// digits inside strings do not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    depth: usize,
+    odd_number: bool,
+}
+
+fn shape(text: &str) -> Shape {
     let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    let (mut digits, mut odd_number) = (0usize, false);
     for b in text.bytes() {
         if in_string {
             match b {
@@ -77,16 +88,27 @@ fn nesting_depth(text: &str) -> usize {
             continue;
         }
         match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
+            b'0'..=b'9' => {
+                digits += 1;
+                odd_number |= digits > 300;
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            b'e' | b'E' if digits > 0 => odd_number = true,
+            b'.' | b'-' | b'+' => {}
+            _ => {
+                digits = 0;
+                match b {
+                    b'"' => in_string = true,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        deepest = deepest.max(depth);
+                    }
+                    b']' | b'}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
         }
     }
-    deepest
+    Shape { depth: deepest, odd_number }
 }
 
 impl PartialEq for RawJson {
@@ -132,9 +154,12 @@ mod tests {
     }
 
     #[test]
-    fn nesting_depth_ignores_brackets_in_strings() {
-        assert_eq!(nesting_depth(r#"{"a":["[[[{\"",{}]}"#), 3);
-        assert_eq!(nesting_depth("1"), 0);
+    fn shape_ignores_strings_and_flags_odd_numbers() {
+        let plain = |depth| Shape { depth, odd_number: false };
+        assert_eq!(shape(r#"{"a":["[[[{\"1e9",{}],"b":true,"c":-1.5}"#), plain(3));
+        assert_eq!(shape("1"), plain(0));
+        assert_eq!(shape("[1e400]"), Shape { depth: 1, odd_number: true });
+        assert_eq!(shape(&"9".repeat(301)), Shape { depth: 0, odd_number: true });
     }
 
     /// Regression (fuzzing): a native line nested 127 deep is valid JSON and was kept verbatim,
