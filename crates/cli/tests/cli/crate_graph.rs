@@ -53,9 +53,7 @@ fn ordered(graph: &Graph) -> Vec<String> {
     while done.len() < graph.len() {
         let next = graph
             .iter()
-            .find(|(name, (deps, _))| {
-                !done.contains(name) && deps.iter().all(|d| done.contains(d))
-            })
+            .find(|(name, (deps, _))| !done.contains(name) && deps.iter().all(|d| done.contains(d)))
             .map(|(name, _)| name.clone())
             .expect("the workspace crate graph has no cycle");
         done.push(next);
@@ -69,7 +67,10 @@ fn render(graph: &Graph) -> String {
     for name in ordered(graph) {
         let (deps, dev) = &graph[&name];
         let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
-        let mut line = format!("{name:<width$} → {}", if deps.is_empty() { "—".to_owned() } else { deps.join(", ") });
+        let mut line = format!(
+            "{name:<width$} → {}",
+            if deps.is_empty() { "—".to_owned() } else { deps.join(", ") }
+        );
         if !dev.is_empty() {
             let dev: Vec<&str> = dev.iter().map(String::as_str).collect();
             line.push_str(&format!("   (tests: {})", dev.join(", ")));
