@@ -27,6 +27,8 @@ use nucleic_host::Host;
 
 pub use auth::{TOKEN_FILE, load_or_create_token};
 pub use devices::{CHALLENGE_TTL, device_name};
+/// Parses a client's text frame (for fuzzing the parser that reads untrusted frames).
+pub use dispatch::parse as parse_client_frame;
 pub use headers::CONTENT_SECURITY_POLICY;
 pub use limits::ServerLimits;
 pub use signin::LOGIN_LINK_TTL;

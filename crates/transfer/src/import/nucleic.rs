@@ -51,6 +51,11 @@ fn markdown(text: &str) -> Result<ImportedSession> {
     let Some(raw_at) = lines.iter().rposition(|l| heading(l) == RAW_HEADING) else {
         return Err(TransferError::NotAnExport { why: format!("no \"{RAW_HEADING}\" section") });
     };
+    if raw_at < title_at {
+        return Err(TransferError::NotAnExport {
+            why: format!("the \"{RAW_HEADING}\" section comes before the \"{TITLE}\" heading"),
+        });
+    }
     let meta = header(&lines[title_at..raw_at]);
     let mut events = Vec::new();
     let (mut fenced, mut started) = (false, false);

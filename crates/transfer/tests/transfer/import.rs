@@ -158,6 +158,21 @@ fn refusals_say_where_and_why() {
     }
 }
 
+/// Regression (fuzzing, `docs/robustness.md`): a "Raw events" heading before the title made the
+/// import slice the header backwards and panic.
+#[test]
+fn a_raw_section_before_the_title_is_refused_not_a_panic() {
+    let events = synthetic_events();
+    let md = export::markdown(&synthetic_meta(&events), &events[..2]);
+    let moved =
+        format!("## Raw events (JSONL)\n\n{}", md.replace("## Raw events (JSONL)", "## Notes"));
+    let err = import::nucleic_export(&moved).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "not a Nucleic export: the \"Raw events (JSONL)\" section comes before the \"Nucleic session export\" heading"
+    );
+}
+
 #[test]
 fn files_are_read_and_written_with_their_path_in_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,121 @@
+//! The crate graph in `docs/architecture.md` is generated from `cargo metadata` (workspace
+//! crates and their dependencies on each other); this test fails when it drifts.
+//! `NUCLEIC_UPDATE_DOCS=1 cargo test -p nucleic-cli --test cli crate_graph` rewrites it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BEGIN: &str = "<!-- crate-graph: generated from `cargo metadata`; \
+    NUCLEIC_UPDATE_DOCS=1 cargo test -p nucleic-cli --test cli crate_graph rewrites it -->";
+const END: &str = "<!-- /crate-graph -->";
+
+/// Workspace crate (short name) → (normal and build deps, dev-only deps), workspace-internal.
+type Graph = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+fn workspace_graph(root: &Path) -> Graph {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(root)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let short = |name: &str| name.strip_prefix("nucleic-").unwrap_or(name).to_owned();
+    let members: BTreeSet<String> =
+        packages.iter().filter_map(|p| p["name"].as_str()).map(str::to_owned).collect();
+    let mut graph = Graph::new();
+    for p in packages {
+        let (mut normal, mut dev) = (BTreeSet::new(), BTreeSet::new());
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            let name = d["name"].as_str().unwrap_or_default();
+            if !members.contains(name) {
+                continue;
+            }
+            match d["kind"].as_str() {
+                Some("dev") => dev.insert(short(name)),
+                _ => normal.insert(short(name)),
+            };
+        }
+        dev.retain(|d| !normal.contains(d));
+        graph.insert(short(p["name"].as_str().unwrap_or_default()), (normal, dev));
+    }
+    graph
+}
+
+/// Crates in dependency order (a crate after everything it depends on), then by name.
+fn ordered(graph: &Graph) -> Vec<String> {
+    let mut done: Vec<String> = Vec::new();
+    while done.len() < graph.len() {
+        let next = graph
+            .iter()
+            .find(|(name, (deps, _))| !done.contains(name) && deps.iter().all(|d| done.contains(d)))
+            .map(|(name, _)| name.clone())
+            .expect("the workspace crate graph has no cycle");
+        done.push(next);
+    }
+    done
+}
+
+fn render(graph: &Graph) -> String {
+    let width = graph.keys().map(String::len).max().unwrap_or(0);
+    let mut out = format!("{BEGIN}\n```text\n");
+    for name in ordered(graph) {
+        let (deps, dev) = &graph[&name];
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        let mut line = format!(
+            "{name:<width$} → {}",
+            if deps.is_empty() { "—".to_owned() } else { deps.join(", ") }
+        );
+        if !dev.is_empty() {
+            let dev: Vec<&str> = dev.iter().map(String::as_str).collect();
+            line.push_str(&format!("   (tests: {})", dev.join(", ")));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str("```\n");
+    out.push_str(END);
+    out
+}
+
+#[test]
+fn crate_graph_in_architecture_md_matches_cargo_metadata() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc_path = root.join("docs/architecture.md");
+    let doc = std::fs::read_to_string(&doc_path).expect("docs/architecture.md");
+    let expected = render(&workspace_graph(&root));
+    let (Some(start), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/architecture.md has no generated crate-graph block ({BEGIN} … {END})");
+    };
+    let current = &doc[start..end + END.len()];
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("NUCLEIC_UPDATE_DOCS").is_some() {
+        let updated = format!("{}{expected}{}", &doc[..start], &doc[end + END.len()..]);
+        std::fs::write(&doc_path, updated).expect("rewrite docs/architecture.md");
+        return;
+    }
+    panic!(
+        "the crate graph in docs/architecture.md is out of date; run \
+         `NUCLEIC_UPDATE_DOCS=1 cargo test -p nucleic-cli --test cli crate_graph` and commit it.\n\
+         expected:\n{expected}\nfound:\n{current}"
+    );
+}
+
+#[test]
+fn render_orders_crates_after_their_dependencies() {
+    let mut graph = Graph::new();
+    let set = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+    graph.insert("a".into(), (set(&["b"]), set(&["t"])));
+    graph.insert("b".into(), (set(&[]), set(&[])));
+    graph.insert("t".into(), (set(&["b"]), set(&[])));
+    let text = render(&graph);
+    let body: Vec<&str> = text.lines().skip(2).take(3).collect();
+    assert_eq!(body, ["b → —", "a → b   (tests: t)", "t → b"]);
+}
