@@ -75,18 +75,11 @@ struct Shape {
 }
 
 fn shape(text: &str) -> Shape {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    let (mut digits, mut odd_number) = (0usize, false);
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let bytes = text.as_bytes();
+    let (mut depth, mut deepest, mut digits, mut odd_number) = (0usize, 0usize, 0usize, false);
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
         match b {
             b'0'..=b'9' => {
                 digits += 1;
@@ -97,7 +90,8 @@ fn shape(text: &str) -> Shape {
             _ => {
                 digits = 0;
                 match b {
-                    b'"' => in_string = true,
+                    // A string: jump to its closing quote (strings are most of the text).
+                    b'"' => i = string_end(bytes, i),
                     b'[' | b'{' => {
                         depth += 1;
                         deepest = deepest.max(depth);
@@ -109,6 +103,18 @@ fn shape(text: &str) -> Shape {
         }
     }
     Shape { depth: deepest, odd_number }
+}
+
+/// The index just past the closing quote of the string whose contents start at `from`.
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    loop {
+        let Some(rest) = bytes.get(from..) else { return bytes.len() };
+        match memchr::memchr2(b'"', b'\\', rest) {
+            None => return bytes.len(),
+            Some(at) if rest[at] == b'\\' => from += at + 2,
+            Some(at) => return from + at + 1,
+        }
+    }
 }
 
 impl PartialEq for RawJson {
