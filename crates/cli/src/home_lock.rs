@@ -4,11 +4,9 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 
 /// The lock file in `NUCLEIC_HOME`.
 pub const LOCK_FILE: &str = "host.lock";
@@ -36,20 +34,8 @@ impl HomeLock {
     pub fn acquire(home: &Path) -> Result<HomeLock, LockError> {
         let path = home.join(LOCK_FILE);
         let io = |source: std::io::Error| LockError::Io { path: path.clone(), source };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io)?;
-        let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => locked,
-            Err((_, Errno::EWOULDBLOCK)) => {
-                return Err(LockError::Held { home: home.to_owned(), holder: holder(home) });
-            }
-            Err((_, errno)) => return Err(io(errno.into())),
+        let Some(mut file) = nucleic_core::try_lock_file(&path).map_err(io)? else {
+            return Err(LockError::Held { home: home.to_owned(), holder: holder(home) });
         };
         let me = std::process::id();
         let ticks = nucleic_agents::process::proc_stat(me).map_or(0, |s| s.start_ticks);

@@ -2,9 +2,7 @@
 //! serves the sync protocol on loopback, advertises its port in `daemon.json` (0600) for CLI
 //! clients, and on SIGINT/SIGTERM stops within [`STOP_BOUND`] (shared with `nucleic demo`).
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -204,16 +202,7 @@ pub(crate) fn remove_daemon_file_if_ours(home: &Path) {
 }
 
 pub(crate) fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
-    let path = home.join(DAEMON_FILE);
-    let tmp = home.join(format!("{DAEMON_FILE}.tmp"));
     let body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() }).to_string();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(body.as_bytes())?;
-    std::fs::rename(&tmp, &path)?;
+    nucleic_host::write_private_file(&home.join(DAEMON_FILE), body.as_bytes())?;
     Ok(())
 }

@@ -20,3 +20,4 @@ pub use handle::{SessionHandle, SessionState};
 pub use sequencer::{Appended, Draft, Sequencer};
 pub use status::next_status;
 pub use subscription::Subscription;
+pub use writer_lock::try_lock_file;

@@ -27,6 +27,23 @@ pub(crate) struct WriterLock {
     _file: Flock<File>,
 }
 
+/// Opens (creating it 0600) the lock file `path` and takes an exclusive `flock` on it without
+/// waiting: `None` when another open file (another process) holds it.
+pub fn try_lock_file(path: &Path) -> std::io::Result<Option<Flock<File>>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(Some(locked)),
+        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(errno.into()),
+    }
+}
+
 impl WriterLock {
     /// Takes the transcript at `path` (its directory created 0700 if needed), or refuses when
     /// another writer has it.
@@ -48,23 +65,11 @@ impl WriterLock {
         let registered = Registered(key);
         let mut lock_name = name.to_os_string();
         lock_name.push(".lock");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(dir.join(lock_name))
-            .map_err(io)?;
-        let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => locked,
-            Err((_, Errno::EWOULDBLOCK)) => {
-                return Err(CoreError::WriterBusy {
-                    path: path.to_owned(),
-                    holder: "another process (a second host on this home?)",
-                });
-            }
-            Err((_, errno)) => return Err(io(errno.into())),
+        let Some(file) = try_lock_file(&dir.join(lock_name)).map_err(io)? else {
+            return Err(CoreError::WriterBusy {
+                path: path.to_owned(),
+                holder: "another process (a second host on this home?)",
+            });
         };
         let key = registered.take();
         Ok(WriterLock { key, _file: file })

@@ -2,8 +2,7 @@
 //! this machine) and its devices (browsers and, later, phones, each proving a key pair of its
 //! own). Revoking a device or rotating the token is announced so open connections close at once.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
@@ -68,16 +67,7 @@ fn new_token() -> String {
 /// Replaces the token file atomically (0600 from the start).
 fn write_token(home: &Path, token: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(home)?;
-    let tmp = home.join(format!("{TOKEN_FILE}.tmp"));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(token.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, home.join(TOKEN_FILE))
+    crate::private::write_private_file(&home.join(TOKEN_FILE), token.as_bytes())
 }
 
 /// Constant-time comparison (length aside).

@@ -29,5 +29,6 @@ pub use launch::bubblewrap;
 pub use names::title_from_prompt;
 pub use nucleic_catalog::DeviceRow;
 pub use nucleic_git::{ExecConfinement, exec_confinement as git_exec_confinement};
+pub use private::write_private_file;
 pub use recovery::RecoveryReport;
 pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};

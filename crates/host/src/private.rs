@@ -2,8 +2,26 @@
 //! others can read (a home made 0755 by an older build) is tightened to 0700 / 0600.
 
 use std::fs::{DirBuilder, Permissions};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+
+/// Replaces the file `path` atomically with `contents`, 0600 from the start: written beside it
+/// as `<name>.tmp`, synced, then renamed over it. Readers see the old or the new file, never half.
+pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
 
 /// Creates `home` (missing parents too) 0700 and tightens what is already there: `home`, its
 /// files, `home/sessions`, each session directory and its files. Symbolic links are left alone.

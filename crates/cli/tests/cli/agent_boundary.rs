@@ -56,10 +56,7 @@ async fn a_sim_agent_of_the_daemon_sees_neither_the_token_nor_nucleic_variables(
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     // The daemon is started with NUCLEIC_HOME (and one more host variable) in its environment.
     let env = [("NUCLEIC_AGENT_ISOLATION", "auto")];
     let (code, project, err) =

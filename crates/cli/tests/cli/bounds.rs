@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::daemon::{DaemonGuard, cli_env, daemon_pid, git};
 use crate::support::nucleic;
@@ -65,15 +64,7 @@ async fn show_until(home: &Path, session: &str, done: impl Fn(&Value) -> bool) -
 
 /// A WebSocket client of the daemon in `home` that has said hello.
 async fn connect(home: &Path, client_id: &str) -> Socket {
-    let daemon: Value =
-        serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
-    let token = std::fs::read_to_string(home.join("token")).unwrap();
-    let mut request =
-        format!("ws://127.0.0.1:{}/ws", daemon["port"]).into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let mut socket = crate::daemon::token_socket(home).await;
     let hello = json!({"type": "hello", "clientID": client_id, "clientName": client_id, "protocolVersion": 1});
     socket.send(Message::Text(hello.to_string().into())).await.unwrap();
     socket

@@ -151,15 +151,21 @@ pub(crate) fn alive(pid: i32) -> bool {
         .is_ok_and(|s| !s.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
 }
 
-/// A WebSocket client of the daemon in `home`, subscribed to `session` from seq 1.
-async fn watch(
-    home: &Path,
-    session: &str,
-) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
-    use futures_util::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+/// An empty git repository (`main`, one empty commit) at `dir/repo`.
+pub(crate) fn empty_repo(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    root
+}
 
+pub(crate) type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket to the daemon of `home` (port from `daemon.json`, the token), before hello.
+pub(crate) async fn token_socket(home: &Path) -> Socket {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let daemon: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
     let port = daemon["port"].as_u64().unwrap();
@@ -168,7 +174,15 @@ async fn watch(
     request
         .headers_mut()
         .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    tokio_tungstenite::connect_async(request).await.unwrap().0
+}
+
+/// A WebSocket client of the daemon in `home`, subscribed to `session` from seq 1.
+async fn watch(home: &Path, session: &str) -> Socket {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let mut socket = token_socket(home).await;
     let hello = serde_json::json!({"type": "hello", "clientID": "w", "clientName": "watcher", "protocolVersion": 1});
     socket.send(Message::Text(hello.to_string().into())).await.unwrap();
     let sub = serde_json::json!({"type": "subscribe", "messageID": "s", "sessionID": session, "fromSeq": 1});
@@ -184,10 +198,7 @@ async fn a_sigkilled_daemon_loses_no_event_and_its_sessions_resume() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     // The simulated agent ignores the end of its input, so the dead daemon leaves it running.
     let env = [("NUCLEIC_SIM_FAULT", "ignore_stdin_eof")];
     let (_, project, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], &env).await;
@@ -313,10 +324,7 @@ async fn attach_streams_a_session_and_answers_its_approvals_on_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     let (_, project, _) = cli(&home, &["project", "add", root.to_str().unwrap()]).await;
     let (code, out, err) = cli(
         &home,
@@ -369,10 +377,7 @@ async fn a_subscription_to_a_dormant_session_follows_its_resumption() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     let (_, project, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
     assert!(!project.trim().is_empty(), "{err}");
     let (code, out, err) = cli_env(

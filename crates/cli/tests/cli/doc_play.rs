@@ -9,7 +9,6 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::daemon::{DaemonGuard, cli_env, git};
 
@@ -110,24 +109,13 @@ async fn the_documents_request_examples_work_against_a_real_session() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     let (code, project, err) =
         cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
     assert_eq!(code, 0, "{err}");
     let project = project.trim().to_owned();
 
-    let daemon: Value =
-        serde_json::from_str(&std::fs::read_to_string(home.join("daemon.json")).unwrap()).unwrap();
-    let token = std::fs::read_to_string(home.join("token")).unwrap();
-    let mut request =
-        format!("ws://127.0.0.1:{}/ws", daemon["port"]).into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let socket = crate::daemon::token_socket(&home).await;
     let mut p = Player {
         socket,
         examples: client_examples(),

@@ -13,17 +13,6 @@ use pretty_assertions::assert_eq;
 
 use crate::support::nucleic;
 
-fn git(dir: &Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
 async fn until_turn_done(host: &Host, id: &str, allow: bool) -> Vec<EventKind> {
     let mut events = host.subscribe(id, 1).await.unwrap();
     let mut seen = Vec::new();
@@ -52,10 +41,7 @@ async fn real_claude_keep_continue_handoff() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     let mock = MockAnthropic::start(Script::bash_then_done("echo kept > notes.txt")).await.unwrap();
     let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
     let host = Host::open(HostConfig {

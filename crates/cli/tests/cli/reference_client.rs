@@ -15,10 +15,7 @@ async fn the_reference_client_runs_the_whole_loop_from_the_document_alone() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let root = crate::daemon::empty_repo(dir.path());
     // Any daemon command starts the daemon: it writes daemon.json (the port) and the token.
     let (code, _, err) = cli_env(&home, &["project", "list"], &[]).await;
     assert_eq!(code, 0, "{err}");
