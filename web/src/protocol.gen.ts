@@ -13,7 +13,15 @@ export type Event = { seq: number, at: string, sessionID: string, backend: Backe
  * The native line's type (`system/init`, `assistant`, `result`, …); absent for events the
  * host makes itself (user input, status changes, the end of a run).
  */
-nativeType?: string | null, kind: EventKind, };
+nativeType?: string | null, kind: EventKind, 
+/**
+ * Where in the agent's output this event came from: `<run>/<stream><offset>.<index>`
+ * (`o` stdout or `e` stderr, the byte offset just past its line, its place among that
+ * line's events). A restarted host resumes an agent it re-adopts right after the last
+ * origin written, so nothing is lost or repeated. Absent for events the host makes and
+ * for agents not run by a keeper. Clients may ignore it.
+ */
+origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 

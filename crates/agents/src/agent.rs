@@ -24,6 +24,9 @@ pub enum AgentOutput {
 pub struct NativeEvent {
     pub native_type: Option<String>,
     pub kind: EventKind,
+    /// Where in the agent's output it came from, when the supervisor tracks that (see
+    /// `nucleic_protocol::Event::origin`); set by the supervisor, never by a decoder.
+    pub origin: Option<String>,
 }
 
 impl NativeEvent {
@@ -31,7 +34,11 @@ impl NativeEvent {
     pub fn from_line(native_type: &str, kinds: Vec<EventKind>) -> Vec<NativeEvent> {
         kinds
             .into_iter()
-            .map(|kind| NativeEvent { native_type: Some(native_type.to_owned()), kind })
+            .map(|kind| NativeEvent {
+                native_type: Some(native_type.to_owned()),
+                kind,
+                origin: None,
+            })
             .collect()
     }
 }
@@ -97,5 +104,5 @@ pub trait AgentControl: Send + Sync + 'static {
 
 /// Helper for adapters: events with no native type.
 pub(crate) fn host_events(kinds: Vec<EventKind>) -> Vec<NativeEvent> {
-    kinds.into_iter().map(|kind| NativeEvent { native_type: None, kind }).collect()
+    kinds.into_iter().map(|kind| NativeEvent { native_type: None, kind, origin: None }).collect()
 }

@@ -5,13 +5,29 @@ use nucleic_protocol::{Backend, Decision};
 use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
-use crate::claude::{CLAUDE_CAPABILITIES, ClaudeHandle, ClaudeOptions, spawn_claude};
+use crate::claude::{CLAUDE_CAPABILITIES, ClaudeHandle, ClaudeOptions, run_claude, spawn_claude};
 use crate::codex::{
-    CODEX_CAPABILITIES, CodexExecHandle, CodexExecOptions, CodexHandle, CodexOptions, spawn_codex,
-    spawn_codex_exec,
+    CODEX_CAPABILITIES, CodexExecHandle, CodexExecOptions, CodexHandle, CodexOptions, run_codex,
+    run_codex_exec, spawn_codex, spawn_codex_exec,
 };
 use crate::error::AgentError;
-use crate::supervisor::AgentProcess;
+use crate::keeper::{
+    KeeperDir, KeeperError, KeeperHello, KeeperSpec, attach, read_spool, start_keeper,
+};
+use crate::process::SpawnSpec;
+use crate::supervisor::{AgentProcess, Checkpoint, Origins, Streams, Supervision};
+
+/// How long a host waits for a keeper to listen and say hello.
+pub const KEEPER_ATTACH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An agent run by a keeper, as the host attached to it.
+#[derive(Debug)]
+pub struct KeptAgent {
+    pub agent: AnyAgent,
+    pub outputs: mpsc::Receiver<AgentOutput>,
+    /// The keeper's hello (its run id, the agent's pid); `None` for a dead keeper's spool.
+    pub hello: Option<KeeperHello>,
+}
 
 /// How to start an agent: the backend's own options.
 #[derive(Debug, Clone)]
@@ -57,6 +73,89 @@ impl AgentLaunch {
             AgentLaunch::Codex(o) => spawn_codex(o).map(|(h, rx)| (AnyAgent::Codex(h), rx)),
             AgentLaunch::CodexExec(o) => {
                 spawn_codex_exec(o).map(|(h, rx)| (AnyAgent::CodexExec(h), rx))
+            }
+        }
+    }
+
+    /// The process the launch starts.
+    pub fn spawn_spec(&self) -> Result<SpawnSpec, AgentError> {
+        match self {
+            AgentLaunch::Claude(o) => o.spawn_spec(),
+            AgentLaunch::Codex(o) => o.spawn_spec(),
+            AgentLaunch::CodexExec(o) => o.spawn_spec(),
+        }
+    }
+
+    /// Starts the agent under a keeper (`program __keeper <dir>`, see [`crate::keeper`]) so it
+    /// outlives the host, and attaches to it. Its events carry origins.
+    pub async fn spawn_kept(
+        &self,
+        program: &std::path::Path,
+        dir: &KeeperDir,
+        tune: impl FnOnce(&mut KeeperSpec),
+    ) -> Result<KeptAgent, KeeperError> {
+        let mut spec = KeeperSpec::new(self.spawn_spec()?);
+        tune(&mut spec);
+        start_keeper(program, dir, &spec)?;
+        let attached = attach(dir, KEEPER_ATTACH_DEADLINE).await?;
+        let origins = Origins { run: spec.run, after: Checkpoint::default() };
+        let (agent, outputs) = self.run(attached.process, attached.streams, origins, false);
+        Ok(KeptAgent { agent, outputs, hello: Some(attached.hello) })
+    }
+
+    /// Attaches to the keeper in `dir`, started by a previous host for this launch: its output
+    /// is decoded again from the start (rebuilding the adapter's state) and events up to
+    /// `after` (what the transcript holds of run `run`) are not handed over again.
+    pub async fn readopt(
+        &self,
+        dir: &KeeperDir,
+        after: impl FnOnce(&str) -> Checkpoint,
+    ) -> Result<KeptAgent, KeeperError> {
+        let attached = attach(dir, KEEPER_ATTACH_DEADLINE).await?;
+        let origins =
+            Origins { after: after(&attached.hello.run), run: attached.hello.run.clone() };
+        let (agent, outputs) = self.run(attached.process, attached.streams, origins, true);
+        Ok(KeptAgent { agent, outputs, hello: Some(attached.hello) })
+    }
+
+    /// What a keeper that is gone left in `dir`: its spool decoded as [`AgentLaunch::readopt`]
+    /// does, with no agent behind it (it ends with the recorded exit, or an unknown one).
+    pub fn replay_spool(
+        &self,
+        dir: &KeeperDir,
+        after: impl FnOnce(&str) -> Checkpoint,
+    ) -> Result<KeptAgent, KeeperError> {
+        let run = dir.read_spec()?.run;
+        let streams = read_spool(dir)?;
+        let process = std::sync::Arc::new(AgentProcess::new(tokio::io::sink(), None));
+        let origins = Origins { after: after(&run), run };
+        let (agent, outputs) = self.run(process, streams, origins, true);
+        Ok(KeptAgent { agent, outputs, hello: None })
+    }
+
+    /// Supervises a started (or re-adopted) agent with its backend's protocol.
+    fn run(
+        &self,
+        process: std::sync::Arc<AgentProcess>,
+        streams: Streams,
+        origins: Origins,
+        adopted: bool,
+    ) -> (AnyAgent, mpsc::Receiver<AgentOutput>) {
+        let supervision =
+            |watchdog| Supervision { watchdog, origins: Some(origins), ..Supervision::default() };
+        match self {
+            AgentLaunch::Claude(_) => {
+                let (h, rx) = run_claude(process, streams, supervision(None));
+                (AnyAgent::Claude(h), rx)
+            }
+            AgentLaunch::Codex(o) => {
+                let (h, rx) =
+                    run_codex(o, process, streams, supervision(o.provider_timeout), adopted);
+                (AnyAgent::Codex(h), rx)
+            }
+            AgentLaunch::CodexExec(o) => {
+                let (h, rx) = run_codex_exec(o, process, streams, supervision(o.provider_timeout));
+                (AnyAgent::CodexExec(h), rx)
             }
         }
     }

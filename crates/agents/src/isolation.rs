@@ -21,7 +21,7 @@ pub fn is_host_variable(name: &OsStr) -> bool {
 /// host's terminal). Run by a person, bubblewrap makes a user namespace and the agent holds no
 /// capability, so it cannot unmount the tmpfs. A host running as root keeps its agents' root
 /// capabilities (Codex's own bubblewrap sandbox needs them to nest): root can undo this.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Isolation {
     /// The `bwrap` executable.
     pub bwrap: PathBuf,

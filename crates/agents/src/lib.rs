@@ -16,6 +16,7 @@ pub mod claude;
 pub mod codex;
 mod error;
 pub mod isolation;
+pub mod keeper;
 pub mod process;
 pub mod supervisor;
 

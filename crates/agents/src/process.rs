@@ -22,7 +22,7 @@ use crate::error::AgentError;
 use crate::isolation::{Isolation, is_host_variable};
 
 /// What to start and where.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SpawnSpec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -78,25 +78,55 @@ impl Drop for AgentChild {
 /// under `bwrap` when it asks for isolation (the pid is then bwrap's: the agent is its
 /// descendant, so stopping the tree still reaches it).
 pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
+    let (stdout, stdout_writer) = std::io::pipe().map_err(|e| pipe_error(spec, &e))?;
+    let (stderr, stderr_writer) = std::io::pipe().map_err(|e| pipe_error(spec, &e))?;
+    let (command, program) = group_command(spec, stdout_writer, stderr_writer)?;
+    let mut cmd = Command::from(command);
+    cmd.kill_on_drop(true);
+    // `cmd` (holding the pipes' write ends) is dropped on return, so EOF follows the child's exit.
+    let child = cmd.spawn().map_err(|e| spawn_error(program, &e))?;
+    Ok(Spawned { child: AgentChild(child), stdout, stderr })
+}
+
+fn pipe_error(spec: &SpawnSpec, e: &std::io::Error) -> AgentError {
+    AgentError::Spawn {
+        program: spec.program.clone(),
+        reason: format!("cannot create a pipe: {e}"),
+    }
+}
+
+/// The spawn failure of `program`, in words.
+pub(crate) fn spawn_error(program: PathBuf, e: &std::io::Error) -> AgentError {
+    AgentError::Spawn {
+        program,
+        reason: match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".into(),
+            std::io::ErrorKind::PermissionDenied => "not executable (permission denied)".into(),
+            _ => e.to_string(),
+        },
+    }
+}
+
+/// The command that starts `spec` in a new process group with stdin piped and stdout, stderr
+/// going to the given pipes, under bubblewrap when it asks for isolation; and the program run.
+pub(crate) fn group_command(
+    spec: &SpawnSpec,
+    stdout_writer: std::io::PipeWriter,
+    stderr_writer: std::io::PipeWriter,
+) -> Result<(std::process::Command, PathBuf), AgentError> {
     if !spec.cwd.is_dir() {
         return Err(AgentError::Spawn {
             program: spec.program.clone(),
             reason: format!("working directory {} does not exist", spec.cwd.display()),
         });
     }
-    let pipe_error = |e: std::io::Error| AgentError::Spawn {
-        program: spec.program.clone(),
-        reason: format!("cannot create a pipe: {e}"),
-    };
-    let (stdout, stdout_writer) = std::io::pipe().map_err(pipe_error)?;
-    let (stderr, stderr_writer) = std::io::pipe().map_err(pipe_error)?;
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
             (isolation.bwrap.clone(), isolation.args(&spec.program, &spec.args, &spec.cwd))
         }
         None => (spec.program.clone(), spec.args.clone()),
     };
-    let mut cmd = Command::new(&program);
+    let mut cmd = std::process::Command::new(&program);
     for (name, _) in std::env::vars_os().filter(|(name, _)| is_host_variable(name)) {
         cmd.env_remove(name);
     }
@@ -105,19 +135,9 @@ pub fn spawn_group(spec: &SpawnSpec) -> Result<Spawned, AgentError> {
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(stdout_writer)
-        .stderr(stderr_writer)
-        .process_group(0)
-        .kill_on_drop(true);
-    // `cmd` (holding the pipes' write ends) is dropped on return, so EOF follows the child's exit.
-    let child = cmd.spawn().map_err(|e| AgentError::Spawn {
-        program,
-        reason: match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".into(),
-            std::io::ErrorKind::PermissionDenied => "not executable (permission denied)".into(),
-            _ => e.to_string(),
-        },
-    })?;
-    Ok(Spawned { child: AgentChild(child), stdout, stderr })
+        .stderr(stderr_writer);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    Ok((cmd, program))
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone is not an error.

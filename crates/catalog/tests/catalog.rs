@@ -26,6 +26,7 @@ fn ev(session: &str, seq: u64, kind: EventKind) -> Event {
         session_id: session.to_owned(),
         backend: Backend::Simulated,
         native_type: None,
+        origin: None,
         kind,
     }
 }

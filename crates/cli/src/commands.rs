@@ -490,14 +490,25 @@ pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
     let result = intent(&mut daemon, Intent::Gc { apply }).await?.unwrap_or_default();
     let orphans =
         result.get("orphanWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    let strays = result.get("strayKeepers").and_then(Value::as_array).cloned().unwrap_or_default();
     if orphans.is_empty() {
         println!("no orphan worktrees");
+    }
+    if strays.is_empty() {
+        println!("no stray keepers");
     }
     for o in orphans {
         println!(
             "{} {}",
             if apply { "removed" } else { "orphan (dry run; --apply removes)" },
             o.as_str().unwrap_or_default()
+        );
+    }
+    for k in strays {
+        println!(
+            "{} {}",
+            if apply { "removed stray keeper" } else { "stray keeper (dry run; --apply removes)" },
+            k.as_str().unwrap_or_default()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -103,6 +103,9 @@ enum Commands {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// The keeper of one agent process (started by the host; see `nucleic_agents::keeper`).
+    #[command(name = "__keeper", hide = true)]
+    Keeper { dir: PathBuf },
 }
 
 /// Which agent `run` starts.
@@ -185,6 +188,13 @@ fn main() -> ExitCode {
             let args = args.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
             ExitCode::from(u8::try_from(nucleic_sim::run_cli(args)).unwrap_or(1))
         }
+        Commands::Keeper { dir } => match nucleic_agents::keeper::run_keeper(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("nucleic keeper: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
         Commands::Serve { bind, home } => match locate::nucleic_home(home) {

@@ -1,6 +1,8 @@
 //! `nucleic serve`: the daemon. Locks `$NUCLEIC_HOME` (one host per home), opens the host there,
 //! serves the sync protocol on loopback, advertises its port in `daemon.json` (0600) for CLI
-//! clients, and on SIGINT/SIGTERM stops within [`STOP_BOUND`] (shared with `nucleic demo`).
+//! clients, and on SIGINT/SIGTERM stops within [`STOP_BOUND`] (shared with `nucleic demo`). On
+//! SIGHUP it hands over instead: it stops serving and exits, leaving the agents to their keepers
+//! for the next `nucleic serve` (an upgrade without losing a turn).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, Limits};
+use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, KeeperSettings, Limits};
 use nucleic_server::AppState;
 
 use crate::home_lock::HomeLock;
@@ -21,12 +23,13 @@ pub const DAEMON_FILE: &str = "daemon.json";
 
 /// Host settings for `home`, with agents found the usual way.
 pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
+    let program = std::env::current_exe().context("cannot find the nucleic executable")?;
     Ok(HostConfig {
         home: home.to_owned(),
         agents: AgentPaths {
             claude: find_claude(),
             codex: find_codex(),
-            sim_program: std::env::current_exe().context("cannot find the nucleic executable")?,
+            sim_program: program.clone(),
             sim_prefix: vec!["__sim-agent".into()],
         },
         limits: Limits::default(),
@@ -34,6 +37,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
         setup_timeout: Duration::from_secs(600),
         agent_env: Vec::new(),
         agent_isolation: AgentIsolation::from_env().map_err(anyhow::Error::msg)?,
+        keepers: KeeperSettings::from_env(program).map_err(anyhow::Error::msg)?,
     })
 }
 
@@ -58,6 +62,8 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         );
     }
     let mut signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("cannot catch SIGHUP")?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     // Before anything else touches the home: a second host on it refuses here.
     let lock = HomeLock::acquire(&home)?;
@@ -94,6 +100,23 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
     }
     let failed = tokio::select! {
+        _ = hangup.recv() => {
+            if !host.keeps_agents() {
+                println!("nucleic: SIGHUP received: agents are not kept ({}=off): stopping", nucleic_host::KeeperSettings::VARIABLE);
+                None
+            } else {
+            println!("nucleic: SIGHUP received: handing over (agents keep running under their keepers; the next `nucleic serve` re-adopts them)");
+            let Served { mut server, stop } = served;
+            let _ = stop.send(());
+            if tokio::time::timeout(SERVER_WITHIN, &mut server).await.is_err() {
+                server.abort();
+            }
+            remove_daemon_file_if_ours(&home);
+            drop(state);
+            drop(lock);
+            return Ok(ExitCode::SUCCESS);
+            }
+        }
         signal = signals.next() => {
             println!(
                 "nucleic: {} received: stopping (within {} s; a second signal stops at once)",

@@ -98,6 +98,25 @@ impl ApprovalCoordinator {
     }
 }
 
+/// The agent's own id of a request: a request asked again after a host restart is shown as
+/// `<agent's id>@<n>` (see [`reasked_id`]), so an answer to the earlier id can never apply.
+pub fn native_request_id(id: &str) -> &str {
+    let mut id = id;
+    while let Some((head, tail)) = id.rsplit_once('@') {
+        if tail.is_empty() || !tail.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        id = head;
+    }
+    id
+}
+
+/// The id a request gets when it is asked again in generation `generation` (a transcript seq,
+/// unique per re-adoption).
+pub fn reasked_id(id: &str, generation: u64) -> String {
+    format!("{}@{generation}", native_request_id(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +147,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(c.check("nope"), Err(CoreError::UnknownRequest(_))));
+    }
+
+    #[test]
+    fn reasked_ids_lead_back_to_the_agents_id() {
+        assert_eq!(reasked_id("toolu_1", 57), "toolu_1@57");
+        assert_eq!(reasked_id("toolu_1@57", 80), "toolu_1@80");
+        assert_eq!(native_request_id("toolu_1@57@80"), "toolu_1");
+        assert_eq!(native_request_id("a@b"), "a@b");
+        assert_eq!(native_request_id("codex-k1-0"), "codex-k1-0");
+        assert_eq!(native_request_id("x@"), "x@");
     }
 
     #[test]

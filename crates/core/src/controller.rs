@@ -6,15 +6,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nucleic_agents::supervisor::exit_origin;
 use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities};
 use nucleic_protocol::{
-    ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent, EventKind,
-    InterruptRequested, RunFinished, RunOutcome, SessionCreated, SessionStatus, StatusChanged,
-    TextBlock,
+    ApprovalRequested, ApprovalResolved, Backend, Decision, DecisionKind, ErrorCode, ErrorEvent,
+    EventKind, InterruptRequested, RunFinished, RunOutcome, SessionCreated, SessionStatus,
+    StatusChanged, TextBlock,
 };
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::approvals::ApprovalCoordinator;
+use crate::approvals::{ApprovalCoordinator, native_request_id, reasked_id};
 use crate::error::CoreError;
 use crate::handle::{Command, EventBatch, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
@@ -44,6 +45,25 @@ pub struct SessionConfig {
     pub keep_open: bool,
 }
 
+/// What the writer must know of an agent run by a keeper (`nucleic_agents::keeper`).
+#[derive(Debug, Clone, Default)]
+pub struct KeptRun {
+    /// The keeper's run id: the run's end is written with its exit origin, so a later host
+    /// knows nothing of the run is left to replay.
+    pub run: String,
+    /// Set for an agent re-adopted from a previous host.
+    pub resumed: Option<Resumed>,
+}
+
+/// A re-adopted agent's session as the previous host left it.
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    pub status: SessionStatus,
+    /// Approvals the agent still waits on: asked again under new ids (see
+    /// [`crate::approvals::reasked_id`]); the old ids are answered `cancelled`.
+    pub pending: Vec<ApprovalRequested>,
+}
+
 /// Starts sessions; the controller itself lives in its task.
 #[derive(Debug)]
 pub struct SessionController;
@@ -68,11 +88,25 @@ impl SessionController {
         agent: A,
         outputs: mpsc::Receiver<AgentOutput>,
     ) -> SessionHandle {
+        SessionController::start_kept(sequencer, config, agent, outputs, None)
+    }
+
+    /// [`SessionController::start_with`] for an agent run by a keeper: a fresh one, or one a
+    /// previous host left running (its pending approvals are asked again first).
+    pub fn start_kept<A: AgentControl>(
+        sequencer: Sequencer,
+        config: SessionConfig,
+        agent: A,
+        outputs: mpsc::Receiver<AgentOutput>,
+        kept: Option<KeptRun>,
+    ) -> SessionHandle {
         let last_seq = sequencer.last_seq();
+        let resumed = kept.as_ref().and_then(|k| k.resumed.clone());
+        let status = resumed.as_ref().map_or(SessionStatus::Idle, |r| r.status);
         let (commands_tx, commands) = mpsc::channel(64);
         let (bus, _) = broadcast::channel(BUS_CAPACITY);
         let (state_tx, state) = watch::channel(SessionState {
-            status: SessionStatus::Idle,
+            status,
             last_seq,
             pending_approvals: 0,
             finished: None,
@@ -94,14 +128,18 @@ impl SessionController {
             sequencer,
             bus,
             state: state_tx,
-            status: SessionStatus::Idle,
+            status,
             user_turns: 0,
+            exit_origin: kept.map(|k| exit_origin(&k.run)),
         };
         let mut writer = writer;
         if last_seq == 0
             && let Some(created) = writer.config.created.clone()
         {
             writer.append(vec![Draft::host(EventKind::SessionCreated(created))]);
+        }
+        if let Some(resumed) = resumed {
+            writer.ask_again(resumed.pending, last_seq + 1);
         }
         tokio::spawn(writer.run(outputs, commands));
         handle
@@ -120,6 +158,8 @@ struct Writer<A> {
     state: watch::Sender<SessionState>,
     status: SessionStatus,
     user_turns: u64,
+    /// The origin the run's end is written with (agents run by a keeper).
+    exit_origin: Option<String>,
 }
 
 impl<A: AgentControl> Writer<A> {
@@ -215,6 +255,7 @@ impl<A: AgentControl> Writer<A> {
                         native_type: e.native_type,
                         kind: e.kind,
                         at: None,
+                        origin: e.origin,
                     }));
                 }
                 AgentOutput::Exited(finished) => {
@@ -232,7 +273,9 @@ impl<A: AgentControl> Writer<A> {
     }
 
     fn finish(&mut self, finished: RunFinished) {
-        self.append(vec![Draft::host(EventKind::RunFinished(finished.clone()))]);
+        let mut end = Draft::host(EventKind::RunFinished(finished.clone()));
+        end.origin = self.exit_origin.clone();
+        self.append(vec![end]);
         let state = SessionState { finished: Some(finished), ..self.state.borrow().clone() };
         let _ = self.state.send(state);
     }
@@ -339,7 +382,7 @@ impl<A: AgentControl> Writer<A> {
             return Err(CoreError::Unsupported(format!("this backend does not support {what}")));
         }
         decision.validate().map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
-        match self.agent.respond(request_id, &decision).await {
+        match self.agent.respond(native_request_id(request_id), &decision).await {
             Ok(()) => {
                 let resolution = decision.resolution(request_id, by);
                 self.append(vec![Draft::host(EventKind::ApprovalResolved(resolution.clone()))]);
@@ -355,6 +398,25 @@ impl<A: AgentControl> Writer<A> {
             }
             Err(e) => Err(CoreError::Agent(e)),
         }
+    }
+
+    /// Asks the approvals a previous host left pending again, under new ids, and answers the
+    /// old ids `cancelled`: an answer meant for the old request can never apply.
+    fn ask_again(&mut self, pending: Vec<ApprovalRequested>, generation: u64) {
+        let mut drafts = Vec::new();
+        for old in pending {
+            let mut again = old.clone();
+            again.request_id = reasked_id(&old.request_id, generation);
+            drafts.push(Draft::host(EventKind::ApprovalRequested(again)));
+            drafts.push(Draft::host(EventKind::ApprovalResolved(ApprovalResolved {
+                request_id: old.request_id,
+                decision: DecisionKind::Cancelled,
+                by: "host".into(),
+                updated_input: None,
+                message: Some("asked again: the host restarted".into()),
+            })));
+        }
+        self.append(drafts);
     }
 
     async fn expire_approvals(&mut self) {

@@ -13,8 +13,8 @@ mod status;
 mod subscription;
 mod writer_lock;
 
-pub use approvals::ApprovalCoordinator;
-pub use controller::{SessionConfig, SessionController};
+pub use approvals::{ApprovalCoordinator, native_request_id, reasked_id};
+pub use controller::{KeptRun, Resumed, SessionConfig, SessionController};
 pub use error::CoreError;
 pub use handle::{SessionHandle, SessionState};
 pub use sequencer::{Appended, Draft, Sequencer};

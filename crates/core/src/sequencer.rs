@@ -18,12 +18,14 @@ pub struct Draft {
     pub kind: EventKind,
     /// When it happened; now, when `None` (an import keeps the original times).
     pub at: Option<Timestamp>,
+    /// Where in the agent's output it came from (see [`Event::origin`]).
+    pub origin: Option<String>,
 }
 
 impl Draft {
     /// An event the host makes now.
     pub fn host(kind: EventKind) -> Draft {
-        Draft { native_type: None, kind, at: None }
+        Draft { native_type: None, kind, at: None, origin: None }
     }
 }
 
@@ -107,6 +109,7 @@ impl Sequencer {
                 backend: self.backend,
                 native_type: d.native_type,
                 kind: d.kind,
+                origin: d.origin,
             }
         }));
         match self.transcript.append(&events) {

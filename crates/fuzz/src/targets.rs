@@ -310,6 +310,7 @@ fn check_line(
             session_id: "fuzz".into(),
             backend,
             native_type: Some(native_type.to_owned()),
+            origin: None,
             kind: kind.clone(),
         };
         round_trip(&event)?;

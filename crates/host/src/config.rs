@@ -20,6 +20,43 @@ pub struct HostConfig {
     pub agent_env: Vec<(OsString, OsString)>,
     /// Whether agents run where `home` cannot be seen (bubblewrap).
     pub agent_isolation: AgentIsolation,
+    /// Run each agent under a keeper process so it outlives the host (`None`: agents are the
+    /// host's children and stop with it).
+    pub keepers: Option<KeeperSettings>,
+}
+
+/// How agents are kept (see `nucleic_agents::keeper`).
+#[derive(Debug, Clone)]
+pub struct KeeperSettings {
+    /// The program that runs `__keeper <dir>` (the `nucleic` executable).
+    pub program: PathBuf,
+    /// Stop an agent no host attached to for this long.
+    pub orphan_after: Duration,
+    /// A keeper whose agent exited waits this long for a host.
+    pub linger: Duration,
+}
+
+impl KeeperSettings {
+    /// The variable that turns keepers off (`NUCLEIC_AGENT_KEEPERS=off`).
+    pub const VARIABLE: &str = "NUCLEIC_AGENT_KEEPERS";
+
+    /// Keepers run by `program` with the default timeouts.
+    pub fn new(program: PathBuf) -> KeeperSettings {
+        KeeperSettings {
+            program,
+            orphan_after: nucleic_agents::keeper::DEFAULT_ORPHAN_AFTER,
+            linger: nucleic_agents::keeper::DEFAULT_LINGER,
+        }
+    }
+
+    /// Keepers by `program` unless the environment turns them off ([`Self::VARIABLE`]).
+    pub fn from_env(program: PathBuf) -> Result<Option<KeeperSettings>, String> {
+        match std::env::var(Self::VARIABLE).as_deref() {
+            Err(_) | Ok("" | "on") => Ok(Some(KeeperSettings::new(program))),
+            Ok("off") => Ok(None),
+            Ok(other) => Err(format!("{}={other:?}: expected on or off", Self::VARIABLE)),
+        }
+    }
 }
 
 /// How agents are kept from the host's data dir (the token, the catalog, every transcript).
@@ -107,6 +144,11 @@ impl HostConfig {
     /// A session's transcript.
     pub fn transcript_path(&self, session_id: &str) -> PathBuf {
         self.sessions_dir().join(session_id).join("transcript.jsonl")
+    }
+
+    /// The directory holding one folder per agent keeper.
+    pub fn keepers_dir(&self) -> PathBuf {
+        self.home.join("keepers")
     }
 
     /// A session's setup log.

@@ -4,10 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nucleic_agents::AgentControl;
-use nucleic_core::{
-    Draft, Sequencer, SessionConfig, SessionController, SessionHandle, Subscription,
-};
+use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
 use crate::error::HostError;
@@ -89,21 +86,15 @@ impl Host {
         let transcript = PathBuf::from(&row.transcript);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
-        let (agent, outputs) = opts.spawn()?;
-        let pid = agent.pid();
-        let session = SessionController::start_with(
-            sequencer,
-            SessionConfig {
-                session_id: id.to_owned(),
-                backend: row.backend,
-                transcript,
-                approval_timeout: self.config.approval_timeout,
-                created: None,
-                keep_open: true,
-            },
-            agent,
-            outputs,
-        );
+        let config = SessionConfig {
+            session_id: id.to_owned(),
+            backend: row.backend,
+            transcript,
+            approval_timeout: self.config.approval_timeout,
+            created: None,
+            keep_open: true,
+        };
+        let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
         drop(starting);

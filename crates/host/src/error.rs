@@ -23,6 +23,8 @@ pub enum HostError {
     Agent(#[from] nucleic_agents::AgentError),
     #[error(transparent)]
     Store(#[from] nucleic_store::StoreError),
+    #[error(transparent)]
+    Keeper(#[from] nucleic_agents::keeper::KeeperError),
     #[error("a host task failed: {0}")]
     Task(String),
 }
@@ -52,9 +54,10 @@ impl HostError {
                 CoreError::WriterBusy { .. } => ProtocolErrorCode::InvalidRequest,
             },
             HostError::Agent(_) => ProtocolErrorCode::InvalidRequest,
-            HostError::Catalog(_) | HostError::Store(_) | HostError::Task(_) => {
-                ProtocolErrorCode::Internal
-            }
+            HostError::Catalog(_)
+            | HostError::Store(_)
+            | HostError::Task(_)
+            | HostError::Keeper(_) => ProtocolErrorCode::Internal,
         }
     }
 

@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nucleic_agents::AgentControl;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
-use nucleic_core::{Draft, Sequencer, SessionConfig, SessionController, SessionHandle};
+use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
 use nucleic_protocol::{
     Backend, ErrorCode, ErrorEvent, EventKind, NewSession, ProjectSummary, RunFinished, RunOutcome,
@@ -44,6 +43,8 @@ pub struct Host {
     pub(crate) gate: LaunchGate,
     /// One writer start (or write outside a writer) per session at a time (`writing.rs`).
     pub(crate) writer_turns: WriterTurns,
+    /// Directories of the keepers this host runs or re-adopted and has not released yet.
+    pub(crate) keepers: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 /// What a new session runs in, and with what.
@@ -66,10 +67,11 @@ impl Host {
         })?;
         let credentials = crate::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
+        let keepers = config.keepers_dir();
         let (catalog, report) = blocking(move || {
             let mut report = RecoveryReport::default();
             let catalog = open_catalog(&path, &sessions, &mut report)?;
-            recover_sessions(&catalog, &sessions, &mut report)?;
+            recover_sessions(&catalog, &sessions, &keepers, &mut report)?;
             Ok::<_, HostError>((catalog, report))
         })
         .await?;
@@ -82,7 +84,12 @@ impl Host {
             Ok::<_, HostError>(())
         })
         .await?;
-        Ok(Arc::new(Host {
+        let kept: Vec<_> = report
+            .kept
+            .iter()
+            .map(|id| (id.clone(), crate::keepers::keeper_dirs_of(&config.keepers_dir(), id)))
+            .collect();
+        let host = Arc::new(Host {
             config,
             catalog: Arc::new(catalog),
             live: Mutex::default(),
@@ -92,7 +99,10 @@ impl Host {
             credentials,
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
-        }))
+            keepers: Arc::default(),
+        });
+        host.readopt_keepers(kept).await;
+        Ok(host)
     }
 
     /// What opening found and repaired after the previous host stopped.
@@ -352,21 +362,15 @@ impl Host {
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
-        let (agent_handle, outputs) = opts.spawn()?;
-        let pid = agent_handle.pid();
-        let session = SessionController::start_with(
-            sequencer,
-            SessionConfig {
-                session_id: session_id.clone(),
-                backend,
-                transcript,
-                approval_timeout: self.config.approval_timeout,
-                created: Some(created),
-                keep_open: true,
-            },
-            agent_handle,
-            outputs,
-        );
+        let config = SessionConfig {
+            session_id: session_id.clone(),
+            backend,
+            transcript,
+            approval_timeout: self.config.approval_timeout,
+            created: Some(created),
+            keep_open: true,
+        };
+        let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         self.adopt(&session_id, &session, pid, 1).await?;
         drop(starting);
         session.send_user_text(&prompt).await?;

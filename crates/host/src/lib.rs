@@ -12,6 +12,7 @@ mod files;
 mod finish;
 mod follower;
 mod host;
+mod keepers;
 mod launch;
 mod names;
 mod portable;
@@ -20,7 +21,7 @@ mod recovery;
 mod shutdown;
 mod writing;
 
-pub use config::{AgentIsolation, AgentPaths, HostConfig, Limits};
+pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
 pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
 pub use error::HostError;
 pub use files::Listing;

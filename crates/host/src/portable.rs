@@ -123,7 +123,8 @@ impl Host {
             .await?;
             orphans.extend(found);
         }
-        Ok(json!({ "orphanWorktrees": orphans, "removed": apply }))
+        let strays = self.stray_keepers(apply);
+        Ok(json!({ "orphanWorktrees": orphans, "strayKeepers": strays, "removed": apply }))
     }
 }
 
@@ -177,12 +178,14 @@ fn readonly_drafts(imported: ImportedSession) -> (Backend, Vec<Draft>) {
             native_type: None,
             kind: EventKind::SessionCreated(created),
             at: Some(at),
+            origin: None,
         });
     }
     drafts.extend(imported.events.into_iter().map(|e| Draft {
         native_type: e.native_type,
         kind: e.kind,
         at: Some(e.at),
+        origin: None,
     }));
     for d in &mut drafts {
         if let EventKind::SessionCreated(c) = &mut d.kind {

@@ -42,6 +42,12 @@ pub(crate) fn private_home(home: &Path, sessions: &Path) -> std::io::Result<()> 
     Ok(())
 }
 
+/// Creates `dir` (and missing parents) 0700, tightening it if it exists.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    tighten(dir)
+}
+
 /// Takes group and other permissions off a directory or regular file (not a symlink).
 fn tighten(path: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;

@@ -34,6 +34,9 @@ pub struct RecoveryReport {
     pub torn_tails: usize,
     /// Sessions whose worktree directory is gone (git's stale entries were pruned).
     pub missing_worktrees: Vec<String>,
+    /// Sessions whose agent ran under a keeper: re-adopted (or, if that fails, closed as
+    /// interrupted) once the host is open, instead of being stopped here.
+    pub kept: Vec<String>,
 }
 
 impl RecoveryReport {
@@ -75,6 +78,7 @@ pub(crate) fn open_catalog(
 pub(crate) fn recover_sessions(
     catalog: &Catalog,
     sessions_dir: &Path,
+    keepers_dir: &Path,
     report: &mut RecoveryReport,
 ) -> Result<(), HostError> {
     // Transcripts without a row (the host died before indexing them) come back through a rebuild.
@@ -101,6 +105,11 @@ pub(crate) fn recover_sessions(
             report.rows_caught_up += 1;
         }
         let row = catalog.session(&row.id)?.unwrap_or(row);
+        if !row.read_only && !crate::keepers::keeper_dirs_of(keepers_dir, &row.id).is_empty() {
+            // Its keeper (alive, or its spool) is taken up once the host is open.
+            report.kept.push(row.id.clone());
+            continue;
+        }
         if let Some(agent) = row.agent {
             if process_matches(agent.pid, agent.start_ticks) {
                 stop_orphan(agent.pid);
@@ -127,7 +136,7 @@ pub(crate) fn recover_sessions(
 }
 
 /// Appends "voided approvals, interrupted, finished" to a session the dead host left open.
-fn close_interrupted(
+pub(crate) fn close_interrupted(
     catalog: &Catalog,
     row: &SessionRow,
     transcript: &Path,

@@ -21,6 +21,13 @@ pub struct Event {
     #[serde(rename = "nativeType", default, skip_serializing_if = "Option::is_none")]
     pub native_type: Option<String>,
     pub kind: EventKind,
+    /// Where in the agent's output this event came from: `<run>/<stream><offset>.<index>`
+    /// (`o` stdout or `e` stderr, the byte offset just past its line, its place among that
+    /// line's events). A restarted host resumes an agent it re-adopts right after the last
+    /// origin written, so nothing is lost or repeated. Absent for events the host makes and
+    /// for agents not run by a keeper. Clients may ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// Which agent backend produced a session's events.

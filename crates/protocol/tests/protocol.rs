@@ -40,6 +40,7 @@ fn envelope_field_names_are_the_contract() {
         session_id: "s1".into(),
         backend: Backend::ClaudeCode,
         native_type: Some("control_request/can_use_tool".into()),
+        origin: None,
         kind: EventKind::ApprovalRequested(ApprovalRequested {
             request_id: "r1".into(),
             tool_call_id: Some("toolu_1".into()),
@@ -104,6 +105,7 @@ mod props {
                 session_id: "s".into(),
                 backend: Backend::Simulated,
                 native_type: None,
+                origin: None,
                 kind: EventKind::AssistantText(nucleic_protocol::TextBlock {
                     is_partial: true, message_id: "m".into(), text,
                 }),

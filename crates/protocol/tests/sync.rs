@@ -168,6 +168,7 @@ fn host_messages_snapshot() {
                     session_id: "s1".into(),
                     backend: Backend::Simulated,
                     native_type: None,
+                    origin: None,
                     kind: EventKind::Stderr(StderrLine { text: format!("line {seq}") }),
                 })
                 .collect(),

@@ -81,6 +81,7 @@ mod tests {
             session_id: session.into(),
             backend: Backend::Simulated,
             native_type: None,
+            origin: None,
             kind: EventKind::Stderr(StderrLine { text: format!("{seq}") }),
         }
     }

@@ -15,6 +15,7 @@ fn ev(seq: u64, text: &str) -> Event {
         session_id: "s".into(),
         backend: Backend::Simulated,
         native_type: Some("assistant".into()),
+        origin: None,
         kind: EventKind::AssistantText(TextBlock {
             is_partial: false,
             message_id: "m".into(),

@@ -13,6 +13,5 @@ pub use decode::{ClaudeDecoder, ControlIn, DecodedLine, TurnSummary};
 pub use exit::{ExitFacts, ProcessEnd, classify};
 pub use input::{PERMISSION_MODES, validate_line};
 pub use launch::ClaudeOptions;
-#[cfg(test)]
 pub(crate) use session::run_claude;
 pub use session::{CLAUDE_CAPABILITIES, ClaudeHandle, spawn_claude};

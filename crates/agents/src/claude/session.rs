@@ -104,6 +104,17 @@ impl Protocol for ClaudeHandle {
         Ok(())
     }
 
+    fn on_replayed_control(&self, control: ControlIn) {
+        match control {
+            ControlIn::PermissionAsked { request_id, tool_name, .. } => {
+                self.asks().insert(request_id, PendingAsk { tool_name });
+            }
+            ControlIn::TurnEnded => self.asks().clear(),
+            // Answered by the previous host.
+            ControlIn::Unsupported { .. } | ControlIn::Answered { .. } => {}
+        }
+    }
+
     async fn finish(&self, exit: ProcessExit<ClaudeDecoder>) -> RunFinished {
         self.asks().clear();
         // Output given up on: how the last turn ended is unknown.

@@ -35,7 +35,6 @@ pub use launch::{
     codex_policy,
 };
 pub use session::{CODEX_CAPABILITIES, CodexHandle, spawn_codex};
-#[cfg(test)]
 pub(crate) use {exec_session::run_codex_exec, session::run_codex};
 
 /// What one line decoded to; native types are `thread.started`,

@@ -36,6 +36,10 @@ pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
     partial_deltas: true,
 };
 
+/// The first JSON-RPC id a re-adopted handle uses: responses to the previous host's requests
+/// (numbered from 1) can never be taken for ours.
+const ADOPTED_FIRST_ID: i64 = 1 << 40;
+
 /// The `clientInfo` sent in `initialize`.
 const CLIENT_NAME: &str = "nucleic";
 
@@ -107,27 +111,38 @@ pub fn spawn_codex(
 ) -> Result<(CodexHandle, mpsc::Receiver<AgentOutput>), AgentError> {
     let (process, streams) = launch(&opts.spawn_spec()?)?;
     let supervision = Supervision { watchdog: opts.provider_timeout, ..Supervision::default() };
-    Ok(run_codex(opts, process, streams, supervision))
+    Ok(run_codex(opts, process, streams, supervision, false))
 }
 
-/// Supervises a started `codex app-server` and sends `initialize`.
+/// Supervises a started `codex app-server` and sends `initialize` — unless it is `adopted`
+/// from a previous host (whose handshake it already had: its thread and turn are learnt again
+/// from the replayed output, and our request ids start far above the old ones).
 pub(crate) fn run_codex(
     opts: &CodexOptions,
     process: Arc<AgentProcess>,
     streams: Streams,
     supervision: Supervision,
+    adopted: bool,
 ) -> (CodexHandle, mpsc::Receiver<AgentOutput>) {
+    // Approval ids must be the same when a re-adopted agent's output is decoded again.
+    let tag = match &supervision.origins {
+        Some(origins) => origins.run.chars().filter(char::is_ascii_alphanumeric).take(8).collect(),
+        None => uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
+    };
     let shared = Shared {
         process: process.clone(),
         state: Mutex::new(State::default()),
         thread_request: opts.thread_request(),
-        next_id: AtomicI64::new(1),
+        next_id: AtomicI64::new(if adopted { ADOPTED_FIRST_ID } else { 1 }),
         permission_mode: opts.permission_mode.clone(),
         leftovers: Leftovers::note(&opts.cwd),
-        ask_prefix: format!("codex-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+        ask_prefix: format!("codex-{tag}-"),
     };
     let handle = CodexHandle { shared: Arc::new(shared) };
     let rx = supervise(process, streams, handle.clone(), AppServerDecoder::new(), supervision);
+    if adopted {
+        return (handle, rx);
+    }
     let initializing = handle.clone();
     tokio::spawn(async move {
         let params = json!({

@@ -23,6 +23,35 @@ impl Protocol for CodexHandle {
         self.tag_asks(line);
     }
 
+    fn on_replayed_control(&self, control: ControlIn) {
+        let mut st = self.state();
+        match control {
+            ControlIn::ApprovalAsked { request_id, .. } => {
+                let key = self.ask_key(&request_id.to_string());
+                st.asks.insert(key, request_id);
+            }
+            ControlIn::RequestResolved { request_id } => {
+                let key = self.ask_key(&request_id.to_string());
+                st.asks.remove(&key);
+            }
+            ControlIn::TurnStarted { turn_id, .. } => {
+                st.turn_id = Some(turn_id);
+                st.turn_open = true;
+                st.turn_busy = true;
+            }
+            ControlIn::TurnEnded { status } => {
+                st.asks.clear();
+                st.turn_id = None;
+                st.turn_open = false;
+                st.turn_busy = false;
+                st.running_tools.clear();
+                st.last_turn = Some(status);
+            }
+            // Answered by the previous host (or responses to its requests).
+            ControlIn::Unsupported { .. } | ControlIn::Response { .. } => {}
+        }
+    }
+
     async fn on_control(&self, control: ControlIn) -> Result<(), AgentError> {
         match control {
             ControlIn::ApprovalAsked { request_id, .. } => {
@@ -129,6 +158,11 @@ impl CodexHandle {
                 EventKind::ApprovalRequested(ask) => ask.request_id = self.ask_key(&ask.request_id),
                 EventKind::SessionStarted(started) => {
                     started.permission_mode = Some(self.shared.permission_mode.clone());
+                    // Known here first when the output is replayed for a re-adopted agent.
+                    let mut st = self.state();
+                    if st.thread_id.is_none() {
+                        st.thread_id = Some(started.backend_session_id.clone());
+                    }
                 }
                 _ => {}
             }

@@ -113,8 +113,13 @@ impl AgentProcess {
     /// Closes the agent's input: it finishes what it is doing and exits. Waits at most for the
     /// write in progress (which has its own deadline).
     pub async fn close_input(&self) {
-        if let Ok(mut input) = tokio::time::timeout(self.deadline, self.input.lock()).await {
-            input.take();
+        let taken = match tokio::time::timeout(self.deadline, self.input.lock()).await {
+            Ok(mut input) => input.take(),
+            Err(_) => None,
+        };
+        // Said explicitly (a keeper tells "closed" from "the host went away" by it).
+        if let Some(mut pipe) = taken {
+            let _ = tokio::time::timeout(self.deadline, pipe.shutdown()).await;
         }
     }
 

@@ -28,20 +28,33 @@ pub struct LineReader<R> {
     reader: BufReader<R>,
     buf: Vec<u8>,
     cap: usize,
+    /// Bytes of the stream taken so far (newlines included).
+    consumed: u64,
 }
 
 impl<R: Read> LineReader<R> {
     /// Lines of at most `cap` bytes, read through a buffer of `buffer` bytes.
     pub fn new(reader: R, cap: usize, buffer: usize) -> LineReader<R> {
-        LineReader { reader: BufReader::with_capacity(buffer, reader), buf: Vec::new(), cap }
+        LineReader {
+            reader: BufReader::with_capacity(buffer, reader),
+            buf: Vec::new(),
+            cap,
+            consumed: 0,
+        }
     }
 
     /// The next line (blocks until one is complete, the stream ends, or reading fails).
     pub fn next_frame(&mut self) -> Frame {
-        match read_line_capped(&mut self.reader, &mut self.buf, self.cap) {
+        match read_line_capped(&mut self.reader, &mut self.buf, self.cap, &mut self.consumed) {
             Ok(frame) => frame,
             Err(e) => Frame::Failed(e.to_string()),
         }
+    }
+
+    /// Bytes of the stream taken so far, newlines included: after a line, the offset just past
+    /// it (where an agent's output is resumed after a host restart).
+    pub fn consumed(&self) -> u64 {
+        self.consumed
     }
 
     /// Whether another complete line is already buffered (then a batch can wait for it).
@@ -55,6 +68,7 @@ fn read_line_capped<R: BufRead>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
+    consumed: &mut u64,
 ) -> std::io::Result<Frame> {
     buf.clear();
     let mut total = 0usize;
@@ -77,7 +91,9 @@ fn read_line_capped<R: BufRead>(
         let room = max.saturating_sub(buf.len());
         buf.extend_from_slice(&chunk[..take.min(room)]);
         total += take;
-        reader.consume(if done { take + 1 } else { take });
+        let used = if done { take + 1 } else { take };
+        reader.consume(used);
+        *consumed += used as u64;
         if done {
             break;
         }
@@ -101,7 +117,9 @@ mod tests {
         let data = b"short\nthis line is far too long\nlast-without-newline".to_vec();
         let mut lines = LineReader::new(&data[..], 10, 4);
         assert_eq!(lines.next_frame(), Frame::Line("short".into()));
+        assert_eq!(lines.consumed(), 6);
         assert_eq!(lines.next_frame(), Frame::Oversized { head: "this line ".into(), len: 25 });
+        assert_eq!(lines.consumed(), 32);
         lines.cap = 100;
         assert_eq!(lines.next_frame(), Frame::Line("last-without-newline".into()));
         assert_eq!(lines.next_frame(), Frame::Eof);

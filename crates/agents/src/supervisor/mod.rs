@@ -20,6 +20,7 @@
 mod exit;
 mod input;
 mod lines;
+mod origin;
 mod readers;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ use crate::process::{SpawnSpec, Spawned, spawn_group};
 
 pub use input::{AgentProcess, INPUT_DEADLINE};
 pub use lines::{Frame, LineReader, MAX_LINE_BYTES, MAX_STDERR_LINE_BYTES};
+pub use origin::{Checkpoint, Origins, OutputStream, Place, exit_origin, origin, parse_origin};
 
 /// What one native line decoded to.
 #[derive(Debug)]
@@ -98,6 +100,11 @@ pub trait Protocol: Clone + Send + Sync + 'static {
         control: Control<Self>,
     ) -> impl Future<Output = Result<(), AgentError>> + Send;
 
+    /// A line's control traffic that a previous host already acted on, seen again while a
+    /// re-adopted agent's output is replayed (see [`Origins`]): bookkeeping only (e.g. which
+    /// approvals the agent waits on), never a write to the agent.
+    fn on_replayed_control(&self, _control: Control<Self>) {}
+
     /// The watchdog's question, every tick while the agent runs: `Some(why)` gives up on it (the
     /// supervisor reports `why` as a `timeout` error and stops the agent). The protocol keeps
     /// `why` for [`Protocol::finish`]. Only asked when [`Supervision::watchdog`] is set.
@@ -143,7 +150,7 @@ pub struct ProcessExit<D> {
 }
 
 /// How a run is supervised: its limits and its watchdog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Supervision {
     /// Longest stdout line kept whole; a longer one becomes a preview and an error.
     pub max_line: usize,
@@ -154,6 +161,9 @@ pub struct Supervision {
     /// Give up on the agent when [`Protocol::stalled`] says so, asking this often-ish (a
     /// quarter of it, between 50 ms and 1 s); `None`: no watchdog.
     pub watchdog: Option<Duration>,
+    /// Tag events with where they came from in the output, and skip those already written
+    /// (an agent re-adopted after a host restart); `None`: no origins.
+    pub origins: Option<Origins>,
 }
 
 /// Events handed to the controller in one message, at most (see [`Supervision::max_batch`]).
@@ -172,6 +182,7 @@ impl Default for Supervision {
             max_batch: MAX_BATCH,
             drain: OUTPUT_DRAIN,
             watchdog: None,
+            origins: None,
         }
     }
 }
@@ -229,6 +240,7 @@ pub fn supervise<P: Protocol>(
     supervision: Supervision,
 ) -> mpsc::Receiver<AgentOutput> {
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let watchdog = supervision.watchdog;
     let run = readers::Run::new(process, tx, supervision);
     let Streams { stdout, stderr, exit } = streams;
     let stderr_task = {
@@ -239,7 +251,7 @@ pub fn supervise<P: Protocol>(
         let (run, protocol) = (run.clone(), protocol.clone());
         tokio::task::spawn_blocking(move || run.read_stdout(stdout, &protocol, decoder))
     };
-    if let Some(limit) = supervision.watchdog {
+    if let Some(limit) = watchdog {
         tokio::spawn(exit::watchdog(run.clone(), protocol.clone(), limit));
     }
     tokio::spawn(exit::supervise_exit(run, protocol, exit, stdout_task, stderr_task));

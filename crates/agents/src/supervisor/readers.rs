@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::lines::{Frame, LineReader, MAX_STDERR_LINE_BYTES};
+use super::origin::{OutputStream, Place, origin};
 use super::{AgentProcess, DecodedLine, LineDecoder, Protocol, Supervision, host_error};
 use crate::agent::{AgentOutput, NativeEvent, host_events};
 use crate::error::AgentError;
@@ -87,17 +88,25 @@ impl Run {
                 Frame::Line(line) => {
                     let mut decoded: DecodedLine<_> = decoder.decode_line(&line);
                     protocol.on_line(&mut decoded);
-                    batch.add(NativeEvent::from_line(&decoded.native_type, decoded.events));
-                    if let Some(control) = decoded.control
-                        && let Err(e) = self.rt.block_on(protocol.on_control(control))
-                    {
-                        let message = format!("answering the agent failed: {e}");
-                        batch.add(host_events(vec![host_error(error_code(&e), message)]));
+                    let end = lines.consumed();
+                    let events = NativeEvent::from_line(&decoded.native_type, decoded.events);
+                    batch.add(self.placed(OutputStream::Stdout, end, events));
+                    let replayed = self.already_written(OutputStream::Stdout, end);
+                    match decoded.control {
+                        Some(control) if replayed => protocol.on_replayed_control(control),
+                        Some(control) => {
+                            if let Err(e) = self.rt.block_on(protocol.on_control(control)) {
+                                let message = format!("answering the agent failed: {e}");
+                                batch.add(host_events(vec![host_error(error_code(&e), message)]));
+                            }
+                        }
+                        None => {}
                     }
                     false
                 }
                 Frame::Oversized { head, len } => {
-                    batch.add(oversized(&head, len, max_line));
+                    let events = oversized(&head, len, max_line);
+                    batch.add(self.placed(OutputStream::Stdout, lines.consumed(), events));
                     false
                 }
                 Frame::Eof => true,
@@ -131,16 +140,40 @@ impl Run {
             };
             if !text.trim().is_empty() {
                 *lock(&self.last_stderr) = Some(text.clone());
-                batch.add(vec![NativeEvent {
+                let event = NativeEvent {
+                    origin: None,
                     native_type: Some("stderr".into()),
                     kind: EventKind::Stderr(StderrLine { text }),
-                }]);
+                };
+                batch.add(self.placed(OutputStream::Stderr, lines.consumed(), vec![event]));
             }
             batch.hand_over(done || !lines.more_buffered());
             if done {
                 return;
             }
         }
+    }
+
+    /// Tags the events of the line of `stream` ending at `end` with their origins and drops
+    /// those already written (when the run tracks origins; else hands them back as they are).
+    fn placed(&self, stream: OutputStream, end: u64, events: Vec<NativeEvent>) -> Vec<NativeEvent> {
+        let Some(origins) = &self.supervision.origins else {
+            return events;
+        };
+        let mut placed = Vec::with_capacity(events.len());
+        for (index, mut event) in events.into_iter().enumerate() {
+            let place = Place { offset: end, index: u32::try_from(index).unwrap_or(u32::MAX) };
+            if !origins.after.covers(stream, place) {
+                event.origin = Some(origin(&origins.run, stream, place));
+                placed.push(event);
+            }
+        }
+        placed
+    }
+
+    /// Whether a previous host already wrote (and acted on) the line of `stream` ending at `end`.
+    fn already_written(&self, stream: OutputStream, end: u64) -> bool {
+        self.supervision.origins.as_ref().is_some_and(|o| o.after.covers_line(stream, end))
     }
 
     /// Hands `out` to the controller unless the run was closed (blocking: not on a runtime

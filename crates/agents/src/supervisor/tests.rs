@@ -184,7 +184,7 @@ fn run_backend(
         "claude" => run_claude(process, streams, supervision).1,
         "codex" => {
             let opts = CodexOptions::new("codex".into(), cwd.to_owned());
-            run_codex(&opts, process, streams, supervision).1
+            run_codex(&opts, process, streams, supervision, false).1
         }
         "codex exec" => {
             let opts = CodexExecOptions::new("codex".into(), cwd.to_owned());

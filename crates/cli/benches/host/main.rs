@@ -171,6 +171,7 @@ impl Daemon {
             setup_timeout: Duration::from_secs(60),
             agent_env: vec![(PROBE_ENV.into(), "1".into())],
             agent_isolation: nucleic_host::AgentIsolation::Auto,
+            keepers: None,
         })
         .await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

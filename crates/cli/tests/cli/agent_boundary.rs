@@ -127,6 +127,7 @@ fn host_config(
         setup_timeout: Duration::from_secs(10),
         agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: AgentIsolation::Required,
+        keepers: None,
     }
 }
 

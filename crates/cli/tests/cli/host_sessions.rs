@@ -53,6 +53,7 @@ pub(crate) fn config(dir: &Path) -> HostConfig {
         setup_timeout: Duration::from_secs(2),
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
     }
 }
 
@@ -445,6 +446,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         setup_timeout: Duration::from_secs(2),
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
     };
     let host =
         Host::open(config(Limits { max_live_sessions: 1, max_worktrees: 10, min_free_bytes: 0 }))

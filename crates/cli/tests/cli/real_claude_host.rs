@@ -57,6 +57,7 @@ async fn real_claude_keep_continue_handoff() {
         setup_timeout: Duration::from_secs(10),
         agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
     })
     .await
     .unwrap();

@@ -127,7 +127,8 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
     let last = of_type(&events, "turnCompleted")[1]["kind"].clone();
     assert_eq!(last["terminalReason"], "interrupted", "{last}");
 
-    // Kill the daemon; the next CLI call starts a new one, which closes the session.
+    // Kill the daemon; the next CLI call starts a new one, which re-adopts the same codex
+    // process from its keeper: the session stays live.
     let daemon = daemon_pid(&home);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon), nix::sys::signal::Signal::SIGKILL)
         .unwrap();
@@ -141,9 +142,9 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
     let (code, out, err) = cli_env(&home, &["session", "show", &codex], &env).await;
     assert_eq!(code, 0, "{err}");
     let summary: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(summary["status"], "awaiting-input", "{summary}");
 
-    // A follow-up resumes the same Codex thread in a new process, on the same transcript.
+    // A follow-up goes to the same Codex process and thread, on the same transcript.
     s.mock.set_script(Script::text("resumed answer"));
     let before = transcript(&home, &codex).len();
     let (code, _, err) =
@@ -151,9 +152,10 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
     assert_eq!(code, 0, "{err}");
     let said = |ev: &[Value]| ev.iter().any(|e| e["kind"]["text"] == "resumed answer");
     let (events, _) = drive(&home, &env, &codex, |ev| said(ev) && turns(3)(ev)).await;
-    let resumed = of_type(&events[before..], "sessionStarted");
-    assert_eq!(resumed.len(), 1, "{events:#?}");
-    assert_eq!(resumed[0]["kind"]["backendSessionID"], started["backendSessionID"]);
+    let restarted = of_type(&events[before..], "sessionStarted");
+    assert!(restarted.is_empty(), "no new codex process: {restarted:#?}");
+    assert_eq!(of_type(&events, "sessionStarted").len(), 1);
+    assert!(started["backendSessionID"].is_string());
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
     let last = s.mock.requests().into_iter().rev().find(|r| r.path.ends_with("/responses"));
@@ -198,6 +200,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         setup_timeout: Duration::from_secs(10),
         agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
     })
     .await
     .unwrap();

@@ -25,10 +25,10 @@ use crate::support::nucleic;
 const STOP_BOUND: Duration = Duration::from_secs(10);
 
 /// A process: pid and start time (a reused pid is another process).
-type Proc = (u32, u64);
+pub(crate) type Proc = (u32, u64);
 
 /// A `nucleic serve` child process on `home`.
-struct Serve {
+pub(crate) struct Serve {
     child: tokio::process::Child,
     pid: u32,
     home: PathBuf,
@@ -38,7 +38,7 @@ struct Serve {
 impl Serve {
     /// Starts `nucleic serve` on `home` (any free loopback port) with `env`; waits (20 s) until
     /// its `daemon.json` names it.
-    async fn start(home: &Path, env: &[(String, String)]) -> Serve {
+    pub(crate) async fn start(home: &Path, env: &[(String, String)]) -> Serve {
         std::fs::create_dir_all(home).unwrap();
         let log = home.with_extension("serve.log");
         let out = std::fs::File::create(&log).unwrap();
@@ -61,24 +61,24 @@ impl Serve {
         serve
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Every process under the daemon now.
-    fn tree(&self) -> Vec<Proc> {
+    pub(crate) fn tree(&self) -> Vec<Proc> {
         descendants(self.pid)
             .into_iter()
             .filter_map(|p| Some((p, proc_stat(p)?.start_ticks)))
             .collect()
     }
 
-    fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid as i32), signal).unwrap();
     }
 
     /// Waits for the exit (up to `limit`); returns its code and how long it took.
-    async fn exit_within(&mut self, limit: Duration) -> (Option<i32>, Duration) {
+    pub(crate) async fn exit_within(&mut self, limit: Duration) -> (Option<i32>, Duration) {
         let start = Instant::now();
         match tokio::time::timeout(limit, self.child.wait()).await {
             Ok(status) => (status.unwrap().code(), start.elapsed()),
@@ -120,14 +120,14 @@ async fn survivors(procs: &[Proc]) -> Vec<(Proc, String)> {
     procs.iter().filter(alive).map(|p| (*p, cmdline(p.0))).collect()
 }
 
-fn cmdline(pid: u32) -> String {
+pub(crate) fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " ").trim().to_owned())
         .unwrap_or_default()
 }
 
 /// Polls the transcript (up to `secs`) until `ready` holds.
-async fn until(home: &Path, session: &str, secs: u64, ready: impl Fn(&[Value]) -> bool) {
+pub(crate) async fn until(home: &Path, session: &str, secs: u64, ready: impl Fn(&[Value]) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let events = transcript(home, session);
@@ -139,12 +139,12 @@ async fn until(home: &Path, session: &str, secs: u64, ready: impl Fn(&[Value]) -
     }
 }
 
-fn has(events: &[Value], kind: &str) -> bool {
+pub(crate) fn has(events: &[Value], kind: &str) -> bool {
     events.iter().any(|e| e["kind"]["type"] == kind)
 }
 
 /// A git repository with one commit under `dir`.
-fn repo(dir: &Path) -> PathBuf {
+pub(crate) fn repo(dir: &Path) -> PathBuf {
     let root = dir.join("repo");
     std::fs::create_dir_all(&root).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -153,7 +153,7 @@ fn repo(dir: &Path) -> PathBuf {
 }
 
 /// Adds `root` as a project and starts a session through the CLI; returns the session id.
-async fn new_session(
+pub(crate) async fn new_session(
     home: &Path,
     env: &[(String, String)],
     root: &Path,

@@ -93,6 +93,7 @@ async fn serve_in(
         setup_timeout: Duration::from_secs(5),
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
     })
     .await
     .unwrap();

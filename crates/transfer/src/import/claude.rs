@@ -137,6 +137,7 @@ impl Builder<'_> {
             session_id: self.session_id.to_owned(),
             backend: Backend::ClaudeCode,
             native_type,
+            origin: None,
             kind,
         });
     }

@@ -145,6 +145,7 @@ impl Builder<'_> {
             session_id: self.session_id.to_owned(),
             backend: Backend::Codex,
             native_type,
+            origin: None,
             kind,
         });
     }

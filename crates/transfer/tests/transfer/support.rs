@@ -250,6 +250,7 @@ pub fn synthetic_events() -> Vec<Event> {
             session_id: "S-1".into(),
             backend: Backend::ClaudeCode,
             native_type: native.map(Into::into),
+            origin: None,
             kind,
         })
         .collect()

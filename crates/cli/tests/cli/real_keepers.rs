@@ -1,0 +1,225 @@
+//! The real `claude` and `codex` outlive a SIGKILLed daemon: each is killed once while its agent
+//! waits for an approval and once while it streams text; the next daemon re-adopts the same
+//! agent processes, asks the approval again (the pre-crash id is refused), and the turns complete
+//! with a gapless transcript in which no agent output appears twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::SinkExt;
+use nix::sys::signal::Signal;
+use nucleic_agents::process::proc_stat;
+use nucleic_testkit::agents::{claude_offline_env, real_claude};
+use nucleic_testkit::isolated;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::keepers::{read_until, subscribed};
+use crate::real_codex_host::transcript;
+use crate::shutdown::{Proc, Serve, cmdline, has, new_session, repo, until};
+
+/// SIGKILLs the daemon and starts the next one on the same home.
+async fn kill_and_restart(serve: &mut Serve, home: &Path, env: &[(String, String)]) -> Serve {
+    serve.signal(Signal::SIGKILL);
+    serve.exit_within(Duration::from_secs(10)).await;
+    let _ = std::fs::remove_file(home.join("daemon.json"));
+    Serve::start(home, env).await
+}
+
+/// The agent processes (everything under the daemon but the keeper itself), to check later
+/// that the very same ones finished the turn.
+fn agent_processes(serve: &Serve, program: &str) -> Vec<Proc> {
+    let tree: Vec<Proc> =
+        serve.tree().into_iter().filter(|p| !cmdline(p.0).contains("__keeper")).collect();
+    assert!(tree.iter().any(|p| cmdline(p.0).contains(program)), "no {program} under the daemon");
+    tree
+}
+
+fn still_running(procs: &[Proc]) {
+    for (pid, ticks) in procs {
+        let now = proc_stat(*pid);
+        assert!(
+            now.is_some_and(|s| !s.zombie && s.start_ticks == *ticks),
+            "agent process {pid} ({}) did not survive",
+            cmdline(*pid)
+        );
+    }
+}
+
+/// Every agent output event is written once, seqs run 1..n.
+fn assert_clean_transcript(events: &[Value]) {
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seqs have a gap");
+    let mut origins: Vec<&str> = events.iter().filter_map(|e| e["origin"].as_str()).collect();
+    let all = origins.len();
+    origins.sort_unstable();
+    origins.dedup();
+    assert_eq!(origins.len(), all, "an event of the agent's output was written twice");
+}
+
+/// The approval pending in `session` when its daemon was killed is asked again under a new id;
+/// answering the old id is refused, the new one is accepted.
+async fn answer_the_reasked_approval(home: &Path, session: &str, old: &str) {
+    let mut socket = subscribed(home, session).await;
+    let mut events = Vec::new();
+    let prefix = format!("{old}@");
+    read_until(&mut socket, "the approval asked again", &mut events, |e| {
+        e["kind"]["type"] == "approvalRequested"
+            && e["kind"]["requestID"].as_str().is_some_and(|id| id.starts_with(&prefix))
+    })
+    .await;
+    let new = events.last().unwrap()["kind"]["requestID"].as_str().unwrap().to_owned();
+    for (message, request, ok) in [("old", old, false), ("new", new.as_str(), true)] {
+        let decide = json!({"type": "decide", "messageID": message, "sessionID": session, "requestID": request, "decision": {"type": "allow"}});
+        socket.send(Message::Text(decide.to_string().into())).await.unwrap();
+        let reply = read_until(&mut socket, "the decision's reply", &mut events, |f| {
+            f["messageID"] == message
+        })
+        .await;
+        if ok {
+            assert_eq!(reply["type"], "ack", "{reply}");
+        } else {
+            assert_eq!(reply["code"], "alreadyResolved", "{reply}");
+        }
+    }
+    let asked = events.iter().filter(|e| e["kind"]["type"] == "approvalRequested").count();
+    assert_eq!(asked, 2, "asked once before the crash and once again: {events:#?}");
+}
+
+fn turns(events: &[Value]) -> usize {
+    events.iter().filter(|e| e["kind"]["type"] == "turnCompleted").count()
+}
+
+fn pending_request(events: &[Value]) -> String {
+    let asked = events.iter().rev().find(|e| e["kind"]["type"] == "approvalRequested").unwrap();
+    asked["kind"]["requestID"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream() {
+    if isolated!("real_claude_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream") {
+        return;
+    }
+    tokio::time::timeout(Duration::from_secs(150), async {
+        use nucleic_testkit::mock_anthropic::{MockAnthropic, Script};
+        let dir = tempfile::tempdir().unwrap();
+        let mock =
+            MockAnthropic::start(Script::bash_then_done("echo kept > notes.txt")).await.unwrap();
+        let mut env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+        let cache = real_claude().ancestors().nth(4).unwrap().to_string_lossy().into_owned();
+        env.push(("NUCLEIC_AGENT_CACHE".into(), cache));
+        let home = dir.path().join("nucleic-home");
+        let root = repo(dir.path());
+        let mut serve = Serve::start(&home, &env).await;
+        let session = new_session(&home, &env, &root, "claude", None, "write notes").await;
+
+        // Killed while the agent waits for an approval.
+        until(&home, &session, 60, |ev| has(ev, "approvalRequested")).await;
+        let agents = agent_processes(&serve, "claude");
+        let old = pending_request(&transcript(&home, &session));
+        let mut serve = kill_and_restart(&mut serve, &home, &env).await;
+        answer_the_reasked_approval(&home, &session, &old).await;
+        until(&home, &session, 60, |ev| turns(ev) >= 1).await;
+        still_running(&agents);
+        let worktree =
+            transcript(&home, &session)[0]["kind"]["worktree"]["path"].as_str().unwrap().to_owned();
+        assert_eq!(
+            std::fs::read_to_string(Path::new(&worktree).join("notes.txt")).unwrap(),
+            "kept\n"
+        );
+
+        // Killed while the agent streams its answer.
+        let answer = "a slow answer in many small pieces that keeps streaming for a while";
+        mock.set_script(Script::text(answer).with_chunk_delay(Duration::from_millis(150)));
+        let env_refs: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (code, _, err) =
+            crate::daemon::cli_env(&home, &["session", "send", &session, "talk slowly"], &env_refs)
+                .await;
+        assert_eq!(code, 0, "{err}");
+        let streaming = |ev: &[Value]| {
+            ev.iter()
+                .filter(|e| e["kind"]["type"] == "assistantText" && e["kind"]["isPartial"] == true)
+                .count()
+                >= 2
+        };
+        until(&home, &session, 60, streaming).await;
+        assert_eq!(turns(&transcript(&home, &session)), 1, "killed before the answer ended");
+        let _serve = kill_and_restart(&mut serve, &home, &env).await;
+        until(&home, &session, 60, |ev| turns(ev) >= 2).await;
+        still_running(&agents);
+        let events = transcript(&home, &session);
+        assert_clean_transcript(&events);
+        let full = events.iter().any(|e| {
+            e["kind"]["type"] == "assistantText"
+                && e["kind"]["isPartial"] == false
+                && e["kind"]["text"] == answer
+        });
+        assert!(full, "the streamed answer arrived whole after the restart");
+        // Claude reports `system/init` at every turn: one conversation throughout.
+        let mut conversations: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["kind"]["type"] == "sessionStarted")
+            .map(|e| &e["kind"]["backendSessionID"])
+            .collect();
+        conversations.dedup();
+        assert_eq!(conversations.len(), 1, "one claude conversation: {conversations:?}");
+    })
+    .await
+    .expect("the test's own deadline");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream() {
+    if isolated!("real_codex_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream") {
+        return;
+    }
+    tokio::time::timeout(Duration::from_secs(150), async {
+        use nucleic_testkit::mock_openai::Script;
+        let s = crate::real_codex::codex_setup(Script::shell_then_done("touch created.txt")).await;
+        let home = s.dir.path().join("nucleic-home");
+        let root = repo(s.dir.path());
+        let mut serve = Serve::start(&home, &s.env).await;
+        let session = new_session(&home, &s.env, &root, "codex", None, "make a file").await;
+
+        until(&home, &session, 60, |ev| has(ev, "approvalRequested")).await;
+        let agents = agent_processes(&serve, "codex app-server");
+        let old = pending_request(&transcript(&home, &session));
+        let mut serve = kill_and_restart(&mut serve, &home, &s.env).await;
+        answer_the_reasked_approval(&home, &session, &old).await;
+        until(&home, &session, 60, |ev| turns(ev) >= 1).await;
+        still_running(&agents);
+
+        let answer = "a slow answer in many small pieces that keeps streaming for a while";
+        s.mock.set_script(Script::text(answer).with_chunk_delay(Duration::from_millis(150)));
+        let env_refs: Vec<(&str, &str)> =
+            s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (code, _, err) =
+            crate::daemon::cli_env(&home, &["session", "send", &session, "talk slowly"], &env_refs)
+                .await;
+        assert_eq!(code, 0, "{err}");
+        let streaming = |ev: &[Value]| {
+            ev.iter()
+                .filter(|e| e["kind"]["type"] == "assistantText" && e["kind"]["isPartial"] == true)
+                .count()
+                >= 2
+        };
+        until(&home, &session, 60, streaming).await;
+        assert_eq!(turns(&transcript(&home, &session)), 1, "killed before the answer ended");
+        let _serve = kill_and_restart(&mut serve, &home, &s.env).await;
+        until(&home, &session, 60, |ev| turns(ev) >= 2).await;
+        still_running(&agents);
+        let events = transcript(&home, &session);
+        assert_clean_transcript(&events);
+        let full = events.iter().any(|e| {
+            e["kind"]["type"] == "assistantText"
+                && e["kind"]["isPartial"] == false
+                && e["kind"]["text"] == answer
+        });
+        assert!(full, "the streamed answer arrived whole after the restart");
+        let started = events.iter().filter(|e| e["kind"]["type"] == "sessionStarted").count();
+        assert_eq!(started, 1, "one codex process served both turns");
+    })
+    .await
+    .expect("the test's own deadline");
+}
