@@ -205,13 +205,26 @@ impl std::fmt::Debug for Streams {
 
 impl Streams {
     /// Any two byte streams and a future that resolves when the agent is gone. Dropping the
-    /// future before it resolves must stop the agent (as [`launch`]'s does).
+    /// future before it resolves must stop the agent (as [`launch`]'s does) — unless the agent
+    /// is meant to outlive the host (a keeper's, `crate::keeper::attach`).
     pub fn new(
         stdout: impl Read + Send + 'static,
         stderr: impl Read + Send + 'static,
         exit: impl Future<Output = ProcessEnd> + Send + 'static,
     ) -> Streams {
         Streams { stdout: Box::new(stdout), stderr: Box::new(stderr), exit: Box::pin(exit) }
+    }
+
+    /// The stdout, stderr and exit, for a reader of its own.
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(
+        self,
+    ) -> (
+        Box<dyn Read + Send>,
+        Box<dyn Read + Send>,
+        Pin<Box<dyn Future<Output = ProcessEnd> + Send>>,
+    ) {
+        (self.stdout, self.stderr, self.exit)
     }
 }
 

@@ -294,3 +294,100 @@ async fn when_the_keeper_dies_too_the_session_is_interrupted_and_resumes() {
     let seqs: Vec<u64> = on_disk.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keeper_of_another_version_is_refused_clearly_and_its_agent_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = empty_repo(dir.path());
+    let (session, received, _) = session_waiting_for_approval(&home, &root).await;
+    let (keeper, agent) = keeper_and_agent(&session);
+    let daemon = daemon_pid(&home);
+    kill9(daemon);
+    wait_gone(daemon, "the killed daemon").await;
+    // As if an older Nucleic had started this keeper.
+    let keeper_dir =
+        std::fs::read_dir(home.join("keepers")).unwrap().next().unwrap().unwrap().path();
+    let spec_path = keeper_dir.join("spec.json");
+    let mut spec: Value =
+        serde_json::from_str(&std::fs::read_to_string(&spec_path).unwrap()).unwrap();
+    spec["version"] = json!(0);
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+
+    std::fs::remove_file(home.join("daemon.json")).unwrap();
+    let (code, out, err) = cli_env(&home, &["session", "show", &session], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(summary["pendingApprovals"], 0, "{summary}");
+    wait_gone(agent, "the agent of the refused keeper").await;
+    wait_gone(keeper, "the refused keeper").await;
+    let log = std::fs::read_to_string(home.join("daemon.log")).unwrap_or_default();
+    assert!(log.contains("another Nucleic version"), "{log}");
+    assert_gapless(&transcript(&home, &session), &received);
+    let on_disk = transcript(&home, &session);
+    let last = on_disk.iter().rev().find(|e| e["kind"]["type"] == "runFinished").unwrap();
+    assert_eq!(last["kind"]["outcome"], "interrupted", "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
+    use nucleic_agents::keeper::{KeeperDir, KeeperSpec, attach, release, start_keeper};
+    use nucleic_agents::process::SpawnSpec;
+    use std::io::Read;
+    if nucleic_testkit::isolated!(
+        "a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output",
+        mounts
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount tmpfs");
+    let filler = dir.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 900 * 1024]).unwrap();
+    let keeper_dir = KeeperDir(dir.path().join("k"));
+    let spawn = SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), "head -c 300000 /dev/zero | tr '\\0' x; echo; echo done".into()],
+        cwd: dir.path().to_owned(),
+        env: Vec::new(),
+        isolation: None,
+    };
+    start_keeper(&crate::support::nucleic(), &keeper_dir, &KeeperSpec::new(spawn)).unwrap();
+    let attached = attach(&keeper_dir, Duration::from_secs(10)).await.unwrap();
+    let agent = i32::try_from(attached.hello.pid).unwrap();
+    let (mut stdout, _stderr, exit) = attached.streams.into_parts();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = stdout.read_to_end(&mut all);
+        let _ = tx.send(all);
+    });
+    // The spool's disk is full: the keeper stops reading, so the agent waits on its pipe.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(rx.try_recv().is_err(), "the output cannot have ended on a full disk");
+    assert!(alive(agent), "the agent is held back, not lost");
+    // Space comes back: everything arrives, in order, then the exit.
+    std::fs::remove_file(&filler).unwrap();
+    let all = rx.recv_timeout(Duration::from_secs(20)).expect("the output ends once there is room");
+    assert_eq!(all.len(), 300_006, "nothing lost or repeated");
+    assert!(all[..300_000].iter().all(|b| *b == b'x'));
+    assert_eq!(&all[300_000..], b"\ndone\n");
+    let end =
+        tokio::time::timeout(Duration::from_secs(10), exit).await.expect("the exit is recorded");
+    assert_eq!(end.code, Some(0));
+    release(&keeper_dir, Duration::from_secs(5)).unwrap();
+    for _ in 0..100 {
+        if !keeper_dir.path().exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!keeper_dir.path().exists(), "the released keeper removed its directory");
+}
