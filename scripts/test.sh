@@ -6,6 +6,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Before anything slow: stop at once, naming the Debian packages, if something the suite needs is
+# missing (a fresh machine would otherwise fail minutes in, at the first test that needs it).
+missing=()
+command -v git >/dev/null || missing+=(git)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v unshare >/dev/null || missing+=(util-linux)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v npm >/dev/null || missing+=(npm)
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium fonts-dejavu-core)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "scripts/test.sh: missing: ${missing[*]}" >&2
+  echo "  install them first: apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  echo "  (or run .ci/run, which does), or point CHROMIUM at another Chromium binary" >&2
+  exit 1
+fi
+git_version=$(git --version | sed -E 's/[^0-9]*([0-9]+)\.([0-9]+).*/\1 \2/')
+read -r git_major git_minor <<<"$git_version"
+if [ "$git_major" -lt 2 ] || { [ "$git_major" -eq 2 ] && [ "$git_minor" -lt 40 ]; }; then
+  echo "scripts/test.sh: git $(git --version) is too old: Nucleic needs git >= 2.40 (docs/security.md)" >&2
+  exit 1
+fi
+
 scripts/install-agents.sh
 scripts/build-web.sh
 
