@@ -24,7 +24,7 @@ fi
 git_version=$(git --version | sed -E 's/[^0-9]*([0-9]+)\.([0-9]+).*/\1 \2/')
 read -r git_major git_minor <<<"$git_version"
 if [ "$git_major" -lt 2 ] || { [ "$git_major" -eq 2 ] && [ "$git_minor" -lt 40 ]; }; then
-  echo "scripts/test.sh: git $(git --version) is too old: Nucleic needs git >= 2.40 (docs/security.md)" >&2
+  echo "scripts/test.sh: git $(git --version | cut -d" " -f3) is too old: Nucleic needs git >= 2.40 (docs/security.md)" >&2
   exit 1
 fi
 

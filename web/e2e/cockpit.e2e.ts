@@ -3,7 +3,7 @@
  *  reconnects, and bad input (unknown kinds, huge results, long transcripts, bad tokens). */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Browser, Page } from "playwright-core";
@@ -385,12 +385,13 @@ describe("bad input", () => {
     }
   });
 
-  it("the host going away shows a stale banner; when it comes back the page catches up", async () => {
+  it("the host going away shows a stale banner; when it comes back the same agent asks again and the answer lands", async () => {
     const home = tempDir("nucleic-e2e-home-");
     const demo = await startDemo({ noSessions: true, home });
     const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
     const id = await newSessionFromUI(page, "write back.txt containing still here");
     await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    const asked = await page.getAttribute("[data-testid=approval-bar]", "data-request");
     await demo.stop("SIGKILL");
     await page.waitForSelector("[data-testid=link-banner]");
     expect(await page.textContent("[data-testid=link-banner]")).toMatch(/Disconnected/);
@@ -400,15 +401,22 @@ describe("bad input", () => {
     try {
       await page.waitForSelector(".shell[data-link=online]", { timeout: 30_000 });
       await page.waitForSelector("[data-testid=link-banner]", { state: "detached" });
-      // The killed host's agent is gone: recovery ended the session; the page shows it.
+      // The agent outlived the killed host under its keeper: the new host re-adopted it and asks
+      // its approval again under a new id, which this page answers.
+      await page.waitForSelector(`[data-testid=approval-bar][data-request^="${asked}@"]`, { timeout: 30_000 });
+      await page.click("[data-testid=allow]");
       await page.waitForFunction(
         (sid) => {
           const row = document.querySelector(`[data-testid=session-row][data-session="${sid}"]`);
-          return row && row.getAttribute("data-status") !== "awaiting-approval";
+          return row && row.getAttribute("data-status") === "awaiting-input";
         },
         id,
         { timeout: 30_000 },
       );
+      const worktrees = path.join(demo.repo, ".nucleic", "worktrees");
+      const written = readdirSync(worktrees).map((w) => path.join(worktrees, w, "back.txt")).filter((f) => existsSync(f));
+      expect(written.length).toBe(1);
+      expect(readFileSync(written[0], "utf8")).toContain("still here");
       const gaps = await page.evaluate(() => (window as any).nucleic.connection.gaps);
       expect(gaps).toBe(0);
       expect(pageErrors(page)).toEqual([]);
