@@ -171,7 +171,13 @@ impl Daemon {
             setup_timeout: Duration::from_secs(60),
             agent_env: vec![(PROBE_ENV.into(), "1".into())],
             agent_isolation: nucleic_host::AgentIsolation::Auto,
-            keepers: None,
+            // As the daemon runs agents (HOST_BENCH_KEEPERS=off: as the host's children).
+            keepers: match std::env::var("HOST_BENCH_KEEPERS").as_deref() {
+                Ok("off") => None,
+                _ => Some(nucleic_host::KeeperSettings::new(PathBuf::from(env!(
+                    "CARGO_BIN_EXE_nucleic"
+                )))),
+            },
         })
         .await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
