@@ -76,6 +76,8 @@ impl Host {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
             }
             FinishAction::Discard => {
+                // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
+                self.stop_idle_agent(id).await?;
                 blocking(move || Repo::open(&root)?.discard(&worktree)).await?;
                 self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
                 Ok(None)
@@ -85,6 +87,7 @@ impl Host {
                 Ok(None)
             }
             FinishAction::Rollback { confirm } => {
+                self.stop_idle_agent(id).await?;
                 blocking(move || Repo::open(&root)?.remove_kept(&worktree, confirm)).await?;
                 self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
                 Ok(None)

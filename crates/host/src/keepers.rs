@@ -18,6 +18,9 @@ use crate::error::{HostError, blocking};
 use crate::host::Host;
 use crate::launch::{AgentRequest, agent_options};
 
+/// How long an idle agent may take to stop before its worktree is discarded.
+const IDLE_STOP_DEADLINE: Duration = Duration::from_secs(10);
+
 /// How long releasing a keeper may take.
 const RELEASE_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -241,6 +244,23 @@ impl Host {
         }
         strays.sort();
         strays
+    }
+
+    /// Stops the agent of session `id` if it is alive (waiting for a follow-up) and waits, at
+    /// most [`IDLE_STOP_DEADLINE`], for its end to be recorded.
+    pub(crate) async fn stop_idle_agent(&self, id: &str) -> Result<(), HostError> {
+        let Some(handle) = self.live_handle(id) else { return Ok(()) };
+        if handle.state().finished.is_some() {
+            return Ok(());
+        }
+        handle.stop(Duration::from_secs(3), None).await?;
+        tokio::time::timeout(IDLE_STOP_DEADLINE, handle.wait_finished()).await.map_err(|_| {
+            HostError::Invalid(format!(
+                "session {id}'s agent did not stop within {} s",
+                IDLE_STOP_DEADLINE.as_secs()
+            ))
+        })?;
+        Ok(())
     }
 
     /// Gives up on a keeper: stops its agent, removes its directory (the keeper then exits),

@@ -391,3 +391,30 @@ async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
     }
     assert!(!keeper_dir.path().exists(), "the released keeper removed its directory");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn discarding_a_session_whose_agent_waits_for_input_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = empty_repo(dir.path());
+    let (_, project, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
+    assert!(!project.trim().is_empty(), "{err}");
+    let args = ["session", "new", "--project", project.trim(), "--agent", "sim", "say hello"];
+    let (code, out, err) = cli_env(&home, &args, &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+    let mut socket = subscribed(&home, &session).await;
+    let mut events = Vec::new();
+    read_until(&mut socket, "the turn's end", &mut events, |e| {
+        e["kind"]["type"] == "turnCompleted"
+    })
+    .await;
+    let (keeper, agent) = keeper_and_agent(&session);
+    let (code, _, err) = cli_env(&home, &["session", "discard", &session], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    wait_gone(agent, "the discarded session's agent").await;
+    wait_gone(keeper, "the discarded session's keeper").await;
+    let keepers = std::fs::read_dir(home.join("keepers")).unwrap().count();
+    assert_eq!(keepers, 0, "the keeper removed its directory");
+}
