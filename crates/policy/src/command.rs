@@ -46,6 +46,9 @@ pub struct Invocation {
     pub in_substitution: bool,
     /// Indices (into [`Analysis::invocations`]) of programs run by substitutions in its words.
     pub substitutions: Vec<usize>,
+    /// A shell or `eval` whose whole script was literal and is analysed as further invocations:
+    /// it is allowed exactly when they are.
+    pub runs_script: bool,
 }
 
 impl Invocation {
@@ -162,7 +165,9 @@ fn add_command(
         stage: command.stage,
         in_substitution: command.origin == Origin::Substitution,
         substitutions,
+        runs_script: false,
     };
+    let index = out.invocations.len();
     out.invocations.push(invocation);
 
     // Programs this one runs from its arguments.
@@ -172,6 +177,9 @@ fn add_command(
             shells.push(program_name.clone());
             if script.dynamic {
                 push_opaque(out, format!("`{program_name}` runs a script only known at run time"));
+            } else if program_name != "su" && out.invocations[index].plain.is_some() {
+                // Not with `BASH_ENV=… bash -c`, `sudo bash -c`: those run more than the script.
+                out.invocations[index].runs_script = true;
             }
             analyze_into(&script.text, depth + 1, &shells, out);
         }

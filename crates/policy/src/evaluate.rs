@@ -201,7 +201,7 @@ fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<St
 /// A read-only program with nothing dynamic (or a bare assignment): allowed in every mode
 /// without a rule. Its output redirections are edits, judged on their own.
 fn builtin_allowed(invocation: &Invocation) -> bool {
-    invocation.program.is_empty() || (mode::is_read_only(invocation) && !invocation.dynamic)
+    invocation.runs_script || invocation.program.is_empty() || (mode::is_read_only(invocation) && !invocation.dynamic)
 }
 
 struct Matcher<'a> {

@@ -139,12 +139,22 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
     if invocation.program.is_empty() {
         return;
     }
-    if MACHINE_DOWN.contains(&name) {
+    if MACHINE_DOWN.contains(&name) || name.starts_with("mkfs") {
         acc.add(Risk::Critical, "could take the machine down");
         return;
     }
     if mode::is_dependency_install(invocation) {
         acc.add(Risk::High, "installs a dependency");
+        return;
+    }
+    let sub = args.iter().find(|a| !a.starts_with('-')).copied().unwrap_or("");
+    if (matches!(name, "npm" | "pnpm" | "yarn" | "cargo" | "gem" | "twine" | "poetry") && matches!(sub, "publish" | "push" | "upload"))
+        || (name == "rsync" && args.iter().any(|a| !a.starts_with('-') && a.contains(':')))
+    {
+        acc.add(Risk::High, "publishes or sends files to a remote");
+        return;
+    }
+    if args.len() == 1 && matches!(args[0], "--version" | "-V" | "--help" | "-h") {
         return;
     }
     if SYSTEM.contains(&name) {

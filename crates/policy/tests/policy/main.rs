@@ -1,0 +1,10 @@
+//! Integration tests of the policy engine: one binary, one module per concern.
+
+mod codex;
+mod compound;
+mod corpus;
+mod invariants;
+mod modes;
+mod rules;
+mod settings;
+mod support;
