@@ -33,7 +33,9 @@ impl CodexCommand {
 }
 
 fn quote(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+    if !word.is_empty()
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
@@ -43,7 +45,12 @@ fn quote(word: &str) -> String {
 impl Policy {
     /// Decides a Codex command approval: evaluated as a `Bash` call run in `cwd`
     /// (`bash -lc '…'` is looked through like any `bash -c`).
-    pub fn evaluate_codex_command(&self, command: &CodexCommand, cwd: Option<PathBuf>, ctx: &Context<'_>) -> Decision {
+    pub fn evaluate_codex_command(
+        &self,
+        command: &CodexCommand,
+        cwd: Option<PathBuf>,
+        ctx: &Context<'_>,
+    ) -> Decision {
         let input = json!({ "command": command.to_line() });
         match cwd {
             Some(cwd) => {
@@ -60,7 +67,10 @@ impl Policy {
         let mut worst: Option<Decision> = None;
         for path in paths {
             let decision = self.evaluate("Write", &json!({ "file_path": path }), ctx);
-            if worst.as_ref().is_none_or(|w| (decision.behaviour, decision.risk) > (w.behaviour, w.risk)) {
+            if worst
+                .as_ref()
+                .is_none_or(|w| (decision.behaviour, decision.risk) > (w.behaviour, w.risk))
+            {
                 worst = Some(decision);
             }
         }

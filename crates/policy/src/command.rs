@@ -4,8 +4,21 @@ use crate::shell::{self, Origin, Redirect, Script, SimpleCommand, Word};
 
 /// Environment variables whose assignment in front of a command does not change what runs.
 const SAFE_ASSIGNMENTS: &[&str] = &[
-    "CI", "COLUMNS", "FORCE_COLOR", "LANG", "LC_ALL", "NO_COLOR", "NODE_ENV", "PAGER", "GIT_PAGER",
-    "RUST_BACKTRACE", "RUST_LOG", "TERM", "TZ", "CARGO_TERM_COLOR", "PYTHONUNBUFFERED",
+    "CI",
+    "COLUMNS",
+    "FORCE_COLOR",
+    "LANG",
+    "LC_ALL",
+    "NO_COLOR",
+    "NODE_ENV",
+    "PAGER",
+    "GIT_PAGER",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "TERM",
+    "TZ",
+    "CARGO_TERM_COLOR",
+    "PYTHONUNBUFFERED",
 ];
 /// Wrappers that only change scheduling or output, not what runs: a rule for the wrapped
 /// command allows the wrapped line.
@@ -95,7 +108,8 @@ fn add_script(script: Script, depth: usize, via_shell: &[String], out: &mut Anal
     let mut first_of = Vec::with_capacity(script.commands.len());
     for command in &script.commands {
         first_of.push(out.invocations.len());
-        let substitutions = command.substitutions.iter().filter_map(|&i| first_of.get(i).copied()).collect();
+        let substitutions =
+            command.substitutions.iter().filter_map(|&i| first_of.get(i).copied()).collect();
         add_command(command, depth, via_shell, pipeline_base, substitutions, out);
     }
 }

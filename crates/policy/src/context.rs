@@ -49,7 +49,10 @@ impl Context<'_> {
     pub fn may_write(&self, resolved: &Path) -> bool {
         let worktree = self.resolver.resolve(&self.worktree);
         paths::is_within(resolved, &worktree)
-            || self.extra_write_roots.iter().any(|root| paths::is_within(resolved, &self.resolver.resolve(root)))
+            || self
+                .extra_write_roots
+                .iter()
+                .any(|root| paths::is_within(resolved, &self.resolver.resolve(root)))
             || is_device_sink(resolved)
     }
 

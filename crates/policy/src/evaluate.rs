@@ -9,7 +9,7 @@ use crate::invariants::{self, Violation};
 use crate::mode::{self, Mode};
 use crate::policy::Policy;
 use crate::risk::{self, Risk};
-use crate::rule::{Anchors, Behaviour, READ_TOOLS, RuleKind, EDIT_TOOLS};
+use crate::rule::{Anchors, Behaviour, EDIT_TOOLS, READ_TOOLS, RuleKind};
 use crate::settings::ScopedRule;
 use crate::shell::RedirectKind;
 
@@ -44,12 +44,15 @@ enum Target {
 }
 
 /// Tools that only manage the agent's own state.
-const INTERNAL: &[&str] = &["Task", "Agent", "TodoWrite", "BashOutput", "KillShell", "KillBash", "SlashCommand", "Skill"];
+const INTERNAL: &[&str] =
+    &["Task", "Agent", "TodoWrite", "BashOutput", "KillShell", "KillBash", "SlashCommand", "Skill"];
 /// Tools that need a person by nature.
 const INTERACTION: &[&str] = &["AskUserQuestion", "ExitPlanMode"];
 
 fn target(tool: &str, input: &Value) -> Target {
-    let field = |names: &[&str]| names.iter().find_map(|n| input.get(n).and_then(Value::as_str)).map(str::to_owned);
+    let field = |names: &[&str]| {
+        names.iter().find_map(|n| input.get(n).and_then(Value::as_str)).map(str::to_owned)
+    };
     match tool {
         "Bash" => match field(&["command"]) {
             Some(line) => Target::Shell(command::analyze(&line)),
@@ -59,9 +62,10 @@ fn target(tool: &str, input: &Value) -> Target {
             Some(path) => Target::File { path, write: true },
             None => Target::Malformed(format!("{t} input has no `file_path`")),
         },
-        t if READ_TOOLS.contains(&t) => {
-            Target::File { path: field(&["file_path", "notebook_path", "path"]).unwrap_or_else(|| ".".into()), write: false }
-        }
+        t if READ_TOOLS.contains(&t) => Target::File {
+            path: field(&["file_path", "notebook_path", "path"]).unwrap_or_else(|| ".".into()),
+            write: false,
+        },
         "WebFetch" => match field(&["url"]) {
             Some(url) => Target::Url(url),
             None => Target::Malformed("WebFetch input has no `url`".into()),
@@ -79,7 +83,8 @@ impl Policy {
     pub fn evaluate(&self, tool: &str, input: &Value, ctx: &Context<'_>) -> Decision {
         let target = target(tool, input);
         let violation = violation(tool, input, &target, ctx);
-        let (mut behaviour, mut by, mut reason) = self.decide(tool, input, &target, violation.as_ref(), ctx);
+        let (mut behaviour, mut by, mut reason) =
+            self.decide(tool, input, &target, violation.as_ref(), ctx);
         let assessment = risk::classify(tool, input, analysis_of(&target), violation.as_ref(), ctx);
         if assessment.risk == Risk::Critical && behaviour == Behaviour::Allow {
             // Critical calls always reach a person, whatever allowed them.
@@ -107,7 +112,11 @@ impl Policy {
         }
         let matcher = Matcher { policy: self, tool, input, target, ctx };
         if let Some(rule) = matcher.first(Behaviour::Deny) {
-            return (Behaviour::Deny, by_rule(rule), format!("Denied by the rule {} ({}).", rule.rule.text, rule.scope));
+            return (
+                Behaviour::Deny,
+                by_rule(rule),
+                format!("Denied by the rule {} ({}).", rule.rule.text, rule.scope),
+            );
         }
         if let Some(why) = mode_refuses(mode, target, &matcher) {
             return (Behaviour::Deny, format!("mode:{}", mode.as_str()), why);
@@ -118,10 +127,18 @@ impl Policy {
         if let Target::Shell(analysis) = target
             && let Some(why) = analysis.opaque.first()
         {
-            return (Behaviour::Ask, "parser:not-understood".into(), format!("The command is not fully understood ({why}); a person decides."));
+            return (
+                Behaviour::Ask,
+                "parser:not-understood".into(),
+                format!("The command is not fully understood ({why}); a person decides."),
+            );
         }
         if let Some(rule) = matcher.first(Behaviour::Ask) {
-            return (Behaviour::Ask, by_rule(rule), format!("The rule {} ({}) asks.", rule.rule.text, rule.scope));
+            return (
+                Behaviour::Ask,
+                by_rule(rule),
+                format!("The rule {} ({}) asks.", rule.rule.text, rule.scope),
+            );
         }
         if let Some(by) = matcher.allowed() {
             return (Behaviour::Allow, by, "Allowed.".into());
@@ -151,7 +168,8 @@ fn violation(tool: &str, input: &Value, target: &Target, ctx: &Context<'_>) -> O
         Target::Shell(analysis) => invariants::check_command(analysis, ctx),
         Target::File { path, write } => invariants::check_file(path, *write, ctx).or_else(|| {
             // Glob's pattern can name a directory by itself.
-            let pattern = input.get("pattern").and_then(Value::as_str).filter(|_| tool == "Glob")?;
+            let pattern =
+                input.get("pattern").and_then(Value::as_str).filter(|_| tool == "Glob")?;
             invariants::check_file(pattern, false, ctx)
         }),
         _ => None,
@@ -163,13 +181,17 @@ fn touches_policy_files(target: &Target, ctx: &Context<'_>) -> Option<String> {
     let is_policy_file = |text: &str| {
         let path = ctx.resolve_from(text, &ctx.cwd);
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let parent = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
-        (parent == ".claude" && name.starts_with("settings")) || (parent == ".nucleic" && name == "rules.json")
+        let parent =
+            path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+        (parent == ".claude" && name.starts_with("settings"))
+            || (parent == ".nucleic" && name == "rules.json")
     };
     let hit = match target {
         Target::File { path, write: true } => is_policy_file(path),
         Target::Shell(analysis) => analysis.invocations.iter().any(|i| {
-            i.redirects.iter().any(|r| r.kind == RedirectKind::Write && is_policy_file(&r.target.text))
+            i.redirects
+                .iter()
+                .any(|r| r.kind == RedirectKind::Write && is_policy_file(&r.target.text))
                 || i.args().any(|a| a.contains(".claude/settings") || a.contains(".nucleic/rules"))
         }),
         _ => false,
@@ -201,7 +223,9 @@ fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<St
 /// A read-only program with nothing dynamic (or a bare assignment): allowed in every mode
 /// without a rule. Its output redirections are edits, judged on their own.
 fn builtin_allowed(invocation: &Invocation) -> bool {
-    invocation.runs_script || invocation.program.is_empty() || (mode::is_read_only(invocation) && !invocation.dynamic)
+    invocation.runs_script
+        || invocation.program.is_empty()
+        || (mode::is_read_only(invocation) && !invocation.dynamic)
 }
 
 struct Matcher<'a> {
@@ -222,7 +246,9 @@ impl Matcher<'_> {
         self.policy.with(behaviour).find(|r| match self.target {
             Target::Shell(analysis) => {
                 analysis.invocations.iter().any(|i| self.command_rule(r, i, true))
-                    || self.redirect_edits(analysis).any(|path| self.path_rule(r, "Edit", &path, true))
+                    || self
+                        .redirect_edits(analysis)
+                        .any(|path| self.path_rule(r, "Edit", &path, true))
             }
             _ => self.single(r, true),
         })
@@ -239,7 +265,11 @@ impl Matcher<'_> {
         match self.target {
             Target::Shell(analysis) => {
                 for invocation in &analysis.invocations {
-                    if let Some(rule) = self.policy.with(Behaviour::Allow).find(|r| self.command_rule(r, invocation, false)) {
+                    if let Some(rule) = self
+                        .policy
+                        .with(Behaviour::Allow)
+                        .find(|r| self.command_rule(r, invocation, false))
+                    {
                         note(by_rule(rule));
                     } else if builtin_allowed(invocation) {
                         note("builtin:read-only".into());
@@ -249,19 +279,26 @@ impl Matcher<'_> {
                 }
                 // Output redirections are edits: allowed in the worktree outside read-only mode
                 // (invariants already refused any outside it).
-                if self.redirect_edits(analysis).next().is_some() && self.ctx.mode != Mode::Readonly {
+                if self.redirect_edits(analysis).next().is_some() && self.ctx.mode != Mode::Readonly
+                {
                     note("mode:edit".into());
                 }
             }
-            Target::File { write: false, .. } => match self.policy.with(Behaviour::Allow).find(|r| self.single(r, false)) {
-                Some(rule) => note(by_rule(rule)),
-                None => note("builtin:read".into()),
-            },
-            Target::File { write: true, .. } => match self.policy.with(Behaviour::Allow).find(|r| self.single(r, false)) {
-                Some(rule) => note(by_rule(rule)),
-                None if self.ctx.mode != Mode::Readonly => note(format!("mode:{}", self.ctx.mode.as_str())),
-                None => return None,
-            },
+            Target::File { write: false, .. } => {
+                match self.policy.with(Behaviour::Allow).find(|r| self.single(r, false)) {
+                    Some(rule) => note(by_rule(rule)),
+                    None => note("builtin:read".into()),
+                }
+            }
+            Target::File { write: true, .. } => {
+                match self.policy.with(Behaviour::Allow).find(|r| self.single(r, false)) {
+                    Some(rule) => note(by_rule(rule)),
+                    None if self.ctx.mode != Mode::Readonly => {
+                        note(format!("mode:{}", self.ctx.mode.as_str()))
+                    }
+                    None => return None,
+                }
+            }
             Target::Internal => note("builtin:internal".into()),
             Target::Interaction | Target::Malformed(_) => return None,
             Target::Url(_) | Target::Search | Target::Mcp | Target::Unknown => {
@@ -274,16 +311,22 @@ impl Matcher<'_> {
     /// True when an allow or ask rule other than a bare `Bash` names this program.
     fn explicitly_named(&self, invocation: &Invocation) -> bool {
         self.policy.rules.iter().any(|r| {
-            r.behaviour != Behaviour::Deny && matches!(r.rule.kind, RuleKind::Command(_)) && self.command_rule(r, invocation, false)
+            r.behaviour != Behaviour::Deny
+                && matches!(r.rule.kind, RuleKind::Command(_))
+                && self.command_rule(r, invocation, false)
         })
     }
 
     /// Write redirections of a command line, as absolute paths.
     fn redirect_edits<'s>(&'s self, analysis: &'s Analysis) -> impl Iterator<Item = String> + 's {
-        analysis.invocations.iter().flat_map(|i| i.redirects.iter()).filter_map(move |r| {
-            (r.kind == RedirectKind::Write && !r.target.text.starts_with("/dev/"))
-                .then(|| self.ctx.resolve_from(&r.target.text, &self.ctx.cwd).to_string_lossy().into_owned())
-        })
+        analysis
+            .invocations
+            .iter()
+            .flat_map(|i| i.redirects.iter())
+            .filter(|r| r.kind == RedirectKind::Write && !r.target.text.starts_with("/dev/"))
+            .map(move |r| {
+                self.ctx.resolve_from(&r.target.text, &self.ctx.cwd).to_string_lossy().into_owned()
+            })
     }
 
     /// A `Bash` rule against one program. `wide` (deny/ask) also tries the innermost program
@@ -296,7 +339,12 @@ impl Matcher<'_> {
         match &rule.rule.kind {
             RuleKind::AnyUse => true,
             RuleKind::Command(pattern) => {
-                let program = invocation.program.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+                let program = invocation
+                    .program
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 pattern.matches(&invocation.written)
                     || invocation.plain.as_deref().is_some_and(|p| pattern.matches(p))
                     || (wide && pattern.matches(&program))
@@ -314,7 +362,8 @@ impl Matcher<'_> {
             RuleKind::Path(pattern) => {
                 let lexical = crate::paths::absolute(path, &self.ctx.cwd, &self.ctx.home);
                 let resolved = self.ctx.resolver.resolve(&lexical);
-                pattern.matches(&resolved, self.anchors()) || (wide && pattern.matches(&lexical, self.anchors()))
+                pattern.matches(&resolved, self.anchors())
+                    || (wide && pattern.matches(&lexical, self.anchors()))
             }
             _ => false,
         }
@@ -327,7 +376,9 @@ impl Matcher<'_> {
             _ if !rule.rule.applies_to(self.tool) => false,
             Target::Url(url) => match &rule.rule.kind {
                 RuleKind::AnyUse => true,
-                RuleKind::Domain(domain) => host_of(url).is_some_and(|h| crate::glob::wildcard(domain, &h)),
+                RuleKind::Domain(domain) => {
+                    host_of(url).is_some_and(|h| crate::glob::wildcard(domain, &h))
+                }
                 _ => false,
             },
             _ => match &rule.rule.kind {

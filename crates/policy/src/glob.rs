@@ -74,7 +74,9 @@ fn components_at(
                 || (ti < path.len() && components_at(pattern, path, pi, ti + 1, memo))
         }
         Some(p) => {
-            ti < path.len() && component(p, path[ti]) && components_at(pattern, path, pi + 1, ti + 1, memo)
+            ti < path.len()
+                && component(p, path[ti])
+                && components_at(pattern, path, pi + 1, ti + 1, memo)
         }
     };
     memo[key] = Some(result);

@@ -25,7 +25,8 @@ const PRIVILEGE: &[&str] = &["sudo", "doas", "su", "pkexec", "run0"];
 /// Programs that download.
 const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch", "aria2c", "http", "https", "xh"];
 /// Programs that run a script they are given.
-const INTERPRETERS: &[&str] = &["python", "python3", "perl", "ruby", "node", "php", "source", ".", "eval"];
+const INTERPRETERS: &[&str] =
+    &["python", "python3", "perl", "ruby", "node", "php", "source", ".", "eval"];
 /// Programs that write or delete the paths they are given.
 const WRITERS: &[&str] = &[
     "touch", "mkdir", "rmdir", "rm", "tee", "truncate", "chmod", "chown", "chgrp", "ln", "cp",
@@ -44,7 +45,10 @@ pub fn check_file(text: &str, write: bool, ctx: &Context<'_>) -> Option<Violatio
     if write && !ctx.may_write(&resolved) {
         return Some(violation(
             "write-outside-worktree",
-            format!("Writing {} is outside this session's worktree; the host refuses it.", resolved.display()),
+            format!(
+                "Writing {} is outside this session's worktree; the host refuses it.",
+                resolved.display()
+            ),
         ));
     }
     None
@@ -60,7 +64,10 @@ fn protected(candidates: &[&Path], text: &str, ctx: &Context<'_>) -> Option<Viol
         ));
     }
     if names_secret_dir(text) {
-        return Some(violation("protected-path", format!("{text:?} names a credentials directory agents may never touch.")));
+        return Some(violation(
+            "protected-path",
+            format!("{text:?} names a credentials directory agents may never touch."),
+        ));
     }
     None
 }
@@ -105,20 +112,36 @@ fn check_invocation(
     ctx: &Context<'_>,
 ) -> Option<Violation> {
     let name = invocation.name();
-    if let Some(p) = invocation.wrappers.iter().map(String::as_str).chain([name]).find(|n| PRIVILEGE.contains(n)) {
-        return Some(violation("sudo", format!("`{p}` runs commands as another user; agents may never use it.")));
+    if let Some(p) =
+        invocation.wrappers.iter().map(String::as_str).chain([name]).find(|n| PRIVILEGE.contains(n))
+    {
+        return Some(violation(
+            "sudo",
+            format!("`{p}` runs commands as another user; agents may never use it."),
+        ));
     }
     if name == "git" && is_force_push(invocation) {
-        return Some(violation("force-push", "Force-pushing rewrites shared history; agents may never do it.".into()));
+        return Some(violation(
+            "force-push",
+            "Force-pushing rewrites shared history; agents may never do it.".into(),
+        ));
     }
     if let Some(v) = curl_pipe_shell(invocation, analysis) {
         return Some(v);
     }
     // Every word that may be a path, and every redirection target.
-    let words = invocation.program.iter().skip(1).map(|w| w.text.as_str()).chain(invocation.assignments.iter().map(String::as_str));
+    let words = invocation
+        .program
+        .iter()
+        .skip(1)
+        .map(|w| w.text.as_str())
+        .chain(invocation.assignments.iter().map(String::as_str));
     for text in words.chain(invocation.redirects.iter().map(|r| r.target.text.as_str())) {
         if names_secret_dir(text) {
-            return Some(violation("protected-path", format!("{text:?} names a credentials directory agents may never touch.")));
+            return Some(violation(
+                "protected-path",
+                format!("{text:?} names a credentials directory agents may never touch."),
+            ));
         }
         if looks_like_path(text)
             && let Some(cwd) = cwd
@@ -140,7 +163,10 @@ fn check_invocation(
             if outside {
                 return Some(violation(
                     "rm-outside-worktree",
-                    format!("`rm -r {}` would delete outside this session's worktree; the host refuses it.", target.text),
+                    format!(
+                        "`rm -r {}` would delete outside this session's worktree; the host refuses it.",
+                        target.text
+                    ),
                 ));
             }
         }
@@ -151,7 +177,10 @@ fn check_invocation(
         if !ctx.may_write(&resolved) {
             return Some(violation(
                 "write-outside-worktree",
-                format!("`{name}` would write {}, outside this session's worktree; the host refuses it.", resolved.display()),
+                format!(
+                    "`{name}` would write {}, outside this session's worktree; the host refuses it.",
+                    resolved.display()
+                ),
             ));
         }
     }
@@ -192,7 +221,8 @@ fn is_force_push(invocation: &Invocation) -> bool {
 
 fn is_recursive_rm(invocation: &Invocation) -> bool {
     invocation.args().take_while(|a| *a != "--").any(|a| {
-        a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R')))
+        a == "--recursive"
+            || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R')))
     })
 }
 
@@ -222,7 +252,11 @@ fn write_targets(invocation: &Invocation) -> Vec<&str> {
     if !WRITERS.contains(&name) {
         return out;
     }
-    let operands: Vec<&str> = positional(invocation).into_iter().filter(|w| !w.dynamic).map(|w| w.text.as_str()).collect();
+    let operands: Vec<&str> = positional(invocation)
+        .into_iter()
+        .filter(|w| !w.dynamic)
+        .map(|w| w.text.as_str())
+        .collect();
     match name {
         "cp" | "mv" | "ln" | "install" | "rsync" => {
             let target = invocation.args().find_map(|a| a.strip_prefix("--target-directory="));
@@ -250,13 +284,21 @@ fn curl_pipe_shell(invocation: &Invocation, analysis: &Analysis) -> Option<Viola
     let downloaded = |i: &Invocation| DOWNLOADERS.contains(&i.name());
     let fed_by_pipe = invocation.stage > 0
         && reads_program_from_stdin(invocation)
-        && analysis
-            .invocations
-            .iter()
-            .any(|other| other.pipeline == invocation.pipeline && other.stage < invocation.stage && downloaded(other));
-    let fed_by_substitution = invocation.substitutions.iter().filter_map(|&i| analysis.invocations.get(i)).any(downloaded);
+        && analysis.invocations.iter().any(|other| {
+            other.pipeline == invocation.pipeline
+                && other.stage < invocation.stage
+                && downloaded(other)
+        });
+    let fed_by_substitution = invocation
+        .substitutions
+        .iter()
+        .filter_map(|&i| analysis.invocations.get(i))
+        .any(downloaded);
     (fed_by_pipe || fed_by_substitution).then(|| {
-        violation("curl-pipe-shell", format!("Running downloaded code (`… | {name}`) is never allowed for agents."))
+        violation(
+            "curl-pipe-shell",
+            format!("Running downloaded code (`… | {name}`) is never allowed for agents."),
+        )
     })
 }
 

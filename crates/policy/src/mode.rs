@@ -42,16 +42,76 @@ impl Mode {
 
 /// Commands that only read (with the argument checks in [`is_read_only`]).
 const READ_ONLY: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "true", "false", "which", "type",
-    "file", "stat", "du", "df", "tree", "diff", "cmp", "cut", "tr", "basename", "dirname",
-    "realpath", "readlink", "date", "whoami", "id", "uname", "printenv", "test", "[", "[[", "grep",
-    "egrep", "fgrep", "rg", "jq", "nl", "column", "hostname", "seq", "sleep", "cd", "pushd", "popd",
-    "sha256sum", "md5sum", "less", "more", "find",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "pwd",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "which",
+    "type",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "tree",
+    "diff",
+    "cmp",
+    "cut",
+    "tr",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "date",
+    "whoami",
+    "id",
+    "uname",
+    "printenv",
+    "test",
+    "[",
+    "[[",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "jq",
+    "nl",
+    "column",
+    "hostname",
+    "seq",
+    "sleep",
+    "cd",
+    "pushd",
+    "popd",
+    "sha256sum",
+    "md5sum",
+    "less",
+    "more",
+    "find",
 ];
 /// Read-only git subcommands.
 const GIT_READ_ONLY: &[&str] = &[
-    "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog",
-    "cat-file", "ls-tree", "merge-base", "grep", "reflog", "rev-list", "whatchanged",
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "blame",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "ls-tree",
+    "merge-base",
+    "grep",
+    "reflog",
+    "rev-list",
+    "whatchanged",
 ];
 
 /// True when the program only reads (its redirections are judged separately).
@@ -66,7 +126,18 @@ pub fn is_read_only(invocation: &Invocation) -> bool {
     }
     match name {
         "find" => !args.iter().any(|a| {
-            matches!(*a, "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir" | "-fprint" | "-fprint0" | "-fprintf" | "-fls")
+            matches!(
+                *a,
+                "-delete"
+                    | "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-fprint"
+                    | "-fprint0"
+                    | "-fprintf"
+                    | "-fls"
+            )
         }),
         "rg" => !args.iter().any(|a| a.starts_with("--pre")),
         "date" => !args.iter().any(|a| a.starts_with("-s") || a.starts_with("--set")),
@@ -91,10 +162,14 @@ fn git_read_only(args: &[&str]) -> bool {
         return false;
     }
     match *sub {
-        "branch" | "tag" => rest.iter().all(|a| matches!(*a, "-a" | "-v" | "-vv" | "-r" | "--list" | "-l" | "--show-current" | "--all")),
+        "branch" | "tag" => rest.iter().all(|a| {
+            matches!(*a, "-a" | "-v" | "-vv" | "-r" | "--list" | "-l" | "--show-current" | "--all")
+        }),
         "remote" => rest.iter().all(|a| *a == "-v"),
         "stash" => rest.first() == Some(&"list") || rest.first() == Some(&"show"),
-        "config" => rest.first().is_some_and(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all")),
+        "config" => {
+            rest.first().is_some_and(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all"))
+        }
         s => GIT_READ_ONLY.contains(&s),
     }
 }
@@ -105,17 +180,25 @@ pub fn is_dependency_install(invocation: &Invocation) -> bool {
     let args: Vec<&str> = invocation.args().filter(|a| !a.starts_with('-')).collect();
     let first = args.first().copied().unwrap_or("");
     match name {
-        "npm" | "pnpm" => matches!(first, "install" | "i" | "add" | "ci" | "update" | "up") || (first == "exec" || name == "npx"),
+        "npm" | "pnpm" => {
+            matches!(first, "install" | "i" | "add" | "ci" | "update" | "up")
+                || (first == "exec" || name == "npx")
+        }
         "npx" | "bunx" | "pipx" => true,
-        "yarn" | "bun" => matches!(first, "add" | "install" | "global") || (name == "yarn" && args.is_empty()),
-        "pip" | "pip3" | "gem" | "brew" | "apt" | "apt-get" | "dnf" | "yum" | "apk" | "pacman" | "conda" | "mamba" => {
+        "yarn" | "bun" => {
+            matches!(first, "add" | "install" | "global") || (name == "yarn" && args.is_empty())
+        }
+        "pip" | "pip3" | "gem" | "brew" | "apt" | "apt-get" | "dnf" | "yum" | "apk" | "pacman"
+        | "conda" | "mamba" => {
             matches!(first, "install" | "add" | "-S")
         }
         "python" | "python3" => {
             let all: Vec<&str> = invocation.args().collect();
             all.windows(3).any(|w| w[0] == "-m" && w[1] == "pip" && w[2] == "install")
         }
-        "uv" => first == "add" || (first == "pip" && args.get(1) == Some(&"install")) || first == "tool",
+        "uv" => {
+            first == "add" || (first == "pip" && args.get(1) == Some(&"install")) || first == "tool"
+        }
         "poetry" | "cargo" | "go" | "composer" | "bundle" | "dotnet" => {
             matches!(first, "add" | "install" | "get" | "require")
         }
@@ -125,5 +208,6 @@ pub fn is_dependency_install(invocation: &Invocation) -> bool {
 
 /// True when the program publishes to a remote (`git push`).
 pub fn is_push(invocation: &Invocation) -> bool {
-    invocation.name() == "git" && crate::invariants::git_subcommand(invocation).is_some_and(|(sub, _)| sub == "push")
+    invocation.name() == "git"
+        && crate::invariants::git_subcommand(invocation).is_some_and(|(sub, _)| sub == "push")
 }

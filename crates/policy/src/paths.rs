@@ -62,7 +62,8 @@ impl PathResolver for MapResolver {
         let mut current = normalize(path);
         // Each round replaces the longest linked prefix; bounded like the kernel's 40 links.
         for _ in 0..40 {
-            let hit = current.ancestors().find_map(|a| self.links.get(a).map(|t| (a.to_path_buf(), t)));
+            let hit =
+                current.ancestors().find_map(|a| self.links.get(a).map(|t| (a.to_path_buf(), t)));
             let Some((link, target)) = hit else { return current };
             let rest = current.strip_prefix(&link).map(Path::to_path_buf).unwrap_or_default();
             let base = link.parent().unwrap_or(Path::new("/"));

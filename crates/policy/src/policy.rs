@@ -2,7 +2,7 @@
 
 use crate::mode::Mode;
 use crate::rule::{Behaviour, Rule, RuleError};
-use crate::settings::{self, LoadWarning, ScopedRule, Scope, Sources};
+use crate::settings::{self, LoadWarning, Scope, ScopedRule, Sources};
 
 /// Every rule that applies to a session, with the project's default mode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,7 +38,12 @@ impl Policy {
     }
 
     /// Adds one rule (e.g. "always" chosen by a person) in `scope`.
-    pub fn add_rule(&mut self, scope: Scope, behaviour: Behaviour, text: &str) -> Result<(), RuleError> {
+    pub fn add_rule(
+        &mut self,
+        scope: Scope,
+        behaviour: Behaviour,
+        text: &str,
+    ) -> Result<(), RuleError> {
         let rule = Rule::parse(text)?;
         let scoped = ScopedRule { rule, behaviour, scope };
         if !self.rules.contains(&scoped) {

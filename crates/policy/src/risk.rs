@@ -47,7 +47,7 @@ impl Acc {
     }
 
     fn finish(mut self) -> Assessment {
-        self.reasons.sort_by(|a, b| b.0.cmp(&a.0));
+        self.reasons.sort_by_key(|r| std::cmp::Reverse(r.0));
         let risk = self.reasons.first().map_or(Risk::Low, |(r, _)| *r);
         Assessment { risk, reasons: self.reasons.into_iter().map(|(_, r)| r).collect() }
     }
@@ -57,15 +57,53 @@ const NETWORK: &[&str] = &[
     "curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "telnet", "ftp", "http", "xh", "ping",
     "dig", "nslookup", "aria2c",
 ];
-const SYSTEM: &[&str] = &["systemctl", "service", "crontab", "launchctl", "mount", "umount", "iptables", "useradd", "usermod", "passwd", "sysctl"];
-const MACHINE_DOWN: &[&str] = &["shutdown", "reboot", "halt", "poweroff", "mkfs", "fdisk", "parted", "wipefs"];
+const SYSTEM: &[&str] = &[
+    "systemctl",
+    "service",
+    "crontab",
+    "launchctl",
+    "mount",
+    "umount",
+    "iptables",
+    "useradd",
+    "usermod",
+    "passwd",
+    "sysctl",
+];
+const MACHINE_DOWN: &[&str] =
+    &["shutdown", "reboot", "halt", "poweroff", "mkfs", "fdisk", "parted", "wipefs"];
 const PROCESS: &[&str] = &["kill", "pkill", "killall"];
 const BUILD: &[&str] = &[
-    "cargo", "make", "npm", "pnpm", "yarn", "bun", "pytest", "go", "tsc", "eslint", "prettier",
-    "ruff", "mypy", "black", "jest", "vitest", "gradle", "mvn", "cmake", "ninja", "rustfmt",
-    "clippy-driver", "deno", "tox", "just",
+    "cargo",
+    "make",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "pytest",
+    "go",
+    "tsc",
+    "eslint",
+    "prettier",
+    "ruff",
+    "mypy",
+    "black",
+    "jest",
+    "vitest",
+    "gradle",
+    "mvn",
+    "cmake",
+    "ninja",
+    "rustfmt",
+    "clippy-driver",
+    "deno",
+    "tox",
+    "just",
 ];
-const WRITERS: &[&str] = &["touch", "mkdir", "cp", "mv", "tee", "ln", "install", "truncate", "patch", "tar", "unzip", "sed", "dd"];
+const WRITERS: &[&str] = &[
+    "touch", "mkdir", "cp", "mv", "tee", "ln", "install", "truncate", "patch", "tar", "unzip",
+    "sed", "dd",
+];
 
 /// Classifies one tool call.
 pub fn classify(
@@ -79,7 +117,9 @@ pub fn classify(
     if let Some(v) = violation {
         acc.add(Risk::Critical, format!("breaks the `{}` invariant", v.name));
     }
-    let path = ["file_path", "notebook_path", "path"].iter().find_map(|k| input.get(k).and_then(Value::as_str));
+    let path = ["file_path", "notebook_path", "path"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str));
     match tool {
         "Bash" => match analysis {
             Some(analysis) => shell(analysis, ctx, &mut acc),
@@ -92,7 +132,8 @@ pub fn classify(
             }
         }
         t if READ_TOOLS.contains(&t) => {
-            let outside = path.is_some_and(|p| !paths::is_within(&ctx.resolve_from(p, &ctx.cwd), &ctx.worktree));
+            let outside = path
+                .is_some_and(|p| !paths::is_within(&ctx.resolve_from(p, &ctx.cwd), &ctx.worktree));
             if outside {
                 acc.add(Risk::Medium, "reads outside the worktree");
             }
@@ -110,8 +151,15 @@ fn file_write(path: &str, ctx: &Context<'_>, acc: &mut Acc) {
     let rel = rel.to_string_lossy();
     if rel.starts_with(".github/") || rel.starts_with(".gitlab-ci") || rel.starts_with(".git/") {
         acc.add(Risk::High, "changes CI or git configuration");
-    } else if matches!(rel.as_ref(), "Cargo.toml" | "package.json" | "pyproject.toml" | "go.mod" | "requirements.txt" | "Gemfile")
-        || rel.ends_with("/Cargo.toml")
+    } else if matches!(
+        rel.as_ref(),
+        "Cargo.toml"
+            | "package.json"
+            | "pyproject.toml"
+            | "go.mod"
+            | "requirements.txt"
+            | "Gemfile"
+    ) || rel.ends_with("/Cargo.toml")
         || rel.ends_with("/package.json")
     {
         acc.add(Risk::Medium, "changes dependencies or the build");
@@ -126,7 +174,11 @@ fn shell(analysis: &Analysis, ctx: &Context<'_>, acc: &mut Acc) {
     }
     for invocation in &analysis.invocations {
         program(invocation, ctx, acc);
-        let writes = invocation.redirects.iter().filter(|r| r.kind == RedirectKind::Write && !r.target.text.starts_with("/dev/")).count();
+        let writes = invocation
+            .redirects
+            .iter()
+            .filter(|r| r.kind == RedirectKind::Write && !r.target.text.starts_with("/dev/"))
+            .count();
         if writes > 0 {
             acc.add(Risk::Medium, "writes files");
         }
@@ -148,7 +200,8 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
         return;
     }
     let sub = args.iter().find(|a| !a.starts_with('-')).copied().unwrap_or("");
-    if (matches!(name, "npm" | "pnpm" | "yarn" | "cargo" | "gem" | "twine" | "poetry") && matches!(sub, "publish" | "push" | "upload"))
+    if (matches!(name, "npm" | "pnpm" | "yarn" | "cargo" | "gem" | "twine" | "poetry")
+        && matches!(sub, "publish" | "push" | "upload"))
         || (name == "rsync" && args.iter().any(|a| !a.starts_with('-') && a.contains(':')))
     {
         acc.add(Risk::High, "publishes or sends files to a remote");
@@ -167,12 +220,20 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
     }
     if name == "rm" || name == "rmdir" || name == "unlink" || name == "shred" {
         let targets = args.iter().filter(|a| !a.starts_with('-')).count();
-        let recursive = args.iter().any(|a| *a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R'))));
+        let recursive = args.iter().any(|a| {
+            *a == "--recursive"
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && (a.contains('r') || a.contains('R')))
+        });
         let globbed = invocation.program.iter().skip(1).any(|w| w.glob || w.dynamic);
         if recursive || globbed {
             acc.add(Risk::High, "deletes a directory tree or a pattern of files");
         } else {
-            acc.add(Risk::Medium, format!("deletes {targets} file{}", if targets == 1 { "" } else { "s" }));
+            acc.add(
+                Risk::Medium,
+                format!("deletes {targets} file{}", if targets == 1 { "" } else { "s" }),
+            );
         }
         return;
     }
@@ -182,9 +243,21 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
     }
     if NETWORK.contains(&name) {
         let sends = args.iter().any(|a| {
-            matches!(*a, "-d" | "--data" | "--data-binary" | "--data-raw" | "-F" | "--form" | "-T" | "--upload-file" | "--post-data" | "--post-file")
-                || a.starts_with("--data")
-        }) || args.windows(2).any(|w| matches!(w[0], "-X" | "--request") && !w[1].eq_ignore_ascii_case("GET"));
+            matches!(
+                *a,
+                "-d" | "--data"
+                    | "--data-binary"
+                    | "--data-raw"
+                    | "-F"
+                    | "--form"
+                    | "-T"
+                    | "--upload-file"
+                    | "--post-data"
+                    | "--post-file"
+            ) || a.starts_with("--data")
+        }) || args
+            .windows(2)
+            .any(|w| matches!(w[0], "-X" | "--request") && !w[1].eq_ignore_ascii_case("GET"));
         if sends || matches!(name, "ssh" | "scp" | "sftp" | "nc" | "ncat" | "telnet" | "ftp") {
             acc.add(Risk::High, "sends data over the network");
         } else {
@@ -206,7 +279,14 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
         if matches!(sub, "ps" | "images" | "logs" | "inspect" | "version" | "get" | "describe") {
             return;
         }
-        acc.add(if matches!(sub, "rm" | "rmi" | "delete" | "apply" | "push" | "system") { Risk::High } else { Risk::Medium }, "manages containers or clusters");
+        acc.add(
+            if matches!(sub, "rm" | "rmi" | "delete" | "apply" | "push" | "system") {
+                Risk::High
+            } else {
+                Risk::Medium
+            },
+            "manages containers or clusters",
+        );
         return;
     }
     if mode::is_read_only(invocation) {
@@ -225,10 +305,39 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
         acc.add(Risk::Medium, "runs a script");
         return;
     }
-    if matches!(name, "sh" | "bash" | "zsh" | "dash" | "eval" | "xargs" | "env" | "watch" | "exec") {
+    if matches!(name, "sh" | "bash" | "zsh" | "dash" | "eval" | "xargs" | "env" | "watch" | "exec")
+    {
         return; // what they run is classified on its own
     }
-    if matches!(name, "sort" | "uniq" | "awk" | "xxd" | "od" | "hexdump" | "strings" | "yes" | "export" | "set" | "unset" | "source" | "." | "rustc" | "rustup" | "man" | "history" | "ps" | "top" | "env" | "lsof" | "free" | "uptime" | "ss" | "netstat" | "npx") {
+    if matches!(
+        name,
+        "sort"
+            | "uniq"
+            | "awk"
+            | "xxd"
+            | "od"
+            | "hexdump"
+            | "strings"
+            | "yes"
+            | "export"
+            | "set"
+            | "unset"
+            | "source"
+            | "."
+            | "rustc"
+            | "rustup"
+            | "man"
+            | "history"
+            | "ps"
+            | "top"
+            | "env"
+            | "lsof"
+            | "free"
+            | "uptime"
+            | "ss"
+            | "netstat"
+            | "npx"
+    ) {
         return;
     }
     acc.add(Risk::Medium, format!("runs `{name}`, which the classifier does not know"));
@@ -236,23 +345,39 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
 
 fn git(invocation: &Invocation, acc: &mut Acc) {
     let Some((sub, args)) = git_subcommand(invocation) else { return };
-    let has = |flag: &str| args.iter().any(|a| *a == flag);
+    let has = |flag: &str| args.contains(&flag);
     match sub {
         "push" => acc.add(Risk::High, "publishes to a remote"),
         "reset" if has("--hard") => acc.add(Risk::High, "discards uncommitted work"),
-        "clean" if args.iter().any(|a| a.starts_with('-') && a.contains('f')) => acc.add(Risk::High, "deletes untracked files"),
-        "checkout" | "restore" if has("--") || has(".") => acc.add(Risk::High, "discards uncommitted work"),
-        "branch" if has("-D") || has("--delete") || has("-d") => acc.add(Risk::High, "deletes a branch"),
-        "stash" if args.first().is_some_and(|a| matches!(*a, "drop" | "clear")) => acc.add(Risk::High, "discards stashed work"),
+        "clean" if args.iter().any(|a| a.starts_with('-') && a.contains('f')) => {
+            acc.add(Risk::High, "deletes untracked files")
+        }
+        "checkout" | "restore" if has("--") || has(".") => {
+            acc.add(Risk::High, "discards uncommitted work")
+        }
+        "branch" if has("-D") || has("--delete") || has("-d") => {
+            acc.add(Risk::High, "deletes a branch")
+        }
+        "stash" if args.first().is_some_and(|a| matches!(*a, "drop" | "clear")) => {
+            acc.add(Risk::High, "discards stashed work")
+        }
         "clone" | "fetch" | "pull" | "ls-remote" | "submodule" => acc.add(Risk::Medium, "network"),
-        "rebase" | "merge" | "cherry-pick" | "revert" | "am" | "filter-branch" => acc.add(Risk::Medium, "rewrites or merges history"),
-        "config" if !args.first().is_some_and(|a| a.starts_with("--get") || *a == "--list" || *a == "-l") => {
+        "rebase" | "merge" | "cherry-pick" | "revert" | "am" | "filter-branch" => {
+            acc.add(Risk::Medium, "rewrites or merges history")
+        }
+        "config"
+            if !args
+                .first()
+                .is_some_and(|a| a.starts_with("--get") || *a == "--list" || *a == "-l") =>
+        {
             acc.add(Risk::Medium, "changes git configuration")
         }
-        "remote" if args.first().is_some_and(|a| matches!(*a, "add" | "set-url" | "remove" | "rm")) => {
+        "remote"
+            if args.first().is_some_and(|a| matches!(*a, "add" | "set-url" | "remove" | "rm")) =>
+        {
             acc.add(Risk::Medium, "changes remotes")
         }
-        "tag" if args.iter().any(|a| *a == "-d") => acc.add(Risk::Medium, "deletes a tag"),
+        "tag" if args.contains(&"-d") => acc.add(Risk::Medium, "deletes a tag"),
         _ => {}
     }
 }

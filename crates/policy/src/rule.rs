@@ -32,9 +32,28 @@ impl fmt::Display for Behaviour {
 
 /// Tools Claude Code has; rules naming others are kept (and reported).
 pub const KNOWN_TOOLS: &[&str] = &[
-    "Bash", "BashOutput", "KillShell", "KillBash", "Read", "Edit", "Write", "MultiEdit",
-    "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "Task", "Agent",
-    "TodoWrite", "ExitPlanMode", "AskUserQuestion", "SlashCommand", "Skill",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "Read",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Glob",
+    "Grep",
+    "LS",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "Agent",
+    "TodoWrite",
+    "ExitPlanMode",
+    "AskUserQuestion",
+    "SlashCommand",
+    "Skill",
 ];
 /// Tools that edit files: an `Edit(path)` rule covers them all.
 pub const EDIT_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
@@ -151,7 +170,8 @@ impl PathPattern {
         };
         let trimmed = rest.trim_end_matches('/');
         let floating = anchor == Anchor::Cwd && !trimmed.contains('/');
-        let parts = trimmed.split('/').filter(|p| !p.is_empty() && *p != ".").map(str::to_owned).collect();
+        let parts =
+            trimmed.split('/').filter(|p| !p.is_empty() && *p != ".").map(str::to_owned).collect();
         Self { anchor, parts, floating }
     }
 
@@ -222,12 +242,16 @@ impl Rule {
         let trimmed = text.trim();
         let (tool, content) = match trimmed.find('(') {
             Some(open) => {
-                let inner = trimmed[open + 1..].strip_suffix(')').ok_or_else(|| err("missing the closing `)`"))?;
+                let inner = trimmed[open + 1..]
+                    .strip_suffix(')')
+                    .ok_or_else(|| err("missing the closing `)`"))?;
                 (&trimmed[..open], Some(inner))
             }
             None => (trimmed, None),
         };
-        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*') {
+        if tool.is_empty()
+            || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
+        {
             return Err(err("the tool name must be ASCII letters, digits, `_` or `-`"));
         }
         let content = content.map(str::trim).filter(|c| !c.is_empty() && *c != "*");
@@ -259,9 +283,10 @@ impl Rule {
     /// True when this rule is about `tool` at all (before looking at the input).
     pub fn applies_to(&self, tool: &str) -> bool {
         match &self.kind {
-            RuleKind::McpServer(server) => {
-                tool.strip_prefix("mcp__").and_then(|t| t.strip_prefix(server.as_str())).is_some_and(|r| r.starts_with("__"))
-            }
+            RuleKind::McpServer(server) => tool
+                .strip_prefix("mcp__")
+                .and_then(|t| t.strip_prefix(server.as_str()))
+                .is_some_and(|r| r.starts_with("__")),
             RuleKind::Path(_) if self.tool == "Edit" => EDIT_TOOLS.contains(&tool),
             RuleKind::Path(_) if self.tool == "Read" => READ_TOOLS.contains(&tool),
             _ => self.tool == tool,
@@ -289,17 +314,26 @@ mod tests {
     #[test]
     fn parses_claude_code_forms() {
         assert_eq!(kind("Read"), RuleKind::AnyUse);
-        assert_eq!(kind("Bash(git status)"), RuleKind::Command(CommandPattern::Exact("git status".into())));
-        assert_eq!(kind("Bash(npm run test:*)"), RuleKind::Command(CommandPattern::Prefix("npm run test".into())));
+        assert_eq!(
+            kind("Bash(git status)"),
+            RuleKind::Command(CommandPattern::Exact("git status".into()))
+        );
+        assert_eq!(
+            kind("Bash(npm run test:*)"),
+            RuleKind::Command(CommandPattern::Prefix("npm run test".into()))
+        );
         assert_eq!(kind("Bash(npm *)"), RuleKind::Command(CommandPattern::Prefix("npm".into())));
-        assert_eq!(kind("Bash(git * main)"), RuleKind::Command(CommandPattern::Wildcard("git * main".into())));
+        assert_eq!(
+            kind("Bash(git * main)"),
+            RuleKind::Command(CommandPattern::Wildcard("git * main".into()))
+        );
         assert_eq!(kind("Bash(*)"), RuleKind::AnyUse);
         assert_eq!(kind("WebFetch(domain:Docs.RS)"), RuleKind::Domain("docs.rs".into()));
         assert_eq!(kind("mcp__github"), RuleKind::McpServer("github".into()));
         assert_eq!(kind("mcp__github__*"), RuleKind::McpServer("github".into()));
         assert_eq!(kind("mcp__github__create_issue"), RuleKind::AnyUse);
         let RuleKind::Path(p) = kind("Edit(//etc/**)") else { panic!() };
-        assert_eq!((p.anchor, p.parts.clone()), (Anchor::Root, vec!["etc".to_owned(), "**".to_owned()]));
+        assert_eq!((p.anchor, p.parts), (Anchor::Root, vec!["etc".to_owned(), "**".to_owned()]));
         let RuleKind::Path(p) = kind("Edit(.claude)") else { panic!() };
         assert!(p.floating);
     }
@@ -325,7 +359,11 @@ mod tests {
 
     #[test]
     fn path_patterns_anchor_and_cover_directories() {
-        let anchors = Anchors { project: Path::new("/repo"), home: Path::new("/home/u"), cwd: Path::new("/repo/wt") };
+        let anchors = Anchors {
+            project: Path::new("/repo"),
+            home: Path::new("/home/u"),
+            cwd: Path::new("/repo/wt"),
+        };
         let p = |s: &str| PathPattern::parse(s);
         assert!(p(".claude").matches(Path::new("/repo/wt/.claude/settings.json"), anchors));
         assert!(p("/src/**/*.ts").matches(Path::new("/repo/src/a/b.ts"), anchors));

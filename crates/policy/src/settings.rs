@@ -171,9 +171,13 @@ pub fn parse_file(
     let Value::Object(permissions) = permissions else {
         return Err("`permissions` is not an object".into());
     };
-    for (key, behaviour) in [("deny", Behaviour::Deny), ("ask", Behaviour::Ask), ("allow", Behaviour::Allow)] {
+    for (key, behaviour) in
+        [("deny", Behaviour::Deny), ("ask", Behaviour::Ask), ("allow", Behaviour::Allow)]
+    {
         let Some(list) = permissions.get(key) else { continue };
-        let Value::Array(list) = list else { return Err(format!("`permissions.{key}` is not a list")) };
+        let Value::Array(list) = list else {
+            return Err(format!("`permissions.{key}` is not a list"));
+        };
         let mut parsed = Vec::with_capacity(list.len());
         for entry in list {
             let Value::String(text) = entry else {
@@ -185,7 +189,10 @@ pub fn parse_file(
             match Rule::parse(text) {
                 Ok(rule) => {
                     if !rule.names_known_tool() {
-                        warnings.push(LoadWarning::UnknownTool { path: path.to_owned(), rule: rule.text.clone() });
+                        warnings.push(LoadWarning::UnknownTool {
+                            path: path.to_owned(),
+                            rule: rule.text.clone(),
+                        });
                     }
                     file.rules.push(ScopedRule { rule, behaviour, scope });
                 }
@@ -202,7 +209,12 @@ mod tests {
 
     fn parse(text: &str) -> (Result<RuleFile, String>, Vec<LoadWarning>) {
         let mut warnings = Vec::new();
-        let file = parse_file(text, Path::new("/p/.claude/settings.json"), Scope::ProjectSettings, &mut warnings);
+        let file = parse_file(
+            text,
+            Path::new("/p/.claude/settings.json"),
+            Scope::ProjectSettings,
+            &mut warnings,
+        );
         (file, warnings)
     }
 
@@ -222,7 +234,9 @@ mod tests {
     fn unknown_tools_are_kept_and_reported_bad_rules_skipped() {
         let (file, warnings) = parse(r#"{"permissions":{"allow":["Frobnicate","Bash(x","Read"]}}"#);
         assert_eq!(file.unwrap().rules.len(), 2);
-        assert!(matches!(&warnings[0], LoadWarning::UnknownTool { rule, .. } if rule == "Frobnicate"));
+        assert!(
+            matches!(&warnings[0], LoadWarning::UnknownTool { rule, .. } if rule == "Frobnicate")
+        );
         assert!(matches!(&warnings[1], LoadWarning::BadRule { .. }));
     }
 

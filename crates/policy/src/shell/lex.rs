@@ -28,7 +28,8 @@ impl Parser<'_> {
         while self.peek().is_some_and(|c| c.is_ascii_digit()) {
             self.pos += 1;
         }
-        let rest: String = self.chars[self.pos..self.chars.len().min(self.pos + 3)].iter().collect();
+        let rest: String =
+            self.chars[self.pos..self.chars.len().min(self.pos + 3)].iter().collect();
         let (kind, len, heredoc) = if rest.starts_with("<<<") {
             (RedirectKind::Input, 3, false)
         } else if rest.starts_with("<<") {
@@ -60,7 +61,8 @@ impl Parser<'_> {
             self.opaque("redirection without a target");
         }
         if heredoc {
-            let quoted = self.chars[raw_start..self.pos].iter().any(|c| matches!(c, '\'' | '"' | '\\'));
+            let quoted =
+                self.chars[raw_start..self.pos].iter().any(|c| matches!(c, '\'' | '"' | '\\'));
             let body = self.take_heredoc_body(&target.text, strip_tabs);
             let dynamic = !quoted && (body.contains('$') || body.contains('`'));
             cmd.redirects.push(Redirect {

@@ -117,9 +117,8 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
     script
 }
 
-const KEYWORDS_SKIPPED: &[&str] = &[
-    "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "time",
-];
+const KEYWORDS_SKIPPED: &[&str] =
+    &["!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "time"];
 const KEYWORDS_OPAQUE: &[&str] = &["for", "case", "esac", "select", "function", "coproc", "in"];
 
 struct Parser<'s> {
@@ -309,7 +308,6 @@ impl Parser<'_> {
             substitutions: built.substitutions,
         });
     }
-
 }
 
 fn is_assignment(word: &Word) -> bool {

@@ -3,7 +3,11 @@
 use super::*;
 
 fn names(line: &str) -> Vec<String> {
-    parse(line).commands.iter().map(|c| c.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")).collect()
+    parse(line)
+        .commands
+        .iter()
+        .map(|c| c.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
 #[test]
@@ -26,7 +30,11 @@ fn quotes_and_escapes_are_removed() {
 #[test]
 fn substitutions_and_subshells_are_parsed() {
     let s = parse("echo $(sudo id) `whoami` <(curl x); (cd /; ls)");
-    let all: Vec<String> = s.commands.iter().map(|c| c.words.first().map(|w| w.text.clone()).unwrap_or_default()).collect();
+    let all: Vec<String> = s
+        .commands
+        .iter()
+        .map(|c| c.words.first().map(|w| w.text.clone()).unwrap_or_default())
+        .collect();
     for name in ["sudo", "whoami", "curl", "cd", "ls", "echo"] {
         assert!(all.contains(&name.to_owned()), "{name} missing from {all:?}");
     }
@@ -50,7 +58,13 @@ fn redirections_and_heredocs() {
     let s = parse("cat <<'EOF' > out.txt 2>&1\nsudo rm\nEOF\nls >> log");
     assert_eq!(s.commands.len(), 2, "{s:?}");
     let cat = &s.commands[0];
-    assert_eq!(cat.redirects[0], Redirect { kind: RedirectKind::Input, target: Word { text: "sudo rm\n".into(), ..Word::default() } });
+    assert_eq!(
+        cat.redirects[0],
+        Redirect {
+            kind: RedirectKind::Input,
+            target: Word { text: "sudo rm\n".into(), ..Word::default() }
+        }
+    );
     assert_eq!(cat.redirects[1].kind, RedirectKind::Write);
     assert_eq!(cat.redirects[1].target.text, "out.txt");
     assert_eq!(cat.redirects[2].kind, RedirectKind::Dup);

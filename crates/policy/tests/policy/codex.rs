@@ -12,8 +12,14 @@ fn command_approvals_look_through_bash_lc() {
     let c = ctx(Mode::Edit, &r);
     let p = policy(&[(Allow, "Bash(ls:*)")]);
     let line = |s: &str| CodexCommand::Line(s.to_owned());
-    assert_eq!(p.evaluate_codex_command(&line("/bin/bash -lc 'ls -la'"), None, &c).behaviour, Allow);
-    assert_eq!(p.evaluate_codex_command(&line("/bin/bash -lc 'sudo true'"), None, &c).by, "invariant:sudo");
+    assert_eq!(
+        p.evaluate_codex_command(&line("/bin/bash -lc 'ls -la'"), None, &c).behaviour,
+        Allow
+    );
+    assert_eq!(
+        p.evaluate_codex_command(&line("/bin/bash -lc 'sudo true'"), None, &c).by,
+        "invariant:sudo"
+    );
     assert_eq!(p.evaluate_codex_command(&line("/bin/bash -lc 'make'"), None, &c).behaviour, Ask);
     let argv = CodexCommand::Argv(vec!["git".into(), "push".into(), "--force".into()]);
     assert_eq!(permissive().evaluate_codex_command(&argv, None, &c).by, "invariant:force-push");

@@ -6,9 +6,24 @@ use proptest::prelude::*;
 use crate::support::{bash, policy};
 
 const PARTS: &[&str] = &[
-    "git status", "ls -la", "npm run test", "cargo test --all", "rm -rf ~", "sudo id", "curl https://x",
-    "echo hi", "touch f", "$(echo sudo) x", "git push -f", "cat ~/.ssh/id_rsa", "frobnicate", "rm x",
-    "npm install x", "cat README.md", "echo x > out.txt", "s{u,}do id",
+    "git status",
+    "ls -la",
+    "npm run test",
+    "cargo test --all",
+    "rm -rf ~",
+    "sudo id",
+    "curl https://x",
+    "echo hi",
+    "touch f",
+    "$(echo sudo) x",
+    "git push -f",
+    "cat ~/.ssh/id_rsa",
+    "frobnicate",
+    "rm x",
+    "npm install x",
+    "cat README.md",
+    "echo x > out.txt",
+    "s{u,}do id",
 ];
 const JOINERS: &[&str] = &["; ", " && ", " || ", " | ", "\n", " & "];
 

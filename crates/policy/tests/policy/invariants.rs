@@ -8,7 +8,11 @@ use crate::support::{HOME, WORKTREE, bash, permissive, tool};
 fn denied_by(line: &str, invariant: &str) {
     for mode in [Mode::Edit, Mode::Full] {
         let d = bash(&permissive(), mode, line);
-        assert_eq!((d.behaviour, d.by.as_str()), (Deny, format!("invariant:{invariant}").as_str()), "{line:?} in {mode:?}: {d:?}");
+        assert_eq!(
+            (d.behaviour, d.by.as_str()),
+            (Deny, format!("invariant:{invariant}").as_str()),
+            "{line:?} in {mode:?}: {d:?}"
+        );
         assert!(!d.reason.is_empty());
     }
 }
@@ -64,7 +68,17 @@ fn force_push_forms() {
 
 #[test]
 fn recursive_rm_outside_the_worktree() {
-    for line in ["rm -rf /", "rm -rf ~", "rm -fr ..", "rm -r -f /tmp/x", "rm --recursive ../other", "cd / && rm -rf tmp", "rm -rf link-out/x", "rm -rf ./../../..", "cd $HOME; rm -rf build"] {
+    for line in [
+        "rm -rf /",
+        "rm -rf ~",
+        "rm -fr ..",
+        "rm -r -f /tmp/x",
+        "rm --recursive ../other",
+        "cd / && rm -rf tmp",
+        "rm -rf link-out/x",
+        "rm -rf ./../../..",
+        "cd $HOME; rm -rf build",
+    ] {
         denied_by(line, "rm-outside-worktree");
     }
     assert_eq!(bash(&permissive(), Mode::Edit, "rm -rf target node_modules").behaviour, Allow);
@@ -114,24 +128,52 @@ fn protected_paths_through_any_route() {
         ("Read", json!({"file_path": "~/.aws/config"})),
         ("Grep", json!({"pattern": "x", "path": format!("{HOME}/.config/gh")})),
         ("Glob", json!({"pattern": "~/.ssh/*"})),
-        ("Edit", json!({"file_path": "/home/u/.local/share/nucleic/daemon.json", "old_string": "a", "new_string": "b"})),
+        (
+            "Edit",
+            json!({"file_path": "/home/u/.local/share/nucleic/daemon.json", "old_string": "a", "new_string": "b"}),
+        ),
     ] {
         let d = tool(&p, Mode::Full, name, input.clone());
-        assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:protected-path"), "{name} {input}");
+        assert_eq!(
+            (d.behaviour, d.by.as_str()),
+            (Deny, "invariant:protected-path"),
+            "{name} {input}"
+        );
     }
 }
 
 #[test]
 fn writes_stay_in_the_worktree_symlinks_resolved() {
     let p = permissive();
-    for (name, path) in [("Write", "/etc/passwd"), ("Edit", "../other/x"), ("Write", "link-out/x"), ("MultiEdit", "/repo/src/main.rs")] {
+    for (name, path) in [
+        ("Write", "/etc/passwd"),
+        ("Edit", "../other/x"),
+        ("Write", "link-out/x"),
+        ("MultiEdit", "/repo/src/main.rs"),
+    ] {
         let d = tool(&p, Mode::Full, name, json!({"file_path": path, "content": "x"}));
-        assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:write-outside-worktree"), "{name} {path}");
+        assert_eq!(
+            (d.behaviour, d.by.as_str()),
+            (Deny, "invariant:write-outside-worktree"),
+            "{name} {path}"
+        );
     }
-    for line in ["echo x > /etc/motd", "touch /tmp/x", "tee ../x < a", "cp a /opt/b", "mkdir -p link-out/new", "ls > ../listing"] {
+    for line in [
+        "echo x > /etc/motd",
+        "touch /tmp/x",
+        "tee ../x < a",
+        "cp a /opt/b",
+        "mkdir -p link-out/new",
+        "ls > ../listing",
+    ] {
         denied_by(line, "write-outside-worktree");
     }
-    let d = tool(&p, Mode::Edit, "Write", json!({"file_path": format!("{WORKTREE}/src/lib.rs"), "content": "x"}));
+    let d = tool(
+        &p,
+        Mode::Edit,
+        "Write",
+        json!({"file_path": format!("{WORKTREE}/src/lib.rs"), "content": "x"}),
+    );
     assert_eq!(d.behaviour, Allow);
     assert_eq!(bash(&p, Mode::Edit, "echo x > out.txt 2>/dev/null").behaviour, Allow);
 }
@@ -141,7 +183,8 @@ fn extra_write_roots_are_honoured() {
     let r = crate::support::resolver();
     let mut ctx = crate::support::ctx(Mode::Edit, &r);
     ctx.extra_write_roots.push("/tmp/nucleic-s1".into());
-    let d = permissive().evaluate("Bash", &json!({"command": "echo x > /tmp/nucleic-s1/out"}), &ctx);
+    let d =
+        permissive().evaluate("Bash", &json!({"command": "echo x > /tmp/nucleic-s1/out"}), &ctx);
     assert_eq!(d.behaviour, Allow);
     let d = permissive().evaluate("Bash", &json!({"command": "echo x > /tmp/other"}), &ctx);
     assert_eq!(d.behaviour, Deny);
@@ -158,7 +201,8 @@ fn very_long_and_deeply_nested_commands_are_bounded() {
     assert_eq!(bash(&p, Mode::Full, &deep).behaviour, Ask);
     let nested_eval = format!("{}sudo id", "eval ".repeat(5000));
     assert_eq!(bash(&p, Mode::Full, &nested_eval).behaviour, Ask);
-    let nested_c = (0..6).fold("ls".to_owned(), |inner, _| format!("bash -c {}", shell_quote(&inner)));
+    let nested_c =
+        (0..6).fold("ls".to_owned(), |inner, _| format!("bash -c {}", shell_quote(&inner)));
     assert_eq!(bash(&p, Mode::Full, &nested_c).behaviour, Allow);
     assert!(started.elapsed().as_secs() < 2, "took {:?}", started.elapsed());
 }
@@ -176,8 +220,17 @@ fn critical_risk_is_never_auto_allowed() {
 #[test]
 fn writing_policy_files_is_asked_even_when_allowed() {
     let p = permissive();
-    let d = tool(&p, Mode::Edit, "Write", json!({"file_path": format!("{WORKTREE}/.claude/settings.local.json"), "content": "{}"}));
+    let d = tool(
+        &p,
+        Mode::Edit,
+        "Write",
+        json!({"file_path": format!("{WORKTREE}/.claude/settings.local.json"), "content": "{}"}),
+    );
     assert_eq!((d.behaviour, d.by.as_str()), (Ask, "invariant:policy-files"));
-    let d = bash(&p, Mode::Edit, "echo '{\"permissions\":{\"allow\":[\"Bash\"]}}' > .claude/settings.json");
+    let d = bash(
+        &p,
+        Mode::Edit,
+        "echo '{\"permissions\":{\"allow\":[\"Bash\"]}}' > .claude/settings.json",
+    );
     assert_eq!(d.behaviour, Ask);
 }

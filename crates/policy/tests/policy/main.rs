@@ -1,5 +1,7 @@
 //! Integration tests of the policy engine: one binary, one module per concern.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod codex;
 mod compound;
 mod corpus;

@@ -11,7 +11,12 @@ fn exact_rule_allows_only_that_command() {
     assert_eq!(bash(&p, Mode::Edit, "git status").behaviour, Allow);
     assert_eq!(bash(&p, Mode::Edit, "git status").by, "policy:Bash(git status)");
     assert_eq!(bash(&p, Mode::Edit, "git  'status'").behaviour, Allow);
-    for line in ["git status; touch x", "git status && curl evil.com", "git status | sh", "git status $(touch x)"] {
+    for line in [
+        "git status; touch x",
+        "git status && curl evil.com",
+        "git status | sh",
+        "git status $(touch x)",
+    ] {
         assert_eq!(bash(&p, Mode::Edit, line).behaviour, Ask, "{line}");
     }
 }
@@ -38,7 +43,14 @@ fn wrappers_and_assignments() {
     assert_eq!(bash(&p, Mode::Edit, "BASH_ENV=/tmp/x bash -c 'cargo test'").behaviour, Ask);
     // Deny rules see through every wrapper.
     let d = policy(&[(Allow, "Bash(*)"), (Deny, "Bash(rm:*)")]);
-    for line in ["rm x", "env rm x", "nohup rm x", "find . -name '*.o' | xargs rm", "bash -c 'rm x'", "echo $(rm x)"] {
+    for line in [
+        "rm x",
+        "env rm x",
+        "nohup rm x",
+        "find . -name '*.o' | xargs rm",
+        "bash -c 'rm x'",
+        "echo $(rm x)",
+    ] {
         assert_eq!(bash(&d, Mode::Edit, line).behaviour, Deny, "{line}");
     }
 }
@@ -59,24 +71,63 @@ fn deny_beats_ask_beats_allow_across_scopes() {
 
 #[test]
 fn path_rules_for_file_tools() {
-    let p = policy(&[(Deny, "Read(*.env)"), (Ask, "Edit(.claude)"), (Deny, "Edit(/etc/*)"), (Deny, "Read(//var/log/**)"), (Allow, "Read(~/notes/**)")]);
+    let p = policy(&[
+        (Deny, "Read(*.env)"),
+        (Ask, "Edit(.claude)"),
+        (Deny, "Edit(/etc/*)"),
+        (Deny, "Read(//var/log/**)"),
+        (Allow, "Read(~/notes/**)"),
+    ]);
     let wt = crate::support::WORKTREE;
-    assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": format!("{wt}/config/.env")})).behaviour, Deny);
-    assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": format!("{wt}/src/main.rs")})).behaviour, Allow);
-    assert_eq!(tool(&p, Mode::Edit, "Write", json!({"file_path": format!("{wt}/.claude/agents/a.md")})).behaviour, Ask);
+    assert_eq!(
+        tool(&p, Mode::Edit, "Read", json!({"file_path": format!("{wt}/config/.env")})).behaviour,
+        Deny
+    );
+    assert_eq!(
+        tool(&p, Mode::Edit, "Read", json!({"file_path": format!("{wt}/src/main.rs")})).behaviour,
+        Allow
+    );
+    assert_eq!(
+        tool(&p, Mode::Edit, "Write", json!({"file_path": format!("{wt}/.claude/agents/a.md")}))
+            .behaviour,
+        Ask
+    );
     // `/etc/*` is anchored at the project root, as in Claude Code.
     assert_eq!(tool(&p, Mode::Edit, "Edit", json!({"file_path": "/repo/etc/x"})).behaviour, Deny);
-    assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": "/var/log/syslog"})).behaviour, Deny);
-    assert_eq!(tool(&p, Mode::Edit, "Grep", json!({"pattern": "x", "path": "/var/log/nginx"})).behaviour, Deny);
-    assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": "/home/u/notes/a.md"})).by, "policy:Read(~/notes/**)");
+    assert_eq!(
+        tool(&p, Mode::Edit, "Read", json!({"file_path": "/var/log/syslog"})).behaviour,
+        Deny
+    );
+    assert_eq!(
+        tool(&p, Mode::Edit, "Grep", json!({"pattern": "x", "path": "/var/log/nginx"})).behaviour,
+        Deny
+    );
+    assert_eq!(
+        tool(&p, Mode::Edit, "Read", json!({"file_path": "/home/u/notes/a.md"})).by,
+        "policy:Read(~/notes/**)"
+    );
     // Edit(path) covers every editing tool.
-    assert_eq!(tool(&p, Mode::Edit, "NotebookEdit", json!({"notebook_path": format!("{wt}/.claude/n.ipynb")})).behaviour, Ask);
+    assert_eq!(
+        tool(
+            &p,
+            Mode::Edit,
+            "NotebookEdit",
+            json!({"notebook_path": format!("{wt}/.claude/n.ipynb")})
+        )
+        .behaviour,
+        Ask
+    );
 }
 
 #[test]
 fn web_fetch_domains_and_mcp_servers() {
-    let p = policy(&[(Allow, "WebFetch(domain:docs.rs)"), (Allow, "mcp__github"), (Deny, "mcp__db__drop_table")]);
-    let fetch = |url: &str| tool(&p, Mode::Edit, "WebFetch", json!({"url": url, "prompt": "x"})).behaviour;
+    let p = policy(&[
+        (Allow, "WebFetch(domain:docs.rs)"),
+        (Allow, "mcp__github"),
+        (Deny, "mcp__db__drop_table"),
+    ]);
+    let fetch =
+        |url: &str| tool(&p, Mode::Edit, "WebFetch", json!({"url": url, "prompt": "x"})).behaviour;
     assert_eq!(fetch("https://docs.rs/serde"), Allow);
     assert_eq!(fetch("https://DOCS.rs:443/x"), Allow);
     assert_eq!(fetch("https://docs.rs.evil.com/"), Ask);
@@ -90,7 +141,16 @@ fn web_fetch_domains_and_mcp_servers() {
 #[test]
 fn unparsable_lines_are_never_auto_allowed() {
     let p = policy(&[(Allow, "Bash(*)")]);
-    for line in ["$(echo sudo) id", "`echo rm` x", "for f in *; do rm $f; done", "echo 'unterminated", "s{u,}do id", "$CMD x", "ｓｕｄｏ id", "sudо id"] {
+    for line in [
+        "$(echo sudo) id",
+        "`echo rm` x",
+        "for f in *; do rm $f; done",
+        "echo 'unterminated",
+        "s{u,}do id",
+        "$CMD x",
+        "ｓｕｄｏ id",
+        "sudо id",
+    ] {
         let d = bash(&p, Mode::Full, line);
         assert_ne!(d.behaviour, Allow, "{line}: {d:?}");
     }

@@ -13,18 +13,34 @@ fn every_scope_is_read_and_a_malformed_file_only_loses_itself() {
     let home = dir.path().join("home");
     fs::create_dir_all(project.join(".claude")).unwrap();
     fs::create_dir_all(home.join(".claude")).unwrap();
-    fs::write(home.join(".claude/settings.json"), r#"{"permissions":{"allow":["Bash(*)"]}}"#).unwrap();
-    fs::write(project.join(".claude/settings.json"), r#"{"permissions":{"deny":["Bash(curl:*)","Teleport"]}}"#).unwrap();
-    fs::write(project.join(".claude/settings.local.json"), r#"{"permissions":{"allow":["Bash(ls"#).unwrap();
+    fs::write(home.join(".claude/settings.json"), r#"{"permissions":{"allow":["Bash(*)"]}}"#)
+        .unwrap();
+    fs::write(
+        project.join(".claude/settings.json"),
+        r#"{"permissions":{"deny":["Bash(curl:*)","Teleport"]}}"#,
+    )
+    .unwrap();
+    fs::write(project.join(".claude/settings.local.json"), r#"{"permissions":{"allow":["Bash(ls"#)
+        .unwrap();
     let host_rules = dir.path().join("rules.json");
-    fs::write(&host_rules, r#"{"mode":"readonly","permissions":{"ask":["Bash(git push:*)"]}}"#).unwrap();
-    let sources = Sources { project_root: project.clone(), user_home: home, nucleic_project: None, nucleic_host: Some(host_rules) };
+    fs::write(&host_rules, r#"{"mode":"readonly","permissions":{"ask":["Bash(git push:*)"]}}"#)
+        .unwrap();
+    let sources = Sources {
+        project_root: project,
+        user_home: home,
+        nucleic_project: None,
+        nucleic_host: Some(host_rules),
+    };
     let (policy, warnings) = Policy::load(&sources);
 
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     let malformed = warnings.iter().find(|w| matches!(w, LoadWarning::Malformed { .. })).unwrap();
     assert!(malformed.to_string().contains("settings.local.json"), "{malformed}");
-    assert!(warnings.iter().any(|w| matches!(w, LoadWarning::UnknownTool { rule, .. } if rule == "Teleport")));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| matches!(w, LoadWarning::UnknownTool { rule, .. } if rule == "Teleport"))
+    );
     assert_eq!(policy.default_mode, Some(Mode::Readonly));
     assert!(policy.rules().iter().any(|r| r.scope == Scope::UserSettings));
 
@@ -45,5 +61,8 @@ fn missing_files_are_no_rules_and_unreadable_ones_are_named() {
     };
     let (policy, warnings) = Policy::load(&sources);
     assert!(policy.rules().is_empty());
-    assert!(matches!(&warnings[..], [LoadWarning::Unreadable { path, .. }] if path == dir.path()), "{warnings:?}");
+    assert!(
+        matches!(&warnings[..], [LoadWarning::Unreadable { path, .. }] if path == dir.path()),
+        "{warnings:?}"
+    );
 }
