@@ -164,6 +164,16 @@ fn add_command(
             push_opaque(out, "non-ASCII command name");
         }
     }
+    if program_name == "shopt"
+        || assignments.iter().any(|a| a.starts_with("GLOBIGNORE=") || a.starts_with("IFS="))
+    {
+        push_opaque(out, "changes how the shell expands words (shopt, GLOBIGNORE, IFS)");
+    }
+    if wrappers.iter().any(|w| w == "xargs")
+        && (SHELLS.contains(&program_name.as_str()) || program_name == "eval")
+    {
+        push_opaque(out, "`xargs` feeds run-time text to a shell");
+    }
     dynamic |= words.iter().any(|w| w.dynamic);
     let plain = plain_ok.then(|| join(words.iter()));
     let invocation = Invocation {
@@ -244,6 +254,12 @@ fn find_exec(words: &[Word], depth: usize, via_shell: &[String], out: &mut Analy
         if matches!(words[i].text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
             let inner: Vec<&Word> =
                 words[i + 1..].iter().take_while(|w| w.text != ";" && w.text != "+").collect();
+            if inner
+                .first()
+                .is_some_and(|w| SHELLS.contains(&basename(&w.text)) || w.text == "eval")
+            {
+                push_opaque(out, "`find -exec` runs a shell on file names");
+            }
             i += inner.len() + 1;
             let text = inner.iter().map(|w| quote(&w.text)).collect::<Vec<_>>().join(" ");
             let before = out.invocations.len();

@@ -104,7 +104,7 @@ impl Policy {
         ctx: &Context<'_>,
     ) -> (Behaviour, String, String) {
         let mode = ctx.mode;
-        if let Some(v) = violation {
+        if let Some(v) = violation.filter(|v| v.behaviour == Behaviour::Deny) {
             return (Behaviour::Deny, format!("invariant:{}", v.name), v.message.clone());
         }
         if let Target::Malformed(why) = target {
@@ -120,6 +120,9 @@ impl Policy {
         }
         if let Some(why) = mode_refuses(mode, target, &matcher) {
             return (Behaviour::Deny, format!("mode:{}", mode.as_str()), why);
+        }
+        if let Some(v) = violation {
+            return (Behaviour::Ask, format!("invariant:{}", v.name), v.message.clone());
         }
         if let Some(why) = touches_policy_files(target, ctx) {
             return (Behaviour::Ask, "invariant:policy-files".into(), why);

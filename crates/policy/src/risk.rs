@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::invariants::{Violation, git_subcommand};
 use crate::mode;
 use crate::paths;
-use crate::rule::{EDIT_TOOLS, READ_TOOLS};
+use crate::rule::{Behaviour, EDIT_TOOLS, READ_TOOLS};
 use crate::shell::RedirectKind;
 
 /// How much harm a tool call could do.
@@ -114,8 +114,14 @@ pub fn classify(
     ctx: &Context<'_>,
 ) -> Assessment {
     let mut acc = Acc { reasons: Vec::new() };
-    if let Some(v) = violation {
-        acc.add(Risk::Critical, format!("breaks the `{}` invariant", v.name));
+    match violation {
+        Some(v) if v.behaviour == Behaviour::Deny => {
+            acc.add(Risk::Critical, format!("breaks the `{}` invariant", v.name))
+        }
+        Some(v) => {
+            acc.add(Risk::High, format!("cannot be checked against the `{}` invariant", v.name))
+        }
+        None => {}
     }
     let path = ["file_path", "notebook_path", "path"]
         .iter()

@@ -237,8 +237,12 @@ impl Parser<'_> {
             }
             Some('{') => {
                 self.pos += 1;
+                let start = self.pos;
                 self.skip_balanced('{', '}', 1);
                 mark_dynamic(word);
+                if self.chars.get(start..self.pos) == Some(&['H', 'O', 'M', 'E', '}'][..]) {
+                    word.text.push_str("$HOME");
+                }
             }
             Some('\'') => {
                 self.pos += 1;
@@ -246,6 +250,7 @@ impl Parser<'_> {
             }
             Some('"') => {}
             Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
+                let start = self.pos;
                 if c.is_ascii_alphabetic() || c == '_' {
                     while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
                         self.pos += 1;
@@ -254,6 +259,10 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 mark_dynamic(word);
+                if self.chars[start..self.pos] == ['H', 'O', 'M', 'E'] {
+                    // Kept so paths under the home directory are still recognised.
+                    word.text.push_str("$HOME");
+                }
             }
             _ => word.text.push('$'),
         }
