@@ -201,7 +201,9 @@ fn check_invocation(
         .skip(1)
         .map(|w| w.text.as_str())
         .chain(invocation.assignments.iter().map(String::as_str));
-    for text in words.chain(invocation.redirects.iter().map(|r| r.target.text.as_str())) {
+    for text in words.chain(
+        invocation.redirects.iter().filter(|r| r.kind != crate::shell::RedirectKind::Input).map(|r| r.target.text.as_str()),
+    ) {
         if names_secret_dir(text) {
             return Some(violation(
                 "protected-path",
