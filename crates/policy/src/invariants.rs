@@ -202,7 +202,11 @@ fn check_invocation(
         .map(|w| w.text.as_str())
         .chain(invocation.assignments.iter().map(String::as_str));
     for text in words.chain(
-        invocation.redirects.iter().filter(|r| r.kind != crate::shell::RedirectKind::Input).map(|r| r.target.text.as_str()),
+        invocation
+            .redirects
+            .iter()
+            .filter(|r| r.kind != crate::shell::RedirectKind::Input)
+            .map(|r| r.target.text.as_str()),
     ) {
         if names_secret_dir(text) {
             return Some(violation(

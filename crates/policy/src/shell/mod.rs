@@ -119,7 +119,7 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
 
 const KEYWORDS_SKIPPED: &[&str] =
     &["!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "time"];
-const KEYWORDS_OPAQUE: &[&str] = &["for", "case", "esac", "select", "function", "coproc", "in"];
+const KEYWORDS_OPAQUE: &[&str] = &["case", "esac", "function", "coproc", "in"];
 
 struct Parser<'s> {
     chars: Vec<char>,
@@ -138,6 +138,8 @@ struct Building {
     words: Vec<Word>,
     redirects: Vec<Redirect>,
     substitutions: Vec<usize>,
+    /// A `for NAME in WORDS` / `select` header: its words run nothing (their substitutions do).
+    loop_header: bool,
 }
 
 impl Building {
@@ -234,8 +236,8 @@ impl Parser<'_> {
                 }
                 '(' => {
                     self.pos += 1;
-                    if !cmd.words.is_empty() || !cmd.assignments.is_empty() {
-                        self.opaque("function definition or `(` inside a command");
+                    if !cmd.words.is_empty() || !cmd.assignments.is_empty() || cmd.loop_header {
+                        self.opaque("function definition, arithmetic loop or `(` inside a command");
                     }
                     if !self.descend() {
                         return;
@@ -283,6 +285,10 @@ impl Parser<'_> {
                 if KEYWORDS_SKIPPED.contains(&word.text.as_str()) {
                     return;
                 }
+                if matches!(word.text.as_str(), "for" | "select") && !cmd.loop_header {
+                    cmd.loop_header = true;
+                    return;
+                }
                 if KEYWORDS_OPAQUE.contains(&word.text.as_str()) {
                     self.opaque(format!("`{}` is not interpreted", word.text));
                     return;
@@ -294,7 +300,7 @@ impl Parser<'_> {
 
     fn finish(&mut self, cmd: &mut Building, pipeline: usize, stage: usize) {
         let built = std::mem::take(cmd);
-        if built.is_empty() {
+        if built.is_empty() || built.loop_header {
             return;
         }
         let origin = if self.in_substitution > 0 { Origin::Substitution } else { Origin::Direct };

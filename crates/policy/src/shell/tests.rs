@@ -74,7 +74,11 @@ fn redirections_and_heredocs() {
 #[test]
 fn control_keywords_are_skipped_or_opaque() {
     assert_eq!(names("if test -f x; then rm x; fi"), ["test -f x", "rm x"]);
-    assert!(!parse("for f in *; do rm $f; done").opaque.is_empty());
+    let s = parse("for f in *.rs $(ls); do rm $f; done");
+    assert!(s.opaque.is_empty(), "{:?}", s.opaque);
+    assert_eq!(names("for f in *.rs $(ls); do rm $f; done"), ["ls", "rm "]);
+    assert!(!parse("for ((i=0; i<3; i++)); do x; done").opaque.is_empty());
+    assert!(!parse("case $x in a) sudo id;; esac").opaque.is_empty());
     assert!(!parse("f() { sudo x; }").opaque.is_empty());
 }
 

@@ -269,7 +269,11 @@ fn targets_only_known_at_run_time_are_asked_whatever_the_rules() {
         assert_eq!(bash(&permissive(), Mode::Full, line).behaviour, Ask, "{line}");
     }
     // A here-document is text, not a path.
-    assert_eq!(bash(&permissive(), Mode::Full, "cat > notes.md <<'EOF'\nkeys live in ~/.ssh\nEOF").behaviour, Allow);
+    assert_eq!(
+        bash(&permissive(), Mode::Full, "cat > notes.md <<'EOF'\nkeys live in ~/.ssh\nEOF")
+            .behaviour,
+        Allow
+    );
     // Not every download is refused: only running what was downloaded.
     assert_eq!(
         bash(&permissive(), Mode::Full, "curl -o data.json https://x && python3 process.py")

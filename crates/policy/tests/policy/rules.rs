@@ -145,6 +145,7 @@ fn unparsable_lines_are_never_auto_allowed() {
         "$(echo sudo) id",
         "`echo rm` x",
         "for f in *; do rm $f; done",
+        "case $x in a) id;; esac",
         "echo 'unterminated",
         "s{u,}do id",
         "$CMD x",
