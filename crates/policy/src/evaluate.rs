@@ -195,7 +195,9 @@ fn touches_policy_files(target: &Target, ctx: &Context<'_>) -> Option<String> {
             i.redirects
                 .iter()
                 .any(|r| r.kind == RedirectKind::Write && is_policy_file(&r.target.text))
-                || i.args().any(|a| a.contains(".claude/settings") || a.contains(".nucleic/rules"))
+                || (!mode::is_read_only(i)
+                    && i.args()
+                        .any(|a| a.contains(".claude/settings") || a.contains(".nucleic/rules")))
         }),
         _ => false,
     };

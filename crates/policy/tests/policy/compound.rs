@@ -74,3 +74,16 @@ proptest! {
         prop_assert!(rank(whole) >= rank(strictest), "{line:?}: whole {whole:?}, strictest part {strictest:?}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// Arbitrary shell-like text: no panic, and never allowed when it names `sudo` as a command.
+    #[test]
+    fn arbitrary_lines_never_panic(line in "[a-z$(){}`'\"\\|&;<> \n*?~/.=-]{0,80}") {
+        let d = bash(&crate::support::permissive(), Mode::Full, &line);
+        prop_assert!(!d.by.is_empty());
+        let with_sudo = format!("{line}\n\nsudo id");
+        let d = bash(&crate::support::permissive(), Mode::Full, &with_sudo);
+        prop_assert_ne!(d.behaviour, Allow, "{:?}", with_sudo);
+    }
+}
