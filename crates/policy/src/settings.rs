@@ -29,6 +29,8 @@ pub enum Scope {
     NucleicProject,
     /// Nucleic's rules for every project of this host.
     NucleicHost,
+    /// Claude Code's managed (organisation) settings, `/etc/claude-code/managed-settings.json`.
+    ManagedSettings,
 }
 
 impl fmt::Display for Scope {
@@ -40,6 +42,7 @@ impl fmt::Display for Scope {
             Self::UserSettings => "userSettings",
             Self::NucleicProject => "nucleicProject",
             Self::NucleicHost => "nucleicHost",
+            Self::ManagedSettings => "policySettings",
         })
     }
 }
@@ -104,6 +107,25 @@ pub struct Sources {
     pub nucleic_project: Option<PathBuf>,
     /// Nucleic's per-host rule file, if any.
     pub nucleic_host: Option<PathBuf>,
+    /// Claude Code's managed settings file, if any ([`MANAGED_SETTINGS`] on Linux).
+    pub claude_managed: Option<PathBuf>,
+}
+
+/// Where Claude Code reads managed settings on Linux.
+pub const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+
+impl Sources {
+    /// The files Claude Code reads for a project and a home (managed settings included), and no
+    /// Nucleic rule file.
+    pub fn claude(project_root: impl Into<PathBuf>, user_home: impl Into<PathBuf>) -> Self {
+        Self {
+            project_root: project_root.into(),
+            user_home: user_home.into(),
+            nucleic_project: None,
+            nucleic_host: None,
+            claude_managed: Some(PathBuf::from(MANAGED_SETTINGS)),
+        }
+    }
 }
 
 impl Sources {
@@ -120,6 +142,9 @@ impl Sources {
         }
         if let Some(path) = &self.nucleic_host {
             files.push((Scope::NucleicHost, path.clone()));
+        }
+        if let Some(path) = &self.claude_managed {
+            files.push((Scope::ManagedSettings, path.clone()));
         }
         files
     }

@@ -25,11 +25,12 @@ fn every_scope_is_read_and_a_malformed_file_only_loses_itself() {
     let host_rules = dir.path().join("rules.json");
     fs::write(&host_rules, r#"{"mode":"readonly","permissions":{"ask":["Bash(git push:*)"]}}"#)
         .unwrap();
+    let managed = dir.path().join("managed-settings.json");
+    fs::write(&managed, r#"{"permissions":{"deny":["Bash(terraform apply:*)"]}}"#).unwrap();
     let sources = Sources {
-        project_root: project,
-        user_home: home,
-        nucleic_project: None,
         nucleic_host: Some(host_rules),
+        claude_managed: Some(managed),
+        ..Sources::claude(project, home)
     };
     let (policy, warnings) = Policy::load(&sources);
 
@@ -48,6 +49,7 @@ fn every_scope_is_read_and_a_malformed_file_only_loses_itself() {
     assert_eq!(bash(&policy, Mode::Edit, "curl https://x").behaviour, Deny);
     assert_eq!(bash(&policy, Mode::Full, "git push origin main").behaviour, Ask);
     assert_eq!(bash(&policy, Mode::Edit, "sudo true").by, "invariant:sudo");
+    assert_eq!(bash(&policy, Mode::Full, "terraform apply -auto-approve").behaviour, Deny);
 }
 
 #[test]
@@ -58,6 +60,7 @@ fn missing_files_are_no_rules_and_unreadable_ones_are_named() {
         user_home: dir.path().join("none"),
         nucleic_project: Some(dir.path().to_path_buf()), // a directory: unreadable as a file
         nucleic_host: None,
+        claude_managed: None,
     };
     let (policy, warnings) = Policy::load(&sources);
     assert!(policy.rules().is_empty());
