@@ -396,7 +396,7 @@ impl Matcher<'_> {
 }
 
 /// The lower-cased host of a URL (`https://user@Docs.rs:443/x` → `docs.rs`).
-fn host_of(url: &str) -> Option<String> {
+pub(crate) fn host_of(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit('@').next()?;

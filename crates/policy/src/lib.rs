@@ -19,6 +19,7 @@ pub mod risk;
 pub mod rule;
 pub mod settings;
 pub mod shell;
+mod suggest;
 
 pub use codex::CodexCommand;
 pub use context::Context;

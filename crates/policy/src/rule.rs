@@ -169,7 +169,9 @@ impl PathPattern {
             (Anchor::Cwd, content.strip_prefix("./").unwrap_or(content))
         };
         let trimmed = rest.trim_end_matches('/');
-        let floating = anchor == Anchor::Cwd && !trimmed.contains('/');
+        // `name` floats to any depth (gitignore); `./name` stays in the working directory.
+        let floating =
+            anchor == Anchor::Cwd && !content.starts_with("./") && !trimmed.contains('/');
         let parts =
             trimmed.split('/').filter(|p| !p.is_empty() && *p != ".").map(str::to_owned).collect();
         Self { anchor, parts, floating }

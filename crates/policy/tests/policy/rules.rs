@@ -164,3 +164,12 @@ fn internal_and_interaction_tools() {
     assert_eq!(tool(&p, Mode::Edit, "AskUserQuestion", json!({})).behaviour, Ask);
     assert_eq!(tool(&p, Mode::Edit, "Bash", json!({"cmd": "ls"})).behaviour, Deny);
 }
+
+#[test]
+fn edit_rules_apply_to_shell_redirections() {
+    let p =
+        policy(&[(Allow, "Bash(*)"), (Deny, "Edit(src/generated/**)"), (Ask, "Edit(./Makefile)")]);
+    assert_eq!(bash(&p, Mode::Edit, "echo x > src/generated/a.rs").behaviour, Deny);
+    assert_eq!(bash(&p, Mode::Edit, "make dist >> Makefile").behaviour, Ask);
+    assert_eq!(bash(&p, Mode::Edit, "echo x > sub/Makefile").behaviour, Allow);
+}
