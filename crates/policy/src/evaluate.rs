@@ -210,7 +210,7 @@ fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<St
         (Mode::Readonly, Target::File { write: true, .. }) => Some("Read-only mode: no file is written.".into()),
         (Mode::Readonly, Target::Shell(analysis)) => {
             let writes = analysis.invocations.iter().any(|i| i.redirects.iter().any(|r| r.kind == RedirectKind::Write && !r.target.text.starts_with("/dev/")));
-            let unknown = !analysis.opaque.is_empty() || analysis.invocations.iter().any(|i| !builtin_allowed(i));
+            let unknown = !analysis.opaque.is_empty() || analysis.invocations.iter().any(|i| !read_only_program(i));
             (writes || unknown).then(|| "Read-only mode: only commands known to read are run.".into())
         }
         (Mode::Readonly, Target::Url(_) | Target::Search | Target::Mcp | Target::Unknown) => {
@@ -225,12 +225,36 @@ fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<St
     }
 }
 
-/// A read-only program with nothing dynamic (or a bare assignment): allowed in every mode
-/// without a rule. Its output redirections are edits, judged on their own.
-fn builtin_allowed(invocation: &Invocation) -> bool {
+/// A read-only program with nothing dynamic (or a bare assignment, or a shell whose script is
+/// analysed on its own). Its output redirections are edits, judged on their own.
+fn read_only_program(invocation: &Invocation) -> bool {
     invocation.runs_script
         || invocation.program.is_empty()
         || (mode::is_read_only(invocation) && !invocation.dynamic)
+}
+
+/// Allowed in every mode without a rule: a read-only program whose path arguments all stay in
+/// the worktree or the project (`cat ~/.netrc`, `ls /etc`, `cd .. && cat x` need a rule).
+fn builtin_allowed(invocation: &Invocation, ctx: &Context<'_>) -> bool {
+    read_only_program(invocation)
+        && invocation.args().all(|arg| {
+            let value = match arg.strip_prefix('-') {
+                Some(option) => {
+                    option.split_once('=').map_or(option.get(1..).unwrap_or(""), |(_, v)| v)
+                }
+                None => arg,
+            };
+            !(value.contains('/') || value.starts_with('~') || value.starts_with(".."))
+                || reads_inside(value, ctx)
+        })
+}
+
+/// True when a path read by a tool or a command is in the worktree or the project.
+fn reads_inside(text: &str, ctx: &Context<'_>) -> bool {
+    let resolved = ctx.resolve_from(text, &ctx.cwd);
+    [&ctx.worktree, &ctx.project_root]
+        .iter()
+        .any(|root| crate::paths::is_within(&resolved, &ctx.resolver.resolve(root)))
 }
 
 struct Matcher<'a> {
@@ -276,7 +300,7 @@ impl Matcher<'_> {
                         .find(|r| self.command_rule(r, invocation, false))
                     {
                         note(by_rule(rule));
-                    } else if builtin_allowed(invocation) {
+                    } else if builtin_allowed(invocation, self.ctx) {
                         note("builtin:read-only".into());
                     } else {
                         return None;
@@ -289,10 +313,11 @@ impl Matcher<'_> {
                     note("mode:edit".into());
                 }
             }
-            Target::File { write: false, .. } => {
+            Target::File { path, write: false } => {
                 match self.policy.with(Behaviour::Allow).find(|r| self.single(r, false)) {
                     Some(rule) => note(by_rule(rule)),
-                    None => note("builtin:read".into()),
+                    None if reads_inside(path, self.ctx) => note("builtin:read".into()),
+                    None => return None,
                 }
             }
             Target::File { write: true, .. } => {

@@ -356,11 +356,15 @@ fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
         .map(|r| (r.target.text.clone(), r.target.dynamic))
         .collect();
     let name = invocation.name();
-    if !WRITERS.contains(&name) {
-        return out;
-    }
     let operands: Vec<(String, bool)> =
         positional(invocation).into_iter().map(|w| (w.text.clone(), w.dynamic)).collect();
+    // `git diff --output=f`, `--log-file=f`, … from any program.
+    out.extend(invocation.program.iter().skip(1).filter_map(|w| {
+        ["--output=", "--output-file=", "--out-file=", "--outfile=", "--log-file="]
+            .iter()
+            .find_map(|p| w.text.strip_prefix(p))
+            .map(|v| (v.to_owned(), w.dynamic))
+    }));
     let option_value = |prefix: &str| {
         invocation
             .program
@@ -368,6 +372,9 @@ fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
             .skip(1)
             .find_map(|w| w.text.strip_prefix(prefix).map(|v| (v.to_owned(), w.dynamic)))
     };
+    if !WRITERS.contains(&name) {
+        return out;
+    }
     match name {
         "cp" | "mv" | "ln" | "install" | "rsync" => {
             out.extend(option_value("--target-directory=").or_else(|| operands.last().cloned()));

@@ -71,7 +71,6 @@ const READ_ONLY: &[&str] = &[
     "whoami",
     "id",
     "uname",
-    "printenv",
     "test",
     "[",
     "[[",
@@ -142,6 +141,7 @@ pub fn is_read_only(invocation: &Invocation) -> bool {
         "rg" => !args.iter().any(|a| a.starts_with("--pre")),
         "date" => !args.iter().any(|a| a.starts_with("-s") || a.starts_with("--set")),
         "hostname" => args.iter().all(|a| a.starts_with('-')),
+        "tree" => !args.iter().any(|a| a.starts_with("-o")),
         _ => true,
     }
 }

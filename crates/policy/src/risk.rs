@@ -343,6 +343,7 @@ fn program(invocation: &Invocation, _ctx: &Context<'_>, acc: &mut Acc) {
             | "ss"
             | "netstat"
             | "npx"
+            | "printenv"
     ) {
         return;
     }

@@ -173,3 +173,38 @@ fn edit_rules_apply_to_shell_redirections() {
     assert_eq!(bash(&p, Mode::Edit, "make dist >> Makefile").behaviour, Ask);
     assert_eq!(bash(&p, Mode::Edit, "echo x > sub/Makefile").behaviour, Allow);
 }
+
+#[test]
+fn reads_outside_the_project_need_a_rule() {
+    let p = policy(&[]);
+    for line in [
+        "cat ~/.netrc",
+        "ls /etc",
+        "cd / && cat etc/shadow",
+        "grep -f/etc/shadow x",
+        "rg --file=/home/u/.docker/config.json x",
+        "printenv",
+    ] {
+        assert_eq!(bash(&p, Mode::Edit, line).behaviour, Ask, "{line}");
+    }
+    for line in [
+        "cat src/main.rs",
+        "ls -la ./crates",
+        "grep -rn --include=*.rs TODO .",
+        "cat /repo/README.md",
+    ] {
+        assert_eq!(bash(&p, Mode::Edit, line).behaviour, Allow, "{line}");
+    }
+    assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": "/home/u/.netrc"})).behaviour, Ask);
+    assert_eq!(tool(&p, Mode::Readonly, "Read", json!({"file_path": "/etc/hosts"})).behaviour, Ask);
+    let with_rule = policy(&[(Allow, "Read(//etc/**)")]);
+    assert_eq!(
+        tool(&with_rule, Mode::Edit, "Read", json!({"file_path": "/etc/hosts"})).behaviour,
+        Allow
+    );
+    // Option values that write are write targets of any program.
+    assert_eq!(
+        bash(&crate::support::permissive(), Mode::Edit, "git diff --output=../x").by,
+        "invariant:write-outside-worktree"
+    );
+}
