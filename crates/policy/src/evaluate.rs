@@ -62,6 +62,12 @@ fn target(tool: &str, input: &Value) -> Target {
             Some(path) => Target::File { path, write: true },
             None => Target::Malformed(format!("{t} input has no `file_path`")),
         },
+        "Glob" => {
+            let path = glob_base(field(&["pattern"]).as_deref())
+                .or_else(|| field(&["path"]))
+                .unwrap_or_else(|| ".".into());
+            Target::File { path, write: false }
+        }
         t if READ_TOOLS.contains(&t) => Target::File {
             path: field(&["file_path", "notebook_path", "path"]).unwrap_or_else(|| ".".into()),
             write: false,
@@ -76,6 +82,19 @@ fn target(tool: &str, input: &Value) -> Target {
         t if INTERACTION.contains(&t) => Target::Interaction,
         _ => Target::Unknown,
     }
+}
+
+/// The directory an absolute, `~` or `..` Glob pattern starts from: its literal prefix
+/// (`/etc/**` → `/etc`); `None` for a pattern relative to the Glob's `path`.
+fn glob_base(pattern: Option<&str>) -> Option<String> {
+    let pattern =
+        pattern.filter(|p| p.starts_with('/') || p.starts_with('~') || p.starts_with(".."))?;
+    let literal = &pattern[..pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len())];
+    Some(match literal.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => literal[..i].to_owned(),
+        None => literal.to_owned(),
+    })
 }
 
 impl Policy {

@@ -197,6 +197,18 @@ fn reads_outside_the_project_need_a_rule() {
     }
     assert_eq!(tool(&p, Mode::Edit, "Read", json!({"file_path": "/home/u/.netrc"})).behaviour, Ask);
     assert_eq!(tool(&p, Mode::Readonly, "Read", json!({"file_path": "/etc/hosts"})).behaviour, Ask);
+    assert_eq!(tool(&p, Mode::Edit, "Glob", json!({"pattern": "/etc/**/*.conf"})).behaviour, Ask);
+    assert_eq!(
+        tool(
+            &p,
+            Mode::Edit,
+            "Glob",
+            json!({"pattern": "../../../../**", "path": crate::support::WORKTREE})
+        )
+        .behaviour,
+        Ask
+    );
+    assert_eq!(tool(&p, Mode::Edit, "Glob", json!({"pattern": "src/**/*.rs"})).behaviour, Allow);
     let with_rule = policy(&[(Allow, "Read(//etc/**)")]);
     assert_eq!(
         tool(&with_rule, Mode::Edit, "Read", json!({"file_path": "/etc/hosts"})).behaviour,
