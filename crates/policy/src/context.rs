@@ -1,0 +1,93 @@
+//! What a decision depends on besides the rules: where the session works and its mode.
+
+use std::path::{Path, PathBuf};
+
+use crate::mode::Mode;
+use crate::paths::{self, PathResolver};
+
+/// The session a tool call comes from.
+pub struct Context<'r> {
+    /// The project's main checkout (`/path` rules are anchored here).
+    pub project_root: PathBuf,
+    /// The session's worktree: the only place writes may land.
+    pub worktree: PathBuf,
+    /// The agent's working directory (relative paths start here; usually the worktree).
+    pub cwd: PathBuf,
+    /// The person's home directory (`~`).
+    pub home: PathBuf,
+    /// The host's data directory (never read or written by an agent).
+    pub data_dir: PathBuf,
+    /// Other directories writes may land in (e.g. a per-session temporary directory).
+    pub extra_write_roots: Vec<PathBuf>,
+    /// The session's mode.
+    pub mode: Mode,
+    /// Resolves symlinks (the real filesystem, or a table in tests).
+    pub resolver: &'r dyn PathResolver,
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("project_root", &self.project_root)
+            .field("worktree", &self.worktree)
+            .field("cwd", &self.cwd)
+            .field("home", &self.home)
+            .field("data_dir", &self.data_dir)
+            .field("extra_write_roots", &self.extra_write_roots)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context<'_> {
+    /// A path as written (relative to `base`, `~` expanded), symlinks resolved.
+    pub fn resolve_from(&self, text: &str, base: &Path) -> PathBuf {
+        self.resolver.resolve(&paths::absolute(text, base, &self.home))
+    }
+
+    /// True when a resolved path lies in the worktree or an extra write root.
+    pub fn may_write(&self, resolved: &Path) -> bool {
+        let worktree = self.resolver.resolve(&self.worktree);
+        paths::is_within(resolved, &worktree)
+            || self
+                .extra_write_roots
+                .iter()
+                .any(|root| paths::is_within(resolved, &self.resolver.resolve(root)))
+            || is_device_sink(resolved)
+    }
+
+    /// The protected directories: `~/.ssh`, `~/.aws`, `~/.config/gh` and the host's data dir.
+    pub fn protected_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![
+            self.home.join(".ssh"),
+            self.home.join(".aws"),
+            self.home.join(".config").join("gh"),
+            self.data_dir.clone(),
+        ];
+        let resolved: Vec<PathBuf> = dirs.iter().map(|d| self.resolver.resolve(d)).collect();
+        dirs.extend(resolved);
+        dirs
+    }
+}
+
+/// `/dev/null` and friends: writing them changes nothing on disk.
+fn is_device_sink(path: &Path) -> bool {
+    matches!(path.to_str(), Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"))
+        || path.starts_with("/dev/fd")
+}
+
+impl<'r> Context<'r> {
+    /// A copy sharing the same resolver.
+    pub fn clone_ref(&self) -> Context<'r> {
+        Context {
+            project_root: self.project_root.clone(),
+            worktree: self.worktree.clone(),
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+            data_dir: self.data_dir.clone(),
+            extra_write_roots: self.extra_write_roots.clone(),
+            mode: self.mode,
+            resolver: self.resolver,
+        }
+    }
+}
