@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use nucleic_protocol::{Backend, Event, EventKind, Timestamp};
-use nucleic_store::{SharedIndex, StoreError, TranscriptWriter};
+use nucleic_store::{SharedIndex, StoreError, TranscriptWriter, WrittenLines};
 
 use crate::error::CoreError;
 use crate::writer_lock::WriterLock;
@@ -128,6 +128,11 @@ impl Sequencer {
         }
         self.sync()?;
         Ok(appended.written)
+    }
+
+    /// The transcript lines the last successful append wrote (one per event of its `written`).
+    pub fn last_lines(&self) -> WrittenLines<'_> {
+        self.transcript.last_lines()
     }
 
     /// Forces written events to stable storage.

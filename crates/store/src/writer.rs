@@ -21,7 +21,18 @@ pub struct TranscriptWriter {
     /// Bytes in the file (where the next event starts).
     len: u64,
     index: SharedIndex,
+    /// The lines of the last append, as written.
     buf: Vec<u8>,
+    /// Where each line of `buf` ends (after its newline).
+    ends: Vec<usize>,
+}
+
+/// The lines of one append: `bytes` holds them back to back, `ends[i]` is where line `i` ends
+/// (just after its newline).
+#[derive(Debug, Clone, Copy)]
+pub struct WrittenLines<'a> {
+    pub bytes: &'a [u8],
+    pub ends: &'a [usize],
 }
 
 /// A writer plus what opening an existing transcript found.
@@ -68,6 +79,7 @@ impl TranscriptWriter {
                 len: len - truncated_bytes,
                 index: Arc::new(RwLock::new(index)),
                 buf: Vec::new(),
+                ends: Vec::new(),
             },
             truncated_bytes,
             skipped_lines: skipped.len(),
@@ -92,7 +104,16 @@ impl TranscriptWriter {
     /// Appends `events` with one write. Each must carry `seq == previous + 1`; on any error
     /// nothing is written.
     pub fn append(&mut self, events: &[Event]) -> Result<(), StoreError> {
+        let appended = self.encode_and_write(events);
+        if appended.is_err() {
+            self.ends.clear();
+        }
+        appended
+    }
+
+    fn encode_and_write(&mut self, events: &[Event]) -> Result<(), StoreError> {
         self.buf.clear();
+        self.ends.clear();
         let mut last = self.last_seq;
         let mut starts = Vec::new();
         for event in events {
@@ -108,6 +129,7 @@ impl TranscriptWriter {
                 source,
             })?;
             self.buf.push(b'\n');
+            self.ends.push(self.buf.len());
             last = event.seq;
         }
         if let Err(e) = self.file.write_all(&self.buf) {
@@ -123,6 +145,16 @@ impl TranscriptWriter {
             }
         }
         Ok(())
+    }
+
+    /// The lines the last successful append wrote, exactly as written (each event's JSON and a
+    /// newline), so that a caller can share them instead of encoding the events again. Empty
+    /// after a failed append.
+    pub fn last_lines(&self) -> WrittenLines<'_> {
+        match self.ends.last() {
+            Some(&end) => WrittenLines { bytes: &self.buf[..end], ends: &self.ends },
+            None => WrittenLines { bytes: &[], ends: &[] },
+        }
     }
 
     /// Forces written events to stable storage (called at turn ends and on close, not per event).
