@@ -46,12 +46,13 @@ impl EventBatch {
 
     /// Events and the transcript lines the writer just wrote for them (one per event, in order).
     /// Lines that do not match the events are ignored: the JSON is then made on first use.
-    pub(crate) fn written(events: Vec<Event>, lines: WrittenLines<'_>) -> EventBatch {
+    pub(crate) fn written(events: Vec<Event>, lines: WrittenLines) -> EventBatch {
         let json = OnceLock::new();
         if lines.ends.len() == events.len()
-            && let Ok(text) = std::str::from_utf8(lines.bytes)
+            && lines.ends.last().copied().unwrap_or(0) == lines.bytes.len()
+            && let Ok(text) = String::from_utf8(lines.bytes)
         {
-            let _ = json.set(Ok(Lines { text: text.to_owned(), ends: lines.ends.to_vec() }));
+            let _ = json.set(Ok(Lines { text, ends: lines.ends }));
         }
         EventBatch(Arc::new(Shared { events, json }))
     }

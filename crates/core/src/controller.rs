@@ -14,8 +14,8 @@ use nucleic_protocol::{
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::approvals::ApprovalCoordinator;
-use crate::error::CoreError;
 use crate::batch::EventBatch;
+use crate::error::CoreError;
 use crate::handle::{Command, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
@@ -402,7 +402,7 @@ impl<A: AgentControl> Writer<A> {
             // subscriber (and every client behind it) shares them instead of copying events or
             // encoding them again. Waking subscribers per event would cost more than everything
             // else the writer does.
-            let batch = EventBatch::written(appended.written, self.sequencer.last_lines());
+            let batch = EventBatch::written(appended.written, self.sequencer.take_last_lines());
             let _ = self.bus.send(batch);
         }
         let mut state = self.state.borrow().clone();

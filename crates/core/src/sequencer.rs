@@ -130,9 +130,10 @@ impl Sequencer {
         Ok(appended.written)
     }
 
-    /// The transcript lines the last successful append wrote (one per event of its `written`).
-    pub fn last_lines(&self) -> WrittenLines<'_> {
-        self.transcript.last_lines()
+    /// Takes the transcript lines the last successful append wrote (one per event of its
+    /// `written`; empty when taken already).
+    pub fn take_last_lines(&mut self) -> WrittenLines {
+        self.transcript.take_last_lines()
     }
 
     /// Forces written events to stable storage.

@@ -235,7 +235,7 @@ mod tests {
                 for size in writes {
                     let appended = sequencer.append((total..total + size).map(line).collect());
                     total += size;
-                    let _ = bus.send(EventBatch::written(appended.written, sequencer.last_lines()));
+                    let _ = bus.send(EventBatch::written(appended.written, sequencer.take_last_lines()));
                 }
                 drop(bus);
                 let late = readers.iter().filter(|r| !r.2).map(|&(from, modes, _)| {

@@ -54,7 +54,8 @@ impl EventRun {
         let picks = if events.iter().all(|e| wanted(verbosity, &e.kind)) {
             Picks::Span(range)
         } else {
-            let list = range.filter(|&i| batch.events().get(i).is_some_and(|e| wanted(verbosity, &e.kind)));
+            let list = range
+                .filter(|&i| batch.events().get(i).is_some_and(|e| wanted(verbosity, &e.kind)));
             Picks::List { list: list.collect(), at: 0 }
         };
         let run = EventRun { batch: batch.clone(), picks };
@@ -142,7 +143,8 @@ impl FrameText {
             match self.count {
                 0 => self.first = Some((run.batch.clone(), i)),
                 1 => {
-                    let first = self.first.as_ref().and_then(|(b, i)| b.json(*i)).unwrap_or_default();
+                    let first =
+                        self.first.as_ref().and_then(|(b, i)| b.json(*i)).unwrap_or_default();
                     let session = self.session_id.as_deref().unwrap_or_default();
                     let session = serde_json::to_string(session).unwrap_or_default();
                     self.text.reserve(40 + session.len() + first.len() + json.len());
@@ -233,13 +235,13 @@ pub fn coalesce(run: EventRun, bytes: Option<OwnedSemaphorePermit>, inbox: &mut 
     (frame.finish(), shares)
 }
 
-/// The frames a client gets for `runs` (queued in this order with nothing else between them):
-/// what the connection's writer sends, without a socket. For tests and the fan-out bench.
-pub fn frames(runs: Vec<EventRun>, batching: bool) -> Vec<String> {
+/// The frames a client gets for `runs` (queued in this order with nothing else between them),
+/// handed to `send` one by one: what the connection's writer sends, without a socket. For tests
+/// and the fan-out bench.
+pub fn each_frame(runs: Vec<EventRun>, batching: bool, mut send: impl FnMut(String)) {
     let (out, mut inbox) = crate::outbox::outbox(usize::MAX);
     let mut runs = runs.into_iter();
     let mut waiting: Option<Outgoing> = None;
-    let mut frames = Vec::new();
     loop {
         // Queue what fits, then write one frame (as the writer would, with the queue full).
         loop {
@@ -258,8 +260,17 @@ pub fn frames(runs: Vec<EventRun>, batching: bool) -> Vec<String> {
         } else {
             single(run, queued.bytes, &mut inbox)
         };
-        frames.extend(text);
+        if let Some(text) = text {
+            send(text);
+        }
     }
+}
+
+/// The frames a client gets for `runs`, collected (see [`each_frame`]).
+#[cfg(test)]
+fn frames(runs: Vec<EventRun>, batching: bool) -> Vec<String> {
+    let mut frames = Vec::new();
+    each_frame(runs, batching, |text| frames.push(text));
     frames
 }
 
@@ -267,7 +278,9 @@ pub fn frames(runs: Vec<EventRun>, batching: bool) -> Vec<String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use nucleic_core::EventBatch;
-    use nucleic_protocol::{Backend, Event, EventKind, HostMessage, StderrLine, TextBlock, Timestamp};
+    use nucleic_protocol::{
+        Backend, Event, EventKind, HostMessage, StderrLine, TextBlock, Timestamp,
+    };
     use proptest::prelude::*;
 
     use super::*;

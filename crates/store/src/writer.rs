@@ -29,10 +29,10 @@ pub struct TranscriptWriter {
 
 /// The lines of one append: `bytes` holds them back to back, `ends[i]` is where line `i` ends
 /// (just after its newline).
-#[derive(Debug, Clone, Copy)]
-pub struct WrittenLines<'a> {
-    pub bytes: &'a [u8],
-    pub ends: &'a [usize],
+#[derive(Debug, Clone, Default)]
+pub struct WrittenLines {
+    pub bytes: Vec<u8>,
+    pub ends: Vec<usize>,
 }
 
 /// A writer plus what opening an existing transcript found.
@@ -147,14 +147,17 @@ impl TranscriptWriter {
         Ok(())
     }
 
-    /// The lines the last successful append wrote, exactly as written (each event's JSON and a
-    /// newline), so that a caller can share them instead of encoding the events again. Empty
-    /// after a failed append.
-    pub fn last_lines(&self) -> WrittenLines<'_> {
-        match self.ends.last() {
-            Some(&end) => WrittenLines { bytes: &self.buf[..end], ends: &self.ends },
-            None => WrittenLines { bytes: &[], ends: &[] },
+    /// Takes the lines the last successful append wrote, exactly as written (each event's JSON
+    /// and a newline), so that a caller can share them instead of encoding the events again
+    /// (the writer then starts a new buffer of the same size). Empty after a failed append or
+    /// when taken already.
+    pub fn take_last_lines(&mut self) -> WrittenLines {
+        if self.ends.is_empty() {
+            return WrittenLines::default();
         }
+        let size = self.buf.len();
+        let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(size));
+        WrittenLines { bytes, ends: std::mem::take(&mut self.ends) }
     }
 
     /// Forces written events to stable storage (called at turn ends and on close, not per event).
