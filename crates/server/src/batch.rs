@@ -85,14 +85,12 @@ impl EventRun {
         self.len() == 0
     }
 
-    /// Bytes of JSON of the events left.
-    pub fn json_len(&self) -> usize {
-        match &self.picks {
-            Picks::Span(r) => self.batch.json_len(r.clone()),
-            Picks::List { list, at } => {
-                list.iter().skip(*at).map(|&i| self.batch.json(i).map_or(0, str::len)).sum()
-            }
-        }
+    /// What the run costs the client's byte budget: the JSON of its whole batch, which it keeps
+    /// alive until sent. That is what it sends when the client takes every event of the batch;
+    /// a client that takes few (a lower verbosity, a cursor in the middle) still holds them all,
+    /// so a slow one cannot pin more than its budget of shared batches.
+    pub fn charge(&self) -> usize {
+        self.batch.json_len(0..self.batch.len())
     }
 
     /// The batch index of the first event left.
@@ -181,8 +179,8 @@ impl FrameText {
         }
     }
 
-    /// Takes what fits of `run` (holding `bytes`): the shares of what was taken go to `shares`,
-    /// and the rest, if any, is returned with the remaining share.
+    /// Takes what fits of `run` (holding `bytes`): the shares of what was taken (its bytes of
+    /// JSON) go to `shares`, and the rest, if any, is returned with the remaining share.
     fn fill(
         &mut self,
         mut run: EventRun,
@@ -388,6 +386,32 @@ mod tests {
         // Everything sent: the whole budget is free again.
         let all = u32::try_from(budget).unwrap();
         assert!(out.budget_is_free(all));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_wants_few_events_is_charged_for_the_batches_it_holds() {
+        // 1000 partial deltas and one whole text per batch: a `noPartials` client is sent one
+        // event but keeps the batch alive while it is queued.
+        let batch = || {
+            let mut events: Vec<Event> = (1..=1000).map(|s| partial("a", s)).collect();
+            events.push(event("a", 1001));
+            EventBatch::new(events)
+        };
+        let whole = batch().json_len(0..1001);
+        let (out, mut inbox) = outbox(whole * 3 / 2);
+        out.send_events(&single_slice(&batch()), Verbosity::NoPartials).await.unwrap();
+        let (b2, b3) = (single_slice(&batch()), single_slice(&batch()));
+        let second = out.send_events(&b2, Verbosity::NoPartials);
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), second).await;
+        assert!(waited.is_err(), "a slow client cannot pin more batches than its budget");
+        let queued = inbox.next().await.unwrap();
+        assert_eq!(queued.bytes.as_ref().unwrap().num_permits(), whole);
+        let Outgoing::Events(run) = queued.item else { panic!() };
+        let (text, shares) = coalesce(run, queued.bytes, &mut inbox);
+        assert_eq!(seqs(&text.unwrap()), vec![1001]);
+        drop(shares);
+        let third = out.send_events(&b3, Verbosity::NoPartials);
+        tokio::time::timeout(std::time::Duration::from_secs(5), third).await.unwrap().unwrap();
     }
 
     /// The whole batch as a subscription would hand it out.

@@ -88,7 +88,8 @@ impl Outbox {
     }
 
     /// Queues the events of `slice` a client at `verbosity` wants, as one item that shares the
-    /// batch (no event is copied; each holds the size of its JSON from the byte budget).
+    /// batch (no event is copied; it holds the size of the batch's JSON from the byte budget:
+    /// [`EventRun::charge`]).
     pub async fn send_events(&self, slice: &EventSlice, verbosity: Verbosity) -> Result<(), Gone> {
         match EventRun::of(slice, verbosity) {
             Ok(Some(run)) => self.push(Outgoing::Events(run)).await,
@@ -128,7 +129,7 @@ impl Outbox {
 
     async fn push(&self, item: Outgoing) -> Result<(), Gone> {
         let size = match &item {
-            Outgoing::Events(run) => run.json_len(),
+            Outgoing::Events(run) => run.charge(),
             Outgoing::Text(text) => text.len(),
             Outgoing::Close { .. } => 0,
         };
