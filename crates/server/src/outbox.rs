@@ -1,8 +1,8 @@
 //! One WebSocket's outgoing queue, bounded in bytes as well as in messages: every message is
-//! serialized when queued and holds its size from a byte budget until it is on the socket, so
-//! producers (replies, event streams) wait while the client is behind. The writer pings, and
-//! drops a client that does not take a message within the send timeout, with a close frame
-//! that says why.
+//! serialized when queued (events share the JSON their session's writer made) and holds its
+//! size from a byte budget until it is on the socket, so producers (replies, event streams)
+//! wait while the client is behind. The writer pings, and drops a client that does not take a
+//! message within the send timeout, with a close frame that says why.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,7 +23,7 @@ const MAX_QUEUED: usize = 1024;
 /// How long a close frame may take to reach the client.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// A queued message, already serialized.
+/// A queued message, already serialized (events: their JSON was made when they were written).
 #[derive(Debug)]
 pub enum Outgoing {
     /// Events of a subscribed session, shared with every other client (the writer sends them
@@ -99,7 +99,7 @@ impl Outbox {
     }
 
     /// Queues `item` without waiting and without taking from the byte budget, or gives it
-    /// back when the queue is full (for [`batch::frames`]).
+    /// back when the queue is full (for [`batch::each_frame`]).
     pub(crate) fn queue_now(&self, item: Outgoing) -> Result<(), Outgoing> {
         self.tx.try_send(Queued { item, bytes: None }).map_err(|e| e.into_inner().item)
     }
