@@ -72,13 +72,26 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeeperError> {
     file.write_all(bytes).map_err(|e| KeeperError::io(path, e))
 }
 
-/// Connects to the keeper in `dir` (waiting up to `deadline` for it to listen), asks for its
-/// spool from the start, and opens the input link. Must be called inside a Tokio runtime.
-pub async fn attach(dir: &KeeperDir, deadline: Duration) -> Result<KeeperAttachment, KeeperError> {
+/// How a host reaches a keeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A keeper just started: wait (up to the deadline) for it to make and listen on its socket.
+    Starting,
+    /// A keeper a previous host left: a socket nobody listens on means it is gone.
+    Existing,
+}
+
+/// Connects to the keeper in `dir` (waiting up to `deadline`), asks for its spool from the
+/// start, and opens the input link. Must be called inside a Tokio runtime.
+pub async fn attach(
+    dir: &KeeperDir,
+    reach: Reach,
+    deadline: Duration,
+) -> Result<KeeperAttachment, KeeperError> {
     let socket = dir.socket();
     let connect_deadline = deadline;
     let (output, hello) = tokio::task::spawn_blocking(move || {
-        let mut output = connect(&socket, connect_deadline)?;
+        let mut output = connect(&socket, reach, connect_deadline)?;
         spool::write_record(&mut output, tag::ATTACH, &0u64.to_le_bytes())
             .map_err(|e| KeeperError::io(&socket, e))?;
         output.set_read_timeout(Some(connect_deadline)).map_err(|e| KeeperError::io(&socket, e))?;
@@ -118,14 +131,21 @@ pub async fn attach(dir: &KeeperDir, deadline: Duration) -> Result<KeeperAttachm
     Ok(KeeperAttachment { hello, process, streams })
 }
 
-/// Connects to `socket`, retrying while the keeper has not made it yet. A socket nobody listens
-/// on (its keeper is gone) is refused at once.
-fn connect(socket: &Path, deadline: Duration) -> Result<UnixStream, KeeperError> {
+/// Connects to `socket`, retrying while a starting keeper has not made it or is not listening
+/// yet (between its `bind` and `listen` a connection is refused). An existing keeper's socket
+/// that refuses means the keeper is gone: no retry.
+fn connect(socket: &Path, reach: Reach, deadline: Duration) -> Result<UnixStream, KeeperError> {
     let start = Instant::now();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => return Ok(stream),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(e)
+                if reach == Reach::Existing
+                    && matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                    ) =>
+            {
                 return Err(KeeperError::io(socket, e));
             }
             Err(_) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(10)),

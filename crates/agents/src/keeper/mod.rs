@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::process::SpawnSpec;
 
-pub use attach::{KeeperAttachment, attach, read_spool, release, start_keeper};
+pub use attach::{KeeperAttachment, Reach, attach, read_spool, release, start_keeper};
 pub use serve::run_keeper;
 
 /// The version of the keeper protocol and directory layout; a keeper of another version is
