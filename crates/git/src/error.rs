@@ -88,6 +88,9 @@ pub enum GitError {
         "{branch} is checked out in {path}; its files are only updated when asked (update the checkout explicitly, or check out another branch there)"
     )]
     BaseCheckedOut { branch: String, path: PathBuf },
+    /// A pooled worktree may not be handed out (moved, changed or broken since it was made).
+    #[error("pooled worktree {path} cannot be used: {reason}")]
+    PoolStale { path: PathBuf, reason: String },
     /// A destructive operation was called without its explicit confirmation.
     #[error("{operation} needs explicit confirmation")]
     NotConfirmed { operation: &'static str },

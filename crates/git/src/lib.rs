@@ -34,6 +34,7 @@
 mod diff;
 mod error;
 mod finish;
+mod pool;
 mod provision;
 mod repo;
 mod runner;
@@ -44,6 +45,7 @@ mod worktree;
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
 pub use error::{GitError, Result};
 pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
+pub use pool::{POOL_BRANCH_PREFIX, POOL_DIR, PooledWorktree, disk_usage};
 pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;

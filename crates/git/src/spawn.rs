@@ -106,15 +106,30 @@ mod imp {
         static RULESET: OnceLock<Result<RulesetCreated, String>> = OnceLock::new();
         RULESET.get_or_init(|| {
             let allowed = executables()?;
-            let ruleset = Ruleset::default()
+            // A Landlock domain that does not handle `Refer` denies every rename or link into
+            // another directory (EXDEV), which git needs (`branch -m` moves reflogs, `worktree
+            // move`): handle it and allow it everywhere, where the kernel knows it (ABI 2+).
+            let with_refer = Ruleset::default()
                 .set_compatibility(CompatLevel::HardRequirement)
-                .handle_access(AccessFs::Execute)
-                .and_then(Ruleset::create)
-                .map_err(|e| format!("Landlock is not available: {e}"))?;
+                .handle_access(AccessFs::Execute | AccessFs::Refer)
+                .and_then(Ruleset::create);
+            let (ruleset, refer) = match with_refer {
+                Ok(ruleset) => (ruleset, true),
+                Err(_) => Ruleset::default()
+                    .set_compatibility(CompatLevel::HardRequirement)
+                    .handle_access(AccessFs::Execute)
+                    .and_then(Ruleset::create)
+                    .map(|ruleset| (ruleset, false))
+                    .map_err(|e| format!("Landlock is not available: {e}"))?,
+            };
             let mut rules = Vec::new();
             for path in &allowed {
                 let fd = PathFd::new(path).map_err(|e| format!("cannot open {path:?}: {e}"))?;
                 rules.push(PathBeneath::new(fd, AccessFs::Execute));
+            }
+            if refer {
+                let root = PathFd::new("/").map_err(|e| format!("cannot open /: {e}"))?;
+                rules.push(PathBeneath::new(root, AccessFs::Refer));
             }
             let ruleset = ruleset
                 .add_rules(rules.into_iter().map(Ok::<_, landlock::RulesetError>))

@@ -84,7 +84,7 @@ impl Repo {
         self.run_provision(worktree, &copies, setup)
     }
 
-    fn run_provision(
+    pub(crate) fn run_provision(
         &self,
         worktree: &Worktree,
         copies: &[PlannedCopy],
@@ -252,7 +252,7 @@ impl Repo {
 
     /// `admin` as the git dir of the work tree `path`, if it is a plain directory (not a
     /// symlink) whose `gitdir` file records `path`.
-    fn registered(&self, path: &Path, admin: PathBuf) -> Result<Checkout> {
+    pub(crate) fn registered(&self, path: &Path, admin: PathBuf) -> Result<Checkout> {
         let plain_dir = std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir());
         if !plain_dir || !records(&admin, path) {
             return Err(GitError::WorktreeUnregistered { path: path.to_path_buf(), admin });
@@ -309,7 +309,7 @@ impl Repo {
     }
 
     /// Appends `.nucleic/` to `<git-common-dir>/info/exclude` unless a line already says so.
-    fn ensure_excluded(&self) -> Result<()> {
+    pub(crate) fn ensure_excluded(&self) -> Result<()> {
         let info = self.common_dir().join("info");
         let exclude = info.join("exclude");
         // The agent can write here: never follow a symlink it may have put in place.
@@ -351,7 +351,7 @@ pub(crate) fn validate_slug(slug: &str) -> Result<()> {
 
 /// Makes the worktree's `.git` the gitlink git wrote (`gitdir: <admin dir>`), replacing whatever
 /// the agent put there (a file, a symlink, a directory) without following it.
-fn restore_gitlink(checkout: &Checkout) -> Result<()> {
+pub(crate) fn restore_gitlink(checkout: &Checkout) -> Result<()> {
     let link = checkout.work_tree.join(".git");
     let wanted = format!("gitdir: {}\n", checkout.git_dir.display());
     let found = std::fs::symlink_metadata(&link);

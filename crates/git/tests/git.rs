@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod hostile;
+mod pool;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
