@@ -28,7 +28,7 @@ pub use db::SCHEMA_VERSION;
 pub use devices::{DeviceRow, NewDevice};
 pub use error::{CatalogError, Result};
 pub use fold::UNTITLED;
-pub use projects::{NewProject, ProjectRow, ProjectSettings};
+pub use projects::{DEFAULT_POOL_SIZE, NewProject, ProjectRow, ProjectSettings};
 pub use rebuild::RebuildReport;
 pub use sessions::{AgentProcess, ApprovalRow, SessionFilter, SessionRow};
 

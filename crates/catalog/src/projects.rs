@@ -17,7 +17,12 @@ pub struct ProjectSettings {
     pub setup_timeout_secs: Option<u64>,
     /// Paths (relative to the root) copied into each new worktree, e.g. `.env`.
     pub copy_files: Vec<String>,
+    /// Worktrees kept prepared at the default branch's tip for new sessions (0: no pool).
+    pub pool_size: u32,
 }
+
+/// The pool size of a new project: small, because each pooled worktree is a full checkout.
+pub const DEFAULT_POOL_SIZE: u32 = 2;
 
 impl ProjectSettings {
     /// Branch `main`, no setup script, nothing copied.
@@ -28,6 +33,7 @@ impl ProjectSettings {
             setup_script: None,
             setup_timeout_secs: None,
             copy_files: Vec::new(),
+            pool_size: DEFAULT_POOL_SIZE,
         }
     }
 }
@@ -53,7 +59,7 @@ pub struct ProjectRow {
 }
 
 const COLUMNS: &str = "id, name, root, default_branch, default_backend, setup_script, \
-                       setup_timeout_secs, copy_files, created_at";
+                       setup_timeout_secs, copy_files, created_at, pool_size";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
     let copy_files: String = row.get(7)?;
@@ -70,6 +76,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
             setup_script: row.get(5)?,
             setup_timeout_secs: row.get::<_, Option<i64>>(6)?.map(|v| to_u64(6, v)).transpose()?,
             copy_files,
+            pool_size: u32::try_from(row.get::<_, i64>(9)?).unwrap_or(0),
         },
         created_at: row.get(8)?,
     })
@@ -84,7 +91,7 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
     let copy_files = serde_json::to_string(&s.copy_files)
         .map_err(|source| CatalogError::Json { what: "encode copy_files", source })?;
     let timeout = s.setup_timeout_secs.map(|t| to_i64("setup_timeout_secs", t)).transpose()?;
-    conn.prepare_cached(&format!("INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"))
+    conn.prepare_cached(&format!("INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"))
         .and_then(|mut stmt| {
             stmt.execute(params![
                 project.id,
@@ -96,6 +103,7 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
                 timeout,
                 copy_files,
                 project.created_at,
+                s.pool_size,
             ])
         })
         .ctx("insert project")?;
@@ -170,13 +178,14 @@ impl Catalog {
         let n = conn
             .execute(
                 "UPDATE projects SET default_branch = ?, default_backend = ?, setup_script = ?, \
-                 setup_timeout_secs = ?, copy_files = ? WHERE id = ?",
+                 setup_timeout_secs = ?, copy_files = ?, pool_size = ? WHERE id = ?",
                 params![
                     settings.default_branch,
                     settings.default_backend.as_str(),
                     settings.setup_script,
                     timeout,
                     copy_files,
+                    settings.pool_size,
                     id
                 ],
             )

@@ -204,6 +204,7 @@ fn projects_round_trip_and_roots_are_unique() {
         setup_script: Some("make deps".to_owned()),
         setup_timeout_secs: Some(300),
         copy_files: vec![".env".to_owned(), "config/local.toml".to_owned()],
+        pool_size: 0,
     };
     let row = cat.update_project_settings("p1", &settings).unwrap();
     assert_eq!((row.name.as_str(), &row.settings), ("Repo", &settings));
