@@ -183,7 +183,11 @@ includePatch: boolean, } | { "type": "exportSession", messageID: string, session
 
 export type Verbosity = "full" | "noPartials" | "summary";
 
-export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, 
+/**
+ * Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
+ */
+poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -246,7 +250,29 @@ pairedAt: number, lastSeenAt?: number | null, revokedAt?: number | null,
  */
 current: boolean, };
 
-export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, };
+export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, 
+/**
+ * The project's warm worktree pool, when the host runs pools.
+ */
+pool?: PoolSummary | null, };
+
+export type PoolSummary = { 
+/**
+ * How many it keeps ready (the project's setting).
+ */
+size: number, 
+/**
+ * How many are ready now.
+ */
+ready: number, 
+/**
+ * What the ready ones take on disk.
+ */
+diskBytes: number, 
+/**
+ * Why it stopped filling (a failing setup script, a full disk, a missing base branch).
+ */
+error?: string | null, };
 
 export type SessionSummary = { sessionID: string, projectID?: string | null, title: string, backend: Backend, status: SessionStatus, pendingApprovals: number, costUSD: number, lastSeq: number, 
 /**

@@ -222,6 +222,15 @@ pub enum Intent {
         copy_files: Vec<String>,
         #[serde(rename = "defaultBackend", default, skip_serializing_if = "Option::is_none")]
         default_backend: Option<Backend>,
+        /// Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
+        #[serde(rename = "poolSize", default, skip_serializing_if = "Option::is_none")]
+        pool_size: Option<u32>,
+    },
+    /// Changes how many worktrees the project keeps prepared (0 turns the pool off).
+    SetPoolSize {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        size: u32,
     },
     RenameProject {
         #[serde(rename = "projectID")]
@@ -497,6 +506,25 @@ pub struct ProjectSummary {
     pub default_branch: String,
     #[serde(rename = "defaultBackend")]
     pub default_backend: Backend,
+    /// The project's warm worktree pool, when the host runs pools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolSummary>,
+}
+
+/// A project's warm worktree pool: worktrees prepared at the default branch's tip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct PoolSummary {
+    /// How many it keeps ready (the project's setting).
+    pub size: u32,
+    /// How many are ready now.
+    pub ready: u32,
+    /// What the ready ones take on disk.
+    #[serde(rename = "diskBytes")]
+    pub disk_bytes: u64,
+    /// Why it stopped filling (a failing setup script, a full disk, a missing base branch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A session as list views see it.

@@ -56,6 +56,7 @@ fn declarations() -> Vec<String> {
         DeviceProof::decl(),
         DeviceSummary::decl(),
         ProjectSummary::decl(),
+        PoolSummary::decl(),
         SessionSummary::decl(),
         GitFacts::decl(),
         DiffFile::decl(),
