@@ -28,9 +28,19 @@ pub enum ProjectCommand {
         /// Gitignored files to copy into new worktrees (e.g. .env); repeatable.
         #[arg(long = "copy")]
         copy_files: Vec<String>,
+        /// Worktrees kept prepared for new sessions (default 2; 0: no pool).
+        #[arg(long = "pool")]
+        pool_size: Option<u32>,
     },
     /// List projects.
     List,
+    /// Show a project's warm worktree pool (ready, disk, error); --size changes it.
+    Pool {
+        project_id: String,
+        /// Worktrees to keep prepared (0 turns the pool off and removes them).
+        #[arg(long)]
+        size: Option<u32>,
+    },
     /// Forget a project (refused while it has unarchived sessions).
     Rm { project_id: String },
     /// Rename a project.
@@ -189,6 +199,16 @@ pub enum SessionCommand {
     },
 }
 
+/// `2/2 ready, 41.3 MiB` (+ `; stopped: <error>`).
+fn pool_text(pool: &nucleic_protocol::PoolSummary) -> String {
+    let mib = pool.disk_bytes as f64 / f64::from(1u32 << 20);
+    let mut text = format!("{}/{} ready, {mib:.1} MiB on disk", pool.ready, pool.size);
+    if let Some(error) = &pool.error {
+        text.push_str(&format!("; stopped: {error}"));
+    }
+    text
+}
+
 pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
     let message_id = daemon.id();
     match daemon.request(ClientMessage::Intent { message_id, intent }).await? {
@@ -230,7 +250,7 @@ fn print_session(s: &SessionSummary) {
 pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
     let mut daemon = Daemon::connect(home).await?;
     match command {
-        ProjectCommand::Add { path, name, setup, copy_files } => {
+        ProjectCommand::Add { path, name, setup, copy_files, pool_size } => {
             let path = std::fs::canonicalize(&path)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or(path);
@@ -242,6 +262,7 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                     setup_script: setup,
                     copy_files,
                     default_backend: None,
+                    pool_size,
                 },
             )
             .await?;
@@ -258,8 +279,35 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                 daemon.request(ClientMessage::ListProjects { message_id }).await?
             {
                 for p in projects {
-                    println!("{}  {}  {} ({})", p.project_id, p.name, p.root, p.default_branch);
+                    let pool = p.pool.as_ref().map(pool_text).unwrap_or_default();
+                    println!(
+                        "{}  {}  {} ({}){}",
+                        p.project_id,
+                        p.name,
+                        p.root,
+                        p.default_branch,
+                        if pool.is_empty() { String::new() } else { format!("  pool: {pool}") }
+                    );
                 }
+            }
+        }
+        ProjectCommand::Pool { project_id, size } => {
+            if let Some(size) = size {
+                intent(&mut daemon, Intent::SetPoolSize { project_id: project_id.clone(), size })
+                    .await?;
+            }
+            let message_id = daemon.id();
+            let HostMessage::Projects { projects, .. } =
+                daemon.request(ClientMessage::ListProjects { message_id }).await?
+            else {
+                bail!("the daemon did not list its projects");
+            };
+            let Some(project) = projects.into_iter().find(|p| p.project_id == project_id) else {
+                bail!("project {project_id} not found");
+            };
+            match project.pool {
+                Some(pool) => println!("{}", pool_text(&pool)),
+                None => println!("the host runs no warm worktree pools"),
             }
         }
         ProjectCommand::Rm { project_id } => {

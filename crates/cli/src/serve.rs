@@ -68,6 +68,10 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     // Before anything else touches the home: a second host on it refuses here.
     let lock = HomeLock::acquire(&home)?;
     let host = Host::open(host_config(&home)?).await?;
+    // Warm worktree pools, unless `NUCLEIC_WARM_POOL=off`.
+    if std::env::var("NUCLEIC_WARM_POOL").as_deref() != Ok("off") {
+        host.start_pools();
+    }
     let recovery = host.recovery();
     if !recovery.is_clean() {
         println!(

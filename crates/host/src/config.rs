@@ -151,6 +151,16 @@ impl HostConfig {
         self.home.join("keepers")
     }
 
+    /// What the warm worktree pools have ready (`pool.rs`).
+    pub fn pools_path(&self) -> PathBuf {
+        self.home.join("pools.json")
+    }
+
+    /// The setup log of a pooled worktree (it becomes the session's setup log when taken).
+    pub fn pool_log_path(&self, name: &str) -> PathBuf {
+        self.home.join("pool").join(format!("{name}.setup.log"))
+    }
+
     /// A session's setup log.
     pub fn setup_log_path(&self, session_id: &str) -> PathBuf {
         self.sessions_dir().join(session_id).join("setup.log")

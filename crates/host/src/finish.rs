@@ -264,7 +264,14 @@ impl Host {
     /// Carries out an intent from a client named `by`.
     pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
         match intent {
-            Intent::AddProject { path, name, setup_script, copy_files, default_backend } => {
+            Intent::AddProject {
+                path,
+                name,
+                setup_script,
+                copy_files,
+                default_backend,
+                pool_size,
+            } => {
                 let project = self
                     .add_project(&path, name, move |s| {
                         s.setup_script = setup_script;
@@ -272,8 +279,15 @@ impl Host {
                         if let Some(b) = default_backend {
                             s.default_backend = b;
                         }
+                        if let Some(size) = pool_size {
+                            s.pool_size = size;
+                        }
                     })
                     .await?;
+                Ok(json_of(&project))
+            }
+            Intent::SetPoolSize { project_id, size } => {
+                let project = self.set_pool_size(&project_id, size).await?;
                 Ok(json_of(&project))
             }
             Intent::RenameProject { project_id, name } => {

@@ -45,6 +45,8 @@ pub struct Host {
     pub(crate) writer_turns: WriterTurns,
     /// Directories of the keepers this host runs or re-adopted and has not released yet.
     pub(crate) keepers: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
+    /// Warm worktree pools, tended once `start_pools` ran (`pool.rs`).
+    pub(crate) pools: crate::pool::Pools,
 }
 
 /// What a new session runs in, and with what.
@@ -100,6 +102,7 @@ impl Host {
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
             keepers: Arc::default(),
+            pools: crate::pool::Pools::default(),
         });
         host.readopt_keepers(kept).await;
         Ok(host)
@@ -181,12 +184,48 @@ impl Host {
             settings: project_settings,
         };
         let row = self.catalog(move |c| c.add_project(&new)).await?;
-        Ok(project_summary(&row))
+        self.pools.wake();
+        Ok(self.project_summary(&row))
     }
 
     pub async fn list_projects(&self) -> Result<Vec<ProjectSummary>, HostError> {
         let rows = self.catalog(|c| c.list_projects()).await?;
-        Ok(rows.iter().map(project_summary).collect())
+        Ok(rows.iter().map(|row| self.project_summary(row)).collect())
+    }
+
+    /// Sets how many worktrees the project keeps prepared (0: none; the pool empties).
+    pub async fn set_pool_size(&self, id: &str, size: u32) -> Result<ProjectSummary, HostError> {
+        let key = id.to_owned();
+        let row = self
+            .catalog(move |c| {
+                let mut settings = c
+                    .project(&key)?
+                    .ok_or_else(|| nucleic_catalog::CatalogError::ProjectNotFound {
+                        id: key.clone(),
+                    })?
+                    .settings;
+                settings.pool_size = size;
+                c.update_project_settings(&key, &settings)
+            })
+            .await?;
+        self.pools.wake();
+        Ok(self.project_summary(&row))
+    }
+
+    /// One project as clients see it.
+    pub async fn project_summary_of(&self, id: &str) -> Result<ProjectSummary, HostError> {
+        Ok(self.project_summary(&self.project(id).await?))
+    }
+
+    fn project_summary(&self, row: &ProjectRow) -> ProjectSummary {
+        ProjectSummary {
+            project_id: row.id.clone(),
+            name: row.name.clone(),
+            root: row.root.clone(),
+            default_branch: row.settings.default_branch.clone(),
+            default_backend: row.settings.default_backend,
+            pool: self.pools.summary(row),
+        }
     }
 
     /// A project's local branches a session could start from (most recent first) and its
@@ -307,11 +346,17 @@ impl Host {
         // A backend that is not installed, or a mode it cannot map, is refused before any
         // worktree exists.
         agent_options(&self.config, backend, Path::new(&project.root), &agent)?;
-        let made = {
-            let repo = repo.clone();
-            tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
-                .await
-                .map_err(|e| HostError::Task(e.to_string()))?
+        // A warm worktree of the project's pool when one is ready at the base's tip;
+        // otherwise (or when it cannot be taken) a new one, as without a pool.
+        let pooled = self.take_pooled(&project, &repo, &base_ref, &spec.slug, &session_id).await;
+        let made = match pooled {
+            Some(worktree) => Ok(worktree),
+            None => {
+                let repo = repo.clone();
+                tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
+                    .await
+                    .map_err(|e| HostError::Task(e.to_string()))?
+            }
         };
         let worktree = match made {
             Ok(w) => w,
@@ -493,16 +538,6 @@ impl Host {
             )));
         }
         Ok(())
-    }
-}
-
-fn project_summary(row: &ProjectRow) -> ProjectSummary {
-    ProjectSummary {
-        project_id: row.id.clone(),
-        name: row.name.clone(),
-        root: row.root.clone(),
-        default_branch: row.settings.default_branch.clone(),
-        default_backend: row.settings.default_backend,
     }
 }
 

@@ -95,12 +95,26 @@ impl Host {
         let owned: Vec<String> =
             sessions.iter().filter_map(|s| s.worktree.as_ref().map(|w| w.path.clone())).collect();
         let mut orphans = Vec::new();
+        let mut stale_pooled = Vec::new();
+        // Pooled worktrees belong to the pool while it runs; without it, none is in use.
+        let pooled_known = self.pools.known();
         for project in projects {
             let root = PathBuf::from(&project.root);
             let owned = owned.clone();
-            let found = blocking(move || {
+            let pooled_known = pooled_known.clone();
+            let (found, stale) = blocking(move || {
                 let repo = Repo::open(&root)?;
                 repo.prune()?;
+                let mut stale = Vec::new();
+                for (name, path) in repo.list_pooled()? {
+                    if pooled_known.contains(&name) {
+                        continue;
+                    }
+                    if apply {
+                        repo.discard_pooled_named(&name);
+                    }
+                    stale.push(path.to_string_lossy().into_owned());
+                }
                 let mut found = Vec::new();
                 for entry in repo.list_worktrees()? {
                     let path = entry.path.to_string_lossy().into_owned();
@@ -118,13 +132,19 @@ impl Host {
                     }
                     found.push(path);
                 }
-                Ok::<_, nucleic_git::GitError>(found)
+                Ok::<_, nucleic_git::GitError>((found, stale))
             })
             .await?;
             orphans.extend(found);
+            stale_pooled.extend(stale);
         }
         let strays = self.stray_keepers(apply);
-        Ok(json!({ "orphanWorktrees": orphans, "strayKeepers": strays, "removed": apply }))
+        Ok(json!({
+            "orphanWorktrees": orphans,
+            "stalePooledWorktrees": stale_pooled,
+            "strayKeepers": strays,
+            "removed": apply,
+        }))
     }
 }
 

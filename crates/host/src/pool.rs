@@ -1,0 +1,406 @@
+//! Warm worktree pools: per project, worktrees prepared in the background at the default
+//! branch's tip (checked out, files copied, setup run) and handed to new sessions by renaming.
+//!
+//! One background task tends every project's pool in turn: it moves ready worktrees to the
+//! base's new tip (`git reset --keep`: only changed files) or rebuilds them, checks them in full
+//! (`git status` against the fingerprint taken when they were prepared) and discards what
+//! changed behind the host's back, and fills the pool up to the project's `pool_size`. A
+//! failure to fill (setup script, full disk, base branch gone) stops that project's pool for
+//! [`RETRY_AFTER`] and is shown in its [`PoolSummary`]; sessions then take today's path. What
+//! is ready is recorded in `<home>/pools.json`, so a restarted host finds it again; a pooled
+//! worktree it has no record of is removed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use nucleic_catalog::ProjectRow;
+use nucleic_git::{GitError, PooledWorktree, Repo, SetupSpec, Worktree};
+use nucleic_protocol::PoolSummary;
+use serde::{Deserialize, Serialize};
+
+use crate::host::Host;
+
+/// How often the pool task looks at every project when nothing wakes it.
+pub(crate) const TEND_EVERY: Duration = Duration::from_secs(5);
+/// How long after its last full check a ready worktree is checked again.
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(30);
+/// How long a pool that failed to fill waits before it tries again.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Every project's pool, shared by the host and its pool task.
+#[derive(Debug, Default)]
+pub(crate) struct Pools {
+    projects: Mutex<HashMap<String, ProjectPool>>,
+    /// Names being created or worked on right now (not in `ready`, not stale either).
+    busy: Mutex<HashSet<String>>,
+    wake: tokio::sync::Notify,
+    running: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct ProjectPool {
+    ready: Vec<Ready>,
+    error: Option<String>,
+    failed_at: Option<Instant>,
+}
+
+#[derive(Debug, Clone)]
+struct Ready {
+    worktree: PooledWorktree,
+    /// When `git status` last matched its fingerprint (`None`: not since this host opened).
+    checked: Option<Instant>,
+}
+
+/// What `pools.json` holds: the ready worktrees of each project.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    projects: HashMap<String, Vec<PooledWorktree>>,
+}
+
+impl Pools {
+    /// The pool of `project` for clients (`None` when pools do not run or it is off).
+    pub(crate) fn summary(&self, project: &ProjectRow) -> Option<PoolSummary> {
+        if !self.running.load(Ordering::Relaxed) {
+            return None;
+        }
+        let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = projects.get(&project.id);
+        let ready = pool.map_or(&[][..], |p| &p.ready[..]);
+        Some(PoolSummary {
+            size: project.settings.pool_size,
+            ready: u32::try_from(ready.len()).unwrap_or(u32::MAX),
+            disk_bytes: ready.iter().map(|r| r.worktree.disk_bytes).sum(),
+            error: pool.and_then(|p| p.error.clone()),
+        })
+    }
+
+    /// Takes a ready worktree of `project` at `base_sha`, if there is one.
+    fn take(&self, project: &str, base_sha: &str) -> Option<PooledWorktree> {
+        let mut projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = projects.get_mut(project)?;
+        let at = pool.ready.iter().position(|r| r.worktree.base_sha == base_sha)?;
+        let taken = pool.ready.remove(at).worktree;
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(taken.name.clone());
+        Some(taken)
+    }
+
+    fn done_with(&self, name: &str) {
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+    }
+
+    /// Names of pooled worktrees this host knows (ready or being worked on).
+    pub(crate) fn known(&self) -> HashSet<String> {
+        let mut names = self.busy.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        names.extend(projects.values().flat_map(|p| p.ready.iter().map(|r| r.worktree.name.clone())));
+        names
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    fn record(&self) -> Record {
+        let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        Record {
+            projects: projects
+                .iter()
+                .map(|(id, p)| (id.clone(), p.ready.iter().map(|r| r.worktree.clone()).collect()))
+                .collect(),
+        }
+    }
+}
+
+impl Host {
+    /// Starts tending the warm worktree pools of every project (the daemon does; in-process
+    /// hosts run without pools unless they call this). Worktrees recorded by an earlier host
+    /// are checked in full before they are handed out again.
+    pub fn start_pools(self: &Arc<Self>) {
+        if self.pools.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let recorded = read_record(&self.config.pools_path());
+        {
+            let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+            for (id, worktrees) in recorded.projects {
+                let ready = worktrees.into_iter().map(|worktree| Ready { worktree, checked: None });
+                projects.entry(id).or_default().ready.extend(ready);
+            }
+        }
+        let host = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let Some(strong) = host.upgrade() else { return };
+                if strong.gate.is_stopping() {
+                    return;
+                }
+                strong.tend_pools().await;
+                let pools = &strong.pools;
+                let _ = tokio::time::timeout(TEND_EVERY, pools.wake.notified()).await;
+            }
+        });
+    }
+
+    /// One round over every project: follow base moves, check, fill, forget removed projects.
+    async fn tend_pools(self: &Arc<Self>) {
+        let Ok(projects) = self.catalog(|c| c.list_projects()).await else { return };
+        let ids: HashSet<String> = projects.iter().map(|p| p.id.clone()).collect();
+        for project in projects {
+            if self.gate.is_stopping() {
+                return;
+            }
+            let host = self.clone();
+            let _ = tokio::task::spawn_blocking(move || host.tend_pool(&project)).await;
+        }
+        // Pools of projects that were removed: their worktrees go.
+        let gone: Vec<Ready> = {
+            let mut pools = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+            let stale: Vec<String> = pools.keys().filter(|id| !ids.contains(*id)).cloned().collect();
+            stale.iter().filter_map(|id| pools.remove(id)).flat_map(|p| p.ready).collect()
+        };
+        for ready in gone {
+            let root = ready.worktree.path.parent().and_then(Path::parent).and_then(Path::parent);
+            if let Some(repo) = root.and_then(|r| Repo::open(r).ok()) {
+                let _ = tokio::task::spawn_blocking(move || repo.discard_pooled(&ready.worktree))
+                    .await;
+            }
+        }
+        self.save_pools();
+    }
+
+    /// Tends one project's pool (blocking: git).
+    fn tend_pool(&self, project: &ProjectRow) {
+        let size = project.settings.pool_size as usize;
+        let Ok(repo) = Repo::open(&project.root) else { return };
+        let base_ref = project.settings.default_branch.clone();
+        let ready = self.take_all(&project.id);
+        let known: HashSet<String> = self.pools.known();
+        // Pooled worktrees nobody recorded (a host killed while making one): removed.
+        for (name, _) in repo.list_pooled().unwrap_or_default() {
+            if !known.contains(&name) && !ready.iter().any(|r| r.worktree.name == name) {
+                repo.discard_pooled_named(&name);
+            }
+        }
+        let tip = match repo.resolve(&base_ref) {
+            Ok(tip) => tip,
+            Err(e) => {
+                for r in &ready {
+                    repo.discard_pooled(&r.worktree);
+                }
+                self.set_pool_error(&project.id, format!("base branch `{base_ref}`: {e}"));
+                return;
+            }
+        };
+        let setup = self.pool_setup(project, "refresh");
+        let mut kept = Vec::new();
+        for mut r in ready {
+            if kept.len() >= size || r.worktree.base_ref != base_ref {
+                repo.discard_pooled(&r.worktree);
+                continue;
+            }
+            if r.worktree.base_sha != tip {
+                match repo.refresh_pooled(&r.worktree, &tip, setup.as_ref()) {
+                    Ok(moved) => r = Ready { worktree: moved, checked: Some(Instant::now()) },
+                    Err(_) => {
+                        // Rebuilt below, from scratch.
+                        repo.discard_pooled(&r.worktree);
+                        continue;
+                    }
+                }
+            }
+            if r.checked.is_none_or(|at| at.elapsed() >= CHECK_EVERY) {
+                match repo.check_pooled(&r.worktree) {
+                    Ok(None) => r.checked = Some(Instant::now()),
+                    Ok(Some(_)) | Err(_) => {
+                        repo.discard_pooled(&r.worktree);
+                        continue;
+                    }
+                }
+            }
+            kept.push(r);
+        }
+        self.put_back(&project.id, kept);
+        self.fill(project, &repo, &base_ref, size);
+    }
+
+    /// Creates pooled worktrees until the project has `size` ready, stopping at the first
+    /// failure (recorded as the pool's error).
+    fn fill(&self, project: &ProjectRow, repo: &Repo, base_ref: &str, size: usize) {
+        loop {
+            if self.gate.is_stopping() || self.ready_count(&project.id) >= size {
+                return;
+            }
+            if self.pool_paused(&project.id) {
+                return;
+            }
+            if let Err(reason) = self.enough_disk(project) {
+                self.set_pool_error(&project.id, reason);
+                return;
+            }
+            let name = format!("pool-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+            self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(name.clone());
+            let copy: Vec<PathBuf> = project.settings.copy_files.iter().map(PathBuf::from).collect();
+            let setup = self.pool_setup(project, &name);
+            let made = repo.create_pooled(&name, base_ref, &copy, setup.as_ref());
+            match made {
+                Ok(worktree) => {
+                    let ready = Ready { worktree, checked: Some(Instant::now()) };
+                    self.put_back(&project.id, vec![ready]);
+                    self.pools.done_with(&name);
+                    self.clear_pool_error(&project.id);
+                    self.save_pools();
+                }
+                Err(e) => {
+                    self.pools.done_with(&name);
+                    self.set_pool_error(&project.id, pool_failure(&e));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A ready worktree of the project's pool for a new session on `base_ref` at `base_sha`,
+    /// renamed to the session's `slug` (`None`: take today's path). The pool is refilled
+    /// behind it.
+    pub(crate) async fn take_pooled(
+        &self,
+        project: &ProjectRow,
+        repo: &Repo,
+        base_ref: &str,
+        slug: &str,
+        session_id: &str,
+    ) -> Option<Worktree> {
+        if !self.pools.is_running() || base_ref != project.settings.default_branch {
+            return None;
+        }
+        let tip = {
+            let (repo, base_ref) = (repo.clone(), base_ref.to_owned());
+            tokio::task::spawn_blocking(move || repo.resolve(&base_ref)).await.ok()?.ok()?
+        };
+        let pooled = self.pools.take(&project.id, &tip)?;
+        let log = self.config.pool_log_path(&pooled.name);
+        let session_log = self.config.setup_log_path(session_id);
+        let (repo, slug) = (repo.clone(), slug.to_owned());
+        let name = pooled.name.clone();
+        let claimed = tokio::task::spawn_blocking(move || {
+            let claimed = repo.claim_pooled(&pooled, &slug);
+            if claimed.is_err() {
+                repo.discard_pooled(&pooled);
+            } else if log.exists() {
+                // The setup's log goes with the worktree, where the session's would be.
+                if let Some(dir) = session_log.parent() {
+                    let _ = crate::private::private_dir(dir);
+                }
+                let _ = std::fs::rename(&log, &session_log);
+            }
+            claimed
+        })
+        .await
+        .ok();
+        self.pools.done_with(&name);
+        self.save_pools();
+        self.pools.wake();
+        claimed?.ok()
+    }
+
+    fn take_all(&self, project: &str) -> Vec<Ready> {
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = projects.get_mut(project).map(|p| std::mem::take(&mut p.ready)).unwrap_or_default();
+        let mut busy = self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        busy.extend(taken.iter().map(|r| r.worktree.name.clone()));
+        taken
+    }
+
+    fn put_back(&self, project: &str, ready: Vec<Ready>) {
+        let mut busy = self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        for r in &ready {
+            busy.remove(&r.worktree.name);
+        }
+        drop(busy);
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects.entry(project.to_owned()).or_default().ready.extend(ready);
+    }
+
+    fn ready_count(&self, project: &str) -> usize {
+        let projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects.get(project).map_or(0, |p| p.ready.len())
+    }
+
+    fn pool_paused(&self, project: &str) -> bool {
+        let projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects.get(project).and_then(|p| p.failed_at).is_some_and(|at| at.elapsed() < RETRY_AFTER)
+    }
+
+    fn set_pool_error(&self, project: &str, error: String) {
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = projects.entry(project.to_owned()).or_default();
+        pool.error = Some(error);
+        pool.failed_at = Some(Instant::now());
+    }
+
+    fn clear_pool_error(&self, project: &str) {
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pool) = projects.get_mut(project) {
+            pool.error = None;
+            pool.failed_at = None;
+        }
+    }
+
+    /// The project's setup script for a pooled worktree, logged under `<home>/pool/`.
+    fn pool_setup(&self, project: &ProjectRow, name: &str) -> Option<SetupSpec> {
+        project.settings.setup_script.clone().map(|script| SetupSpec {
+            script,
+            timeout: project
+                .settings
+                .setup_timeout_secs
+                .map_or(self.config.setup_timeout, Duration::from_secs),
+            log_path: self.config.pool_log_path(name),
+        })
+    }
+
+    /// The same free-space guardrail as a new session's.
+    fn enough_disk(&self, project: &ProjectRow) -> Result<(), String> {
+        let stat = nix::sys::statvfs::statvfs(Path::new(&project.root))
+            .map_err(|e| format!("cannot check free space at {}: {e}", project.root))?;
+        let free = stat.blocks_available().saturating_mul(stat.fragment_size());
+        let need = self.config.limits.min_free_bytes;
+        if free < need {
+            return Err(format!("only {} MiB free (need {} MiB)", free >> 20, need >> 20));
+        }
+        Ok(())
+    }
+
+    /// Writes `pools.json` (0600) with what is ready now.
+    pub(crate) fn save_pools(&self) {
+        if !self.pools.is_running() {
+            return;
+        }
+        if let Ok(text) = serde_json::to_vec_pretty(&self.pools.record()) {
+            let _ = crate::private::write_private_file(&self.config.pools_path(), &text);
+        }
+    }
+}
+
+/// What the pool says when it cannot fill.
+fn pool_failure(error: &GitError) -> String {
+    match error {
+        GitError::SetupFailed { .. } | GitError::SetupTimedOut { .. } => {
+            format!("the setup script failed in the pool, so sessions take the slow path: {error}")
+        }
+        other => format!("cannot prepare a worktree, so sessions take the slow path: {other}"),
+    }
+}
+
+fn read_record(path: &Path) -> Record {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
