@@ -16,6 +16,7 @@ mod keepers;
 mod launch;
 mod names;
 mod pool;
+mod pool_watch;
 mod portable;
 mod private;
 mod recovery;

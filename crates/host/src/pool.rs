@@ -22,6 +22,7 @@ use nucleic_protocol::PoolSummary;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
+use crate::pool_watch::Watch;
 
 /// How often the pool task looks at every project when nothing wakes it.
 pub(crate) const TEND_EVERY: Duration = Duration::from_secs(5);
@@ -38,6 +39,8 @@ pub(crate) struct Pools {
     busy: Mutex<HashSet<String>>,
     wake: tokio::sync::Notify,
     running: AtomicBool,
+    /// One round of tending at a time (the background task, or `recheck_pools`).
+    tending: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -50,8 +53,23 @@ struct ProjectPool {
 #[derive(Debug, Clone)]
 struct Ready {
     worktree: PooledWorktree,
-    /// When `git status` last matched its fingerprint (`None`: not since this host opened).
+    /// When `git status` last matched its fingerprint, after `watch` started (`None`: not
+    /// since this host opened it or moved it).
     checked: Option<Instant>,
+    /// Changes since the last full check; `None` when inotify is not available (a session
+    /// taking it then waits for a full check).
+    watch: Option<Arc<Watch>>,
+}
+
+impl Ready {
+    fn new(worktree: PooledWorktree) -> Ready {
+        Ready { worktree, checked: None, watch: None }
+    }
+
+    /// Whether nothing changed since its last full check, as far as its watch knows.
+    fn untouched(&self) -> bool {
+        self.watch.as_ref().is_none_or(|w| !w.changed())
+    }
 }
 
 /// What `pools.json` holds: the ready worktrees of each project.
@@ -68,7 +86,8 @@ impl Pools {
         }
         let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
         let pool = projects.get(&project.id);
-        let ready = pool.map_or(&[][..], |p| &p.ready[..]);
+        let all = pool.map_or(&[][..], |p| &p.ready[..]);
+        let ready: Vec<&Ready> = all.iter().filter(|r| r.checked.is_some() && r.untouched()).collect();
         Some(PoolSummary {
             size: project.settings.pool_size,
             ready: u32::try_from(ready.len()).unwrap_or(u32::MAX),
@@ -77,14 +96,17 @@ impl Pools {
         })
     }
 
-    /// Takes a ready worktree of `project` at `base_sha`, if there is one.
-    fn take(&self, project: &str, base_sha: &str) -> Option<PooledWorktree> {
+    /// Takes a ready worktree of `project` at `base_sha` that nothing changed, if there is one;
+    /// `true` with it when only a full check can tell (it has no watch).
+    fn take(&self, project: &str, base_sha: &str) -> Option<(PooledWorktree, bool)> {
         let mut projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
         let pool = projects.get_mut(project)?;
-        let at = pool.ready.iter().position(|r| r.worktree.base_sha == base_sha)?;
-        let taken = pool.ready.remove(at).worktree;
-        self.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(taken.name.clone());
-        Some(taken)
+        let at = pool.ready.iter().position(|r| {
+            r.worktree.base_sha == base_sha && r.checked.is_some() && r.untouched()
+        })?;
+        let taken = pool.ready.remove(at);
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(taken.worktree.name.clone());
+        Some((taken.worktree, taken.watch.is_none()))
     }
 
     fn done_with(&self, name: &str) {
@@ -130,7 +152,7 @@ impl Host {
         {
             let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
             for (id, worktrees) in recorded.projects {
-                let ready = worktrees.into_iter().map(|worktree| Ready { worktree, checked: None });
+                let ready = worktrees.into_iter().map(Ready::new);
                 projects.entry(id).or_default().ready.extend(ready);
             }
         }
@@ -148,8 +170,21 @@ impl Host {
         });
     }
 
+    /// Checks every ready pooled worktree in full now (discarding what changed behind the
+    /// host's back), follows base moves and refills, instead of waiting for the next round.
+    pub async fn recheck_pools(self: &Arc<Self>) {
+        {
+            let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+            for ready in projects.values_mut().flat_map(|p| p.ready.iter_mut()) {
+                ready.checked = None;
+            }
+        }
+        self.tend_pools().await;
+    }
+
     /// One round over every project: follow base moves, check, fill, forget removed projects.
     async fn tend_pools(self: &Arc<Self>) {
+        let _round = self.pools.tending.lock().await;
         let Ok(projects) = self.catalog(|c| c.list_projects()).await else { return };
         let ids: HashSet<String> = projects.iter().map(|p| p.id.clone()).collect();
         for project in projects {
@@ -201,13 +236,13 @@ impl Host {
         let setup = self.pool_setup(project, "refresh");
         let mut kept = Vec::new();
         for mut r in ready {
-            if kept.len() >= size || r.worktree.base_ref != base_ref {
+            if kept.len() >= size || r.worktree.base_ref != base_ref || !r.untouched() {
                 repo.discard_pooled(&r.worktree);
                 continue;
             }
             if r.worktree.base_sha != tip {
                 match repo.refresh_pooled(&r.worktree, &tip, setup.as_ref()) {
-                    Ok(moved) => r = Ready { worktree: moved, checked: Some(Instant::now()) },
+                    Ok(moved) => r = Ready::new(moved),
                     Err(_) => {
                         // Rebuilt below, from scratch.
                         repo.discard_pooled(&r.worktree);
@@ -215,16 +250,11 @@ impl Host {
                     }
                 }
             }
-            if r.checked.is_none_or(|at| at.elapsed() >= CHECK_EVERY) {
-                match repo.check_pooled(&r.worktree) {
-                    Ok(None) => r.checked = Some(Instant::now()),
-                    Ok(Some(_)) | Err(_) => {
-                        repo.discard_pooled(&r.worktree);
-                        continue;
-                    }
-                }
+            if arm(&repo, &mut r) {
+                kept.push(r);
+            } else {
+                repo.discard_pooled(&r.worktree);
             }
-            kept.push(r);
         }
         self.put_back(&project.id, kept);
         self.fill(project, &repo, &base_ref, size);
@@ -251,7 +281,12 @@ impl Host {
             let made = repo.create_pooled(&name, base_ref, &copy, setup.as_ref());
             match made {
                 Ok(worktree) => {
-                    let ready = Ready { worktree, checked: Some(Instant::now()) };
+                    let mut ready = Ready::new(worktree);
+                    if !arm(repo, &mut ready) {
+                        repo.discard_pooled(&ready.worktree);
+                        self.pools.done_with(&name);
+                        continue;
+                    }
                     self.put_back(&project.id, vec![ready]);
                     self.pools.done_with(&name);
                     self.clear_pool_error(&project.id);
@@ -284,13 +319,22 @@ impl Host {
             let (repo, base_ref) = (repo.clone(), base_ref.to_owned());
             tokio::task::spawn_blocking(move || repo.resolve(&base_ref)).await.ok()?.ok()?
         };
-        let pooled = self.pools.take(&project.id, &tip)?;
+        let Some((pooled, full_check)) = self.pools.take(&project.id, &tip) else {
+            // Perhaps one changed or the base moved: the pool deals with it now.
+            self.pools.wake();
+            return None;
+        };
         let log = self.config.pool_log_path(&pooled.name);
         let session_log = self.config.setup_log_path(session_id);
         let (repo, slug) = (repo.clone(), slug.to_owned());
         let name = pooled.name.clone();
         let claimed = tokio::task::spawn_blocking(move || {
-            let claimed = repo.claim_pooled(&pooled, &slug);
+            let unchanged = !full_check || matches!(repo.check_pooled(&pooled), Ok(None));
+            let claimed = if unchanged {
+                repo.claim_pooled(&pooled, &slug)
+            } else {
+                Err(GitError::PoolStale { path: pooled.path.clone(), reason: "changed".into() })
+            };
             if claimed.is_err() {
                 repo.discard_pooled(&pooled);
             } else if log.exists() {
@@ -386,6 +430,25 @@ impl Host {
             let _ = crate::private::write_private_file(&self.config.pools_path(), &text);
         }
     }
+}
+
+/// Makes `ready` safe to hand out: a watch on its directories first, then (unless one was done
+/// recently under the same watch) a full check. `false`: it changed and must go.
+fn arm(repo: &Repo, ready: &mut Ready) -> bool {
+    if !ready.untouched() {
+        return false;
+    }
+    if ready.watch.is_none() {
+        ready.watch = Watch::start(&ready.worktree.path).map(Arc::new);
+        ready.checked = None;
+    }
+    if ready.checked.is_none_or(|at| at.elapsed() >= CHECK_EVERY) {
+        if !matches!(repo.check_pooled(&ready.worktree), Ok(None)) {
+            return false;
+        }
+        ready.checked = Some(Instant::now());
+    }
+    true
 }
 
 /// What the pool says when it cannot fill.

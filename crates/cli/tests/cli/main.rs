@@ -12,6 +12,7 @@ mod daemon;
 mod demo;
 mod doc_play;
 mod host_hostile_git;
+mod host_pool;
 mod host_sessions;
 mod host_writers;
 mod keepers;
