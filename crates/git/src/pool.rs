@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{GitError, Result};
 use crate::provision::{SetupSpec, plan_copies};
 use crate::repo::{Repo, resolve_in};
-use crate::runner::{Checkout, git};
+use crate::runner::{Checkout, git, nul_fields, path_of};
 use crate::worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, restore_gitlink, validate_slug};
 
 /// Directory under the main checkout's root that holds pooled worktrees (`<root>/.nucleic/pool`).
@@ -150,17 +150,25 @@ impl Repo {
 
     /// Moves `pooled` to `new_sha` (its base's new tip) with `git reset --keep`, which rewrites
     /// only the files that differ between the two commits and refuses to lose local changes,
-    /// then runs `setup` again when given. On an error the caller should rebuild it.
+    /// then runs `setup` again when given. Returns it with its status fingerprint unknown (empty:
+    /// see [`Repo::pooled_fingerprint`]) and the paths the move changed. On an error the caller
+    /// should rebuild it. Costs what the change costs (and one read of the index), not what the
+    /// repository's size does.
     pub fn refresh_pooled(
         &self,
         pooled: &PooledWorktree,
         new_sha: &str,
         setup: Option<&SetupSpec>,
-    ) -> Result<PooledWorktree> {
+    ) -> Result<(PooledWorktree, Vec<PathBuf>)> {
         let checkout = self.pooled(pooled)?;
         let new_sha = resolve_in(self.main(), new_sha)?;
+        let names = git(self.main())
+            .args(["diff", "--name-only", "-z", "--no-renames", &pooled.base_sha, &new_sha])
+            .read_only()
+            .run()?;
+        let changed = nul_fields(&names).into_iter().map(|p| pooled.path.join(path_of(p))).collect();
         git(&checkout).args(["reset", "--quiet", "--keep", &new_sha]).run()?;
-        let mut moved = PooledWorktree { base_sha: new_sha, ..pooled.clone() };
+        let moved = PooledWorktree { base_sha: new_sha, status: String::new(), ..pooled.clone() };
         if let Some(setup) = setup {
             let as_worktree = Worktree {
                 path: moved.path.clone(),
@@ -170,8 +178,13 @@ impl Repo {
             };
             self.run_provision(&as_worktree, &[], Some(setup))?;
         }
-        moved.status = status_fingerprint(&checkout)?;
-        Ok(moved)
+        Ok((moved, changed))
+    }
+
+    /// The fingerprint of `pooled`'s `git status` now (a full status: the caller knows nothing
+    /// changed behind its back since it was last verified).
+    pub fn pooled_fingerprint(&self, pooled: &PooledWorktree) -> Result<String> {
+        status_fingerprint(&self.pooled(pooled)?)
     }
 
     /// Hands `pooled` to a session: after the quick check, its branch becomes `nucleic/<slug>`

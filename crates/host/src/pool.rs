@@ -236,25 +236,35 @@ impl Host {
         let setup = self.pool_setup(project, "refresh");
         let mut kept = Vec::new();
         for mut r in ready {
-            if kept.len() >= size || r.worktree.base_ref != base_ref || !r.untouched() {
+            let wanted = kept.len() < size && r.worktree.base_ref == base_ref;
+            // Verified before it moves (after a restart it has no watch yet).
+            if !wanted || !arm(&repo, &mut r) {
                 repo.discard_pooled(&r.worktree);
                 continue;
             }
             if r.worktree.base_sha != tip {
-                match repo.refresh_pooled(&r.worktree, &tip, setup.as_ref()) {
-                    Ok(moved) => r = Ready::new(moved),
-                    Err(_) => {
-                        // Rebuilt below, from scratch.
-                        repo.discard_pooled(&r.worktree);
-                        continue;
-                    }
+                let Ok((moved, changed)) = repo.refresh_pooled(&r.worktree, &tip, setup.as_ref())
+                else {
+                    // Rebuilt below, from scratch.
+                    repo.discard_pooled(&r.worktree);
+                    continue;
+                };
+                if setup.is_some() {
+                    // The setup's writes cannot be told from others': watched anew from here.
+                    r = Ready::new(moved);
+                } else if r.watch.as_ref().is_some_and(|w| w.absorb(&changed)) {
+                    // Only the checkout's own files changed: still verified, fingerprint later.
+                    r.worktree = moved;
+                } else {
+                    repo.discard_pooled(&moved);
+                    continue;
+                }
+                if !arm(&repo, &mut r) {
+                    repo.discard_pooled(&r.worktree);
+                    continue;
                 }
             }
-            if arm(&repo, &mut r) {
-                kept.push(r);
-            } else {
-                repo.discard_pooled(&r.worktree);
-            }
+            kept.push(r);
         }
         self.put_back(&project.id, kept);
         self.fill(project, &repo, &base_ref, size);
@@ -443,7 +453,14 @@ fn arm(repo: &Repo, ready: &mut Ready) -> bool {
         ready.checked = None;
     }
     if ready.checked.is_none_or(|at| at.elapsed() >= CHECK_EVERY) {
-        if !matches!(repo.check_pooled(&ready.worktree), Ok(None)) {
+        if ready.worktree.status.is_empty() {
+            // Moved to a new base by the host: its status is recorded, not compared.
+            if !matches!(repo.quick_check_pooled(&ready.worktree), Ok(None)) {
+                return false;
+            }
+            let Ok(status) = repo.pooled_fingerprint(&ready.worktree) else { return false };
+            ready.worktree.status = status;
+        } else if !matches!(repo.check_pooled(&ready.worktree), Ok(None)) {
             return false;
         }
         ready.checked = Some(Instant::now());

@@ -94,18 +94,21 @@ fn refreshing_follows_the_base_touching_only_changed_files() {
     let b_before = std::fs::metadata(p.path.join("b.txt")).unwrap().modified().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     let tip = commit_file(&f.root, "a.txt", "moved\n", "base moves");
-    let moved = f.repo.refresh_pooled(&p, &tip, None).unwrap();
+    let (mut moved, changed) = f.repo.refresh_pooled(&p, &tip, None).unwrap();
+    assert_eq!(changed, vec![p.path.join("a.txt")]);
     assert_eq!(moved.base_sha, tip);
     assert_eq!(read(&moved.path.join("a.txt")), "moved\n");
     let b_after = std::fs::metadata(p.path.join("b.txt")).unwrap().modified().unwrap();
     assert_eq!(b_before, b_after, "an unchanged file was rewritten");
     assert_eq!(read(&moved.path.join("untracked-output.txt")), "kept\n");
+    assert!(f.repo.check_pooled(&moved).unwrap().is_some(), "no fingerprint yet");
+    moved.status = f.repo.pooled_fingerprint(&moved).unwrap();
     assert_eq!(f.repo.check_pooled(&moved).unwrap(), None);
 
     // Force-pushed base: a tip that is not a descendant is followed the same way.
     run_git(&f.root, &["reset", "-q", "--hard", "HEAD~1"]);
     let rewritten = commit_file(&f.root, "b.txt", "rewritten\n", "history rewritten");
-    let again = f.repo.refresh_pooled(&moved, &rewritten, None).unwrap();
+    let (again, _) = f.repo.refresh_pooled(&moved, &rewritten, None).unwrap();
     assert_eq!(read(&again.path.join("b.txt")), "rewritten\n");
     assert_eq!(read(&again.path.join("a.txt")), "one\ntwo\nthree\n");
 
