@@ -182,6 +182,11 @@ impl Host {
         self.tend_pools().await;
     }
 
+    /// Runs one round of tending now (follow base moves, due checks, refill) and waits for it.
+    pub async fn tend_pools_now(self: &Arc<Self>) {
+        self.tend_pools().await;
+    }
+
     /// One round over every project: follow base moves, check, fill, forget removed projects.
     async fn tend_pools(self: &Arc<Self>) {
         let _round = self.pools.tending.lock().await;

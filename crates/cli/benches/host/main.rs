@@ -17,6 +17,11 @@
 //!    from seq 1 while it is live and idle (fails if that stalls), and after a daemon restart
 //!    (replay) over the WebSocket from seq 1 and from the middle, in-process from seq 1, and as
 //!    one `read_transcript` pass (the floor), interleaved.
+//! 4. **The warm worktree pool** (`HOST_BENCH_PARTS=4`, not in the default run: it builds a
+//!    100,000-file repository): pooled session start, the fallback path (a base given by its
+//!    commit, which no pooled worktree is for) and a bare `git worktree add`, interleaved; then
+//!    the pool following its base moved by one commit of one file, against a bare add
+//!    (`pool.rs`; `HOST_BENCH_POOL_ROUNDS`, default 5).
 //!
 //! Run: `cargo bench -p nucleic-cli --bench host` (about 45 s). Knobs: `HOST_BENCH_ROUNDS`
 //! (part 1, default 8), `HOST_BENCH_SESSIONS` (part 2, default 50), `HOST_BENCH_EVENTS` (part 3,
@@ -39,6 +44,7 @@ pub(crate) type Res<T> = Result<T, BoxError>;
 mod catchup;
 mod client;
 mod parallel;
+mod pool;
 mod start;
 mod util;
 
@@ -48,6 +54,8 @@ use catchup::*;
 use client::*;
 #[allow(unused_imports)]
 use parallel::*;
+#[allow(unused_imports)]
+use pool::*;
 #[allow(unused_imports)]
 use start::*;
 #[allow(unused_imports)]
@@ -100,12 +108,29 @@ pub(crate) fn run() -> Res<()> {
         scratch.0.display()
     );
 
+    let parts = std::env::var("HOST_BENCH_PARTS").unwrap_or_else(|_| "123".into());
     let t = Instant::now();
     let big = build_repo(&scratch.0.join("repo-20k"), 20, 20, 50)?;
     println!("built the 20k-file repository in {:.1} s", t.elapsed().as_secs_f64());
     let small = build_repo(&scratch.0.join("repo-small"), 2, 5, 10)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if parts.contains('4') {
+        let t = Instant::now();
+        let huge = build_repo(&scratch.0.join("repo-100k"), 50, 40, 50)?;
+        println!("built the 100k-file repository in {:.1} s", t.elapsed().as_secs_f64());
+        let outcome = runtime.block_on(async {
+            let daemon = Daemon::start(&scratch.0.join("home-pool")).await?;
+            let result = pool_bench(&daemon.host, &scratch.0, &huge).await;
+            daemon.shutdown().await;
+            result
+        });
+        if let Err(e) = outcome {
+            drop(runtime);
+            wait_for_children(Duration::from_secs(10));
+            return Err(e);
+        }
+    }
     let outcome = runtime.block_on(async_main(&scratch.0, &big, &small));
     drop(runtime);
     wait_for_children(Duration::from_secs(10));
