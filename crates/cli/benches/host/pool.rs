@@ -60,9 +60,8 @@ async fn timed_start(host: &Arc<Host>, project: &str, base: Option<String>) -> R
 
 pub(crate) async fn pool_bench(host: &Arc<Host>, scratch: &Path, root: &Path) -> Res<()> {
     println!("\n== 4. warm worktree pool (100,000 files, tmpfs) ==");
-    let project = host.add_project(&root.to_string_lossy(), Some("repo-100k".into()), |s| {
-        s.pool_size = 1;
-    });
+    let path = root.to_string_lossy().into_owned();
+    let project = host.add_project(&path, Some("repo-100k".into()), |s| s.pool_size = 1);
     let project = project.await?.project_id;
     host.start_pools();
     let t = Instant::now();
