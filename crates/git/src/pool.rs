@@ -166,7 +166,8 @@ impl Repo {
             .args(["diff", "--name-only", "-z", "--no-renames", &pooled.base_sha, &new_sha])
             .read_only()
             .run()?;
-        let changed = nul_fields(&names).into_iter().map(|p| pooled.path.join(path_of(p))).collect();
+        let changed =
+            nul_fields(&names).into_iter().map(|p| pooled.path.join(path_of(p))).collect();
         git(&checkout).args(["reset", "--quiet", "--keep", &new_sha]).run()?;
         let moved = PooledWorktree { base_sha: new_sha, status: String::new(), ..pooled.clone() };
         if let Some(setup) = setup {
@@ -213,7 +214,9 @@ impl Repo {
             std::fs::create_dir_all(parent)
                 .map_err(|e| GitError::io("cannot create directory", parent, e))?;
         }
-        git(self.main()).args(["branch", "-m", "--end-of-options", &pooled.branch, &branch]).run()?;
+        git(self.main())
+            .args(["branch", "-m", "--end-of-options", &pooled.branch, &branch])
+            .run()?;
         rename(&pooled.path, &path)?;
         rename(&old_admin, &admin)?;
         write_file(&admin.join("gitdir"), &format!("{}\n", path.join(".git").display()))?;

@@ -87,7 +87,8 @@ impl Pools {
         let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
         let pool = projects.get(&project.id);
         let all = pool.map_or(&[][..], |p| &p.ready[..]);
-        let ready: Vec<&Ready> = all.iter().filter(|r| r.checked.is_some() && r.untouched()).collect();
+        let ready: Vec<&Ready> =
+            all.iter().filter(|r| r.checked.is_some() && r.untouched()).collect();
         Some(PoolSummary {
             size: project.settings.pool_size,
             ready: u32::try_from(ready.len()).unwrap_or(u32::MAX),
@@ -105,7 +106,10 @@ impl Pools {
             r.worktree.base_sha == base_sha && r.checked.is_some() && r.untouched()
         })?;
         let taken = pool.ready.remove(at);
-        self.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(taken.worktree.name.clone());
+        self.busy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(taken.worktree.name.clone());
         Some((taken.worktree, taken.watch.is_none()))
     }
 
@@ -117,7 +121,9 @@ impl Pools {
     pub(crate) fn known(&self) -> HashSet<String> {
         let mut names = self.busy.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
-        names.extend(projects.values().flat_map(|p| p.ready.iter().map(|r| r.worktree.name.clone())));
+        names.extend(
+            projects.values().flat_map(|p| p.ready.iter().map(|r| r.worktree.name.clone())),
+        );
         names
     }
 
@@ -202,14 +208,15 @@ impl Host {
         // Pools of projects that were removed: their worktrees go.
         let gone: Vec<Ready> = {
             let mut pools = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
-            let stale: Vec<String> = pools.keys().filter(|id| !ids.contains(*id)).cloned().collect();
+            let stale: Vec<String> =
+                pools.keys().filter(|id| !ids.contains(*id)).cloned().collect();
             stale.iter().filter_map(|id| pools.remove(id)).flat_map(|p| p.ready).collect()
         };
         for ready in gone {
             let root = ready.worktree.path.parent().and_then(Path::parent).and_then(Path::parent);
             if let Some(repo) = root.and_then(|r| Repo::open(r).ok()) {
-                let _ = tokio::task::spawn_blocking(move || repo.discard_pooled(&ready.worktree))
-                    .await;
+                let _ =
+                    tokio::task::spawn_blocking(move || repo.discard_pooled(&ready.worktree)).await;
             }
         }
         self.save_pools();
@@ -291,7 +298,8 @@ impl Host {
             }
             let name = format!("pool-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
             self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(name.clone());
-            let copy: Vec<PathBuf> = project.settings.copy_files.iter().map(PathBuf::from).collect();
+            let copy: Vec<PathBuf> =
+                project.settings.copy_files.iter().map(PathBuf::from).collect();
             let setup = self.pool_setup(project, &name);
             let made = repo.create_pooled(&name, base_ref, &copy, setup.as_ref());
             match made {
@@ -371,7 +379,8 @@ impl Host {
 
     fn take_all(&self, project: &str) -> Vec<Ready> {
         let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
-        let taken = projects.get_mut(project).map(|p| std::mem::take(&mut p.ready)).unwrap_or_default();
+        let taken =
+            projects.get_mut(project).map(|p| std::mem::take(&mut p.ready)).unwrap_or_default();
         let mut busy = self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner);
         busy.extend(taken.iter().map(|r| r.worktree.name.clone()));
         taken

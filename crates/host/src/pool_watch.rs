@@ -83,7 +83,12 @@ impl Watch {
                 if event.mask.contains(AddWatchFlags::IN_IGNORED) {
                     continue;
                 }
-                let dir = self.dirs.lock().unwrap_or_else(PoisonError::into_inner).get(&event.wd).cloned();
+                let dir = self
+                    .dirs
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&event.wd)
+                    .cloned();
                 let path = match (dir, event.name) {
                     (Some(dir), Some(name)) => dir.join(name),
                     (Some(dir), None) => dir,

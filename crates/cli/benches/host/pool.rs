@@ -135,7 +135,9 @@ pub(crate) async fn pool_bench(host: &Arc<Host>, scratch: &Path, root: &Path) ->
         let add_ms = bare_add(root, &wt, &format!("pr_{round}"))?;
         let _ = git(root, &["worktree", "remove", "--force", "--force", &wt.to_string_lossy()]);
         let label = if round == 0 { "warm-up".to_owned() } else { format!("round {round}") };
-        println!("  {label:>8}: base +1 commit (1 file): pool refreshed in {refresh_ms:6.1} ms | worktree add {add_ms:7.1} ms");
+        println!(
+            "  {label:>8}: base +1 commit (1 file): pool refreshed in {refresh_ms:6.1} ms | worktree add {add_ms:7.1} ms"
+        );
         if round > 0 {
             refreshes.push(refresh_ms);
             adds.push(add_ms);

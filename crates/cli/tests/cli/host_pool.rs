@@ -90,7 +90,8 @@ async fn a_session_starts_in_a_prepared_worktree_and_the_pool_refills() {
     let worktree = worktree_of(&session);
     assert!(worktree.starts_with(root.join(".nucleic/worktrees")), "{worktree:?}");
     // The setup ran before the session existed, in one of the prepared worktrees.
-    let ran_in = PathBuf::from(std::fs::read_to_string(worktree.join(".setup-ran")).unwrap().trim());
+    let ran_in =
+        PathBuf::from(std::fs::read_to_string(worktree.join(".setup-ran")).unwrap().trim());
     assert!(prepared.contains(&ran_in), "{ran_in:?} not in {prepared:?}");
     assert_eq!(std::fs::read_to_string(worktree.join(".env")).unwrap(), "SECRET=1\n");
     let branch = &session.worktree.as_ref().unwrap().branch;
@@ -182,10 +183,8 @@ async fn the_pool_follows_its_base_moved_force_pushed_or_deleted() {
     let dir = shm_dir();
     let root = repo(dir.path());
     let host = pooled_host(config(dir.path())).await;
-    let project = host
-        .add_project(root.to_str().unwrap(), None, |s| s.pool_size = 1)
-        .await
-        .unwrap();
+    let project =
+        host.add_project(root.to_str().unwrap(), None, |s| s.pool_size = 1).await.unwrap();
     let id = project.project_id.clone();
     wait_pool(&host, &id, "full", |p| p.ready == 1).await;
     let [pooled] = <[PathBuf; 1]>::try_from(pooled_dirs(&root)).unwrap();
@@ -235,7 +234,14 @@ async fn a_restarted_host_finds_its_pool_and_removes_what_it_did_not_record() {
     // Left by a host killed while preparing one: no record of it.
     git(
         &root,
-        &["worktree", "add", "-q", "-b", "nucleic-pool/pool-leftover", ".nucleic/pool/pool-leftover"],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "nucleic-pool/pool-leftover",
+            ".nucleic/pool/pool-leftover",
+        ],
     );
     // A host without pools (gc, say) sees the leftover as stale and removes nothing it lists
     // until asked.
@@ -288,7 +294,10 @@ async fn a_full_disk_stops_the_pool_and_sessions_still_start() {
     wait_pool(&host, &id, "stopped", |p| p.error.is_some()).await;
     let summary = pool(&host, &id).await;
     let error = summary.error.clone().unwrap();
-    assert!(error.contains("cannot prepare a worktree") && error.contains("unable to write"), "{error}");
+    assert!(
+        error.contains("cannot prepare a worktree") && error.contains("unable to write"),
+        "{error}"
+    );
     assert_eq!(summary.ready, 0);
     assert!(pooled_dirs(&root).is_empty(), "a partial pooled worktree was left");
     assert!(pool_branches(&root).is_empty());

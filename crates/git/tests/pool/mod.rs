@@ -47,7 +47,10 @@ fn a_pooled_worktree_is_prepared_and_handed_out_by_renaming() {
     assert!(diff.files.iter().any(|c| c.path == PathBuf::from("a.txt")), "{diff:?}");
     f.repo.discard(&wt).unwrap();
     assert!(!wt.path.exists());
-    assert_eq!(run_git(&f.root, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
+    assert_eq!(
+        run_git(&f.root, &["worktree", "list", "--porcelain"]).matches("worktree ").count(),
+        1
+    );
 }
 
 #[test]
