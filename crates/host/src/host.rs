@@ -395,7 +395,10 @@ impl Host {
             agent,
             prompt: request.prompt.clone(),
         };
-        self.launch(launch).await
+        let started = self.launch(launch).await;
+        // The pool refills behind a session only now (it may have taken a pooled worktree).
+        self.pools.wake();
+        started
     }
 
     /// Starts the agent and the session's writer and follower, then sends the first prompt.

@@ -373,7 +373,8 @@ impl Host {
         .ok();
         self.pools.done_with(&name);
         self.save_pools();
-        self.pools.wake();
+        // Refilled once the session has started (`new_session` wakes the pool): a checkout
+        // running now would slow the agent's start on a small machine.
         claimed?.ok()
     }
 
