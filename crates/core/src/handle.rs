@@ -136,6 +136,11 @@ impl SessionHandle {
         Subscription::start(self.transcript.clone(), self.index.clone(), from_seq, live)
     }
 
+    /// Whether `other` is a handle of the same writer (not a later one of the same session).
+    pub fn is_same(&self, other: &SessionHandle) -> bool {
+        self.commands.same_channel(&other.commands)
+    }
+
     /// Waits until the agent process is gone and returns how its run ended.
     pub async fn wait_finished(&self) -> RunFinished {
         let mut state = self.state.clone();

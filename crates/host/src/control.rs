@@ -109,7 +109,31 @@ impl Host {
         decision: Decision,
         by: &str,
     ) -> Result<ApprovalResolved, HostError> {
-        Ok(self.handle(id)?.decide(request_id, decision, by).await?)
+        match self.live_handle(id) {
+            Some(handle) => Ok(handle.decide(request_id, decision, by).await?),
+            None => Err(self.dormant_decision(id, request_id).await),
+        }
+    }
+
+    /// Why a decision on a session with no writer (its run ended) is refused: its requests
+    /// were all answered or voided (`alreadyResolved`, saying by whom), or never existed.
+    async fn dormant_decision(&self, id: &str, request_id: &str) -> HostError {
+        let key = id.to_owned();
+        let approvals = match self.catalog(move |c| c.approvals(&key)).await {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        match approvals.into_iter().find(|a| a.request_id == request_id) {
+            Some(nucleic_catalog::ApprovalRow { decision: Some(decision), decided_by, .. }) => {
+                HostError::Core(nucleic_core::CoreError::AlreadyResolved {
+                    request_id: request_id.to_owned(),
+                    decision,
+                    by: decided_by.unwrap_or_default(),
+                })
+            }
+            Some(_) => HostError::Invalid(format!("session {id} has no running agent")),
+            None => HostError::Core(nucleic_core::CoreError::UnknownRequest(request_id.to_owned())),
+        }
     }
 
     pub async fn interrupt(&self, id: &str, by: &str) -> Result<(), HostError> {

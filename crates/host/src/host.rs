@@ -28,6 +28,8 @@ use crate::writing::WriterTurns;
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
 pub struct Host {
+    /// Itself, for tasks that outlive a call (`retire_when_finished`).
+    pub(crate) me: std::sync::Weak<Host>,
     pub(crate) config: HostConfig,
     pub(crate) catalog: Arc<Catalog>,
     /// Sessions with a live single writer (their agent may have exited since).
@@ -89,7 +91,8 @@ impl Host {
             .iter()
             .map(|id| (id.clone(), crate::keepers::keeper_dirs_of(&config.keepers_dir(), id)))
             .collect();
-        let host = Arc::new(Host {
+        let host = Arc::new_cyclic(|me| Host {
+            me: me.clone(),
             config,
             catalog: Arc::new(catalog),
             live: Mutex::default(),
@@ -410,7 +413,33 @@ impl Host {
             live.insert(id.to_owned(), session.clone());
         }
         let _ = self.writes.send(id.to_owned());
+        self.retire_when_finished(id, session);
         Ok(())
+    }
+
+    /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
+    /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
+    /// batches). The next prompt resumes it under a new writer, which subscribers follow through
+    /// [`Host::writes`]; host events go through `host::writing` meanwhile.
+    fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
+        let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
+        tokio::spawn(async move {
+            session.wait_finished().await;
+            if session.state().finished.is_none() {
+                return; // the writer went without an end (the host is stopping)
+            }
+            let Some(host) = me.upgrade() else { return };
+            // The catalog folds the end first (a bounded wait), so the row is current.
+            let _ = host.session_row(&id).await;
+            let Ok(_turn) = host.writer_turns.take(&id).await else { return };
+            let retired = host.live.lock().ok().and_then(|mut live| {
+                let same = live.get(&id).is_some_and(|h| h.is_same(&session));
+                if same { live.remove(&id) } else { None }
+            });
+            if let Some(handle) = retired {
+                let _ = handle.close().await;
+            }
+        });
     }
 
     #[allow(clippy::too_many_arguments)]

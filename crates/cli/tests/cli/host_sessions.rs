@@ -456,6 +456,8 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
     host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap();
     let e = host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::LimitReached, "{e}");
+    // Its session is live: the next host on this home would be refused while its writer runs.
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
     drop(host);
 
     let host =
