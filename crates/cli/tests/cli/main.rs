@@ -23,5 +23,8 @@ mod real_codex_host;
 mod reference_client;
 mod shutdown;
 mod sim_run;
+mod soak;
+mod soak_ledger;
+mod soak_procs;
 mod support;
 mod web_signin;
