@@ -308,3 +308,150 @@ fn check_line(line: &[u8], seq: u64) -> Result<(), String> {
         None => Err("no seq".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, kind: Value) -> Value {
+        json_event(seq, "2026-12-01T18:00:00.000Z", kind)
+    }
+
+    fn json_event(seq: u64, at: &str, kind: Value) -> Value {
+        serde_json::json!({"seq": seq, "at": at, "sessionID": "s1", "backend": "simulated", "kind": kind})
+    }
+
+    fn text(seq: u64, t: &str) -> Value {
+        event(seq, serde_json::json!({"type": "stderr", "text": t}))
+    }
+
+    /// A session log and its transcript directory holding `events` (one per line) + `tail`.
+    fn setup(events: &[Value], tail: &str) -> (tempfile::TempDir, SessionLog) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("s1")).unwrap();
+        write(dir.path(), events, tail);
+        (dir, SessionLog::new("s1".into()))
+    }
+
+    fn write(dir: &Path, events: &[Value], tail: &str) {
+        let mut text: String = events.iter().map(|e| format!("{e}\n")).collect();
+        text.push_str(tail);
+        std::fs::write(dir.join("s1/transcript.jsonl"), text).unwrap();
+    }
+
+    fn receive(log: &mut SessionLog, events: &[Value]) -> Vec<String> {
+        let mut violations = Vec::new();
+        for e in events {
+            log.on_event(e.clone(), &[], &mut Tally::default(), &mut violations);
+        }
+        violations
+    }
+
+    fn check(log: &mut SessionLog, dir: &Path, stopped: bool) -> Vec<String> {
+        let mut violations = Vec::new();
+        log.check_disk(dir, stopped, &mut Tally::default(), &mut violations);
+        violations
+    }
+
+    #[test]
+    fn a_transcript_holding_what_was_received_passes() {
+        let events: Vec<Value> = (1..=3).map(|s| text(s, "x")).collect();
+        let (dir, mut log) = setup(&events, "{\"seq\":4,");
+        assert!(receive(&mut log, &events).is_empty());
+        assert!(check(&mut log, dir.path(), false).is_empty(), "a write under way is no fault");
+        assert_eq!(log.verified_lines(), 3);
+    }
+
+    #[test]
+    fn a_lost_acknowledged_event_is_a_violation() {
+        let events: Vec<Value> = (1..=3).map(|s| text(s, "x")).collect();
+        let (dir, mut log) = setup(&events[..2], "");
+        receive(&mut log, &events);
+        let v = check(&mut log, dir.path(), false);
+        assert!(v[0].contains("acknowledged events lost"), "{v:?}");
+    }
+
+    #[test]
+    fn a_changed_event_is_a_violation_whichever_comes_first() {
+        let events: Vec<Value> = (1..=2).map(|s| text(s, "x")).collect();
+        let changed = [text(1, "x"), text(2, "y")];
+        // Received first, then read from disk.
+        let (dir, mut log) = setup(&changed, "");
+        receive(&mut log, &events);
+        let v = check(&mut log, dir.path(), false);
+        assert!(v[0].contains("seq 2 as received differs"), "{v:?}");
+        // Read from disk first, then received.
+        let (dir, mut log) = setup(&changed, "");
+        assert!(check(&mut log, dir.path(), false).is_empty());
+        let v = receive(&mut log, &events);
+        assert!(v[0].contains("seq 2 as received differs"), "{v:?}");
+    }
+
+    #[test]
+    fn gaps_duplicates_and_corrupt_lines_on_disk_are_violations() {
+        for (lines, tail, want) in [
+            (vec![text(1, "x"), text(3, "x")], "", "a gap"),
+            (vec![text(1, "x"), text(1, "x")], "", "a duplicate"),
+            (vec![text(1, "x")], "{not json\n", "not JSON"),
+            (vec![text(1, "x")], "{\"seq\":2}\n", "not an event"),
+        ] {
+            let (dir, mut log) = setup(&lines, tail);
+            let v = check(&mut log, dir.path(), false);
+            assert!(v.len() == 1 && v[0].contains(want), "{want}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn a_rewritten_prefix_and_a_torn_tail_after_a_stop_are_violations() {
+        let events: Vec<Value> = (1..=2).map(|s| text(s, "x")).collect();
+        let (dir, mut log) = setup(&events, "");
+        assert!(check(&mut log, dir.path(), false).is_empty());
+        write(dir.path(), &[text(1, "x"), text(2, "z")], "");
+        let v = check(&mut log, dir.path(), false);
+        assert!(v[0].contains("verified transcript changed"), "{v:?}");
+        let (dir, mut log) = setup(&events, "{\"seq\":3");
+        let v = check(&mut log, dir.path(), true);
+        assert!(v[0].contains("torn tail of 8 bytes"), "{v:?}");
+    }
+
+    #[test]
+    fn delivery_gaps_duplicates_and_replay_differences_are_violations() {
+        let (_dir, mut log) = setup(&[], "");
+        let v = receive(&mut log, &[text(1, "x"), text(3, "x"), text(1, "x")]);
+        assert!(v[0].contains("a gap") && v[1].contains("a duplicate"), "{v:?}");
+        log.start_replay();
+        assert!(log.replaying());
+        let v = receive(&mut log, &[text(1, "other")]);
+        assert!(v[0].contains("replayed seq 1 differs"), "{v:?}");
+        assert!(!log.replaying(), "the replay reached the cursor");
+    }
+
+    #[test]
+    fn turns_are_told_apart() {
+        let (_dir, mut log) = setup(&[], "");
+        let mut tally = Tally::default();
+        let mut violations = Vec::new();
+        let user = serde_json::json!({"type": "userText", "isPartial": false, "messageID": "u", "text": "stream 3"});
+        let done = serde_json::json!({"type": "turnCompleted", "stopReason": "end_turn"});
+        let interrupted = serde_json::json!({"type": "runFinished", "outcome": "interrupted"});
+        let kill_ms =
+            nucleic_protocol::Timestamp::parse("2026-12-01T18:00:01.000Z").unwrap().unix_millis();
+        let events = [
+            json_event(1, "2026-12-01T18:00:00.000Z", user.clone()),
+            json_event(2, "2026-12-01T18:00:02.000Z", done.clone()),
+            json_event(3, "2026-12-01T18:00:03.000Z", user.clone()),
+            json_event(4, "2026-12-01T18:00:04.000Z", interrupted),
+            json_event(5, "2026-12-01T18:00:05.000Z", user),
+            json_event(6, "2026-12-01T18:00:06.000Z", done),
+        ];
+        for e in events {
+            log.on_event(e, &[kill_ms], &mut tally, &mut violations);
+        }
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(
+            (tally.turns_started, tally.turns_completed, tally.turns_survived_kill),
+            (3, 2, 1)
+        );
+        assert_eq!((tally.turns_interrupted, tally.turns_resumed), (1, 1));
+    }
+}
