@@ -17,59 +17,9 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::daemon::Socket;
+use crate::soak_config::{Rng, SoakConfig, SoakReport};
 use crate::soak_ledger::{SessionLog, Tally};
 use crate::support::nucleic;
-
-/// What one soak does.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SoakConfig {
-    pub sessions: usize,
-    pub kills: usize,
-    pub seed: u64,
-    /// Longest stretch the sessions stream between a restart and the next kill.
-    pub max_run: Duration,
-    /// How long the last restart may take to let every turn finish.
-    pub finish_deadline: Duration,
-    /// Self-test: after this kill (0-based), cut a transcript before the last event received.
-    pub cut_after_kill: Option<usize>,
-}
-
-impl SoakConfig {
-    /// The defaults, overridden by `NUCLEIC_SOAK_SESSIONS`, `_KILLS`, `_SEED`, `_MAX_RUN_MS`.
-    fn from_env(sessions: usize, kills: usize, max_run: Duration) -> Self {
-        fn var(name: &str) -> Option<u64> {
-            let text = std::env::var(name).ok()?;
-            Some(text.trim().parse().unwrap_or_else(|e| panic!("{name}={text:?}: {e}")))
-        }
-        let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        SoakConfig {
-            sessions: var("NUCLEIC_SOAK_SESSIONS").map_or(sessions, |n| n as usize),
-            kills: var("NUCLEIC_SOAK_KILLS").map_or(kills, |n| n as usize),
-            seed: var("NUCLEIC_SOAK_SEED").unwrap_or(clock.as_nanos() as u64 % 1_000_000_007),
-            max_run: var("NUCLEIC_SOAK_MAX_RUN_MS").map_or(max_run, Duration::from_millis),
-            finish_deadline: Duration::from_secs(180),
-            cut_after_kill: None,
-        }
-    }
-}
-
-/// A seeded xorshift64* generator: the same seed, the same kill moments and prompts.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
-    }
-    fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-}
 
 /// How long the host may take to answer after a restart (recovery included).
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -77,59 +27,6 @@ const START_DEADLINE: Duration = Duration::from_secs(30);
 const REPLY_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a prompt the host accepted may take to become a turn.
 const TURN_START_DEADLINE: Duration = Duration::from_secs(30);
-
-/// What a soak found.
-pub(crate) struct SoakReport {
-    pub config: SoakConfig,
-    pub took: Duration,
-    pub kills: usize,
-    pub early_kills: usize,
-    pub tally: Tally,
-    pub transcript_lines: usize,
-    pub leftover_processes: usize,
-    pub violations: Vec<String>,
-}
-
-impl std::fmt::Display for SoakReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let c = &self.config;
-        let t = &self.tally;
-        writeln!(f, "soak: seed {} · {} sessions · {} kills", c.seed, c.sessions, c.kills)?;
-        writeln!(
-            f,
-            "  took {:.0} s; {} kills done ({} while the host was starting or recovering)",
-            self.took.as_secs_f64(),
-            self.kills,
-            self.early_kills
-        )?;
-        writeln!(
-            f,
-            "  events: {} received and checked against the transcript, {} replayed from seq 1 and checked; {} transcript lines verified",
-            t.events_checked, t.replayed_checked, self.transcript_lines
-        )?;
-        writeln!(
-            f,
-            "  turns: {} started, {} completed ({} across a kill, {} resumed after an interruption), {} interrupted, {} ended otherwise; {} idle runs interrupted",
-            t.turns_started,
-            t.turns_completed,
-            t.turns_survived_kill,
-            t.turns_resumed,
-            t.turns_interrupted,
-            t.turns_other_end,
-            t.idle_runs_interrupted
-        )?;
-        writeln!(
-            f,
-            "  partial last lines seen while a host ran: {}; processes left in the worktrees after the final stop: {}",
-            t.partial_tails_seen, self.leftover_processes
-        )?;
-        writeln!(f, "  violations: {}", self.violations.len())?;
-        for v in self.violations.iter().take(50) {
-            writeln!(f, "  - {v}")?;
-        }
-        Ok(())
-    }
-}
 
 /// Runs a soak in a fresh temporary home.
 pub(crate) async fn soak(config: SoakConfig) -> SoakReport {
@@ -175,6 +72,9 @@ pub(crate) async fn soak(config: SoakConfig) -> SoakReport {
         transcript_lines: s.sessions.iter().map(SessionLog::verified_lines).sum(),
         tally: s.tally,
         leftover_processes,
+        recovered: crate::soak_config::recovery_totals(
+            &std::fs::read_to_string(s.home.with_file_name("soak-daemon.log")).unwrap_or_default(),
+        ),
         violations: s.violations,
     }
 }
