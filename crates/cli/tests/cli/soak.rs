@@ -365,6 +365,18 @@ impl Soak {
                 .map(|(log, last)| format!("{} at seq {} of {last}", log.id, log.received.len()))
                 .collect();
             if behind.is_empty() {
+                // A run that ended leaves no approval open (recovery voids them).
+                for log in &self.sessions {
+                    if matches!(log.status.as_str(), "finished" | "error")
+                        && !log.open_approvals.is_empty()
+                    {
+                        self.violations.push(format!(
+                            "session {}: {} approval(s) still open after its run ended (restart {round})",
+                            log.id,
+                            log.open_approvals.len()
+                        ));
+                    }
+                }
                 return Ok(());
             }
             match self.next_frame(deadline).await {
@@ -383,7 +395,10 @@ impl Soak {
 
     /// A prompt for a turn: a paced reply of 1–10 s, or a burst of up to 200 deltas at once.
     fn prompt(&mut self) -> String {
-        if self.rng.percent(25) {
+        if self.rng.percent(15) {
+            let n = self.rng.below(1000);
+            format!("stream {} then write soak-{n}.txt containing {n}", 1 + self.rng.below(6))
+        } else if self.rng.percent(25) {
             format!("fast stream {}", 20 + self.rng.below(180))
         } else {
             let think = if self.rng.percent(20) { "think, " } else { "" };
@@ -434,6 +449,37 @@ impl Soak {
         Ok(())
     }
 
+    /// Allows the approvals asked and not yet answered, each after a delay of up to 3 s drawn
+    /// from its request id (so some are still pending when the host is killed); `now`: at once.
+    /// A refusal as `alreadyResolved` is counted (the host voided it meanwhile); any other
+    /// refusal is a violation.
+    async fn answer_approvals(&mut self, now: bool) -> Result<(), String> {
+        let due = |(id, seen, sent): &(String, Instant, bool)| {
+            let delay = id.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+            !sent && (now || seen.elapsed() >= Duration::from_millis(delay % 3000))
+        };
+        for i in 0..self.sessions.len() {
+            let Some(slot) = self.sessions[i].open_approvals.iter().position(due) else {
+                continue;
+            };
+            self.sessions[i].open_approvals[slot].2 = true;
+            let request = self.sessions[i].open_approvals[slot].0.clone();
+            let id = self.sessions[i].id.clone();
+            let decide = json!({"type": "decide", "sessionID": id, "requestID": request, "decision": {"type": "allow"}});
+            let reply = self.request(decide).await?;
+            if reply["type"] == "ack" {
+                continue;
+            }
+            if reply["code"] == "alreadyResolved" {
+                self.tally.answers_refused += 1;
+            } else {
+                self.violations
+                    .push(format!("session {id}: allowing {request} was answered {reply}"));
+            }
+        }
+        Ok(())
+    }
+
     /// A prompt the host accepted that never became a turn is a violation.
     fn check_prompts(&mut self) {
         for log in &mut self.sessions {
@@ -457,6 +503,7 @@ impl Soak {
                     self.follow_up(i, text).await?;
                 }
             }
+            self.answer_approvals(false).await?;
             self.check_prompts();
             let now = Instant::now();
             if now >= until {
@@ -520,6 +567,7 @@ impl Soak {
         let finish_deadline = self.config.finish_deadline;
         let deadline = Instant::now() + finish_deadline;
         loop {
+            self.answer_approvals(true).await?;
             self.check_prompts();
             let unfinished: Vec<String> = self
                 .sessions

@@ -103,6 +103,11 @@ impl std::fmt::Display for SoakReport {
             "  partial last lines seen while a host ran: {}; processes left in the worktrees after the final stop: {}",
             t.partial_tails_seen, self.leftover_processes
         )?;
+        writeln!(
+            f,
+            "  approvals: {} asked, {} allowed, {} voided by the host; {} answers refused as already resolved",
+            t.approvals_requested, t.approvals_answered, t.approvals_voided, t.answers_refused
+        )?;
         let [interrupted, orphans, torn] = self.recovered;
         writeln!(
             f,

@@ -28,6 +28,14 @@ pub(crate) struct Tally {
     pub turns_other_end: u64,
     /// Idle agents (between turns) whose run the host's death interrupted.
     pub idle_runs_interrupted: u64,
+    /// Approvals asked (`approvalRequested`).
+    pub approvals_requested: u64,
+    /// …answered by the soak (`approvalResolved` other than `cancelled`).
+    pub approvals_answered: u64,
+    /// …voided by the host (`cancelled`: the turn ended, the host restarted).
+    pub approvals_voided: u64,
+    /// Answers refused as `alreadyResolved` (voided meanwhile).
+    pub answers_refused: u64,
     /// Partial last lines seen on disk while a host ran (a write under way, or a tail torn by a
     /// kill that no writer has cut yet).
     pub partial_tails_seen: u64,
@@ -56,6 +64,9 @@ pub(crate) struct SessionLog {
     resuming: bool,
     /// Replaying from seq 1: the next seq expected.
     replay_next: Option<u64>,
+    /// Approvals asked and not yet resolved: request id, when it arrived, whether the soak
+    /// answered it already.
+    pub open_approvals: Vec<(String, Instant, bool)>,
 }
 
 impl SessionLog {
@@ -72,6 +83,7 @@ impl SessionLog {
             interrupted: false,
             resuming: false,
             replay_next: None,
+            open_approvals: Vec::new(),
         }
     }
 
@@ -190,6 +202,19 @@ impl SessionLog {
                 }
                 self.interrupted = interrupted;
                 self.open_turn = false;
+            }
+            "approvalRequested" => {
+                tally.approvals_requested += 1;
+                let id = kind["requestID"].as_str().unwrap_or_default().to_owned();
+                self.open_approvals.push((id, Instant::now(), false));
+            }
+            "approvalResolved" => {
+                if kind["decision"] == "cancelled" {
+                    tally.approvals_voided += 1;
+                } else {
+                    tally.approvals_answered += 1;
+                }
+                self.open_approvals.retain(|(id, ..)| kind["requestID"] != id.as_str());
             }
             "statusChanged" => {
                 self.status = kind["status"].as_str().unwrap_or_default().to_owned();
