@@ -65,8 +65,8 @@ pub(crate) struct SoakReport {
     pub transcript_lines: usize,
     pub leftover_processes: usize,
     /// What the restarted hosts' recovery said it did, summed over `daemon.log`: sessions
-    /// interrupted, orphan agents stopped, torn tails cut.
-    pub recovered: [u64; 3],
+    /// interrupted, orphan agents stopped, torn tails cut, catalog rows caught up.
+    pub recovered: [u64; 4],
     pub violations: Vec<String>,
 }
 
@@ -108,10 +108,10 @@ impl std::fmt::Display for SoakReport {
             "  approvals: {} asked, {} allowed, {} voided by the host; {} answers refused as already resolved",
             t.approvals_requested, t.approvals_answered, t.approvals_voided, t.answers_refused
         )?;
-        let [interrupted, orphans, torn] = self.recovered;
+        let [interrupted, orphans, torn, rows] = self.recovered;
         writeln!(
             f,
-            "  recovery (daemon log): {interrupted} sessions interrupted, {orphans} orphan agents stopped, {torn} torn tails cut"
+            "  recovery (daemon log): {interrupted} sessions interrupted, {orphans} orphan agents stopped, {torn} torn tails cut, {rows} catalog rows caught up"
         )?;
         writeln!(f, "  violations: {}", self.violations.len())?;
         for v in self.violations.iter().take(50) {
@@ -121,15 +121,21 @@ impl std::fmt::Display for SoakReport {
     }
 }
 
-/// Sums the host's `recovered: …` log lines: sessions interrupted, orphans stopped, tails cut.
-pub(crate) fn recovery_totals(log: &str) -> [u64; 3] {
-    let mut totals = [0; 3];
+/// Sums the host's `recovered: …` log lines: sessions interrupted, orphans stopped, tails cut,
+/// rows caught up.
+pub(crate) fn recovery_totals(log: &str) -> [u64; 4] {
+    let mut totals = [0; 4];
     for line in log.lines().filter_map(|l| l.strip_prefix("nucleic: recovered: ")) {
         for part in line.split(", ") {
             let (n, what) = part.split_once(' ').unwrap_or_default();
-            let slot = ["session(s) interrupted", "orphan agent(s) stopped", "torn transcript"]
-                .iter()
-                .position(|p| what.starts_with(p));
+            let slot = [
+                "session(s) interrupted",
+                "orphan agent(s) stopped",
+                "torn transcript",
+                "row(s) caught up",
+            ]
+            .iter()
+            .position(|p| what.starts_with(p));
             if let (Some(slot), Ok(n)) = (slot, n.parse::<u64>()) {
                 totals[slot] += n;
             }
@@ -142,7 +148,7 @@ pub(crate) fn recovery_totals(log: &str) -> [u64; 3] {
 mod tests {
     #[test]
     fn recovery_lines_are_summed() {
-        let log = "nucleic: serving on x\nnucleic: recovered: 20 session(s) interrupted, 1 orphan agent(s) stopped, 0 torn transcript tail(s) cut, 0 row(s) caught up\nnucleic: recovered: 3 session(s) interrupted, 2 orphan agent(s) stopped, 1 torn transcript tail(s) cut\n";
-        assert_eq!(super::recovery_totals(log), [23, 3, 1]);
+        let log = "nucleic: serving on x\nnucleic: recovered: 20 session(s) interrupted, 1 orphan agent(s) stopped, 0 torn transcript tail(s) cut, 4 row(s) caught up\nnucleic: recovered: 3 session(s) interrupted, 2 orphan agent(s) stopped, 1 torn transcript tail(s) cut\n";
+        assert_eq!(super::recovery_totals(log), [23, 3, 1, 4]);
     }
 }
