@@ -24,6 +24,7 @@ mod reference_client;
 mod shutdown;
 mod sim_run;
 mod soak;
+mod soak_client;
 mod soak_config;
 mod soak_ledger;
 mod soak_procs;

@@ -12,19 +12,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
 
 use crate::daemon::Socket;
+use crate::soak_client::{Frame, REPLY_DEADLINE};
 use crate::soak_config::{Rng, SoakConfig, SoakReport};
 use crate::soak_ledger::{SessionLog, Tally};
-use crate::support::nucleic;
 
-/// How long the host may take to answer after a restart (recovery included).
-const START_DEADLINE: Duration = Duration::from_secs(30);
-/// How long a request may wait for its reply.
-const REPLY_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a prompt the host accepted may take to become a turn.
 const TURN_START_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -95,13 +89,6 @@ struct Soak {
     early_kills: usize,
 }
 
-/// What reading the connection gave.
-enum Frame {
-    Message(Value),
-    Timeout,
-    Closed(String),
-}
-
 impl Soak {
     async fn cycles(&mut self) -> Result<(), String> {
         for round in 0..=self.config.kills {
@@ -166,105 +153,23 @@ impl Soak {
     }
 
     fn start_daemon(&mut self) -> Result<(), String> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.home.with_file_name("soak-daemon.log"))
-            .map_err(|e| format!("cannot open the daemon log: {e}"))?;
-        let err = log.try_clone().map_err(|e| format!("cannot clone the daemon log: {e}"))?;
-        let child = tokio::process::Command::new(nucleic())
-            .arg("serve")
-            .arg("--home")
-            .arg(&self.home)
-            .args(["--bind", "127.0.0.1:0"])
-            .stdin(std::process::Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start `nucleic serve`: {e}"))?;
-        self.daemon = Some(child);
+        self.daemon = Some(crate::soak_client::start_daemon(&self.home)?);
         Ok(())
     }
 
-    /// Waits for the daemon just started to write `daemon.json`, connects, says hello.
+    /// Waits for the daemon just started to answer and connects to it.
     async fn connect(&mut self, round: usize) -> Result<(), String> {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let daemon = self.daemon.as_mut().ok_or("no daemon to connect to")?;
-        let pid = daemon.id().ok_or("the daemon has no pid")?;
-        let deadline = Instant::now() + START_DEADLINE;
-        let port = loop {
-            if let Ok(Some(status)) = daemon.try_wait() {
-                return Err(format!("the daemon (start {round}) exited while starting: {status}"));
-            }
-            let info = std::fs::read_to_string(self.home.join("daemon.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-            if let Some(info) = info
-                && info["pid"].as_u64() == Some(u64::from(pid))
-                && let Some(port) = info["port"].as_u64()
-            {
-                break port;
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the daemon (start {round}, pid {pid}) wrote no daemon.json within {START_DEADLINE:?}"
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        };
-        let token = std::fs::read_to_string(self.home.join("token"))
-            .map_err(|e| format!("cannot read the token: {e}"))?;
-        let mut request = format!("ws://127.0.0.1:{port}/ws")
-            .into_client_request()
-            .map_err(|e| format!("bad WebSocket address: {e}"))?;
-        let bearer = format!("Bearer {}", token.trim())
-            .parse()
-            .map_err(|e| format!("bad token header: {e}"))?;
-        request.headers_mut().insert("authorization", bearer);
-        let connected =
-            tokio::time::timeout(REPLY_DEADLINE, tokio_tungstenite::connect_async(request))
-                .await
-                .map_err(|_| format!("connecting to the daemon (start {round}) timed out"))?
-                .map_err(|e| format!("cannot connect to the daemon (start {round}): {e}"))?;
-        self.client = Some(connected.0);
-        let hello = json!({"type": "hello", "clientID": "soak", "clientName": "soak", "protocolVersion": 1});
-        self.send(&hello).await?;
-        match self.next_frame(Instant::now() + REPLY_DEADLINE).await {
-            Frame::Message(v) if v["type"] == "welcome" => Ok(()),
-            Frame::Message(v) => Err(format!("hello answered by {v}")),
-            Frame::Timeout => Err(format!("no welcome within {REPLY_DEADLINE:?}")),
-            Frame::Closed(e) => Err(format!("the connection closed before welcome: {e}")),
-        }
+        self.client = Some(crate::soak_client::connect(&self.home, daemon, round).await?);
+        Ok(())
     }
 
     async fn send(&mut self, message: &Value) -> Result<(), String> {
-        let socket = self.client.as_mut().ok_or("not connected")?;
-        tokio::time::timeout(REPLY_DEADLINE, socket.send(Message::Text(message.to_string().into())))
-            .await
-            .map_err(|_| format!("sending {} timed out", message["type"]))?
-            .map_err(|e| format!("cannot send {}: {e}", message["type"]))
+        crate::soak_client::send(self.client.as_mut().ok_or("not connected")?, message).await
     }
 
     async fn next_frame(&mut self, until: Instant) -> Frame {
-        let Some(socket) = self.client.as_mut() else {
-            return Frame::Closed("not connected".into());
-        };
-        loop {
-            match tokio::time::timeout_at(until.into(), socket.next()).await {
-                Err(_) => return Frame::Timeout,
-                Ok(None) => return Frame::Closed("the stream ended".into()),
-                Ok(Some(Err(e))) => return Frame::Closed(e.to_string()),
-                Ok(Some(Ok(Message::Close(reason)))) => {
-                    return Frame::Closed(format!("{reason:?}"));
-                }
-                Ok(Some(Ok(Message::Text(text)))) => match serde_json::from_str(&text) {
-                    Ok(v) => return Frame::Message(v),
-                    Err(e) => return Frame::Closed(format!("a frame that is not JSON ({e})")),
-                },
-                Ok(Some(Ok(_))) => {}
-            }
-        }
+        crate::soak_client::next_frame(self.client.as_mut(), until).await
     }
 
     /// Hands events to their sessions' logs; other messages (`sessionChanged`, …) are dropped.
