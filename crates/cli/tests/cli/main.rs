@@ -10,6 +10,7 @@ mod bounds;
 mod crate_graph;
 mod daemon;
 mod demo;
+mod dev_loop;
 mod doc_play;
 mod host_hostile_git;
 mod host_sessions;
