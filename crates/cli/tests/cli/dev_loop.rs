@@ -168,3 +168,152 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     let merged = git(&root, &["show", "main:calc.py"]);
     assert!(merged.contains("return a + b"), "{merged}");
 }
+
+// ----- the host in process: stops, the gate forced, bad checks --------------------------------
+
+use nucleic_protocol::{CheckOutcome, CheckSpec, CheckTrigger, EventKind, FinishAction, Intent};
+
+use crate::host_sessions::{approve_until_turn_done, host, new_session, repo};
+
+fn check(name: &str, argv: &[&str], timeout_secs: u64) -> CheckSpec {
+    CheckSpec {
+        name: name.into(),
+        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+        timeout_secs,
+        env: Vec::new(),
+        required: true,
+    }
+}
+
+/// A session (turn done, agent waiting) of a project with these checks.
+async fn session_with(
+    dir: &Path,
+    checks: Vec<CheckSpec>,
+) -> (std::sync::Arc<nucleic_host::Host>, String, std::path::PathBuf) {
+    let root = repo(dir);
+    let host = host(dir).await;
+    let project = host
+        .add_project(root.to_str().unwrap(), None, move |s| s.checks = checks)
+        .await
+        .unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write notes.txt containing hi"), "test")
+        .await
+        .unwrap();
+    approve_until_turn_done(&host, &s.session_id).await;
+    // The turn's end reaches the status a moment later: finishing refuses a working session.
+    let start = Instant::now();
+    while host.session_summary(&s.session_id).await.unwrap().status
+        == nucleic_protocol::SessionStatus::Running
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "the session stays running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (host, s.session_id, root)
+}
+
+/// Pids of live processes whose command line is `sleep <marker>`.
+fn sleepers(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{marker}\0").as_bytes())
+        })
+        .filter(|p| nucleic_agents::process::proc_stat(*p).is_some_and(|s| !s.zombie))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stopping_the_session_kills_its_running_check_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let hang = check("hang", &["sh", "-c", "sleep 3101 & sleep 3101"], 120);
+    let (host, id, _) = session_with(dir.path(), vec![hang]).await;
+    let running = {
+        let (host, id) = (host.clone(), id.clone());
+        tokio::spawn(async move { host.run_checks(&id, None, CheckTrigger::Request).await })
+    };
+    let start = Instant::now();
+    while sleepers("3101").len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the check never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stopped = Instant::now();
+    host.intent(Intent::Stop { session_id: id.clone() }, "test").await.unwrap();
+    let results = tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap().unwrap();
+    assert_eq!(results[0].outcome, CheckOutcome::Stopped);
+    assert!(stopped.elapsed() < Duration::from_secs(5), "{:?}", stopped.elapsed());
+    assert_eq!(sleepers("3101"), Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_that_forks_a_daemon_leaves_nothing_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = check(
+        "daemon",
+        &[
+            "sh",
+            "-c",
+            "(setsid sleep 3102 </dev/null >/dev/null 2>&1 &) ; sleep 0.3; echo '1 passed, 0 failed'",
+        ],
+        30,
+    );
+    let (host, id, _) = session_with(dir.path(), vec![daemon]).await;
+    let results = host.run_checks(&id, None, CheckTrigger::Request).await.unwrap();
+    assert_eq!(results[0].outcome, CheckOutcome::Passed, "{:?}", results[0]);
+    assert_eq!(sleepers("3102"), Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn printed_failures_refuse_the_merge_and_a_forced_merge_records_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    // Exits 0 but prints a failure: the counts win.
+    let liar = check("tests", &["sh", "-c", "echo 'tests: 3 passed, 1 failed'; exit 0"], 30);
+    let (host, id, root) = session_with(dir.path(), vec![liar]).await;
+    let merge = |force: Option<&str>| FinishAction::Merge {
+        message: None,
+        update_checkout: true,
+        force_reason: force.map(str::to_owned),
+    };
+    let err = host.finish(&id, merge(None), "test").await.unwrap_err();
+    assert_eq!(err.code(), nucleic_protocol::ProtocolErrorCode::GitRefused, "{err}");
+    assert!(err.to_string().contains("tests FAILED: 3 passed, 1 failed (exit 0"), "{err}");
+    assert!(!root.join("notes.txt").exists());
+    host.finish(&id, merge(Some("hotfix; the test is known to be flaky")), "test").await.unwrap();
+    assert!(root.join("notes.txt").exists());
+    let transcript = dir.path().join("home/sessions").join(&id).join("transcript.jsonl");
+    let events = nucleic_store::read_transcript(&transcript, 1).unwrap().events;
+    let flags: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CheckFinished(c) => c.flag.clone(),
+            _ => None,
+        })
+        .collect();
+    assert!(flags.iter().all(|f| f.contains("exit code 0, but the output reports 1 failed")), "{flags:?}");
+    let forced = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::WorktreeFinished(w) => w.forced_reason.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert!(forced.starts_with("hotfix; the test is known to be flaky (failing: tests FAILED"), "{forced}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_that_cannot_run_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let checks = vec![
+        check("plain", &["./README.md"], 30),
+        check("missing", &["no-such-test-runner"], 30),
+    ];
+    let (host, id, _) = session_with(dir.path(), checks).await;
+    let results = host.run_checks(&id, None, CheckTrigger::Request).await.unwrap();
+    assert_eq!(results[0].outcome, CheckOutcome::Error);
+    assert!(results[0].error.as_deref().unwrap().ends_with("README.md: not executable"), "{:?}", results[0]);
+    assert!(results[1].error.as_deref().unwrap().contains("no-such-test-runner: not found"));
+    let err = host.run_checks(&id, Some("nope"), CheckTrigger::Request).await.unwrap_err();
+    assert!(err.to_string().contains("check \"nope\" (the project has: plain, missing)"), "{err}");
+}
