@@ -126,7 +126,7 @@ pub async fn attach(
     tokio::io::AsyncWriteExt::write_all(&mut input, &spool::encode(tag::INPUT_LINK, &[]))
         .await
         .map_err(|e| KeeperError::io(&dir.socket(), e))?;
-    let streams = demux(output, hello.pid)?;
+    let streams = demux(output, hello.pid, hello.start_ticks)?;
     let process = Arc::new(AgentProcess::new(KeeperInput::new(input), Some(hello.pid)));
     Ok(KeeperAttachment { hello, process, streams })
 }
@@ -166,7 +166,7 @@ fn is_timeout(e: &std::io::Error) -> bool {
 /// Splits the keeper's stream into the agent's stdout and stderr (pipes the supervisor's
 /// readers take) and its exit. If the keeper goes away before the exit record, the agent can no
 /// longer be heard: its tree is stopped and the exit is unknown.
-fn demux(mut output: UnixStream, pid: u32) -> Result<Streams, KeeperError> {
+fn demux(mut output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, KeeperError> {
     let pipe_error = |e| KeeperError::io(Path::new("pipe"), e);
     let (stdout, mut stdout_writer) = std::io::pipe().map_err(pipe_error)?;
     let (stderr, mut stderr_writer) = std::io::pipe().map_err(pipe_error)?;
@@ -194,7 +194,12 @@ fn demux(mut output: UnixStream, pid: u32) -> Result<Streams, KeeperError> {
         match exit_rx.await {
             Ok(Some(exit)) => ProcessEnd { code: exit.code, signal: exit.signal },
             _ => {
-                kill_tree(pid);
+                // Only the agent the keeper named, not a later process with its pid.
+                if crate::process::proc_stat(pid)
+                    .is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
+                {
+                    kill_tree(pid);
+                }
                 ProcessEnd::default()
             }
         }
