@@ -100,22 +100,22 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
     conn.prepare_cached(&format!(
         "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
     ))
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                project.id,
-                project.name,
-                project.root,
-                s.default_branch,
-                s.default_backend.as_str(),
-                s.setup_script,
-                timeout,
-                copy_files,
-                project.created_at,
-                checks,
-                s.checks_after_turn,
-            ])
-        })
-        .ctx("insert project")?;
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            project.id,
+            project.name,
+            project.root,
+            s.default_branch,
+            s.default_backend.as_str(),
+            s.setup_script,
+            timeout,
+            copy_files,
+            project.created_at,
+            checks,
+            s.checks_after_turn,
+        ])
+    })
+    .ctx("insert project")?;
     Ok(())
 }
 
@@ -230,7 +230,8 @@ impl Catalog {
 }
 
 fn encode_checks(checks: &[CheckSpec]) -> Result<String> {
-    serde_json::to_string(checks).map_err(|source| CatalogError::Json { what: "encode checks", source })
+    serde_json::to_string(checks)
+        .map_err(|source| CatalogError::Json { what: "encode checks", source })
 }
 
 fn found(changed: usize, id: &str) -> Result<()> {

@@ -70,7 +70,9 @@ pub fn claims_in(text: &str) -> Vec<Claim> {
         if TESTS_PASS.iter().any(|p| lower.contains(p)) && !negated {
             out.push(Claim { kind: ClaimKind::TestsPass, quote: quote.clone() });
         }
-        if FIXED.iter().any(|p| lower.contains(p)) && !lower.contains("not ") && !lower.contains("n't ")
+        if FIXED.iter().any(|p| lower.contains(p))
+            && !lower.contains("not ")
+            && !lower.contains("n't ")
         {
             out.push(Claim { kind: ClaimKind::Fixed, quote: quote.clone() });
         }
@@ -114,7 +116,8 @@ fn files_changed(lower: &str) -> Option<u64> {
     let file_at = rest.find(" file")?;
     // The words between the verb and "file(s)": "only one", "3", "a single", "just the one".
     let between = rest[..file_at].trim();
-    let between = between.strip_prefix("only ").or_else(|| between.strip_prefix("just ")).unwrap_or(between);
+    let between =
+        between.strip_prefix("only ").or_else(|| between.strip_prefix("just ")).unwrap_or(between);
     if let Ok(n) = between.parse::<u64>() {
         return Some(n);
     }

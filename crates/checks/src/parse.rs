@@ -294,7 +294,10 @@ mod tests {
 
     #[test]
     fn colours_do_not_hide_a_summary() {
-        assert_eq!(counts("\u{1b}[31m1 failed\u{1b}[0m, \u{1b}[32m2 passed\u{1b}[0m in 0.05s"), (2, 1, 0, "pytest"));
+        assert_eq!(
+            counts("\u{1b}[31m1 failed\u{1b}[0m, \u{1b}[32m2 passed\u{1b}[0m in 0.05s"),
+            (2, 1, 0, "pytest")
+        );
     }
 
     #[test]

@@ -196,9 +196,8 @@ fn resolve_program(command: &CheckCommand) -> Result<PathBuf, CheckError> {
     let path = if name.contains('/') {
         Some(command.cwd.join(name))
     } else {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p).map(|dir| dir.join(name)).find(|p| p.is_file())
-        })
+        std::env::var_os("PATH")
+            .and_then(|p| std::env::split_paths(&p).map(|dir| dir.join(name)).find(|p| p.is_file()))
     };
     let path = path
         .filter(|p| p.exists())
@@ -213,11 +212,7 @@ fn resolve_program(command: &CheckCommand) -> Result<PathBuf, CheckError> {
 fn open_log(path: &Path) -> Result<std::fs::File, CheckError> {
     let fail = |source| CheckError::Log { path: path.to_owned(), source };
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(fail)?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(fail)?;
     }
     std::fs::OpenOptions::new()
         .create(true)

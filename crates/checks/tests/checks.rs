@@ -1,5 +1,7 @@
 //! The runner against real processes and the parsers against real runners' output.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,7 +15,8 @@ fn fixture(name: &str) -> String {
 
 #[test]
 fn counts_of_real_and_sample_runner_outputs() {
-    let cases: &[(&str, (u64, u64, u64, &str))] = &[
+    type Expected = (u64, u64, u64, &'static str);
+    let cases: &[(&str, Expected)] = &[
         // Real outputs (cargo 1.95, cargo-nextest, pytest 8, node 20's test runner).
         ("cargo-test.txt", (1, 1, 1, "cargo")),
         ("nextest.txt", (2, 1, 1, "nextest")),
@@ -69,7 +72,10 @@ async fn a_hanging_check_is_killed_whole_at_its_timeout() {
     let s = script(
         dir.path(),
         "hang.sh",
-        &format!("sleep 300 & echo $! > {p}; setsid sleep 300 & echo $! >> {p}; echo started; sleep 300\n", p = pids.display()),
+        &format!(
+            "sleep 300 & echo $! > {p}; setsid sleep 300 & echo $! >> {p}; echo started; sleep 300\n",
+            p = pids.display()
+        ),
     );
     let started = Instant::now();
     let (result, _) = run(&command(dir.path(), &[&s], Duration::from_millis(800))).await;

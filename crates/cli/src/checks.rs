@@ -122,7 +122,11 @@ pub async fn session_check(
             println!("  log: {log}");
         }
     }
-    Ok(if checks.iter().all(CheckFinished::is_pass) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if checks.iter().all(CheckFinished::is_pass) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `nucleic session report ID [--json]`: records and prints the report.

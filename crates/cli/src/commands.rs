@@ -417,18 +417,15 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Merge { session_id, message, update_checkout, force } => {
-            let action =
-                FinishAction::Merge { message, update_checkout, force_reason: force };
+            let action = FinishAction::Merge { message, update_checkout, force_reason: force };
             intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Squash { session_id, message, update_checkout, force } => {
-            let action =
-                FinishAction::Squash { message, update_checkout, force_reason: force };
+            let action = FinishAction::Squash { message, update_checkout, force_reason: force };
             intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Rebase { session_id, message, update_checkout, force } => {
-            let action =
-                FinishAction::Rebase { message, update_checkout, force_reason: force };
+            let action = FinishAction::Rebase { message, update_checkout, force_reason: force };
             intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Check { session_id, name } => {

@@ -157,7 +157,9 @@ impl Renderer {
                 w.by,
                 w.base_branch.as_deref().map(|b| format!(" into {b}")).unwrap_or_default()
             ),
-            EventKind::CheckStarted(c) => format!("· check {} started: {}", c.name, c.argv.join(" ")),
+            EventKind::CheckStarted(c) => {
+                format!("· check {} started: {}", c.name, c.argv.join(" "))
+            }
             EventKind::CheckFinished(c) => format!("· check {}", c.summary()),
             EventKind::Report(r) => {
                 let mut text = format!("· {}", r.summary());

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    Backend, CheckTrigger, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
-    WorktreeAction, WorktreeFinished, WorktreeInfo,
+    Backend, CheckTrigger, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated,
+    SessionStatus, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
 
@@ -62,18 +62,23 @@ impl Host {
                 )))
             }
             FinishAction::Merge { message, update_checkout, force_reason } => {
-                let forced = self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
                 let how = Integration { mode: FinishMode::Merge, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
             FinishAction::Squash { message, update_checkout, force_reason } => {
-                let forced = self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
-                let how = Integration { mode: FinishMode::Squash, message, update_checkout, forced };
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Squash, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
             FinishAction::Rebase { message, update_checkout, force_reason } => {
-                let forced = self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
-                let how = Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
@@ -235,8 +240,12 @@ impl Host {
             FinishMode::Squash => WorktreeAction::Squashed,
             FinishMode::Rebase => WorktreeAction::Rebased,
         };
-        let mut event =
-            finished(action, Some(outcome.base_branch.clone()), Some(outcome.new_tip.clone()), None);
+        let mut event = finished(
+            action,
+            Some(outcome.base_branch.clone()),
+            Some(outcome.new_tip.clone()),
+            None,
+        );
         if let EventKind::WorktreeFinished(w) = &mut event {
             w.forced_reason = forced;
         }

@@ -38,10 +38,12 @@ pub(crate) fn last_turn(events: &[Event]) -> LastTurn {
         match &e.kind {
             EventKind::UserText(t) if !t.is_partial => turn.prompt = t.text.clone(),
             EventKind::AssistantText(t) if !t.is_partial => turn.said.push(t.text.clone()),
-            EventKind::CheckFinished(c) => match turn.checks.iter_mut().find(|x| x.name == c.name) {
-                Some(slot) => *slot = c.clone(),
-                None => turn.checks.push(c.clone()),
-            },
+            EventKind::CheckFinished(c) => {
+                match turn.checks.iter_mut().find(|x| x.name == c.name) {
+                    Some(slot) => *slot = c.clone(),
+                    None => turn.checks.push(c.clone()),
+                }
+            }
             EventKind::ApprovalRequested(_) => turn.approvals_asked += 1,
             EventKind::ApprovalResolved(r)
                 if matches!(r.decision, DecisionKind::Deny | DecisionKind::DenyAndStop) =>
@@ -63,9 +65,12 @@ pub(crate) fn paths_named(prompt: &str) -> Vec<String> {
         if w.contains("://") || w.len() < 3 || w.starts_with('-') {
             continue;
         }
-        let has_ext = w
-            .rsplit_once('.')
-            .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric()) && !ext.chars().all(|c| c.is_ascii_digit()));
+        let has_ext = w.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && !ext.chars().all(|c| c.is_ascii_digit())
+        });
         let looks_like_path = w.contains('/') || has_ext;
         if looks_like_path && w.chars().all(|c| c.is_alphanumeric() || "/._-".contains(c)) {
             let w = w.trim_start_matches("./").trim_end_matches('/').to_owned();
@@ -114,7 +119,11 @@ pub(crate) fn contradictions(
                     "the diff has {} changed file{}{}",
                     files.len(),
                     if files.len() == 1 { "" } else { "s" },
-                    if listed.is_empty() { String::new() } else { format!(": {}", listed.join(", ")) }
+                    if listed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", listed.join(", "))
+                    }
                 ))
             }
             _ => None,
@@ -212,13 +221,19 @@ mod tests {
         let files: Vec<String> = (0..12).map(|i| format!("f{i}.rs")).collect();
         let found = contradictions(&claims_in("I changed one file."), &[], &files);
         assert_eq!(found.len(), 1);
-        assert!(found[0].fact.starts_with("the diff has 12 changed files: f0.rs"), "{}", found[0].fact);
+        assert!(
+            found[0].fact.starts_with("the diff has 12 changed files: f0.rs"),
+            "{}",
+            found[0].fact
+        );
         assert!(contradictions(&claims_in("I changed one file."), &[], &files[..1]).is_empty());
     }
 
     #[test]
     fn paths_a_task_names_and_files_outside_them() {
-        let named = paths_named("edit calc.py: return a - b -> return a + b, see src/ and https://x.io/a.b");
+        let named = paths_named(
+            "edit calc.py: return a - b -> return a + b, see src/ and https://x.io/a.b",
+        );
         assert_eq!(named, vec!["calc.py".to_owned(), "src".to_owned()]);
         let files = vec!["calc.py".into(), "src/a.rs".into(), "README.md".into()];
         assert_eq!(outside(&files, &named), vec!["README.md".to_owned()]);

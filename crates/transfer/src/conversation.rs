@@ -110,7 +110,9 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
         }
         EventKind::WorktreeFinished(w) => worktree_line(w),
         EventKind::CheckStarted(c) => format!("check {} started: {}", c.name, c.argv.join(" ")),
-        EventKind::CheckOutput(c) => format!("check {} output: {}", c.name, cut(&c.text, RAW_LIMIT)),
+        EventKind::CheckOutput(c) => {
+            format!("check {} output: {}", c.name, cut(&c.text, RAW_LIMIT))
+        }
         EventKind::CheckFinished(c) => format!("check {}", c.summary()),
         EventKind::Report(r) => {
             let mut text = r.summary();

@@ -79,7 +79,18 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     let project = project.trim().to_owned();
     let (code, out, err) = cli(
         &home,
-        &["project", "check", "add", &project, "tests", "--timeout", "60", "--", "python3", "test_calc.py"],
+        &[
+            "project",
+            "check",
+            "add",
+            &project,
+            "tests",
+            "--timeout",
+            "60",
+            "--",
+            "python3",
+            "test_calc.py",
+        ],
     )
     .await;
     assert_eq!(code, 0, "{err}");
@@ -118,7 +129,10 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     let finished = events_of(&home, &session, "checkFinished");
     assert_eq!(finished.len(), 1, "{finished:?}");
     assert_eq!(finished[0]["outcome"], "failed");
-    assert_eq!((finished[0]["passed"].as_u64(), finished[0]["failed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (finished[0]["passed"].as_u64(), finished[0]["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
     let log = finished[0]["logPath"].as_str().unwrap();
     let mode = std::fs::metadata(log).unwrap().permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
@@ -127,7 +141,9 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     let contradictions = report["contradictions"].as_array().unwrap();
     let claims: Vec<&str> = contradictions.iter().map(|c| c["claim"].as_str().unwrap()).collect();
     assert_eq!(claims, ["Fixed the add bug.", "All tests pass."], "{report}");
-    assert!(contradictions[1]["fact"].as_str().unwrap().contains("tests FAILED: 1 passed, 1 failed"));
+    assert!(
+        contradictions[1]["fact"].as_str().unwrap().contains("tests FAILED: 1 passed, 1 failed")
+    );
     let (_, diff, _) = cli(&home, &["session", "diff", &session]).await;
     assert_eq!(report["files"], serde_json::json!(["calc.py"]), "{report}\n{diff}");
     assert_eq!(report["taskPaths"], serde_json::json!(["calc.py"]));
@@ -146,7 +162,8 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     let (code, _, err) = cli(&home, &["session", "merge", &session, "--update-checkout"]).await;
     assert_ne!(code, 0);
     assert!(err.contains("required checks fail (tests FAILED"), "{err}");
-    let (code, _, err) = cli(&home, &["session", "merge", &session, "--update-checkout", "--force", " "]).await;
+    let (code, _, err) =
+        cli(&home, &["session", "merge", &session, "--update-checkout", "--force", " "]).await;
     assert_ne!(code, 0);
     assert!(err.contains("needs a reason"), "{err}");
     assert_eq!(git(&root, &["rev-parse", "main"]), main_before);
@@ -154,7 +171,12 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     // The real fix: the check passes, the report is clean, the merge goes through.
     let (code, _, err) = cli(
         &home,
-        &["session", "send", &session, "edit calc.py: return a * b -> return a + b then say Fixed it for real."],
+        &[
+            "session",
+            "send",
+            &session,
+            "edit calc.py: return a * b -> return a + b then say Fixed it for real.",
+        ],
     )
     .await;
     assert_eq!(code, 0, "{err}");
@@ -162,7 +184,8 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
     assert_eq!(report["contradictions"], serde_json::json!([]), "{report}");
     assert_eq!(report["checks"][0]["outcome"], "passed", "{report}");
     assert_eq!(report["checks"][0]["passed"], 2);
-    let (code, out, err) = cli(&home, &["session", "merge", &session, "--update-checkout", "-m", "fix add"]).await;
+    let (code, out, err) =
+        cli(&home, &["session", "merge", &session, "--update-checkout", "-m", "fix add"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("newTip"), "{out}");
     let merged = git(&root, &["show", "main:calc.py"]);
@@ -192,10 +215,8 @@ async fn session_with(
 ) -> (std::sync::Arc<nucleic_host::Host>, String, std::path::PathBuf) {
     let root = repo(dir);
     let host = host(dir).await;
-    let project = host
-        .add_project(root.to_str().unwrap(), None, move |s| s.checks = checks)
-        .await
-        .unwrap();
+    let project =
+        host.add_project(root.to_str().unwrap(), None, move |s| s.checks = checks).await.unwrap();
     let s = host
         .new_session(new_session(&project.project_id, "write notes.txt containing hi"), "test")
         .await
@@ -241,7 +262,8 @@ async fn stopping_the_session_kills_its_running_check_whole() {
     }
     let stopped = Instant::now();
     host.intent(Intent::Stop { session_id: id.clone() }, "test").await.unwrap();
-    let results = tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap().unwrap();
+    let results =
+        tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap().unwrap();
     assert_eq!(results[0].outcome, CheckOutcome::Stopped);
     assert!(stopped.elapsed() < Duration::from_secs(5), "{:?}", stopped.elapsed());
     assert_eq!(sleepers("3101"), Vec::<u32>::new());
@@ -291,7 +313,10 @@ async fn printed_failures_refuse_the_merge_and_a_forced_merge_records_its_reason
             _ => None,
         })
         .collect();
-    assert!(flags.iter().all(|f| f.contains("exit code 0, but the output reports 1 failed")), "{flags:?}");
+    assert!(
+        flags.iter().all(|f| f.contains("exit code 0, but the output reports 1 failed")),
+        "{flags:?}"
+    );
     let forced = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -299,20 +324,25 @@ async fn printed_failures_refuse_the_merge_and_a_forced_merge_records_its_reason
             _ => None,
         })
         .unwrap();
-    assert!(forced.starts_with("hotfix; the test is known to be flaky (failing: tests FAILED"), "{forced}");
+    assert!(
+        forced.starts_with("hotfix; the test is known to be flaky (failing: tests FAILED"),
+        "{forced}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_check_that_cannot_run_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let checks = vec![
-        check("plain", &["./README.md"], 30),
-        check("missing", &["no-such-test-runner"], 30),
-    ];
+    let checks =
+        vec![check("plain", &["./README.md"], 30), check("missing", &["no-such-test-runner"], 30)];
     let (host, id, _) = session_with(dir.path(), checks).await;
     let results = host.run_checks(&id, None, CheckTrigger::Request).await.unwrap();
     assert_eq!(results[0].outcome, CheckOutcome::Error);
-    assert!(results[0].error.as_deref().unwrap().ends_with("README.md: not executable"), "{:?}", results[0]);
+    assert!(
+        results[0].error.as_deref().unwrap().ends_with("README.md: not executable"),
+        "{:?}",
+        results[0]
+    );
     assert!(results[1].error.as_deref().unwrap().contains("no-such-test-runner: not found"));
     let err = host.run_checks(&id, Some("nope"), CheckTrigger::Request).await.unwrap_err();
     assert!(err.to_string().contains("check \"nope\" (the project has: plain, missing)"), "{err}");
