@@ -17,6 +17,7 @@ mod host_sessions;
 mod host_writers;
 mod keepers;
 mod real_claude;
+mod real_claude_checks;
 mod real_claude_demo;
 mod real_claude_host;
 mod real_claude_session;
