@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_browser_sessions.sql"),
     include_str!("../migrations/0003_device_keys.sql"),
+    include_str!("../migrations/0004_project_checks.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -111,7 +112,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

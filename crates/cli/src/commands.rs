@@ -35,6 +35,11 @@ pub enum ProjectCommand {
     Rm { project_id: String },
     /// Rename a project.
     Rename { project_id: String, name: String },
+    /// A project's checks: commands the host runs itself (tests, lint, build).
+    Check {
+        #[command(subcommand)]
+        command: crate::checks::CheckCommand,
+    },
 }
 
 /// `--format` of `session export`.
@@ -126,6 +131,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     /// Bring the session's work into its base branch as one commit.
     Squash {
@@ -136,6 +144,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     /// Replay the session's commits onto its base branch.
     Rebase {
@@ -146,6 +157,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     Discard {
         session_id: String,
@@ -164,6 +178,17 @@ pub enum SessionCommand {
         session_id: String,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
+    },
+    /// Run the project's checks (or the one named) in the session's worktree now.
+    Check {
+        session_id: String,
+        name: Option<String>,
+    },
+    /// The report: the agent's claims from its last turn next to the host's facts.
+    Report {
+        session_id: String,
+        #[arg(long)]
+        json: bool,
     },
     /// Write the session as a "Nucleic session export" (markdown) or JSONL.
     Export {
@@ -242,6 +267,8 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                     setup_script: setup,
                     copy_files,
                     default_backend: None,
+                    checks: Vec::new(),
+                    checks_after_turn: false,
                 },
             )
             .await?;
@@ -267,6 +294,9 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         }
         ProjectCommand::Rename { project_id, name } => {
             intent(&mut daemon, Intent::RenameProject { project_id, name }).await?;
+        }
+        ProjectCommand::Check { command } => {
+            crate::checks::project_check(&mut daemon, command).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -386,26 +416,23 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             }
             return Ok(ExitCode::SUCCESS);
         }
-        SessionCommand::Merge { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Merge { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Merge { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Merge { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
         }
-        SessionCommand::Squash { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Squash { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Squash { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Squash { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
         }
-        SessionCommand::Rebase { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Rebase { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Rebase { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Rebase { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
+        }
+        SessionCommand::Check { session_id, name } => {
+            return crate::checks::session_check(&mut daemon, session_id, name).await;
+        }
+        SessionCommand::Report { session_id, json } => {
+            return crate::checks::session_report(&mut daemon, session_id, json).await;
         }
         SessionCommand::Discard { session_id } => {
             intent(&mut daemon, finish(session_id, FinishAction::Discard)).await?

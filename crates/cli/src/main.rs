@@ -3,6 +3,7 @@
 
 mod approvals;
 mod attach;
+mod checks;
 mod commands;
 mod daemon;
 mod demo;

@@ -27,6 +27,8 @@ pub enum HostError {
     Keeper(#[from] nucleic_agents::keeper::KeeperError),
     #[error("a host task failed: {0}")]
     Task(String),
+    #[error("refused: required checks fail ({0}); fix them, or force with a reason")]
+    ChecksFailed(String),
 }
 
 impl HostError {
@@ -37,6 +39,7 @@ impl HostError {
             HostError::NotFound(_) => ProtocolErrorCode::NotFound,
             HostError::Invalid(_) => ProtocolErrorCode::InvalidRequest,
             HostError::Limit(_) => ProtocolErrorCode::LimitReached,
+            HostError::ChecksFailed(_) => ProtocolErrorCode::GitRefused,
             HostError::BadCursor { .. } => ProtocolErrorCode::BadCursor,
             HostError::Git(e) => match e {
                 nucleic_git::GitError::NotARepo { .. }

@@ -47,6 +47,11 @@ pub struct Host {
     pub(crate) writer_turns: WriterTurns,
     /// Directories of the keepers this host runs or re-adopted and has not released yet.
     pub(crate) keepers: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
+    /// Checks running per session, and their stop switches (`checks.rs`).
+    pub(crate) checks: crate::checks::CheckRuns,
+    /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
+    /// the checks and report that follow turns.
+    pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 /// What a new session runs in, and with what.
@@ -91,6 +96,7 @@ impl Host {
             .iter()
             .map(|id| (id.clone(), crate::keepers::keeper_dirs_of(&config.keepers_dir(), id)))
             .collect();
+        let (turns, turns_done) = tokio::sync::mpsc::unbounded_channel();
         let host = Arc::new_cyclic(|me| Host {
             me: me.clone(),
             config,
@@ -103,7 +109,10 @@ impl Host {
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
             keepers: Arc::default(),
+            checks: crate::checks::CheckRuns::default(),
+            turns,
         });
+        tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;
         Ok(host)
     }
@@ -177,6 +186,7 @@ impl Host {
         let mut project_settings = ProjectSettings::defaults(Backend::ClaudeCode);
         project_settings.default_branch = branch;
         settings(&mut project_settings);
+        crate::checks::validate_checks(&project_settings.checks)?;
         let new = NewProject {
             id: uuid::Uuid::new_v4().to_string(),
             name,
@@ -408,6 +418,7 @@ impl Host {
             transcript,
             events,
             self.changes.clone(),
+            self.turns.clone(),
         ));
         if let Ok(mut live) = self.live.lock() {
             live.insert(id.to_owned(), session.clone());
@@ -525,13 +536,15 @@ impl Host {
     }
 }
 
-fn project_summary(row: &ProjectRow) -> ProjectSummary {
+pub(crate) fn project_summary(row: &ProjectRow) -> ProjectSummary {
     ProjectSummary {
         project_id: row.id.clone(),
         name: row.name.clone(),
         root: row.root.clone(),
         default_branch: row.settings.default_branch.clone(),
         default_backend: row.settings.default_backend,
+        checks: row.settings.checks.clone(),
+        checks_after_turn: row.settings.checks_after_turn,
     }
 }
 

@@ -92,7 +92,10 @@ fn codex_options(
 /// The isolation an agent of this host working in `cwd` runs under: `config.home` hidden
 /// (and, when `cwd` is inside it, the top directory holding `cwd` bound back in). `None` when
 /// the setting is `off`, or `auto` and bubblewrap does not work here.
-fn isolation_for(config: &HostConfig, cwd: &Path) -> Result<Option<Isolation>, HostError> {
+pub(crate) fn isolation_for(
+    config: &HostConfig,
+    cwd: &Path,
+) -> Result<Option<Isolation>, HostError> {
     let bwrap = match (config.agent_isolation, bubblewrap()) {
         (AgentIsolation::Off, _) | (AgentIsolation::Auto, Err(_)) => return Ok(None),
         (_, Ok(bwrap)) => bwrap.clone(),

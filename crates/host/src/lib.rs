@@ -4,6 +4,7 @@
 //! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
 
 mod backends;
+mod checks;
 mod config;
 mod control;
 mod credentials;
@@ -18,6 +19,7 @@ mod names;
 mod portable;
 mod private;
 mod recovery;
+mod report;
 mod shutdown;
 mod writing;
 

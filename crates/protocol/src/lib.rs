@@ -6,6 +6,7 @@
 
 mod approval;
 mod capabilities;
+mod checks;
 mod device;
 mod event;
 mod files;
@@ -17,6 +18,10 @@ mod timestamp;
 
 pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
 pub use capabilities::{BackendInfo, Capabilities};
+pub use checks::{
+    CheckFinished, CheckOutcome, CheckOutput, CheckSpec, CheckStarted, CheckTrigger, Contradiction,
+    Report, ReportClaim,
+};
 pub use device::{DeviceProof, DeviceSummary, HELLO_PROOF_CONTEXT, hello_proof_message};
 pub use event::{Backend, Event};
 pub use files::{

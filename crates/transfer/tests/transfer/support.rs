@@ -238,6 +238,7 @@ pub fn synthetic_events() -> Vec<Event> {
                 new_tip: Some("9fceb02".into()),
                 continued_in: None,
                 by: "mac".into(),
+                forced_reason: None,
             }),
         ),
     ];
