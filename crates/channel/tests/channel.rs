@@ -1,0 +1,9 @@
+//! Integration tests of nucleic-channel: the published Noise vectors, the handshakes and
+//! transport under attack, and interoperability with the browser's implementation.
+
+mod channel {
+    mod attacks;
+    mod interop;
+    mod support;
+    mod vectors;
+}
