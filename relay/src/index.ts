@@ -16,10 +16,9 @@ import {
   OPEN,
   READY,
   ROOM_PATTERN,
-  hostAuthMessage,
   parseHostFrame,
-  roomOf,
   streamFrame,
+  verifyHostAuth,
 } from "./wire";
 
 export interface Env {
@@ -195,20 +194,7 @@ export class Room extends DurableObject<Env> {
     if (!frame || frame.type !== "auth") return safeClose(ws, CLOSE_CODES.unauthorized, "expected a signed challenge");
     // Spend the challenge first: one attempt per connection.
     ws.serializeAttachment({ role: "pending", nonce: [], since: 0 } satisfies Attachment);
-    let ok = false;
-    try {
-      if (a.nonce.length === NONCE_LEN && (await roomOf(frame.spki)) === this.room) {
-        const key = await crypto.subtle.importKey("spki", frame.spki, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
-        ok = await crypto.subtle.verify(
-          { name: "ECDSA", hash: "SHA-256" },
-          key,
-          frame.signature,
-          hostAuthMessage(this.room, Uint8Array.from(a.nonce)),
-        );
-      }
-    } catch {
-      ok = false;
-    }
+    const ok = await verifyHostAuth(this.room, Uint8Array.from(a.nonce), bytes);
     if (!ok) return safeClose(ws, CLOSE_CODES.unauthorized, "not this room's host");
     // A host that proves the key replaces an older connection of the same host (a half-open
     // socket after a network change); its devices must reconnect and handshake again.

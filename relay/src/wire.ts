@@ -66,3 +66,17 @@ export async function roomOf(spki: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", spki));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** Whether an AUTH frame proves `room` for the challenge `nonce`: the key hashes to the room and
+ * signs hostAuthMessage(room, nonce). */
+export async function verifyHostAuth(room: string, nonce: Uint8Array, bytes: Uint8Array): Promise<boolean> {
+  const frame = parseHostFrame(bytes);
+  if (!frame || frame.type !== "auth" || nonce.length !== NONCE_LEN) return false;
+  try {
+    if ((await roomOf(frame.spki)) !== room) return false;
+    const key = await crypto.subtle.importKey("spki", frame.spki, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+    return await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, frame.signature, hostAuthMessage(room, nonce));
+  } catch {
+    return false;
+  }
+}

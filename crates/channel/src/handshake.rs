@@ -56,7 +56,14 @@ impl Handshake {
         host_key: &PublicKey,
         prologue: &[u8],
     ) -> Result<Self, ChannelError> {
-        Self::build(HandshakeKind::Pairing, Role::Initiator, local, Some(secret), Some(host_key), prologue)
+        Self::build(
+            HandshakeKind::Pairing,
+            Role::Initiator,
+            local,
+            Some(secret),
+            Some(host_key),
+            prologue,
+        )
     }
 
     /// The host's side of pairing. The device's key it learns ([`Handshake::remote_static`]) is
@@ -107,9 +114,12 @@ impl Handshake {
             builder = builder.psk(3, &secret.0).map_err(ChannelError::noise("pre-shared key"))?;
         }
         // Only IK's initiator sends to a known static key; XX learns it (and checks it below).
-        if let (HandshakeKind::Connect, Role::Initiator, Some(remote)) = (kind, role, expected_remote) {
-            builder =
-                builder.remote_public_key(remote.as_bytes()).map_err(ChannelError::noise("remote key"))?;
+        if let (HandshakeKind::Connect, Role::Initiator, Some(remote)) =
+            (kind, role, expected_remote)
+        {
+            builder = builder
+                .remote_public_key(remote.as_bytes())
+                .map_err(ChannelError::noise("remote key"))?;
         }
         let state = match role {
             Role::Initiator => builder.build_initiator(),
@@ -181,7 +191,10 @@ impl Handshake {
                 return Err(ChannelError::NotMyTurn);
             }
             if message.len() > MAX_NOISE_MESSAGE {
-                return Err(ChannelError::FrameTooLarge { len: message.len(), max: MAX_NOISE_MESSAGE });
+                return Err(ChannelError::FrameTooLarge {
+                    len: message.len(),
+                    max: MAX_NOISE_MESSAGE,
+                });
             }
             let mut out = vec![0u8; message.len()];
             let n = hs

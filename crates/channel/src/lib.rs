@@ -20,6 +20,7 @@
 mod error;
 mod handshake;
 mod keys;
+pub mod relay;
 mod transport;
 
 pub use error::ChannelError;

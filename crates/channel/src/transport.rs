@@ -41,8 +41,19 @@ impl std::fmt::Debug for Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(state: snow::TransportState, remote: PublicKey, handshake_hash: Vec<u8>) -> Self {
-        Self { state, remote, handshake_hash, max_message: DEFAULT_MAX_MESSAGE, partial: Vec::new(), poisoned: false }
+    pub(crate) fn new(
+        state: snow::TransportState,
+        remote: PublicKey,
+        handshake_hash: Vec<u8>,
+    ) -> Self {
+        Self {
+            state,
+            remote,
+            handshake_hash,
+            max_message: DEFAULT_MAX_MESSAGE,
+            partial: Vec::new(),
+            poisoned: false,
+        }
     }
 
     /// Caps the size of one reassembled message (default [`DEFAULT_MAX_MESSAGE`]).
@@ -99,7 +110,8 @@ impl Transport {
                 .state
                 .read_message(frame, &mut plain)
                 .map_err(ChannelError::noise("opening a frame (replayed, reordered or forged)"))?;
-            let (flag, chunk) = plain[..n].split_first().ok_or(ChannelError::Malformed("empty frame"))?;
+            let (flag, chunk) =
+                plain[..n].split_first().ok_or(ChannelError::Malformed("empty frame"))?;
             if t.partial.len() + chunk.len() > t.max_message {
                 return Err(ChannelError::MessageTooLarge { max: t.max_message });
             }
@@ -117,12 +129,18 @@ impl Transport {
         plain.push(flag);
         plain.extend_from_slice(chunk);
         let mut out = vec![0u8; plain.len() + TAG_LEN];
-        let n = self.state.write_message(&plain, &mut out).map_err(ChannelError::noise("sealing a frame"))?;
+        let n = self
+            .state
+            .write_message(&plain, &mut out)
+            .map_err(ChannelError::noise("sealing a frame"))?;
         out.truncate(n);
         Ok(out)
     }
 
-    fn guard<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T, ChannelError>) -> Result<T, ChannelError> {
+    fn guard<T>(
+        &mut self,
+        step: impl FnOnce(&mut Self) -> Result<T, ChannelError>,
+    ) -> Result<T, ChannelError> {
         if self.poisoned {
             return Err(ChannelError::Poisoned);
         }

@@ -1,9 +1,7 @@
 //! The handshakes and the transport refuse what an attacker in the middle (the relay, the
 //! network) or a holder of stale material can send.
 
-use nucleic_channel::{
-    ChannelError, Handshake, MAX_FRAME, PairingSecret, StaticKeypair, prologue,
-};
+use nucleic_channel::{ChannelError, Handshake, MAX_FRAME, PairingSecret, StaticKeypair, prologue};
 
 use super::support::{HOST_ID, finish, keypair, paired};
 
@@ -26,7 +24,9 @@ fn pairing_exchanges_both_static_keys_and_a_working_channel() {
 fn a_wrong_pairing_secret_is_refused_by_the_host() {
     let (device, host) = (keypair(), keypair());
     let p = prologue(HOST_ID);
-    let mut d = Handshake::pair_initiator(&device, &PairingSecret::generate().unwrap(), &host.public(), &p).unwrap();
+    let mut d =
+        Handshake::pair_initiator(&device, &PairingSecret::generate().unwrap(), &host.public(), &p)
+            .unwrap();
     let mut h = Handshake::pair_responder(&host, &PairingSecret::generate().unwrap(), &p).unwrap();
     h.read_message(&d.write_message(b"").unwrap()).unwrap();
     d.read_message(&h.write_message(b"").unwrap()).unwrap();
@@ -54,7 +54,8 @@ fn a_host_that_is_not_the_one_in_the_link_is_refused_by_the_device() {
 fn another_hosts_prologue_does_not_complete() {
     let (device, host) = (keypair(), keypair());
     let secret = PairingSecret::generate().unwrap();
-    let mut d = Handshake::pair_initiator(&device, &secret, &host.public(), &prologue("host-a")).unwrap();
+    let mut d =
+        Handshake::pair_initiator(&device, &secret, &host.public(), &prologue("host-a")).unwrap();
     let mut h = Handshake::pair_responder(&host, &secret, &prologue("host-b")).unwrap();
     // With a PSK, message 1's payload is already encrypted with the prologue as associated data.
     assert!(h.read_message(&d.write_message(b"").unwrap()).is_err());

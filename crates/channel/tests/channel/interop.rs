@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nucleic_channel::{Handshake, HandshakeKind, PairingSecret, StaticKeypair, Transport, prologue};
+use nucleic_channel::{
+    Handshake, HandshakeKind, PairingSecret, StaticKeypair, Transport, prologue,
+};
 
 const HOST_ID: &str = "interop-host";
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -70,9 +72,11 @@ impl Scenario {
 }
 
 fn play(stream: &mut TcpStream, sc: &Scenario) {
-    let (rust_keys, ts_keys) = (StaticKeypair::generate().unwrap(), StaticKeypair::generate().unwrap());
+    let (rust_keys, ts_keys) =
+        (StaticKeypair::generate().unwrap(), StaticKeypair::generate().unwrap());
     let secret = PairingSecret::generate().unwrap();
-    let ts_secret = if sc.wrong_secret { PairingSecret::generate().unwrap() } else { secret.clone() };
+    let ts_secret =
+        if sc.wrong_secret { PairingSecret::generate().unwrap() } else { secret.clone() };
     let header = serde_json::json!({
         "name": sc.name,
         "kind": match sc.kind { HandshakeKind::Pairing => "pairing", HandshakeKind::Connect => "connect" },
@@ -91,7 +95,9 @@ fn play(stream: &mut TcpStream, sc: &Scenario) {
     let host_key = if sc.wrong_host_key { &stale } else { &ts_public };
     let mut hs = match (sc.kind, sc.ts_initiates) {
         (HandshakeKind::Pairing, true) => Handshake::pair_responder(&rust_keys, &secret, &p),
-        (HandshakeKind::Pairing, false) => Handshake::pair_initiator(&rust_keys, &secret, host_key, &p),
+        (HandshakeKind::Pairing, false) => {
+            Handshake::pair_initiator(&rust_keys, &secret, host_key, &p)
+        }
         (HandshakeKind::Connect, true) => Handshake::connect_responder(&rust_keys, &p),
         (HandshakeKind::Connect, false) => Handshake::connect_initiator(&rust_keys, host_key, &p),
     }
@@ -100,7 +106,9 @@ fn play(stream: &mut TcpStream, sc: &Scenario) {
         if hs.is_my_turn() {
             write_frame(stream, &hs.write_message(b"").unwrap());
         } else {
-            let Some(m) = read_frame(stream) else { panic!("{}: stream ended mid-handshake", sc.name) };
+            let Some(m) = read_frame(stream) else {
+                panic!("{}: stream ended mid-handshake", sc.name)
+            };
             if sc.fails() && !sc.ts_initiates && m.starts_with(b"refused") {
                 return; // The TypeScript side refused our handshake, as it must.
             }
@@ -121,7 +129,11 @@ fn play(stream: &mut TcpStream, sc: &Scenario) {
     if sc.fails() {
         // We finished our side (we wrote the last message); the TypeScript side must refuse it.
         let verdict = read_frame(stream).expect("a verdict");
-        assert!(verdict.starts_with(b"refused"), "{}: the TypeScript side accepted a bad handshake", sc.name);
+        assert!(
+            verdict.starts_with(b"refused"),
+            "{}: the TypeScript side accepted a bad handshake",
+            sc.name
+        );
         return;
     }
     let mut t = hs.into_transport().unwrap();
@@ -157,7 +169,10 @@ fn accept(listener: &TcpListener, child: &mut Child, started: Instant) -> TcpStr
                 if let Some(status) = child.try_wait().unwrap() {
                     panic!("the TypeScript peer (vitest) exited early: {status}");
                 }
-                assert!(started.elapsed() < DEADLINE, "the TypeScript peer did not connect within {DEADLINE:?}");
+                assert!(
+                    started.elapsed() < DEADLINE,
+                    "the TypeScript peer did not connect within {DEADLINE:?}"
+                );
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => panic!("accept: {e}"),
@@ -169,7 +184,11 @@ fn accept(listener: &TcpListener, child: &mut Child, started: Instant) -> TcpStr
 fn rust_and_typescript_interoperate_both_ways() {
     let web = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web");
     let vitest = web.join("node_modules/vitest/vitest.mjs");
-    assert!(vitest.exists(), "{} is missing: run `npm ci` in web/ (scripts/build-web.sh)", vitest.display());
+    assert!(
+        vitest.exists(),
+        "{} is missing: run `npm ci` in web/ (scripts/build-web.sh)",
+        vitest.display()
+    );
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -186,13 +205,55 @@ fn rust_and_typescript_interoperate_both_ways() {
         .expect("node is needed for the interop test");
 
     let scenarios = [
-        Scenario { name: "pairing, TS device", kind: HandshakeKind::Pairing, ts_initiates: true, wrong_secret: false, wrong_host_key: false },
-        Scenario { name: "pairing, Rust device", kind: HandshakeKind::Pairing, ts_initiates: false, wrong_secret: false, wrong_host_key: false },
-        Scenario { name: "reconnect, TS device", kind: HandshakeKind::Connect, ts_initiates: true, wrong_secret: false, wrong_host_key: false },
-        Scenario { name: "reconnect, Rust device", kind: HandshakeKind::Connect, ts_initiates: false, wrong_secret: false, wrong_host_key: false },
-        Scenario { name: "wrong secret, TS device", kind: HandshakeKind::Pairing, ts_initiates: true, wrong_secret: true, wrong_host_key: false },
-        Scenario { name: "wrong secret, Rust device", kind: HandshakeKind::Pairing, ts_initiates: false, wrong_secret: true, wrong_host_key: false },
-        Scenario { name: "stale host key, Rust device", kind: HandshakeKind::Connect, ts_initiates: false, wrong_secret: false, wrong_host_key: true },
+        Scenario {
+            name: "pairing, TS device",
+            kind: HandshakeKind::Pairing,
+            ts_initiates: true,
+            wrong_secret: false,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "pairing, Rust device",
+            kind: HandshakeKind::Pairing,
+            ts_initiates: false,
+            wrong_secret: false,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "reconnect, TS device",
+            kind: HandshakeKind::Connect,
+            ts_initiates: true,
+            wrong_secret: false,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "reconnect, Rust device",
+            kind: HandshakeKind::Connect,
+            ts_initiates: false,
+            wrong_secret: false,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "wrong secret, TS device",
+            kind: HandshakeKind::Pairing,
+            ts_initiates: true,
+            wrong_secret: true,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "wrong secret, Rust device",
+            kind: HandshakeKind::Pairing,
+            ts_initiates: false,
+            wrong_secret: true,
+            wrong_host_key: false,
+        },
+        Scenario {
+            name: "stale host key, Rust device",
+            kind: HandshakeKind::Connect,
+            ts_initiates: false,
+            wrong_secret: false,
+            wrong_host_key: true,
+        },
     ];
     let started = Instant::now();
     for sc in &scenarios {

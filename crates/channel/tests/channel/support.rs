@@ -15,7 +15,10 @@ pub fn finish(mut device: Handshake, mut host: Handshake) -> (Transport, Transpo
         let (from, to) = if to_host { (&mut device, &mut host) } else { (&mut host, &mut device) };
         let msg = from.write_message(b"").unwrap();
         to.read_message(&msg).unwrap();
-        if to_host && host.kind() == nucleic_channel::HandshakeKind::Connect && host.remote_static().is_some() {
+        if to_host
+            && host.kind() == nucleic_channel::HandshakeKind::Connect
+            && host.remote_static().is_some()
+        {
             let _ = host.accept_remote();
         }
         to_host = !to_host;

@@ -39,7 +39,10 @@ fn snow_with_our_features_reproduces_the_vectors() {
         let psk_arrays: Vec<(u8, [u8; 32])> =
             psks.iter().map(|(l, k)| (*l, k.as_slice().try_into().unwrap())).collect();
 
-        let mut b = snow::Builder::new(params.clone()).prologue(&ip).unwrap().fixed_ephemeral_key_for_testing_only(&ie);
+        let mut b = snow::Builder::new(params.clone())
+            .prologue(&ip)
+            .unwrap()
+            .fixed_ephemeral_key_for_testing_only(&ie);
         if let Some(k) = &is {
             b = b.local_private_key(k).unwrap();
         }
@@ -50,7 +53,10 @@ fn snow_with_our_features_reproduces_the_vectors() {
             b = b.psk(*l, k).unwrap();
         }
         let mut init = b.build_initiator().unwrap();
-        let mut b = snow::Builder::new(params).prologue(&rp).unwrap().fixed_ephemeral_key_for_testing_only(&re);
+        let mut b = snow::Builder::new(params)
+            .prologue(&rp)
+            .unwrap()
+            .fixed_ephemeral_key_for_testing_only(&re);
         if let Some(k) = &rs {
             b = b.local_private_key(k).unwrap();
         }
@@ -65,13 +71,29 @@ fn snow_with_our_features_reproduces_the_vectors() {
         for (i, m) in v["messages"].as_array().unwrap().iter().enumerate() {
             let (p, c) = (hex(&m["payload"]), hex(&m["ciphertext"]));
             let from_initiator = i % 2 == 0;
-            if transports.is_none() && init.is_handshake_finished() && resp.is_handshake_finished() {
+            if transports.is_none() && init.is_handshake_finished() && resp.is_handshake_finished()
+            {
                 if let Some(h) = v.get("handshake_hash") {
-                    assert_eq!(init.get_handshake_hash(), hex(h).as_slice(), "{name}: handshake hash");
+                    assert_eq!(
+                        init.get_handshake_hash(),
+                        hex(h).as_slice(),
+                        "{name}: handshake hash"
+                    );
                 }
-                let i2 = std::mem::replace(&mut init, snow::Builder::new("Noise_NN_25519_ChaChaPoly_SHA256".parse().unwrap()).build_initiator().unwrap());
-                let r2 = std::mem::replace(&mut resp, snow::Builder::new("Noise_NN_25519_ChaChaPoly_SHA256".parse().unwrap()).build_responder().unwrap());
-                transports = Some((i2.into_transport_mode().unwrap(), r2.into_transport_mode().unwrap()));
+                let i2 = std::mem::replace(
+                    &mut init,
+                    snow::Builder::new("Noise_NN_25519_ChaChaPoly_SHA256".parse().unwrap())
+                        .build_initiator()
+                        .unwrap(),
+                );
+                let r2 = std::mem::replace(
+                    &mut resp,
+                    snow::Builder::new("Noise_NN_25519_ChaChaPoly_SHA256".parse().unwrap())
+                        .build_responder()
+                        .unwrap(),
+                );
+                transports =
+                    Some((i2.into_transport_mode().unwrap(), r2.into_transport_mode().unwrap()));
             }
             let n = match (&mut transports, from_initiator) {
                 (None, true) => {
