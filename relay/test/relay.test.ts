@@ -198,6 +198,29 @@ describe("bad input", () => {
 });
 
 describe("restarts and the record", () => {
+  it("a new connection of the same host replaces the old one; its devices reconnect", async () => {
+    const key = await hostKey();
+    const old = await readyHost(relay, key);
+    const d = await device(key.room);
+    await old.next("open");
+    // A device's first frame is its handshake message (workerd here does not deliver a close to
+    // a client that never sent a frame: see docs/security.md).
+    d.send(enc("noise message 1"));
+    await old.next("message 1");
+    const fresh = await readyHost(relay, key);
+    expect(await old.closed("replaced host")).toBe(4409);
+    expect(await d.closed("device of the replaced host")).toBe(4503);
+    const d2 = await device(key.room);
+    // The new connection may first hear CLOSE for the old connection's device.
+    let f = parse(await fresh.next("open on the new connection"));
+    while (f.type !== OPEN) f = parse(await fresh.next("open on the new connection"));
+    const s = f.stream;
+    fresh.send(data(s, enc("hello again")));
+    expect((await d2.next("from the new connection")).toString()).toBe("hello again");
+    fresh.close();
+    d2.close();
+  });
+
   it("clients reconnect after a relay restart", async () => {
     const key = await hostKey();
     const host = await readyHost(relay, key);

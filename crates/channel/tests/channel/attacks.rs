@@ -3,7 +3,7 @@
 
 use nucleic_channel::{ChannelError, Handshake, MAX_FRAME, PairingSecret, StaticKeypair, prologue};
 
-use super::support::{HOST_ID, finish, keypair, paired};
+use super::support::{HOST_ID, keypair, paired};
 
 #[test]
 fn pairing_exchanges_both_static_keys_and_a_working_channel() {
@@ -191,5 +191,4 @@ fn large_messages_are_framed_and_capped() {
 fn keys_of_the_wrong_length_are_refused() {
     assert!(StaticKeypair::from_keys(&[0; 31], &[0; 32]).is_err());
     assert!(PairingSecret::from_slice(&[0; 16]).is_err());
-    let _ = finish;
 }
