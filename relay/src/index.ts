@@ -63,7 +63,7 @@ export default {
 } satisfies ExportedHandler<Env>;
 
 type Attachment =
-  | { role: "pending"; nonce: number[]; since: number }
+  | { role: "pending"; room: string; nonce: number[]; since: number }
   | { role: "host" }
   | { role: "device"; stream: number };
 
@@ -133,7 +133,8 @@ export class Room extends DurableObject<Env> {
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, ["host"]);
     const nonce = crypto.getRandomValues(new Uint8Array(NONCE_LEN));
-    server.serializeAttachment({ role: "pending", nonce: Array.from(nonce), since: Date.now() } satisfies Attachment);
+    // The room travels with the socket: after hibernation the object is constructed anew.
+    server.serializeAttachment({ role: "pending", room: this.room, nonce: Array.from(nonce), since: Date.now() } satisfies Attachment);
     const challenge = new Uint8Array(1 + NONCE_LEN);
     challenge[0] = CHALLENGE;
     challenge.set(nonce, 1);
@@ -186,15 +187,15 @@ export class Room extends DurableObject<Env> {
     }
   }
 
-  private async authenticate(ws: WebSocket, a: { nonce: number[]; since: number }, bytes: Uint8Array): Promise<void> {
+  private async authenticate(ws: WebSocket, a: { room: string; nonce: number[]; since: number }, bytes: Uint8Array): Promise<void> {
     if (Date.now() - a.since > this.limits.authTimeoutMs) {
       return safeClose(ws, CLOSE_CODES.authTimeout, "no host authentication in time");
     }
     const frame = bytes[0] === AUTH ? parseHostFrame(bytes) : null;
     if (!frame || frame.type !== "auth") return safeClose(ws, CLOSE_CODES.unauthorized, "expected a signed challenge");
     // Spend the challenge first: one attempt per connection.
-    ws.serializeAttachment({ role: "pending", nonce: [], since: 0 } satisfies Attachment);
-    const ok = await verifyHostAuth(this.room, Uint8Array.from(a.nonce), bytes);
+    ws.serializeAttachment({ role: "pending", room: a.room, nonce: [], since: 0 } satisfies Attachment);
+    const ok = await verifyHostAuth(a.room, Uint8Array.from(a.nonce), bytes);
     if (!ok) return safeClose(ws, CLOSE_CODES.unauthorized, "not this room's host");
     // A host that proves the key replaces an older connection of the same host (a half-open
     // socket after a network change); its devices must reconnect and handshake again.
