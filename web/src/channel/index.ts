@@ -3,4 +3,5 @@
 export { CONNECT_PROTOCOL, DEFAULT_MAX_MESSAGE, Handshake, MAX_FRAME, NoiseError, PAIRING_PROTOCOL, Transport, prologue } from "./channel";
 export type { HandshakeKind } from "./channel";
 export { generateKeyPair, keyPairFromPrivate, staticKey } from "./noise";
+export { generateDeviceKey, webCryptoStaticKey } from "./webcrypto";
 export type { KeyPair, StaticKey } from "./noise";
