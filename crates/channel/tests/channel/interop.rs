@@ -203,6 +203,13 @@ fn rust_and_typescript_interoperate_both_ways() {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("node is needed for the interop test");
+    // Drained as it comes, so a verbose failure report cannot fill the pipe and stall vitest.
+    let mut stdout = child.stdout.take().unwrap();
+    let output = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
 
     let scenarios = [
         Scenario {
@@ -266,8 +273,7 @@ fn rust_and_typescript_interoperate_both_ways() {
 
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            let mut out = String::new();
-            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            let out = output.join().unwrap();
             assert!(status.success(), "the TypeScript peer failed:\n{out}");
             assert!(out.contains("1 passed"), "the TypeScript peer ran no test:\n{out}");
             break;
