@@ -277,9 +277,9 @@ export class Room extends DurableObject<Env> {
     this.record.push({ direction, stream, base64: btoa(binary) });
   }
 
-  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+  async webSocketClose(ws: WebSocket): Promise<void> {
     this.gone(ws);
-    safeClose(ws, code === 1005 || code === 1006 ? 1000 : code, "closed");
+    safeClose(ws, 1000, "closed");
   }
 
   async webSocketError(ws: WebSocket): Promise<void> {

@@ -13,6 +13,9 @@
 //! refuses everything (the connection must be closed and a fresh handshake made). Messages larger
 //! than one Noise frame are split into frames and reassembled up to a size cap.
 //!
+//! [`relay`] is the host's side of the relay's wire format (`relay/`): proving the room with the
+//! host's relay key and the frames that carry each device's stream.
+//!
 //! This crate does no I/O: it turns bytes into bytes. The browser's side is
 //! `web/src/channel/` (TypeScript on `@noble/*`), checked against the same test vectors and
 //! against this crate both ways (`tests/channel/interop.rs`).
