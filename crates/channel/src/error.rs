@@ -24,6 +24,10 @@ pub enum ChannelError {
     Malformed(&'static str),
     #[error("the OS's random source failed: {0}")]
     Random(String),
+    #[error("no pairing is open (the link expired or was used)")]
+    NoPairingOpen,
+    #[error("this device is not paired, or was revoked")]
+    UnknownDevice,
     #[error("the channel failed earlier and refuses further use")]
     Poisoned,
 }

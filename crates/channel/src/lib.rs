@@ -24,6 +24,7 @@ mod error;
 mod handshake;
 mod keys;
 pub mod relay;
+pub mod streams;
 mod transport;
 
 pub use error::ChannelError;
