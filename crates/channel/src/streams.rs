@@ -46,8 +46,8 @@ pub enum StreamEvent {
 enum Stream {
     /// Opened by the relay; the mode byte and message 1 are awaited.
     New,
-    Handshaking(Handshake),
-    Open(Transport),
+    Handshaking(Box<Handshake>),
+    Open(Box<Transport>),
 }
 
 /// Every device stream of one relay connection.
@@ -147,9 +147,9 @@ impl DeviceStreams {
                 if hs.is_finished() {
                     let t = hs.into_transport()?;
                     step.events.push(StreamEvent::Connected { stream, device: t.remote_static() });
-                    Stream::Open(t)
+                    Stream::Open(Box::new(t))
                 } else {
-                    Stream::Handshaking(hs)
+                    Stream::Handshaking(Box::new(hs))
                 }
             }
             Stream::Handshaking(mut hs) => {
@@ -161,7 +161,7 @@ impl DeviceStreams {
                     return Err(ChannelError::NoPairingOpen);
                 }
                 step.events.push(StreamEvent::Paired { stream, device });
-                Stream::Open(t)
+                Stream::Open(Box::new(t))
             }
             Stream::Open(mut t) => {
                 if let Some(message) = t.open(payload)? {
