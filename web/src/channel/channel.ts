@@ -7,6 +7,10 @@ import { CipherState, HandshakeState, MAX_MESSAGE, NoiseError, TAGLEN, type Stat
 export { NoiseError } from "./noise";
 export const PAIRING_PROTOCOL = "Noise_XXpsk3_25519_ChaChaPoly_SHA256";
 export const CONNECT_PROTOCOL = "Noise_IK_25519_ChaChaPoly_SHA256";
+/** The device's first frame on a relay stream is one of these and the handshake's message 1
+ * (the host's side: nucleic_channel::streams). */
+export const MODE_PAIR = 0x01;
+export const MODE_CONNECT = 0x02;
 /** Largest frame on the wire. */
 export const MAX_FRAME = MAX_MESSAGE;
 /** Default cap on one reassembled message. */
