@@ -127,6 +127,8 @@ mod tests {
             input: json!({"file_path": path, "content": "x"}),
             description: None,
             blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
         }
     }
 

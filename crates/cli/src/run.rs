@@ -57,6 +57,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 created_by: Some("terminal".into()),
             }),
             keep_open: false,
+            policy: None,
         },
         agent,
         outputs,

@@ -7,6 +7,7 @@
 mod approvals;
 mod controller;
 mod error;
+mod gate;
 mod handle;
 mod sequencer;
 mod status;
@@ -16,6 +17,7 @@ mod writer_lock;
 pub use approvals::{ApprovalCoordinator, native_request_id, reasked_id};
 pub use controller::{KeptRun, Resumed, SessionConfig, SessionController};
 pub use error::CoreError;
+pub use gate::{ApprovalPolicy, Judgement, Verdict};
 pub use handle::{SessionHandle, SessionState};
 pub use sequencer::{Appended, Draft, Sequencer};
 pub use status::next_status;

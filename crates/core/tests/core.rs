@@ -107,6 +107,7 @@ fn rig_with(
         approval_timeout: timeout,
         created: None,
         keep_open,
+        policy: None,
     };
     let session = SessionController::start(config, agent.clone(), rx).unwrap();
     Rig { _dir: dir, agent, tx, session }
@@ -132,6 +133,8 @@ fn ask(id: &str) -> EventKind {
         input: json!({"file_path": "/w/a", "content": "x"}),
         description: None,
         blocked_path: None,
+        risk: None,
+        risk_reasons: Vec::new(),
     })
 }
 

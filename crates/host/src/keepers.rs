@@ -154,6 +154,8 @@ impl Host {
             }
         };
         let pending = self.pending_requests(id, &events).await?;
+        let cwd = std::path::PathBuf::from(&row.cwd);
+        let (policy, _) = self.session_policy(row.backend, row.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,
@@ -161,6 +163,7 @@ impl Host {
             approval_timeout: self.config.approval_timeout,
             created: None,
             keep_open: true,
+            policy,
         };
         let run = KeptRun {
             run: spec.run.clone(),

@@ -15,6 +15,7 @@ mod host;
 mod keepers;
 mod launch;
 mod names;
+mod policy;
 mod portable;
 mod private;
 mod recovery;

@@ -20,6 +20,29 @@ pub struct ApprovalRequested {
     /// The path outside the allowed set that triggered the ask, if the agent said.
     #[serde(rename = "blockedPath", default, skip_serializing_if = "Option::is_none")]
     pub blocked_path: Option<String>,
+    /// How much harm the call could do, as the host's policy classified it (absent when the
+    /// host has no policy, e.g. `nucleic run`, or in transcripts written before it had one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    /// What makes it risky ("network", "deletes 2 files", …), most serious first.
+    #[serde(rename = "riskReasons", default, skip_serializing_if = "Vec::is_empty")]
+    pub risk_reasons: Vec<String>,
+}
+
+/// How much harm a tool call could do. A `critical` approval needs a second, explicit
+/// confirmation in every client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Reads, builds, tests.
+    Low,
+    /// Writes in the worktree, network reads, unknown commands.
+    Medium,
+    /// Deletes trees, discards work, installs dependencies, publishes.
+    High,
+    /// Breaks a hard invariant or could take the machine down.
+    Critical,
 }
 
 /// A pending approval was decided.

@@ -57,6 +57,53 @@ pub fn permission_reply(
     control_success(request_id, response)
 }
 
+/// The `initialize` request that registers one PreToolUse hook for every tool (`matcher` null):
+/// the CLI then asks the host about every tool call, including those its own rules allow.
+pub fn initialize_with_hooks(request_id: &str) -> Result<String, AgentError> {
+    control_request(
+        request_id,
+        json!({
+            "subtype": "initialize",
+            "hooks": {"PreToolUse": [{"matcher": null, "hookCallbackIds": [PRE_TOOL_HOOK]}]},
+        }),
+    )
+}
+
+/// The callback id of the host's PreToolUse hook.
+pub const PRE_TOOL_HOOK: &str = "nucleic_pre_tool";
+
+/// What the host says to a PreToolUse hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookVerdict {
+    /// Run it without asking.
+    Allow,
+    /// Refuse it; the reason reaches the model.
+    Deny,
+    /// Go through the CLI's permission prompt (`can_use_tool`), whatever its rules say.
+    Ask,
+}
+
+/// The answer to a PreToolUse `hook_callback`.
+pub fn hook_reply(
+    request_id: &str,
+    verdict: HookVerdict,
+    reason: &str,
+) -> Result<String, AgentError> {
+    let decision = match verdict {
+        HookVerdict::Allow => "allow",
+        HookVerdict::Deny => "deny",
+        HookVerdict::Ask => "ask",
+    };
+    control_success(
+        request_id,
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }}),
+    )
+}
+
 /// A success reply to a CLI control request.
 fn control_success(request_id: &str, response: Value) -> Result<String, AgentError> {
     encode(&json!({

@@ -40,6 +40,7 @@ fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions
         approval_timeout: None,
         created: None,
         keep_open: false,
+        policy: None,
     };
     let session = SessionController::start(config, agent, outputs).unwrap();
     let events = session.subscribe(1).unwrap();

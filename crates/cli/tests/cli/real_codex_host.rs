@@ -201,6 +201,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     })
     .await
     .unwrap();
