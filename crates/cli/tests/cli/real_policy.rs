@@ -1,0 +1,191 @@
+//! The policy engine in the live host with the real pinned `claude` and `codex` against the
+//! mocks, in a loopback-only namespace: every tool call passes the host (Claude's PreToolUse
+//! hook, Codex's approvals); the policy's own answers are recorded like a person's.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
+use nucleic_protocol::{
+    ApprovalRequested, ApprovalResolved, Backend, Decision, DecisionKind, EventKind, NewSession,
+    Risk,
+};
+use nucleic_testkit::agents::{claude_offline_env, real_claude, real_codex};
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_anthropic::{MockAnthropic, Script, ToolCall};
+use serde_json::json;
+
+use crate::support::nucleic;
+
+/// What one turn showed: every event, and the requests a person (the test) answered.
+struct Turn {
+    events: Vec<EventKind>,
+    asked: Vec<ApprovalRequested>,
+}
+
+impl Turn {
+    /// The resolution of the request for the tool call whose input contains `needle`.
+    fn resolution_of(&self, needle: &str) -> Option<&ApprovalResolved> {
+        let id = self.events.iter().find_map(|k| match k {
+            EventKind::ApprovalRequested(a) if a.input.to_string().contains(needle) => {
+                Some(a.request_id.clone())
+            }
+            _ => None,
+        })?;
+        self.events.iter().find_map(|k| match k {
+            EventKind::ApprovalResolved(r) if r.request_id == id => Some(r),
+            _ => None,
+        })
+    }
+}
+
+/// Runs one turn of `id` to its end, answering with `answer` the requests the policy left to a
+/// person (a request the policy answered comes with its resolution in the same write).
+async fn run_turn(host: &Host, id: &str, answer: impl Fn(&ApprovalRequested) -> Decision) -> Turn {
+    let mut events = host.subscribe(id, 1).await.unwrap();
+    let mut turn = Turn { events: Vec::new(), asked: Vec::new() };
+    let mut ahead = None;
+    loop {
+        let e = match ahead.take() {
+            Some(e) => e,
+            None => tokio::time::timeout(Duration::from_secs(90), events.next())
+                .await
+                .expect("the turn did not end within 90 s")
+                .unwrap()
+                .unwrap(),
+        };
+        let kind = e.kind.clone();
+        turn.events.push(kind.clone());
+        match kind {
+            EventKind::TurnCompleted(_) => return turn,
+            EventKind::ApprovalRequested(a) => {
+                let next = tokio::time::timeout(Duration::from_secs(3), events.next()).await;
+                let next = next.ok().map(|n| n.unwrap().unwrap());
+                let by_policy = matches!(&next, Some(n) if matches!(&n.kind,
+                    EventKind::ApprovalResolved(r) if r.request_id == a.request_id));
+                if !by_policy {
+                    host.decide(id, &a.request_id, answer(&a), "person").await.unwrap();
+                    turn.asked.push(a);
+                }
+                ahead = next;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool) -> HostConfig {
+    HostConfig {
+        home: home.to_owned(),
+        agents: AgentPaths {
+            claude: claude.then(real_claude),
+            codex: (!claude).then(real_codex),
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+        },
+        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(10),
+        agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
+        policy: true,
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
+    NewSession {
+        project_id: project.to_owned(),
+        base_ref: None,
+        backend: Some(backend),
+        model: None,
+        permission_mode: None,
+        title: None,
+        prompt: prompt.into(),
+    }
+}
+
+fn bash(command: &str) -> ToolCall {
+    ToolCall::new("Bash", json!({ "command": command, "description": "run it" }))
+}
+
+fn assert_by_policy(turn: &Turn, needle: &str, decision: DecisionKind, by: &str) {
+    let r = turn.resolution_of(needle).unwrap_or_else(|| panic!("no answer for {needle}"));
+    assert_eq!((r.decision, r.by.as_str()), (decision, by), "{needle}: {r:?}");
+    assert!(
+        turn.asked.iter().all(|a| !a.input.to_string().contains(needle)),
+        "{needle} reached a person"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_every_tool_call_passes_the_host_policy() {
+    if isolated!("real_claude_every_tool_call_passes_the_host_policy") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    // The person's own settings allow every command: the CLI would never ask about any.
+    let scratch = dir.path().join("scratch");
+    let settings = scratch.join("home/.claude/settings.json");
+    write(&settings, r#"{"permissions":{"allow":["Bash(*)"]}}"#);
+    // The project's deny rule (in its main checkout, where the agent cannot edit it).
+    write(
+        &root.join(".claude/settings.json"),
+        r#"{"permissions":{"deny":["Bash(touch:*)"]}}"#,
+    );
+    let calls = vec![
+        bash("ls"),
+        bash("sudo true"),
+        bash("touch denied.txt"),
+        bash("shutdown -h now"),
+    ];
+    let mock = MockAnthropic::start(Script::tools_then_done(calls)).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &scratch);
+    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let session =
+        host.new_session(new_session(&project.project_id, Backend::ClaudeCode, "go"), "test");
+    let id = session.await.unwrap().session_id;
+    let turn = run_turn(&host, &id, |_| Decision::Deny { message: "not today".into() }).await;
+
+    // `ls`: allowed by the person's rule, unasked; it ran.
+    let ls = turn.resolution_of("\"ls\"").unwrap();
+    assert_eq!(ls.decision, DecisionKind::Allow, "{ls:?}");
+    assert!(ls.by.starts_with("policy:Bash(*)") || ls.by.starts_with("builtin:"), "{ls:?}");
+    // `sudo true`: denied by the invariant, never put to a person, the model told why.
+    assert_by_policy(&turn, "sudo true", DecisionKind::Deny, "invariant:sudo");
+    let sudo = turn.resolution_of("sudo true").unwrap();
+    let told = turn.events.iter().any(|k| matches!(k, EventKind::ToolResult(t)
+        if t.is_error && t.content.to_string().contains(sudo.message.as_deref().unwrap())));
+    assert!(told, "the model sees the reason: {:#?}", turn.events);
+    // The project's deny rule wins over the person's allow-everything.
+    assert_by_policy(&turn, "touch denied.txt", DecisionKind::Deny, "policy:Bash(touch:*)");
+    let worktree = host.session_summary(&id).await.unwrap().worktree.unwrap().path;
+    assert!(!Path::new(&worktree).join("denied.txt").exists());
+    // A critical command the CLI's rules allow is still asked, with its risk class.
+    let asked: Vec<_> = turn.asked.iter().map(|a| (a.input["command"].clone(), a.risk)).collect();
+    assert_eq!(asked, [(json!("shutdown -h now"), Some(Risk::Critical))]);
+    assert!(!turn.asked[0].risk_reasons.is_empty());
+
+    // A new session after the person's allow-everything is gone: an unknown command under
+    // "edit" is asked with a risk class.
+    write(&settings, "{}");
+    mock.set_script(Script::bash_then_done("frobnicate --all"));
+    let session = host.new_session(new_session(&project.project_id, Backend::ClaudeCode, "go"), "t");
+    let id = session.await.unwrap().session_id;
+    let turn = run_turn(&host, &id, |_| Decision::Allow).await;
+    let asked: Vec<_> = turn.asked.iter().map(|a| (a.input["command"].clone(), a.risk)).collect();
+    assert_eq!(asked, [(json!("frobnicate --all"), Some(Risk::Medium))]);
+    shutdown(host).await;
+}
+
+async fn shutdown(host: Arc<Host>) {
+    host.shutdown(Duration::from_secs(2), Duration::from_secs(8)).await;
+}
