@@ -189,3 +189,39 @@ async fn real_claude_every_tool_call_passes_the_host_policy() {
 async fn shutdown(host: Arc<Host>) {
     host.shutdown(Duration::from_secs(2), Duration::from_secs(8)).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_approvals_pass_the_host_policy() {
+    if isolated!("real_codex_approvals_pass_the_host_policy") {
+        return;
+    }
+    use nucleic_testkit::mock_openai::{Script as CodexScript, ToolCall as CodexCall};
+    let calls = vec![
+        CodexCall::exec_command("ls"),
+        CodexCall::exec_command("sudo true"),
+        CodexCall::exec_command("frobnicate --all"),
+    ];
+    let s = crate::real_codex::codex_setup(CodexScript::tools_then_done(calls)).await;
+    let root = crate::daemon::empty_repo(s.dir.path());
+    let env = s.env.clone();
+    let host = Host::open(host_config(&s.dir.path().join("nucleic-home"), env, false)).await;
+    let host = host.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let session = host.new_session(new_session(&project.project_id, Backend::Codex, "go"), "t");
+    let id = session.await.unwrap().session_id;
+    let turn = run_turn(&host, &id, |_| Decision::Allow).await;
+
+    // `ls` ran unasked (codex trusts it, or the policy allowed it: never a person).
+    assert!(turn.asked.iter().all(|a| !a.input.to_string().contains("'ls'")), "{:?}", turn.asked);
+    if let Some(ls) = turn.resolution_of("lc ls") {
+        assert_eq!(ls.decision, DecisionKind::Allow, "{ls:?}");
+        assert_ne!(ls.by, "person");
+    }
+    // `sudo true`: codex asked, the host's invariant declined it without a person.
+    assert_by_policy(&turn, "sudo true", DecisionKind::Deny, "invariant:sudo");
+    // The unknown command is asked with a risk class.
+    let asked: Vec<_> = turn.asked.iter().map(|a| a.risk).collect();
+    assert_eq!(asked, [Some(Risk::Medium)], "{:#?}", turn.asked);
+    assert!(turn.asked[0].input.to_string().contains("frobnicate --all"));
+    shutdown(host).await;
+}
