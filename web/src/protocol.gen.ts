@@ -146,7 +146,16 @@ requestID: string, toolCallID?: string | null, toolName: string, input: JsonValu
 /**
  * The path outside the allowed set that triggered the ask, if the agent said.
  */
-blockedPath?: string | null, };
+blockedPath?: string | null, 
+/**
+ * How much harm the call could do, as the host's policy classified it (absent when the
+ * host has no policy, e.g. `nucleic run`, or in transcripts written before it had one).
+ */
+risk?: Risk | null, 
+/**
+ * What makes it risky ("network", "deletes 2 files", …), most serious first.
+ */
+riskReasons?: Array<string>, };
 
 export type ApprovalResolved = { requestID: string, decision: DecisionKind, 
 /**
