@@ -95,6 +95,9 @@ pub enum SessionCommand {
         request_id: Option<String>,
         #[arg(long)]
         always: bool,
+        /// Needed to allow a request the host rates critical (the second, explicit confirmation).
+        #[arg(long)]
+        confirm_critical: bool,
     },
     /// Deny a pending approval, with the reason the model will see: `deny SESSION [REQUEST]
     /// REASON` (the request id may be left out when only one is pending).
@@ -329,13 +332,31 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 .await?;
             None
         }
-        SessionCommand::Approve { session_id, request_id, always } => {
+        SessionCommand::Approve { session_id, request_id, always, confirm_critical } => {
             let decision = if always {
                 nucleic_protocol::Decision::AllowAlways
             } else {
                 nucleic_protocol::Decision::Allow
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            let summary = crate::approvals::summary(&mut daemon, &session_id).await?;
+            let open = crate::approvals::pending(&mut daemon, &summary).await?;
+            let request_id = match request_id {
+                Some(id) => id,
+                None => crate::approvals::only(&open, &session_id)?,
+            };
+            let critical = open.iter().find(|a| {
+                a.risk == Some(nucleic_protocol::Risk::Critical) && a.request_id == request_id
+            });
+            if let Some(a) = critical
+                && !confirm_critical
+            {
+                bail!(
+                    "approval {} is critical ({}): repeat with --confirm-critical to allow it",
+                    a.request_id,
+                    a.risk_reasons.join(", ")
+                );
+            }
+            decide(&mut daemon, session_id, Some(request_id), decision).await?;
             None
         }
         SessionCommand::Deny { session_id, request_and_reason, stop } => {
