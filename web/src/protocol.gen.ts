@@ -173,7 +173,11 @@ message?: string | null, };
 
 export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled";
 
-export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways" } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+
+export type Risk = "low" | "medium" | "high" | "critical";
+
+export type RuleScope = "session" | "project" | "host";
 
 export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, 
 /**

@@ -95,6 +95,10 @@ pub enum SessionCommand {
         request_id: Option<String>,
         #[arg(long)]
         always: bool,
+        /// "Always" as a rule the host keeps: for this `session`, the `project` or the `host`
+        /// (implies --always).
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<nucleic_protocol::RuleScope>,
         /// Needed to allow a request the host rates critical (the second, explicit confirmation).
         #[arg(long)]
         confirm_critical: bool,
@@ -201,6 +205,11 @@ pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Resul
 }
 
 /// Answers approval `request_id` of a session, or its only pending one.
+fn parse_scope(text: &str) -> Result<nucleic_protocol::RuleScope, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected session, project or host"))
+}
+
 async fn decide(
     daemon: &mut Daemon,
     session_id: String,
@@ -332,9 +341,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 .await?;
             None
         }
-        SessionCommand::Approve { session_id, request_id, always, confirm_critical } => {
-            let decision = if always {
-                nucleic_protocol::Decision::AllowAlways
+        SessionCommand::Approve { session_id, request_id, always, scope, confirm_critical } => {
+            let decision = if always || scope.is_some() {
+                nucleic_protocol::Decision::AllowAlways { scope }
             } else {
                 nucleic_protocol::Decision::Allow
             };

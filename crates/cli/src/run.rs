@@ -319,7 +319,7 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
     };
     let decision = match word.to_ascii_lowercase().as_str() {
         "y" | "yes" | "allow" => Decision::Allow,
-        "a" | "always" => Decision::AllowAlways,
+        "a" | "always" => Decision::AllowAlways { scope: None },
         "s" | "stop" => Decision::DenyAndStop { message: reason },
         _ => Decision::Deny { message: reason },
     };
@@ -347,7 +347,7 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
 /// Whether `decision` lets the call run.
 pub fn is_allow(decision: &Decision) -> bool {
     match decision {
-        Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways => true,
+        Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => true,
         Decision::Deny { .. } | Decision::DenyAndStop { .. } => false,
     }
 }

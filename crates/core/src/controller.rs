@@ -447,9 +447,25 @@ impl<A: AgentControl> Writer<A> {
             return Err(CoreError::Unsupported(format!("this backend does not support {what}")));
         }
         decision.validate().map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
-        match self.agent.respond(native_request_id(request_id), &decision).await {
+        // "Always" in a scope: the rule is the host's (the agent is told plain allow); without
+        // a policy the agent's own session "always" stands in.
+        let mut message = None;
+        let to_agent = match (&decision, &self.config.policy) {
+            (Decision::AllowAlways { scope: Some(scope) }, Some(policy)) => {
+                let request = self.approvals.check(request_id)?;
+                let rules = policy
+                    .remember(request, *scope)
+                    .map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
+                message = Some(format!("always allowed in {}: {}", scope_name(*scope), rules.join(", ")));
+                Decision::Allow
+            }
+            (Decision::AllowAlways { .. }, _) => Decision::AllowAlways { scope: None },
+            _ => decision.clone(),
+        };
+        match self.agent.respond(native_request_id(request_id), &to_agent).await {
             Ok(()) => {
-                let resolution = decision.resolution(request_id, by);
+                let mut resolution = decision.resolution(request_id, by);
+                resolution.message = resolution.message.or(message);
                 self.append(vec![Draft::host(EventKind::ApprovalResolved(resolution.clone()))]);
                 Ok(resolution)
             }
@@ -545,6 +561,14 @@ impl<A: AgentControl> Writer<A> {
         state.pending_approvals = self.approvals.pending_count();
         state.storage_error = appended.error.map(|e| e.to_string());
         let _ = self.state.send(state);
+    }
+}
+
+fn scope_name(scope: nucleic_protocol::RuleScope) -> &'static str {
+    match scope {
+        nucleic_protocol::RuleScope::Session => "this session",
+        nucleic_protocol::RuleScope::Project => "this project",
+        nucleic_protocol::RuleScope::Host => "this host",
     }
 }
 

@@ -1,6 +1,6 @@
 //! The host's say on every approval before a person sees it: a policy that may answer itself.
 
-use nucleic_protocol::{ApprovalRequested, Risk};
+use nucleic_protocol::{ApprovalRequested, Risk, RuleScope};
 
 /// What the host's policy says about one approval request (see `nucleic-policy`, which the host
 /// plugs in; the core only carries the answer out).
@@ -29,4 +29,13 @@ pub enum Verdict {
 /// request, so it must be quick (the policy engine takes microseconds) and must not block.
 pub trait ApprovalPolicy: Send + Sync + std::fmt::Debug {
     fn judge(&self, request: &ApprovalRequested) -> Judgement;
+
+    /// A person answered "always" in `scope`: keeps the narrowest rules that allow this call
+    /// (in memory for the session, else in the project's or the host's rule file) and returns
+    /// them; `Err` says why none can be kept (e.g. an invariant forbids it).
+    fn remember(
+        &self,
+        request: &ApprovalRequested,
+        scope: RuleScope,
+    ) -> Result<Vec<String>, String>;
 }

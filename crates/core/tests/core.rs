@@ -371,7 +371,7 @@ async fn decisions_a_backend_cannot_carry_are_refused_clearly() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        r.session.decide("r1", Decision::AllowAlways, "x").await,
+        r.session.decide("r1", Decision::AllowAlways { scope: None }, "x").await,
         Err(CoreError::Unsupported(_))
     ));
     r.session.decide("r1", Decision::Allow, "x").await.unwrap();

@@ -15,10 +15,11 @@ mod host;
 mod keepers;
 mod launch;
 mod names;
-mod policy;
+pub mod policy;
 mod portable;
 mod private;
 mod recovery;
+pub mod rules;
 mod shutdown;
 mod writing;
 

@@ -3,31 +3,23 @@
 //! person sees one.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
+use nucleic_protocol::RuleScope;
 use nucleic_policy::{
-    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Sources,
+    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Scope, Sources,
 };
 use nucleic_protocol::ApprovalRequested;
 use serde_json::Value;
 
 use crate::config::HostConfig;
+use crate::rules::RuleFile;
 
 /// Tool names of Codex approvals (`nucleic_agents::codex`): a command and a file change.
 const CODEX_SHELL: &str = "shell";
 const CODEX_PATCH: &str = "apply_patch";
-
-/// Nucleic's rule file for every project of this host.
-pub fn host_rules_path(config: &HostConfig) -> PathBuf {
-    config.home.join("rules.json")
-}
-
-/// Nucleic's rule file for one project (kept by the host, outside the repository, so an agent
-/// cannot grant itself rules).
-pub fn project_rules_path(config: &HostConfig, project_id: &str) -> PathBuf {
-    config.home.join("projects").join(project_id).join("rules.json")
-}
 
 /// The home agents run with (`HOME` of `agent_env`, else the host's): its
 /// `.claude/settings.json` is the user's Claude Code settings.
@@ -55,15 +47,23 @@ pub struct SessionPlace {
 /// The rule files a session's policy reads.
 pub fn sources(config: &HostConfig, place: &SessionPlace) -> Sources {
     let mut sources = Sources::claude(&place.project_root, agent_home(config));
-    sources.nucleic_project = place.project_id.as_deref().map(|p| project_rules_path(config, p));
-    sources.nucleic_host = Some(host_rules_path(config));
+    sources.nucleic_project =
+        place.project_id.as_ref().map(|p| config.rule_file(&RuleFile::Project(p.clone())));
+    sources.nucleic_host = Some(config.rule_file(&RuleFile::Host));
     sources
 }
 
-/// One session's policy.
+/// One session's policy. Its rule files are read again at the first tool call after one of them
+/// changed (size or modification time): an "always" kept by another session, or `nucleic rules`,
+/// applies to the next call of every running session.
 #[derive(Debug)]
 pub struct SessionPolicy {
     policy: RwLock<Policy>,
+    sources: Sources,
+    /// Each rule file's (modification time, size) when last read.
+    stamps: Mutex<Vec<Option<(SystemTime, u64)>>>,
+    /// "Always" rules of this session (in memory; kept across reloads).
+    session_rules: Mutex<Vec<String>>,
     place: SessionPlace,
     home: PathBuf,
     data_dir: PathBuf,
@@ -74,16 +74,36 @@ impl SessionPolicy {
     /// Loads every rule file for `place`; the warnings name each file that is wrong (its rules
     /// are ignored, the other files still apply).
     pub fn load(config: &HostConfig, place: SessionPlace) -> (Arc<SessionPolicy>, Vec<LoadWarning>) {
-        let (policy, warnings) = Policy::load(&sources(config, &place));
+        let sources = sources(config, &place);
+        let stamps = stamps(&sources);
+        let (policy, warnings) = Policy::load(&sources);
         let mode = policy.default_mode.unwrap_or_default();
         let session = SessionPolicy {
             policy: RwLock::new(policy),
+            sources,
+            stamps: Mutex::new(stamps),
+            session_rules: Mutex::new(Vec::new()),
             place,
             home: agent_home(config),
             data_dir: config.home.clone(),
             mode,
         };
         (Arc::new(session), warnings)
+    }
+
+    /// Reads the rule files again if one changed since they were read.
+    fn refresh(&self) {
+        let now = stamps(&self.sources);
+        let mut seen = self.stamps.lock().unwrap_or_else(PoisonError::into_inner);
+        if *seen == now {
+            return;
+        }
+        let (mut policy, _) = Policy::load(&self.sources);
+        for rule in self.session_rules.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            let _ = policy.add_rule(Scope::Session, Behaviour::Allow, rule);
+        }
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = policy;
+        *seen = now;
     }
 
     fn context(&self) -> Context<'static> {
@@ -99,8 +119,20 @@ impl SessionPolicy {
         }
     }
 
+    /// The tool call of a request as the policy sees it: Codex's command as `Bash`.
+    fn as_tool_call(request: &ApprovalRequested) -> (String, Value) {
+        match request.tool_name.as_str() {
+            CODEX_SHELL => {
+                let line = request.input.get("command").and_then(Value::as_str).unwrap_or_default();
+                ("Bash".into(), serde_json::json!({ "command": line }))
+            }
+            tool => (tool.to_owned(), request.input.clone()),
+        }
+    }
+
     /// The policy's decision on one request, tool names of both backends understood.
     pub fn decide(&self, request: &ApprovalRequested) -> nucleic_policy::Decision {
+        self.refresh();
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
         let ctx = self.context();
         let input = &request.input;
@@ -117,6 +149,70 @@ impl SessionPolicy {
             tool => policy.evaluate(tool, input, &ctx),
         }
     }
+
+    /// Keeps the narrowest rules that allow `request` in `scope`.
+    pub fn remember(
+        &self,
+        request: &ApprovalRequested,
+        scope: RuleScope,
+    ) -> Result<Vec<String>, String> {
+        self.refresh();
+        let (tool, input) = Self::as_tool_call(request);
+        let rules = if request.tool_name == CODEX_PATCH {
+            let paths = codex_patch_paths(&request.input, &self.place.worktree);
+            let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+            let ctx = self.context();
+            let mut rules = Vec::new();
+            for path in paths {
+                rules.extend(policy.suggest_rules("Write", &serde_json::json!({ "file_path": path }), &ctx));
+            }
+            rules
+        } else {
+            let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+            policy.suggest_rules(&tool, &input, &self.context())
+        };
+        if rules.is_empty() {
+            return Err(format!(
+                "no rule can always allow this {tool} call (a hard invariant refuses it, or part of it is only known at run time)"
+            ));
+        }
+        let file = match scope {
+            RuleScope::Session => None,
+            RuleScope::Project => Some(RuleFile::Project(
+                self.place.project_id.clone().ok_or("this session has no project")?,
+            )),
+            RuleScope::Host => Some(RuleFile::Host),
+        };
+        match file {
+            None => {
+                let mut kept = self.session_rules.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
+                for rule in &rules {
+                    policy.add_rule(Scope::Session, Behaviour::Allow, rule).map_err(|e| e.to_string())?;
+                    kept.push(rule.clone());
+                }
+            }
+            Some(file) => {
+                let path = file.path(&self.data_dir);
+                for rule in &rules {
+                    crate::rules::add_rule(&path, Behaviour::Allow, rule).map_err(|e| e.to_string())?;
+                }
+                self.refresh();
+            }
+        }
+        Ok(rules)
+    }
+}
+
+/// (modification time, size) of each rule file; `None` for a missing one.
+fn stamps(sources: &Sources) -> Vec<Option<(SystemTime, u64)>> {
+    sources
+        .files()
+        .iter()
+        .map(|(_, path)| {
+            std::fs::metadata(path).ok().and_then(|m| Some((m.modified().ok()?, m.len())))
+        })
+        .collect()
 }
 
 /// The paths of a Codex file change (`{"changes": [{"path": …}, …]}`, or a map keyed by path).
@@ -133,6 +229,14 @@ fn codex_patch_paths(input: &Value, cwd: &Path) -> Vec<PathBuf> {
 }
 
 impl ApprovalPolicy for SessionPolicy {
+    fn remember(
+        &self,
+        request: &ApprovalRequested,
+        scope: RuleScope,
+    ) -> Result<Vec<String>, String> {
+        SessionPolicy::remember(self, request, scope)
+    }
+
     fn judge(&self, request: &ApprovalRequested) -> Judgement {
         let decision = self.decide(request);
         Judgement {

@@ -15,7 +15,7 @@ mod status;
 mod sync;
 mod timestamp;
 
-pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, Risk};
+pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, Risk, RuleScope};
 pub use capabilities::{BackendInfo, Capabilities};
 pub use device::{DeviceProof, DeviceSummary, HELLO_PROOF_CONTEXT, hello_proof_message};
 pub use event::{Backend, Event};

@@ -40,7 +40,7 @@ pub fn permission_reply(
         Decision::AllowEdited { updated_input } => {
             json!({"behavior": "allow", "updatedInput": updated_input})
         }
-        Decision::AllowAlways => json!({
+        Decision::AllowAlways { .. } => json!({
             "behavior": "allow",
             "updatedPermissions": [{
                 "type": "addRules",
@@ -192,7 +192,7 @@ mod tests {
             allow,
             r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
         );
-        let always = permission_reply("r1", "Write", &Decision::AllowAlways).unwrap();
+        let always = permission_reply("r1", "Write", &Decision::AllowAlways { scope: None }).unwrap();
         assert!(always.contains(r#""rules":[{"toolName":"Write"}]"#), "{always}");
         let stop = permission_reply("r1", "Write", &Decision::DenyAndStop { message: "no".into() })
             .unwrap();
