@@ -225,3 +225,58 @@ async fn real_codex_approvals_pass_the_host_policy() {
     assert!(turn.asked[0].input.to_string().contains("frobnicate --all"));
     shutdown(host).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_always_for_a_project_survives_a_restart_until_removed() {
+    if isolated!("real_claude_always_for_a_project_survives_a_restart_until_removed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    let mock = MockAnthropic::start(Script::bash_then_done("frobnicate --all")).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    let home = dir.path().join("home");
+    let host = Host::open(host_config(&home, env.clone(), true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let pid = project.project_id.clone();
+    let start = |host: Arc<Host>| {
+        let pid = pid.clone();
+        async move {
+            let request = new_session(&pid, Backend::ClaudeCode, "go");
+            host.new_session(request, "t").await.unwrap().session_id
+        }
+    };
+
+    // Asked; the person says "always, for this project".
+    let id = start(host.clone()).await;
+    let always = Decision::AllowAlways { scope: Some(nucleic_protocol::RuleScope::Project) };
+    let turn = run_turn(&host, &id, |_| always.clone()).await;
+    assert_eq!(turn.asked.len(), 1);
+    let r = turn.resolution_of("frobnicate").unwrap();
+    assert_eq!((r.decision, r.by.as_str()), (DecisionKind::AllowAlways, "person"));
+    assert!(r.message.as_deref().unwrap().contains("Bash(frobnicate --all)"), "{r:?}");
+    shutdown(host).await;
+
+    // A new host on the same home, a new session: allowed by the kept rule, no person. A
+    // malformed settings file of the project is named in the session; the other files apply.
+    write(&root.join(".claude/settings.local.json"), "{\"permissions\": [");
+    let host = Host::open(host_config(&home, env.clone(), true)).await.unwrap();
+    let id = start(host.clone()).await;
+    let turn = run_turn(&host, &id, |_| Decision::Deny { message: "no".into() }).await;
+    assert_by_policy(&turn, "frobnicate", DecisionKind::Allow, "policy:Bash(frobnicate --all)");
+    let named = turn.events.iter().any(|k| matches!(k, EventKind::Error(e)
+        if e.message.contains("settings.local.json") && e.message.contains("malformed")));
+    assert!(named, "the malformed file is named: {:#?}", turn.events);
+
+    // Removed with `nucleic rules rm`: the next call is asked again.
+    let out = std::process::Command::new(nucleic())
+        .args(["rules", "rm", "Bash(frobnicate --all)", "--project", &pid])
+        .env("NUCLEIC_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = start(host.clone()).await;
+    let turn = run_turn(&host, &id, |_| Decision::Deny { message: "no".into() }).await;
+    assert_eq!(turn.asked.len(), 1, "{:#?}", turn.events);
+    shutdown(host).await;
+}
