@@ -86,22 +86,21 @@ impl Host {
         let transcript = PathBuf::from(&row.transcript);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
-        let (policy, problems) =
-            self.session_policy(row.backend, row.project_id.as_deref(), &cwd).await;
+        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,
             transcript,
-            approval_timeout: self.config.approval_timeout,
+            approval_timeout: rules.approval_timeout,
             created: None,
             keep_open: true,
-            policy,
+            policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
         drop(starting);
-        for problem in problems {
+        for problem in rules.problems {
             session.record(problem).await?;
         }
         Ok(session)

@@ -263,22 +263,57 @@ pub fn wire_risk(risk: Risk) -> nucleic_protocol::Risk {
     }
 }
 
+/// What a session gets from its project's rules: the policy, problems to record, the timeout.
+pub(crate) struct SessionRules {
+    pub policy: Option<Arc<dyn ApprovalPolicy>>,
+    /// An `error` event for each rule file that is wrong.
+    pub problems: Vec<nucleic_protocol::EventKind>,
+    /// The project's (else the host's) approval timeout, else the host configuration's.
+    pub approval_timeout: Option<std::time::Duration>,
+}
+
 impl crate::host::Host {
-    /// The policy of a session of `backend` in project `project_id` working in `cwd` (none for
-    /// the simulated agent, whose approvals exist to be answered by a person, for a session
-    /// outside a project, or when the host runs without a policy), and an `error` event for
-    /// each rule file that is wrong, to record in the session.
-    pub(crate) async fn session_policy(
+    /// The rules of a session of `backend` in project `project_id` working in `cwd`: its
+    /// policy (none for the simulated agent, whose approvals exist to be answered by a person,
+    /// for a session outside a project, or when the host runs without a policy), the problems
+    /// of its rule files, and its approval timeout.
+    pub(crate) async fn session_rules(
         &self,
         backend: nucleic_protocol::Backend,
         project_id: Option<&str>,
         cwd: &Path,
-    ) -> (Option<Arc<dyn ApprovalPolicy>>, Vec<nucleic_protocol::EventKind>) {
-        if !self.config.policy || backend == nucleic_protocol::Backend::Simulated {
-            return (None, Vec::new());
+    ) -> SessionRules {
+        let mut rules = SessionRules {
+            policy: None,
+            problems: Vec::new(),
+            approval_timeout: self.config.approval_timeout,
+        };
+        let error = |message: String| {
+            nucleic_protocol::EventKind::Error(nucleic_protocol::ErrorEvent {
+                code: nucleic_protocol::ErrorCode::InvalidInput,
+                message,
+                http_status: None,
+            })
+        };
+        let mut files = vec![RuleFile::Host];
+        if let Some(p) = project_id {
+            files.insert(0, RuleFile::Project(p.to_owned()));
         }
-        let Some(project_id) = project_id else { return (None, Vec::new()) };
-        let Ok(project) = self.project(project_id).await else { return (None, Vec::new()) };
+        for file in files {
+            match crate::rules::approval_timeout(&self.config.rule_file(&file)) {
+                Ok(Some(timeout)) => {
+                    rules.approval_timeout = Some(timeout);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => rules.problems.push(error(format!("policy: {e}"))),
+            }
+        }
+        if !self.config.policy || backend == nucleic_protocol::Backend::Simulated {
+            return rules;
+        }
+        let Some(project_id) = project_id else { return rules };
+        let Ok(project) = self.project(project_id).await else { return rules };
         let place = SessionPlace {
             project_root: PathBuf::from(&project.root),
             project_id: Some(project.id.clone()),
@@ -286,17 +321,9 @@ impl crate::host::Host {
         };
         let config = self.config.clone();
         let loaded = tokio::task::spawn_blocking(move || SessionPolicy::load(&config, place)).await;
-        let Ok((policy, warnings)) = loaded else { return (None, Vec::new()) };
-        let errors = warnings
-            .into_iter()
-            .map(|w| {
-                nucleic_protocol::EventKind::Error(nucleic_protocol::ErrorEvent {
-                    code: nucleic_protocol::ErrorCode::InvalidInput,
-                    message: format!("policy: {w}"),
-                    http_status: None,
-                })
-            })
-            .collect();
-        (Some(policy), errors)
+        let Ok((policy, warnings)) = loaded else { return rules };
+        rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
+        rules.policy = Some(policy);
+        rules
     }
 }

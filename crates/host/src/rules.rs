@@ -86,6 +86,23 @@ pub fn remove_rule(path: &Path, rule: &str) -> Result<usize, HostError> {
     })
 }
 
+/// The approval timeout a rule file sets (`"approvalTimeoutSecs": N`): pending approvals of the
+/// project's (or the host's) sessions are denied after N seconds. `None` when the file or the key
+/// is missing; an error names the file when the value is not a whole number of seconds.
+pub fn approval_timeout(path: &Path) -> Result<Option<Duration>, HostError> {
+    let root = read(path)?;
+    match root.get(APPROVAL_TIMEOUT_KEY) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(secs) if secs > 0 => Ok(Some(Duration::from_secs(secs))),
+            _ => Err(malformed(path, &format!("`{APPROVAL_TIMEOUT_KEY}` is not a positive whole number"))),
+        },
+    }
+}
+
+/// The key of the approval timeout in a rule file.
+pub const APPROVAL_TIMEOUT_KEY: &str = "approvalTimeoutSecs";
+
 impl HostConfig {
     /// The path of one of Nucleic's rule files of this host.
     pub fn rule_file(&self, file: &RuleFile) -> PathBuf {

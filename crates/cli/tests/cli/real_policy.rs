@@ -280,3 +280,48 @@ async fn real_claude_always_for_a_project_survives_a_restart_until_removed() {
     assert_eq!(turn.asked.len(), 1, "{:#?}", turn.events);
     shutdown(host).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_projects_approval_timeout_comes_from_its_rule_file() {
+    use crate::host_sessions::{config, new_session as sim_session, repo};
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = Host::open(config(dir.path())).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let rules = dir.path().join("home/projects").join(&project.project_id).join("rules.json");
+    write(&rules, r#"{"approvalTimeoutSecs": 1}"#);
+    let id = host
+        .new_session(sim_session(&project.project_id, "write a.txt containing x"), "t")
+        .await
+        .unwrap()
+        .session_id;
+    let mut events = host.subscribe(&id, 1).await.unwrap();
+    let resolved = loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("the approval was not timed out within 10 s")
+            .unwrap()
+            .unwrap();
+        if let EventKind::ApprovalResolved(r) = &e.kind {
+            break r.clone();
+        }
+    };
+    assert_eq!((resolved.decision, resolved.by.as_str()), (DecisionKind::Deny, "host:timeout"));
+
+    // A value that is not a number of seconds is named in the session; nothing times out.
+    write(&rules, r#"{"approvalTimeoutSecs": "soon"}"#);
+    let id = host
+        .new_session(sim_session(&project.project_id, "write b.txt containing x"), "t")
+        .await
+        .unwrap()
+        .session_id;
+    let mut events = host.subscribe(&id, 1).await.unwrap();
+    let named = loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), events.next()).await.unwrap();
+        if let EventKind::Error(err) = &e.unwrap().unwrap().kind {
+            break err.message.clone();
+        }
+    };
+    assert!(named.contains("rules.json") && named.contains("approvalTimeoutSecs"), "{named}");
+    shutdown(host).await;
+}
