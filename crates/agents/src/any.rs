@@ -145,7 +145,8 @@ impl AgentLaunch {
             |watchdog| Supervision { watchdog, origins: Some(origins), ..Supervision::default() };
         match self {
             AgentLaunch::Claude(o) => {
-                let (h, rx) = run_claude(process, streams, supervision(None), o.host_hooks && !adopted);
+                let (h, rx) =
+                    run_claude(process, streams, supervision(None), o.host_hooks && !adopted);
                 (AnyAgent::Claude(h), rx)
             }
             AgentLaunch::Codex(o) => {

@@ -81,7 +81,12 @@ pub fn only(open: &[ApprovalRequested], session_id: &str) -> anyhow::Result<Stri
 
 /// `<request id>  <tool> <input summary>` on one line.
 pub fn line(a: &ApprovalRequested) -> String {
-    let risk = a.risk.map(|r| format!("  [{}]", serde_json::to_value(r).unwrap_or_default().as_str().unwrap_or("?"))).unwrap_or_default();
+    let risk = a
+        .risk
+        .map(|r| {
+            format!("  [{}]", serde_json::to_value(r).unwrap_or_default().as_str().unwrap_or("?"))
+        })
+        .unwrap_or_default();
     format!("{}  {} {}{risk}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
 }
 

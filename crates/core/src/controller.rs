@@ -306,7 +306,8 @@ impl<A: AgentControl> Writer<A> {
             let decision = match (verdict, judgement) {
                 (Verdict::Ask, _) | (_, None) if precheck => {
                     if let Err(e) = self.agent.defer(native_request_id(&id)).await {
-                        let message = format!("handing a tool call to the agent's prompt failed: {e}");
+                        let message =
+                            format!("handing a tool call to the agent's prompt failed: {e}");
                         ready.push(Draft::host(host_error(ErrorCode::AgentExited, message)));
                     }
                     continue;
@@ -456,7 +457,8 @@ impl<A: AgentControl> Writer<A> {
                 let rules = policy
                     .remember(request, *scope)
                     .map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
-                message = Some(format!("always allowed in {}: {}", scope_name(*scope), rules.join(", ")));
+                message =
+                    Some(format!("always allowed in {}: {}", scope_name(*scope), rules.join(", ")));
                 Decision::Allow
             }
             (Decision::AllowAlways { .. }, _) => Decision::AllowAlways { scope: None },

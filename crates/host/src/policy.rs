@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
-use nucleic_protocol::RuleScope;
 use nucleic_policy::{
     Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Scope, Sources,
 };
 use nucleic_protocol::ApprovalRequested;
+use nucleic_protocol::RuleScope;
 use serde_json::Value;
 
 use crate::config::HostConfig;
@@ -73,7 +73,10 @@ pub struct SessionPolicy {
 impl SessionPolicy {
     /// Loads every rule file for `place`; the warnings name each file that is wrong (its rules
     /// are ignored, the other files still apply).
-    pub fn load(config: &HostConfig, place: SessionPlace) -> (Arc<SessionPolicy>, Vec<LoadWarning>) {
+    pub fn load(
+        config: &HostConfig,
+        place: SessionPlace,
+    ) -> (Arc<SessionPolicy>, Vec<LoadWarning>) {
         let sources = sources(config, &place);
         let stamps = stamps(&sources);
         let (policy, warnings) = Policy::load(&sources);
@@ -164,7 +167,11 @@ impl SessionPolicy {
             let ctx = self.context();
             let mut rules = Vec::new();
             for path in paths {
-                rules.extend(policy.suggest_rules("Write", &serde_json::json!({ "file_path": path }), &ctx));
+                rules.extend(policy.suggest_rules(
+                    "Write",
+                    &serde_json::json!({ "file_path": path }),
+                    &ctx,
+                ));
             }
             rules
         } else {
@@ -188,14 +195,17 @@ impl SessionPolicy {
                 let mut kept = self.session_rules.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
                 for rule in &rules {
-                    policy.add_rule(Scope::Session, Behaviour::Allow, rule).map_err(|e| e.to_string())?;
+                    policy
+                        .add_rule(Scope::Session, Behaviour::Allow, rule)
+                        .map_err(|e| e.to_string())?;
                     kept.push(rule.clone());
                 }
             }
             Some(file) => {
                 let path = file.path(&self.data_dir);
                 for rule in &rules {
-                    crate::rules::add_rule(&path, Behaviour::Allow, rule).map_err(|e| e.to_string())?;
+                    crate::rules::add_rule(&path, Behaviour::Allow, rule)
+                        .map_err(|e| e.to_string())?;
                 }
                 self.refresh();
             }

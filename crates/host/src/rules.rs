@@ -95,7 +95,10 @@ pub fn approval_timeout(path: &Path) -> Result<Option<Duration>, HostError> {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_u64() {
             Some(secs) if secs > 0 => Ok(Some(Duration::from_secs(secs))),
-            _ => Err(malformed(path, &format!("`{APPROVAL_TIMEOUT_KEY}` is not a positive whole number"))),
+            _ => Err(malformed(
+                path,
+                &format!("`{APPROVAL_TIMEOUT_KEY}` is not a positive whole number"),
+            )),
         },
     }
 }
@@ -207,11 +210,15 @@ mod tests {
         assert!(add_rule(&path, Behaviour::Allow, "Bash(make test)").unwrap());
         assert!(!add_rule(&path, Behaviour::Allow, "Bash(make test)").unwrap());
         assert!(add_rule(&path, Behaviour::Deny, "WebFetch").unwrap());
-        let text = std::fs::read_to_string(&path).unwrap().replace("{\n", "{\n  \"mode\": \"full\",\n");
+        let text =
+            std::fs::read_to_string(&path).unwrap().replace("{\n", "{\n  \"mode\": \"full\",\n");
         std::fs::write(&path, text).unwrap();
         assert_eq!(remove_rule(&path, "WebFetch").unwrap(), 1);
         let rules = list_rules(&path).unwrap();
-        assert_eq!(rules, [FileRule { behaviour: Behaviour::Allow, rule: "Bash(make test)".into() }]);
+        assert_eq!(
+            rules,
+            [FileRule { behaviour: Behaviour::Allow, rule: "Bash(make test)".into() }]
+        );
         let root: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(root["mode"], "full");
         let e = add_rule(&path, Behaviour::Allow, "Bash(ls").unwrap_err().to_string();
@@ -225,9 +232,6 @@ mod tests {
         std::fs::write(&path, r#"{"permissions":{"allow":"Bash"}}"#).unwrap();
         let e = add_rule(&path, Behaviour::Allow, "Read").unwrap_err().to_string();
         assert!(e.contains(&path.display().to_string()) && e.contains("not a list"), "{e}");
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            r#"{"permissions":{"allow":"Bash"}}"#
-        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), r#"{"permissions":{"allow":"Bash"}}"#);
     }
 }

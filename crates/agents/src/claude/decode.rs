@@ -373,9 +373,10 @@ impl ClaudeDecoder {
             return DecodedLine { native_type, events: vec![kind], control: Some(control) };
         }
         if r.request.subtype == "hook_callback"
-            && let Some(hook) = r.request.input.as_ref().filter(|i| {
-                i.get("hook_event_name").and_then(Value::as_str) == Some("PreToolUse")
-            })
+            && let Some(hook) =
+                r.request.input.as_ref().filter(|i| {
+                    i.get("hook_event_name").and_then(Value::as_str) == Some("PreToolUse")
+                })
         {
             let text = |key: &str| hook.get(key).and_then(Value::as_str).map(str::to_owned);
             let kind = EventKind::ApprovalRequested(ApprovalRequested {

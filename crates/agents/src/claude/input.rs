@@ -192,7 +192,8 @@ mod tests {
             allow,
             r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
         );
-        let always = permission_reply("r1", "Write", &Decision::AllowAlways { scope: None }).unwrap();
+        let always =
+            permission_reply("r1", "Write", &Decision::AllowAlways { scope: None }).unwrap();
         assert!(always.contains(r#""rules":[{"toolName":"Write"}]"#), "{always}");
         let stop = permission_reply("r1", "Write", &Decision::DenyAndStop { message: "no".into() })
             .unwrap();

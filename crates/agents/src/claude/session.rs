@@ -77,7 +77,8 @@ pub(crate) fn run_claude(
     supervision: Supervision,
     hooks: bool,
 ) -> (ClaudeHandle, mpsc::Receiver<AgentOutput>) {
-    let initialize = hooks.then(|| input::initialize_with_hooks("nucleic_init")).and_then(Result::ok);
+    let initialize =
+        hooks.then(|| input::initialize_with_hooks("nucleic_init")).and_then(Result::ok);
     let shared = Shared {
         process: process.clone(),
         asks: Mutex::new(HashMap::new()),

@@ -296,7 +296,10 @@ mod tests {
     #[test]
     fn decisions_map_to_codex_words() {
         assert_eq!(wire_decision(&Decision::Allow).unwrap(), "accept");
-        assert_eq!(wire_decision(&Decision::AllowAlways { scope: None }).unwrap(), "acceptForSession");
+        assert_eq!(
+            wire_decision(&Decision::AllowAlways { scope: None }).unwrap(),
+            "acceptForSession"
+        );
         assert_eq!(wire_decision(&Decision::Deny { message: "no".into() }).unwrap(), "decline");
         assert_eq!(
             wire_decision(&Decision::DenyAndStop { message: "no".into() }).unwrap(),

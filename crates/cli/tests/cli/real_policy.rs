@@ -136,16 +136,9 @@ async fn real_claude_every_tool_call_passes_the_host_policy() {
     let settings = scratch.join("home/.claude/settings.json");
     write(&settings, r#"{"permissions":{"allow":["Bash(*)"]}}"#);
     // The project's deny rule (in its main checkout, where the agent cannot edit it).
-    write(
-        &root.join(".claude/settings.json"),
-        r#"{"permissions":{"deny":["Bash(touch:*)"]}}"#,
-    );
-    let calls = vec![
-        bash("ls"),
-        bash("sudo true"),
-        bash("touch denied.txt"),
-        bash("shutdown -h now"),
-    ];
+    write(&root.join(".claude/settings.json"), r#"{"permissions":{"deny":["Bash(touch:*)"]}}"#);
+    let calls =
+        vec![bash("ls"), bash("sudo true"), bash("touch denied.txt"), bash("shutdown -h now")];
     let mock = MockAnthropic::start(Script::tools_then_done(calls)).await.unwrap();
     let env = claude_offline_env(&mock.base_url(), &scratch);
     let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
@@ -162,8 +155,10 @@ async fn real_claude_every_tool_call_passes_the_host_policy() {
     // `sudo true`: denied by the invariant, never put to a person, the model told why.
     assert_by_policy(&turn, "sudo true", DecisionKind::Deny, "invariant:sudo");
     let sudo = turn.resolution_of("sudo true").unwrap();
-    let told = turn.events.iter().any(|k| matches!(k, EventKind::ToolResult(t)
-        if t.is_error && t.content.to_string().contains(sudo.message.as_deref().unwrap())));
+    let told = turn.events.iter().any(|k| {
+        matches!(k, EventKind::ToolResult(t)
+        if t.is_error && t.content.to_string().contains(sudo.message.as_deref().unwrap()))
+    });
     assert!(told, "the model sees the reason: {:#?}", turn.events);
     // The project's deny rule wins over the person's allow-everything.
     assert_by_policy(&turn, "touch denied.txt", DecisionKind::Deny, "policy:Bash(touch:*)");
@@ -178,7 +173,8 @@ async fn real_claude_every_tool_call_passes_the_host_policy() {
     // "edit" is asked with a risk class.
     write(&settings, "{}");
     mock.set_script(Script::bash_then_done("frobnicate --all"));
-    let session = host.new_session(new_session(&project.project_id, Backend::ClaudeCode, "go"), "t");
+    let session =
+        host.new_session(new_session(&project.project_id, Backend::ClaudeCode, "go"), "t");
     let id = session.await.unwrap().session_id;
     let turn = run_turn(&host, &id, |_| Decision::Allow).await;
     let asked: Vec<_> = turn.asked.iter().map(|a| (a.input["command"].clone(), a.risk)).collect();
@@ -264,8 +260,10 @@ async fn real_claude_always_for_a_project_survives_a_restart_until_removed() {
     let id = start(host.clone()).await;
     let turn = run_turn(&host, &id, |_| Decision::Deny { message: "no".into() }).await;
     assert_by_policy(&turn, "frobnicate", DecisionKind::Allow, "policy:Bash(frobnicate --all)");
-    let named = turn.events.iter().any(|k| matches!(k, EventKind::Error(e)
-        if e.message.contains("settings.local.json") && e.message.contains("malformed")));
+    let named = turn.events.iter().any(|k| {
+        matches!(k, EventKind::Error(e)
+        if e.message.contains("settings.local.json") && e.message.contains("malformed"))
+    });
     assert!(named, "the malformed file is named: {:#?}", turn.events);
 
     // Removed with `nucleic rules rm`: the next call is asked again.
