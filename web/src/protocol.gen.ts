@@ -167,7 +167,8 @@ by: string,
  */
 updatedInput?: JsonValue | null, 
 /**
- * The reason given to the model on a deny, or why the host cancelled.
+ * The reason given to the model on a deny, why the host cancelled, or the rules an
+ * "always" in a scope kept.
  */
 message?: string | null, };
 
