@@ -39,3 +39,7 @@ pub trait ApprovalPolicy: Send + Sync + std::fmt::Debug {
         scope: RuleScope,
     ) -> Result<Vec<String>, String>;
 }
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

@@ -201,6 +201,30 @@ mod tests {
     }
 
     #[test]
+    fn the_pre_tool_hook_is_registered_and_answered_as_observed() {
+        let init: Value = serde_json::from_str(&initialize_with_hooks("i1").unwrap()).unwrap();
+        assert_eq!(init["request"]["subtype"], "initialize");
+        let hook = &init["request"]["hooks"]["PreToolUse"][0];
+        assert_eq!(
+            (hook["matcher"].clone(), hook["hookCallbackIds"][0].clone()),
+            (Value::Null, json!(PRE_TOOL_HOOK))
+        );
+        for (verdict, wire) in
+            [(HookVerdict::Allow, "allow"), (HookVerdict::Deny, "deny"), (HookVerdict::Ask, "ask")]
+        {
+            let line = hook_reply("h1", verdict, "why").unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["response"]["request_id"], "h1");
+            let out = &v["response"]["response"]["hookSpecificOutput"];
+            assert_eq!(out["hookEventName"], "PreToolUse");
+            assert_eq!(
+                (out["permissionDecision"].as_str(), out["permissionDecisionReason"].as_str()),
+                (Some(wire), Some("why"))
+            );
+        }
+    }
+
+    #[test]
     fn invalid_messages_never_reach_the_cli() {
         let edited = Decision::AllowEdited { updated_input: json!("not an object") };
         assert!(permission_reply("r1", "Write", &edited).is_err());
