@@ -12,7 +12,7 @@ use crate::codex::{
 };
 use crate::error::AgentError;
 use crate::keeper::{
-    KeeperDir, KeeperError, KeeperHello, KeeperSpec, attach, read_spool, start_keeper,
+    KeeperDir, KeeperError, KeeperHello, KeeperSpec, Reach, attach, read_spool, start_keeper,
 };
 use crate::process::SpawnSpec;
 use crate::supervisor::{AgentProcess, Checkpoint, Origins, Streams, Supervision};
@@ -97,7 +97,7 @@ impl AgentLaunch {
         let mut spec = KeeperSpec::new(self.spawn_spec()?);
         tune(&mut spec);
         start_keeper(program, dir, &spec)?;
-        let attached = attach(dir, KEEPER_ATTACH_DEADLINE).await?;
+        let attached = attach(dir, Reach::Starting, KEEPER_ATTACH_DEADLINE).await?;
         let origins = Origins { run: spec.run, after: Checkpoint::default() };
         let (agent, outputs) = self.run(attached.process, attached.streams, origins, false);
         Ok(KeptAgent { agent, outputs, hello: Some(attached.hello) })
@@ -111,7 +111,7 @@ impl AgentLaunch {
         dir: &KeeperDir,
         after: impl FnOnce(&str) -> Checkpoint,
     ) -> Result<KeptAgent, KeeperError> {
-        let attached = attach(dir, KEEPER_ATTACH_DEADLINE).await?;
+        let attached = attach(dir, Reach::Existing, KEEPER_ATTACH_DEADLINE).await?;
         let origins =
             Origins { after: after(&attached.hello.run), run: attached.hello.run.clone() };
         let (agent, outputs) = self.run(attached.process, attached.streams, origins, true);

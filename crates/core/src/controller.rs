@@ -16,9 +16,10 @@ use nucleic_protocol::{
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::approvals::{ApprovalCoordinator, native_request_id, reasked_id};
+use crate::batch::EventBatch;
 use crate::error::CoreError;
 use crate::gate::{ApprovalPolicy, Verdict};
-use crate::handle::{Command, EventBatch, Reply, SessionHandle, SessionState};
+use crate::handle::{Command, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
 
@@ -553,9 +554,12 @@ impl<A: AgentControl> Writer<A> {
         }
         let appended = self.sequencer.append(drafts);
         if !appended.written.is_empty() {
-            // One bus message per written batch: waking subscribers per event costs more than
-            // everything else the writer does.
-            let _ = self.bus.send(Arc::new(appended.written.into_iter().map(Arc::new).collect()));
+            // One bus message per written batch, with the JSON lines the transcript got: every
+            // subscriber (and every client behind it) shares them instead of copying events or
+            // encoding them again. Waking subscribers per event would cost more than everything
+            // else the writer does.
+            let batch = EventBatch::written(appended.written, self.sequencer.take_last_lines());
+            let _ = self.bus.send(batch);
         }
         let mut state = self.state.borrow().clone();
         state.status = self.status;

@@ -1,12 +1,12 @@
 //! `SessionHandle`: how the rest of the host talks to a session's controller task.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use nucleic_protocol::{ApprovalResolved, Decision, Event, EventKind, RunFinished, SessionStatus};
+use nucleic_protocol::{ApprovalResolved, Decision, EventKind, RunFinished, SessionStatus};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+use crate::batch::EventBatch;
 use crate::error::CoreError;
 use crate::subscription::Subscription;
 
@@ -21,9 +21,6 @@ pub struct SessionState {
     /// The last transcript write failure, if events are being held in memory.
     pub storage_error: Option<String>,
 }
-
-/// Events written together, as they travel on a session's live bus.
-pub(crate) type EventBatch = Arc<Vec<Arc<Event>>>;
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, CoreError>>;
 

@@ -5,6 +5,7 @@
 //! per transcript.
 
 mod approvals;
+mod batch;
 mod controller;
 mod error;
 mod gate;
@@ -15,6 +16,7 @@ mod subscription;
 mod writer_lock;
 
 pub use approvals::{ApprovalCoordinator, native_request_id, reasked_id};
+pub use batch::{EventBatch, EventSlice, SharedEvent};
 pub use controller::{KeptRun, Resumed, SessionConfig, SessionController};
 pub use error::CoreError;
 pub use gate::{ApprovalPolicy, Judgement, Verdict};

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use nucleic_protocol::{Backend, Event, EventKind, Timestamp};
-use nucleic_store::{SharedIndex, StoreError, TranscriptWriter};
+use nucleic_store::{SharedIndex, StoreError, TranscriptWriter, WrittenLines};
 
 use crate::error::CoreError;
 use crate::writer_lock::WriterLock;
@@ -131,6 +131,12 @@ impl Sequencer {
         }
         self.sync()?;
         Ok(appended.written)
+    }
+
+    /// Takes the transcript lines the last successful append wrote (one per event of its
+    /// `written`; empty when taken already).
+    pub fn take_last_lines(&mut self) -> WrittenLines {
+        self.transcript.take_last_lines()
     }
 
     /// Forces written events to stable storage.

@@ -1,19 +1,17 @@
 //! Subscriptions: every event from a chosen `seq`, with no gap and no duplicate. Catch-up comes
 //! from the transcript on disk (in bounded chunks, starting near the cursor thanks to the
 //! transcript's index); live events from the bus; a reader that falls behind the bus goes back
-//! to disk for exactly what it missed.
+//! to disk for exactly what it missed. Events come as slices of the batches the writer
+//! published (or read from disk), shared, never copied.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use nucleic_protocol::Event;
 use nucleic_store::{SharedIndex, read_range};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::batch::{EventBatch, EventSlice, SharedEvent};
 use crate::error::CoreError;
-use crate::handle::EventBatch;
 
 /// Most events read from disk at a time.
 const CATCH_UP_CHUNK: usize = 4096;
@@ -22,7 +20,8 @@ const CATCH_UP_CHUNK: usize = 4096;
 #[derive(Debug)]
 pub struct Subscription {
     next_seq: u64,
-    backlog: VecDeque<Arc<Event>>,
+    /// Events received and not yet handed out (some may be below the cursor).
+    backlog: Option<EventSlice>,
     live: Option<broadcast::Receiver<EventBatch>>,
     transcript: PathBuf,
     index: SharedIndex,
@@ -44,7 +43,7 @@ impl Subscription {
     ) -> Result<Subscription, CoreError> {
         let mut sub = Subscription {
             next_seq: from_seq.max(1),
-            backlog: VecDeque::new(),
+            backlog: None,
             live,
             transcript,
             index,
@@ -76,27 +75,32 @@ impl Subscription {
         let read = read_range(&self.transcript, offset, self.next_seq, CATCH_UP_CHUNK)?;
         self.more_on_disk = read.events.len() == CATCH_UP_CHUNK;
         self.resume_at = read.events.last().map(|e| (read.complete_len, e.seq + 1));
-        self.backlog = read.events.into_iter().map(Arc::new).collect();
-        Ok(!self.backlog.is_empty())
+        let found = !read.events.is_empty();
+        let batch = EventBatch::new(read.events);
+        self.backlog = Some(EventSlice::new(batch.clone(), 0..batch.len()));
+        Ok(found)
     }
 
     /// The next event, or `None` once the session's writer is gone and everything was delivered.
-    pub async fn next(&mut self) -> Result<Option<Arc<Event>>, CoreError> {
+    /// Cancel-safe.
+    pub async fn next(&mut self) -> Result<Option<SharedEvent>, CoreError> {
+        Ok(self.next_up_to(1).await?.and_then(|slice| {
+            let (batch, range) = slice.parts();
+            SharedEvent::new(batch.clone(), range.start)
+        }))
+    }
+
+    /// The next events: as many as are ready now, at least one, consecutive from the cursor and
+    /// all of one batch; `None` once the session's writer is gone and everything was delivered.
+    /// Cancel-safe.
+    pub async fn next_batch(&mut self) -> Result<Option<EventSlice>, CoreError> {
+        self.next_up_to(usize::MAX).await
+    }
+
+    async fn next_up_to(&mut self, max: usize) -> Result<Option<EventSlice>, CoreError> {
         loop {
-            if let Some(event) = self.backlog.pop_front() {
-                if event.seq < self.next_seq {
-                    continue;
-                }
-                if event.seq > self.next_seq {
-                    // A hole the file itself has: nothing can fill it.
-                    return Err(CoreError::Unsupported(format!(
-                        "transcript {} has no event {}",
-                        self.transcript.display(),
-                        self.next_seq
-                    )));
-                }
-                self.next_seq += 1;
-                return Ok(Some(event));
+            if let Some(ready) = self.take_ready(max)? {
+                return Ok(Some(ready));
             }
             // A full chunk means the catch-up is not over: read on before waiting for live
             // events (an idle session sends none).
@@ -111,13 +115,12 @@ impl Subscription {
             };
             match live.recv().await {
                 Ok(batch) => {
-                    let first = batch.first().map_or(u64::MAX, |e| e.seq);
+                    let first = batch.events().first().map_or(u64::MAX, |e| e.seq);
                     if first > self.next_seq {
                         // Ahead of us: everything before it is on disk (written first).
                         self.refill()?;
                     } else {
-                        self.backlog
-                            .extend(batch.iter().filter(|e| e.seq >= self.next_seq).cloned());
+                        self.backlog = Some(EventSlice::new(batch.clone(), 0..batch.len()));
                     }
                 }
                 // We lagged: what we missed is on disk.
@@ -128,6 +131,123 @@ impl Subscription {
                     self.live = None;
                 }
             }
+        }
+    }
+
+    /// Takes up to `max` events from the backlog that continue the cursor exactly: events below
+    /// it are skipped (already delivered), a run stops before any jump, and a backlog that
+    /// starts above the cursor is a hole in the file itself.
+    fn take_ready(&mut self, max: usize) -> Result<Option<EventSlice>, CoreError> {
+        let Some(backlog) = self.backlog.take() else { return Ok(None) };
+        let (batch, range) = backlog.parts();
+        let events = batch.events().get(range.clone()).unwrap_or_default();
+        let skip = events.iter().take_while(|e| e.seq < self.next_seq).count();
+        let Some(first) = events.get(skip) else { return Ok(None) };
+        if first.seq > self.next_seq {
+            return Err(CoreError::Unsupported(format!(
+                "transcript {} has no event {}",
+                self.transcript.display(),
+                self.next_seq
+            )));
+        }
+        let run = events
+            .iter()
+            .skip(skip)
+            .take(max)
+            .zip(self.next_seq..)
+            .take_while(|(e, seq)| e.seq == *seq)
+            .count();
+        let start = range.start + skip;
+        let ready = EventSlice::new(batch.clone(), start..start + run);
+        if start + run < range.end {
+            self.backlog = Some(EventSlice::new(batch.clone(), start + run..range.end));
+        }
+        self.next_seq += run as u64;
+        Ok(Some(ready))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use nucleic_protocol::{Backend, EventKind, StderrLine};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::sequencer::{Draft, Sequencer};
+
+    fn line(n: usize) -> Draft {
+        Draft::host(EventKind::Stderr(StderrLine { text: format!("line {n} \"q\" é") }))
+    }
+
+    /// Reads `sub` to its end, one event or one slice at a time as `modes`' bits say; checks
+    /// every slice is consecutive and every event's shared JSON is its serialization.
+    async fn read_all(mut sub: Subscription, mut modes: u64) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        loop {
+            modes = modes.rotate_right(1);
+            if modes & 1 == 1 {
+                let Some(slice) = sub.next_batch().await.unwrap() else { break };
+                let (batch, range) = slice.parts();
+                assert!(!range.is_empty());
+                for (i, event) in range.zip(slice.events()) {
+                    assert_eq!(batch.json(i).unwrap(), serde_json::to_string(event).unwrap());
+                    if let Some(last) = seqs.last() {
+                        assert_eq!(event.seq, last + 1, "a slice continues the cursor");
+                    }
+                    seqs.push(event.seq);
+                }
+            } else {
+                let Some(event) = sub.next().await.unwrap() else { break };
+                assert_eq!(event.json().unwrap(), serde_json::to_string(&*event).unwrap());
+                seqs.push(event.seq);
+            }
+        }
+        seqs
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// However writes are split, however far behind a reader falls (the bus holds 4
+        /// batches) and whether it takes events one by one or in slices, it gets every event
+        /// from its cursor once, in order, with the JSON the transcript holds.
+        #[test]
+        fn readers_get_every_event_once_in_order_with_its_json(
+            writes in proptest::collection::vec(1usize..40, 1..30),
+            readers in proptest::collection::vec((1u64..300, any::<u64>(), any::<bool>()), 1..4),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("transcript.jsonl");
+                let mut sequencer = Sequencer::open("s", Backend::Simulated, &path).unwrap();
+                let (bus, _) = broadcast::channel::<EventBatch>(4);
+                let index = sequencer.index();
+                let early: Vec<_> = readers
+                    .iter()
+                    .filter(|r| r.2)
+                    .map(|&(from, modes, _)| {
+                        let live = Some(bus.subscribe());
+                        (from, modes, Subscription::start(path.clone(), index.clone(), from, live).unwrap())
+                    })
+                    .collect();
+                let mut total = 0;
+                for size in writes {
+                    let appended = sequencer.append((total..total + size).map(line).collect());
+                    total += size;
+                    let _ = bus.send(EventBatch::written(appended.written, sequencer.take_last_lines()));
+                }
+                drop(bus);
+                let late = readers.iter().filter(|r| !r.2).map(|&(from, modes, _)| {
+                    (from, modes, Subscription::replay(path.clone(), from).unwrap())
+                });
+                let all: Vec<_> = early.into_iter().chain(late.collect::<Vec<_>>()).collect();
+                for (from, modes, sub) in all {
+                    let got = read_all(sub, modes).await;
+                    let want: Vec<u64> = (from..=total as u64).collect();
+                    assert_eq!(got, want);
+                }
+            });
         }
     }
 }

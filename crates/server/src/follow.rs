@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nucleic_core::Subscription;
 use nucleic_host::Host;
-use nucleic_protocol::{EventKind, Verbosity};
+use nucleic_protocol::Verbosity;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::outbox::Outbox;
@@ -35,9 +35,11 @@ pub async fn follow(
                 Err(_) => return,
             },
         };
-        while let Ok(Some(event)) = events.next().await {
-            next = event.seq + 1;
-            if wanted(verbosity, &event.kind) && out.send_event(&event).await.is_err() {
+        // Each slice is shared with every other client of the session: nothing is copied or
+        // encoded here.
+        while let Ok(Some(slice)) = events.next_batch().await {
+            next = slice.last_seq() + 1;
+            if out.send_events(&slice, verbosity).await.is_err() {
                 return;
             }
         }
@@ -54,17 +56,6 @@ pub async fn follow(
             if out.is_closed() {
                 return;
             }
-        }
-    }
-}
-
-/// True when a client at `verbosity` wants events of this kind.
-pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
-    match verbosity {
-        Verbosity::Full => true,
-        Verbosity::NoPartials => !kind.is_partial(),
-        Verbosity::Summary => {
-            !kind.is_partial() && !matches!(kind, EventKind::Raw(_) | EventKind::Stderr(_))
         }
     }
 }

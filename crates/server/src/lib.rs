@@ -26,6 +26,9 @@ use axum::routing::{get, post};
 use nucleic_host::Host;
 
 pub use auth::{TOKEN_FILE, load_or_create_token};
+/// A client's share of a session's written batch, and the frames its connection sends for
+/// queued shares (for the fan-out bench).
+pub use batch::{EventRun, each_frame as each_event_frame};
 pub use devices::{CHALLENGE_TTL, device_name};
 /// Parses a client's text frame (for fuzzing the parser that reads untrusted frames).
 pub use dispatch::parse as parse_client_frame;

@@ -1,8 +1,8 @@
 //! One WebSocket's outgoing queue, bounded in bytes as well as in messages: every message is
-//! serialized when queued and holds its size from a byte budget until it is on the socket, so
-//! producers (replies, event streams) wait while the client is behind. The writer pings, and
-//! drops a client that does not take a message within the send timeout, with a close frame
-//! that says why.
+//! serialized when queued (events share the JSON their session's writer made) and holds its
+//! size from a byte budget until it is on the socket, so producers (replies, event streams)
+//! wait while the client is behind. The writer pings, and drops a client that does not take a
+//! message within the send timeout, with a close frame that says why.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,11 +11,11 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use futures_util::SinkExt;
 use futures_util::stream::SplitSink;
-use nucleic_protocol::{Event, HostMessage};
-use serde_json::value::RawValue;
+use nucleic_core::{EventBatch, EventSlice};
+use nucleic_protocol::{Event, HostMessage, Verbosity};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::batch;
+use crate::batch::{self, EventRun};
 use crate::limits::ServerLimits;
 
 /// Messages queued at most, whatever their size.
@@ -23,11 +23,12 @@ const MAX_QUEUED: usize = 1024;
 /// How long a close frame may take to reach the client.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// A queued message, already serialized.
+/// A queued message, already serialized (events: their JSON was made when they were written).
 #[derive(Debug)]
 pub enum Outgoing {
-    /// One event of a subscribed session (the writer wraps it, or batches it with the next).
-    Event { session_id: String, event: Box<RawValue> },
+    /// Events of a subscribed session, shared with every other client (the writer sends them
+    /// as `event` messages, or coalesces them into `events` messages).
+    Events(EventRun),
     /// Any other message.
     Text(String),
     /// Close the connection with this code and reason after what was queued before.
@@ -80,10 +81,27 @@ impl Outbox {
         self.push(item).await
     }
 
-    /// Queues one event of a subscribed session.
+    /// Queues one event (a copy; streams use [`Outbox::send_events`]).
     pub async fn send_event(&self, event: &Event) -> Result<(), Gone> {
-        let raw = serde_json::value::to_raw_value(event).map_err(|_| Gone)?;
-        self.push(Outgoing::Event { session_id: event.session_id.clone(), event: raw }).await
+        let run = EventRun::whole(EventBatch::new(vec![event.clone()])).map_err(|_| Gone)?;
+        self.push(Outgoing::Events(run)).await
+    }
+
+    /// Queues the events of `slice` a client at `verbosity` wants, as one item that shares the
+    /// batch (no event is copied; it holds the size of the batch's JSON from the byte budget:
+    /// [`EventRun::charge`]).
+    pub async fn send_events(&self, slice: &EventSlice, verbosity: Verbosity) -> Result<(), Gone> {
+        match EventRun::of(slice, verbosity) {
+            Ok(Some(run)) => self.push(Outgoing::Events(run)).await,
+            Ok(None) => Ok(()),
+            Err(_) => Err(Gone),
+        }
+    }
+
+    /// Queues `item` without waiting and without taking from the byte budget, or gives it
+    /// back when the queue is full (for [`batch::each_frame`]).
+    pub(crate) fn queue_now(&self, item: Outgoing) -> Result<(), Outgoing> {
+        self.tx.try_send(Queued { item, bytes: None }).map_err(|e| e.into_inner().item)
     }
 
     /// Asks the writer to close the connection after what is queued (or at once, when the
@@ -103,9 +121,15 @@ impl Outbox {
         self.tx.closed().await;
     }
 
+    /// Whether `bytes` of the budget are free (nothing holds them).
+    #[cfg(test)]
+    pub(crate) fn budget_is_free(&self, bytes: u32) -> bool {
+        self.budget.available_permits() >= bytes as usize
+    }
+
     async fn push(&self, item: Outgoing) -> Result<(), Gone> {
         let size = match &item {
-            Outgoing::Event { event, .. } => event.get().len(),
+            Outgoing::Events(run) => run.charge(),
             Outgoing::Text(text) => text.len(),
             Outgoing::Close { .. } => 0,
         };
@@ -177,13 +201,14 @@ pub async fn write(
         let (text, _held_bytes) = match first.item {
             Outgoing::Close { code, reason } => break Some(close_frame(code, &reason)),
             Outgoing::Text(text) => (text, vec![first.bytes]),
-            Outgoing::Event { session_id, event } => {
-                let first = (session_id, event, first.bytes);
-                if batching.load(Ordering::Relaxed) {
-                    batch::coalesce(first, &mut inbox)
+            Outgoing::Events(run) => {
+                let (text, shares) = if batching.load(Ordering::Relaxed) {
+                    batch::coalesce(run, first.bytes, &mut inbox)
                 } else {
-                    batch::single(first)
-                }
+                    batch::single(run, first.bytes, &mut inbox)
+                };
+                let Some(text) = text else { continue };
+                (text, shares)
             }
         };
         match tokio::time::timeout(send_timeout, sink.send(Message::Text(text.into()))).await {

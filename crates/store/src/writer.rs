@@ -21,7 +21,18 @@ pub struct TranscriptWriter {
     /// Bytes in the file (where the next event starts).
     len: u64,
     index: SharedIndex,
+    /// The lines of the last append, as written.
     buf: Vec<u8>,
+    /// Where each line of `buf` ends (after its newline).
+    ends: Vec<usize>,
+}
+
+/// The lines of one append: `bytes` holds them back to back, `ends[i]` is where line `i` ends
+/// (just after its newline).
+#[derive(Debug, Clone, Default)]
+pub struct WrittenLines {
+    pub bytes: Vec<u8>,
+    pub ends: Vec<usize>,
 }
 
 /// A writer plus what opening an existing transcript found.
@@ -68,6 +79,7 @@ impl TranscriptWriter {
                 len: len - truncated_bytes,
                 index: Arc::new(RwLock::new(index)),
                 buf: Vec::new(),
+                ends: Vec::new(),
             },
             truncated_bytes,
             skipped_lines: skipped.len(),
@@ -92,7 +104,16 @@ impl TranscriptWriter {
     /// Appends `events` with one write. Each must carry `seq == previous + 1`; on any error
     /// nothing is written.
     pub fn append(&mut self, events: &[Event]) -> Result<(), StoreError> {
+        let appended = self.encode_and_write(events);
+        if appended.is_err() {
+            self.ends.clear();
+        }
+        appended
+    }
+
+    fn encode_and_write(&mut self, events: &[Event]) -> Result<(), StoreError> {
         self.buf.clear();
+        self.ends.clear();
         let mut last = self.last_seq;
         let mut starts = Vec::new();
         for event in events {
@@ -108,6 +129,7 @@ impl TranscriptWriter {
                 source,
             })?;
             self.buf.push(b'\n');
+            self.ends.push(self.buf.len());
             last = event.seq;
         }
         if let Err(e) = self.file.write_all(&self.buf) {
@@ -123,6 +145,19 @@ impl TranscriptWriter {
             }
         }
         Ok(())
+    }
+
+    /// Takes the lines the last successful append wrote, exactly as written (each event's JSON
+    /// and a newline), so that a caller can share them instead of encoding the events again
+    /// (the writer then starts a new buffer of the same size). Empty after a failed append or
+    /// when taken already.
+    pub fn take_last_lines(&mut self) -> WrittenLines {
+        if self.ends.is_empty() {
+            return WrittenLines::default();
+        }
+        let size = self.buf.len();
+        let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(size));
+        WrittenLines { bytes, ends: std::mem::take(&mut self.ends) }
     }
 
     /// Forces written events to stable storage (called at turn ends and on close, not per event).

@@ -43,6 +43,25 @@ fn appends_and_reads_from_any_seq() {
 }
 
 #[test]
+fn the_lines_of_an_append_can_be_taken_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut w = TranscriptWriter::open(&path).unwrap().writer;
+    w.append(&[ev(1, "a")]).unwrap();
+    w.append(&[ev(2, "b"), ev(3, "c")]).unwrap();
+    let lines = w.take_last_lines();
+    let file = std::fs::read(&path).unwrap();
+    let first_line = file.iter().position(|&b| b == b'\n').unwrap() + 1;
+    assert_eq!(lines.bytes, file[first_line..], "exactly the bytes of the last append");
+    let second = &lines.bytes[..lines.ends[0]];
+    assert_eq!(second, format!("{}\n", serde_json::to_string(&ev(2, "b")).unwrap()).as_bytes());
+    assert_eq!(lines.ends, vec![second.len(), lines.bytes.len()]);
+    assert!(w.take_last_lines().ends.is_empty(), "taken once");
+    assert!(w.append(&[ev(9, "gap")]).is_err());
+    assert!(w.take_last_lines().bytes.is_empty(), "nothing after a failed append");
+}
+
+#[test]
 fn refuses_gaps_and_duplicates_without_writing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");

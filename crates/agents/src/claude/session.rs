@@ -97,12 +97,6 @@ impl Protocol for ClaudeHandle {
 
     async fn on_control(&self, control: ControlIn) -> Result<(), AgentError> {
         match control {
-            ControlIn::PermissionAsked { request_id, tool_name, .. } => {
-                self.asks().insert(request_id, PendingAsk { tool_name, hook: false });
-            }
-            ControlIn::HookAsked { request_id } => {
-                self.asks().insert(request_id, PendingAsk { tool_name: String::new(), hook: true });
-            }
             ControlIn::Unsupported { request_id, subtype } => {
                 // Silence would leave the CLI waiting forever; an error reply lets it go on.
                 let line = input::control_error(
@@ -111,12 +105,15 @@ impl Protocol for ClaudeHandle {
                 )?;
                 self.write_line(&line).await?;
             }
-            ControlIn::TurnEnded => self.asks().clear(),
-            ControlIn::Answered { .. } => {}
+            bookkeeping @ (ControlIn::PermissionAsked { .. }
+            | ControlIn::HookAsked { .. }
+            | ControlIn::TurnEnded
+            | ControlIn::Answered { .. }) => self.on_replayed_control(bookkeeping),
         }
         Ok(())
     }
 
+    /// The bookkeeping of control traffic (also for lines acted on live, in `on_control`).
     fn on_replayed_control(&self, control: ControlIn) {
         match control {
             ControlIn::PermissionAsked { request_id, tool_name, .. } => {

@@ -23,6 +23,7 @@ impl Protocol for CodexHandle {
         self.tag_asks(line);
     }
 
+    /// The bookkeeping of control traffic (also for lines acted on live, in `on_control`).
     fn on_replayed_control(&self, control: ControlIn) {
         let mut st = self.state();
         match control {
@@ -54,10 +55,6 @@ impl Protocol for CodexHandle {
 
     async fn on_control(&self, control: ControlIn) -> Result<(), AgentError> {
         match control {
-            ControlIn::ApprovalAsked { request_id, .. } => {
-                let key = self.ask_key(&request_id.to_string());
-                self.state().asks.insert(key, request_id);
-            }
             ControlIn::Unsupported { request_id, method } => {
                 // Silence would leave codex waiting forever; an error makes it fail the call closed.
                 let reply = json!({
@@ -67,28 +64,13 @@ impl Protocol for CodexHandle {
                 self.write_value(&reply).await?;
             }
             ControlIn::Response { id, outcome } => self.on_response(&id, outcome).await?,
-            ControlIn::RequestResolved { request_id } => {
-                let key = self.ask_key(&request_id.to_string());
-                self.state().asks.remove(&key);
-            }
-            ControlIn::TurnStarted { turn_id, .. } => {
-                let mut st = self.state();
-                st.turn_id = Some(turn_id);
-                st.turn_open = true;
-                st.turn_busy = true;
-            }
-            ControlIn::TurnEnded { status } => {
-                {
-                    let mut st = self.state();
-                    st.asks.clear();
-                    st.turn_id = None;
-                    st.turn_open = false;
-                    st.turn_busy = false;
-                    st.running_tools.clear();
-                    st.last_turn = Some(status);
-                }
+            ended @ ControlIn::TurnEnded { .. } => {
+                self.on_replayed_control(ended);
                 self.pump_queue().await?;
             }
+            bookkeeping @ (ControlIn::ApprovalAsked { .. }
+            | ControlIn::RequestResolved { .. }
+            | ControlIn::TurnStarted { .. }) => self.on_replayed_control(bookkeeping),
         }
         Ok(())
     }

@@ -72,13 +72,26 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeeperError> {
     file.write_all(bytes).map_err(|e| KeeperError::io(path, e))
 }
 
-/// Connects to the keeper in `dir` (waiting up to `deadline` for it to listen), asks for its
-/// spool from the start, and opens the input link. Must be called inside a Tokio runtime.
-pub async fn attach(dir: &KeeperDir, deadline: Duration) -> Result<KeeperAttachment, KeeperError> {
+/// How a host reaches a keeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A keeper just started: wait (up to the deadline) for it to make and listen on its socket.
+    Starting,
+    /// A keeper a previous host left: a socket nobody listens on means it is gone.
+    Existing,
+}
+
+/// Connects to the keeper in `dir` (waiting up to `deadline`), asks for its spool from the
+/// start, and opens the input link. Must be called inside a Tokio runtime.
+pub async fn attach(
+    dir: &KeeperDir,
+    reach: Reach,
+    deadline: Duration,
+) -> Result<KeeperAttachment, KeeperError> {
     let socket = dir.socket();
     let connect_deadline = deadline;
     let (output, hello) = tokio::task::spawn_blocking(move || {
-        let mut output = connect(&socket, connect_deadline)?;
+        let mut output = connect(&socket, reach, connect_deadline)?;
         spool::write_record(&mut output, tag::ATTACH, &0u64.to_le_bytes())
             .map_err(|e| KeeperError::io(&socket, e))?;
         output.set_read_timeout(Some(connect_deadline)).map_err(|e| KeeperError::io(&socket, e))?;
@@ -113,19 +126,26 @@ pub async fn attach(dir: &KeeperDir, deadline: Duration) -> Result<KeeperAttachm
     tokio::io::AsyncWriteExt::write_all(&mut input, &spool::encode(tag::INPUT_LINK, &[]))
         .await
         .map_err(|e| KeeperError::io(&dir.socket(), e))?;
-    let streams = demux(output, hello.pid)?;
+    let streams = demux(output, hello.pid, hello.start_ticks)?;
     let process = Arc::new(AgentProcess::new(KeeperInput::new(input), Some(hello.pid)));
     Ok(KeeperAttachment { hello, process, streams })
 }
 
-/// Connects to `socket`, retrying while the keeper has not made it yet. A socket nobody listens
-/// on (its keeper is gone) is refused at once.
-fn connect(socket: &Path, deadline: Duration) -> Result<UnixStream, KeeperError> {
+/// Connects to `socket`, retrying while a starting keeper has not made it or is not listening
+/// yet (between its `bind` and `listen` a connection is refused). An existing keeper's socket
+/// that refuses means the keeper is gone: no retry.
+fn connect(socket: &Path, reach: Reach, deadline: Duration) -> Result<UnixStream, KeeperError> {
     let start = Instant::now();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => return Ok(stream),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(e)
+                if reach == Reach::Existing
+                    && matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                    ) =>
+            {
                 return Err(KeeperError::io(socket, e));
             }
             Err(_) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(10)),
@@ -146,7 +166,7 @@ fn is_timeout(e: &std::io::Error) -> bool {
 /// Splits the keeper's stream into the agent's stdout and stderr (pipes the supervisor's
 /// readers take) and its exit. If the keeper goes away before the exit record, the agent can no
 /// longer be heard: its tree is stopped and the exit is unknown.
-fn demux(mut output: UnixStream, pid: u32) -> Result<Streams, KeeperError> {
+fn demux(mut output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, KeeperError> {
     let pipe_error = |e| KeeperError::io(Path::new("pipe"), e);
     let (stdout, mut stdout_writer) = std::io::pipe().map_err(pipe_error)?;
     let (stderr, mut stderr_writer) = std::io::pipe().map_err(pipe_error)?;
@@ -174,7 +194,12 @@ fn demux(mut output: UnixStream, pid: u32) -> Result<Streams, KeeperError> {
         match exit_rx.await {
             Ok(Some(exit)) => ProcessEnd { code: exit.code, signal: exit.signal },
             _ => {
-                kill_tree(pid);
+                // Only the agent the keeper named, not a later process with its pid.
+                if crate::process::proc_stat(pid)
+                    .is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
+                {
+                    kill_tree(pid);
+                }
                 ProcessEnd::default()
             }
         }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::process::SpawnSpec;
 
-pub use attach::{KeeperAttachment, attach, read_spool, release, start_keeper};
+pub use attach::{KeeperAttachment, Reach, attach, read_spool, release, start_keeper};
 pub use serve::run_keeper;
 
 /// The version of the keeper protocol and directory layout; a keeper of another version is
@@ -69,6 +69,9 @@ pub struct KeeperHello {
     pub run: String,
     /// The agent's pid (bubblewrap's under isolation; it leads the agent's process tree).
     pub pid: u32,
+    /// The agent's start time (`/proc/<pid>/stat` field 22): with the pid, names this process
+    /// and no later one that reuses its pid.
+    pub start_ticks: u64,
     /// The keeper's own pid.
     pub keeper_pid: u32,
 }

@@ -52,8 +52,11 @@ pub fn run_keeper(dir: &Path) -> Result<(), KeeperError> {
     let (mut command, program) = group_command(&spec.spawn, stdout_writer, stderr_writer)?;
     let mut child = command.spawn().map_err(|e| spawn_error(program, &e))?;
     drop(command);
+    let pid = child.id();
     let keeper = Arc::new(Keeper {
-        pid: child.id(),
+        pid,
+        start_ticks: crate::process::proc_stat(pid).map_or(0, |s| s.start_ticks),
+        reaped: AtomicBool::new(false),
         stdin: Mutex::new(child.stdin.take()),
         spool: Mutex::new(Spool { file, len: SPOOL_HEADER.len() as u64, closed: false }),
         grown: Condvar::new(),
@@ -75,6 +78,7 @@ pub fn run_keeper(dir: &Path) -> Result<(), KeeperError> {
     let waiter = keeper.clone();
     std::thread::spawn(move || {
         let status = child.wait();
+        waiter.reaped.store(true, Ordering::SeqCst);
         // The pipes end with the agent, unless a process it started holds them open.
         let mut open = 2;
         let deadline = Instant::now() + DRAIN;
@@ -86,7 +90,9 @@ pub fn run_keeper(dir: &Path) -> Result<(), KeeperError> {
             }
         }
         if open > 0 {
-            kill_tree(waiter.pid);
+            // The agent is reaped: its pid may name another process now, but its process group
+            // cannot be reused while a member (one holding the pipes) lives.
+            crate::process::signal_group(waiter.pid, nix::sys::signal::Signal::SIGKILL);
             for _ in 0..open {
                 let _ = done_rx.recv_timeout(Duration::from_secs(1));
             }
@@ -97,7 +103,7 @@ pub fn run_keeper(dir: &Path) -> Result<(), KeeperError> {
         };
         waiter.close(&exit);
     });
-    keeper.serve(&listener);
+    keeper.serve(listener);
     Ok(())
 }
 
@@ -108,7 +114,6 @@ fn bind(path: &Path) -> Result<UnixListener, KeeperError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| KeeperError::io(path, e))?;
-    listener.set_nonblocking(true).map_err(|e| KeeperError::io(path, e))?;
     Ok(listener)
 }
 
@@ -124,6 +129,9 @@ struct Keeper {
     dir: KeeperDir,
     spec: KeeperSpec,
     pid: u32,
+    start_ticks: u64,
+    /// The agent was reaped: its pid may be another process's now.
+    reaped: AtomicBool,
     stdin: Mutex<Option<ChildStdin>>,
     spool: Mutex<Spool>,
     /// Signalled whenever the spool grows or closes.
@@ -200,22 +208,29 @@ impl Keeper {
         lock(&self.spool).closed
     }
 
-    /// Accepts hosts and looks after the keeper until it ends.
-    fn serve(self: &Arc<Self>, listener: &UnixListener) {
+    /// Accepts hosts (on a thread of its own, blocking: a host is served at once) and looks
+    /// after the keeper until it ends; the process then exits with the accepting thread.
+    fn serve(self: &Arc<Self>, listener: UnixListener) {
+        let acceptor = self.clone();
+        std::thread::spawn(move || {
+            loop {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let keeper = acceptor.clone();
+                        std::thread::spawn(move || keeper.connection(stream));
+                    }
+                    Err(e) => {
+                        eprintln!("keeper {}: accept failed: {e}", acceptor.spec.run);
+                        std::thread::sleep(TICK);
+                    }
+                }
+            }
+        });
         let mut alone_since = Instant::now();
         let mut orphan_stopped = false;
         loop {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let keeper = self.clone();
-                    std::thread::spawn(move || keeper.connection(stream));
-                    continue;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("keeper {}: accept failed: {e}", self.spec.run),
-            }
             if self.released.load(Ordering::SeqCst) {
-                if !self.exited() {
+                if !self.reaped.load(Ordering::SeqCst) {
                     terminate_tree_blocking(self.pid, Duration::from_secs(2));
                 }
                 let _ = std::fs::remove_dir_all(self.dir.path());
@@ -223,7 +238,9 @@ impl Keeper {
             }
             if !self.dir.spec().exists() {
                 eprintln!("keeper {}: its directory is gone; stopping the agent", self.spec.run);
-                kill_tree(self.pid);
+                if !self.reaped.load(Ordering::SeqCst) {
+                    kill_tree(self.pid);
+                }
                 return;
             }
             if self.readers.load(Ordering::SeqCst) > 0 {
@@ -241,7 +258,9 @@ impl Keeper {
                 if let Ok(mut stdin) = self.stdin.try_lock() {
                     stdin.take();
                 }
-                terminate_tree_blocking(self.pid, Duration::from_secs(2));
+                if !self.reaped.load(Ordering::SeqCst) {
+                    terminate_tree_blocking(self.pid, Duration::from_secs(2));
+                }
                 orphan_stopped = true;
             }
             std::thread::sleep(TICK);
@@ -250,7 +269,6 @@ impl Keeper {
 
     /// Serves one connection: its first record says what it is for.
     fn connection(&self, mut stream: UnixStream) {
-        let _ = stream.set_nonblocking(false);
         match spool::read_record(&mut stream) {
             Ok(Next::Record(tag::ATTACH, from)) => {
                 let from =
@@ -271,6 +289,7 @@ impl Keeper {
             version: KEEPER_VERSION,
             run: self.spec.run.clone(),
             pid: self.pid,
+            start_ticks: self.start_ticks,
             keeper_pid: std::process::id(),
         };
         let hello = serde_json::to_vec(&hello).unwrap_or_default();

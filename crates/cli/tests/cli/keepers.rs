@@ -333,7 +333,7 @@ async fn a_keeper_of_another_version_is_refused_clearly_and_its_agent_stopped() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
-    use nucleic_agents::keeper::{KeeperDir, KeeperSpec, attach, release, start_keeper};
+    use nucleic_agents::keeper::{KeeperDir, KeeperSpec, Reach, attach, release, start_keeper};
     use nucleic_agents::process::SpawnSpec;
     use std::io::Read;
     if nucleic_testkit::isolated!(
@@ -360,7 +360,7 @@ async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
         isolation: None,
     };
     start_keeper(&crate::support::nucleic(), &keeper_dir, &KeeperSpec::new(spawn)).unwrap();
-    let attached = attach(&keeper_dir, Duration::from_secs(10)).await.unwrap();
+    let attached = attach(&keeper_dir, Reach::Starting, Duration::from_secs(10)).await.unwrap();
     let agent = i32::try_from(attached.hello.pid).unwrap();
     let (mut stdout, _stderr, exit) = attached.streams.into_parts();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -86,6 +86,46 @@ async fn answer_the_reasked_approval(home: &Path, session: &str, old: &str) {
     assert_eq!(asked, 2, "asked once before the crash and once again: {events:#?}");
 }
 
+/// What the mock streams slowly in the second turn.
+const ANSWER: &str = "a slow answer in many small pieces that keeps streaming for a while";
+
+/// Sends a follow-up whose `answer` streams slowly, SIGKILLs the daemon mid-stream, starts the
+/// next: the same `agents` finish the turn, the answer arrives whole, the transcript is clean.
+/// Returns the new daemon and the transcript.
+async fn kill_mid_stream(
+    serve: &mut Serve,
+    home: &Path,
+    env: &[(String, String)],
+    session: &str,
+    agents: &[Proc],
+    answer: &str,
+) -> (Serve, Vec<Value>) {
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (code, _, err) =
+        crate::daemon::cli_env(home, &["session", "send", session, "talk slowly"], &env_refs).await;
+    assert_eq!(code, 0, "{err}");
+    let streaming = |ev: &[Value]| {
+        let partials = ev
+            .iter()
+            .filter(|e| e["kind"]["type"] == "assistantText" && e["kind"]["isPartial"] == true);
+        partials.count() >= 2
+    };
+    until(home, session, 60, streaming).await;
+    assert_eq!(turns(&transcript(home, session)), 1, "killed before the answer ended");
+    let next = kill_and_restart(serve, home, env).await;
+    until(home, session, 60, |ev| turns(ev) >= 2).await;
+    still_running(agents);
+    let events = transcript(home, session);
+    assert_clean_transcript(&events);
+    let full = events.iter().any(|e| {
+        e["kind"]["type"] == "assistantText"
+            && e["kind"]["isPartial"] == false
+            && e["kind"]["text"] == answer
+    });
+    assert!(full, "the streamed answer arrived whole after the restart");
+    (next, events)
+}
+
 fn turns(events: &[Value]) -> usize {
     events.iter().filter(|e| e["kind"]["type"] == "turnCompleted").count()
 }
@@ -130,33 +170,9 @@ async fn real_claude_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream()
         );
 
         // Killed while the agent streams its answer.
-        let answer = "a slow answer in many small pieces that keeps streaming for a while";
-        mock.set_script(Script::text(answer).with_chunk_delay(Duration::from_millis(150)));
-        let env_refs: Vec<(&str, &str)> =
-            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (code, _, err) =
-            crate::daemon::cli_env(&home, &["session", "send", &session, "talk slowly"], &env_refs)
-                .await;
-        assert_eq!(code, 0, "{err}");
-        let streaming = |ev: &[Value]| {
-            ev.iter()
-                .filter(|e| e["kind"]["type"] == "assistantText" && e["kind"]["isPartial"] == true)
-                .count()
-                >= 2
-        };
-        until(&home, &session, 60, streaming).await;
-        assert_eq!(turns(&transcript(&home, &session)), 1, "killed before the answer ended");
-        let _serve = kill_and_restart(&mut serve, &home, &env).await;
-        until(&home, &session, 60, |ev| turns(ev) >= 2).await;
-        still_running(&agents);
-        let events = transcript(&home, &session);
-        assert_clean_transcript(&events);
-        let full = events.iter().any(|e| {
-            e["kind"]["type"] == "assistantText"
-                && e["kind"]["isPartial"] == false
-                && e["kind"]["text"] == answer
-        });
-        assert!(full, "the streamed answer arrived whole after the restart");
+        mock.set_script(Script::text(ANSWER).with_chunk_delay(Duration::from_millis(150)));
+        let (_serve, events) =
+            kill_mid_stream(&mut serve, &home, &env, &session, &agents, ANSWER).await;
         // Claude reports `system/init` at every turn: one conversation throughout.
         let mut conversations: Vec<&Value> = events
             .iter()
@@ -192,33 +208,9 @@ async fn real_codex_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream() 
         until(&home, &session, 60, |ev| turns(ev) >= 1).await;
         still_running(&agents);
 
-        let answer = "a slow answer in many small pieces that keeps streaming for a while";
-        s.mock.set_script(Script::text(answer).with_chunk_delay(Duration::from_millis(150)));
-        let env_refs: Vec<(&str, &str)> =
-            s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (code, _, err) =
-            crate::daemon::cli_env(&home, &["session", "send", &session, "talk slowly"], &env_refs)
-                .await;
-        assert_eq!(code, 0, "{err}");
-        let streaming = |ev: &[Value]| {
-            ev.iter()
-                .filter(|e| e["kind"]["type"] == "assistantText" && e["kind"]["isPartial"] == true)
-                .count()
-                >= 2
-        };
-        until(&home, &session, 60, streaming).await;
-        assert_eq!(turns(&transcript(&home, &session)), 1, "killed before the answer ended");
-        let _serve = kill_and_restart(&mut serve, &home, &s.env).await;
-        until(&home, &session, 60, |ev| turns(ev) >= 2).await;
-        still_running(&agents);
-        let events = transcript(&home, &session);
-        assert_clean_transcript(&events);
-        let full = events.iter().any(|e| {
-            e["kind"]["type"] == "assistantText"
-                && e["kind"]["isPartial"] == false
-                && e["kind"]["text"] == answer
-        });
-        assert!(full, "the streamed answer arrived whole after the restart");
+        s.mock.set_script(Script::text(ANSWER).with_chunk_delay(Duration::from_millis(150)));
+        let (_serve, events) =
+            kill_mid_stream(&mut serve, &home, &s.env, &session, &agents, ANSWER).await;
         let started = events.iter().filter(|e| e["kind"]["type"] == "sessionStarted").count();
         assert_eq!(started, 1, "one codex process served both turns");
     })

@@ -203,7 +203,6 @@ fn extra_write_roots_are_honoured() {
 fn very_long_and_deeply_nested_commands_are_bounded() {
     let p = permissive();
     let long = format!("echo {}", "a".repeat(200_000));
-    let started = std::time::Instant::now();
     let d = bash(&p, Mode::Full, &long);
     assert_eq!(d.behaviour, Ask, "{}", d.by);
     let deep = format!("{}ls{}", "$(".repeat(500), ")".repeat(500));
@@ -213,7 +212,6 @@ fn very_long_and_deeply_nested_commands_are_bounded() {
     let nested_c =
         (0..6).fold("ls".to_owned(), |inner, _| format!("bash -c {}", shell_quote(&inner)));
     assert_eq!(bash(&p, Mode::Full, &nested_c).behaviour, Allow);
-    assert!(started.elapsed().as_secs() < 2, "took {:?}", started.elapsed());
 }
 
 fn shell_quote(s: &str) -> String {
