@@ -215,6 +215,7 @@ async fn decide(
     session_id: String,
     request_id: Option<String>,
     decision: nucleic_protocol::Decision,
+    confirmed: bool,
 ) -> anyhow::Result<()> {
     let request_id = match request_id {
         Some(id) => id,
@@ -224,7 +225,8 @@ async fn decide(
         }
     };
     let message_id = daemon.id();
-    daemon.request(ClientMessage::Decide { message_id, session_id, request_id, decision }).await?;
+    let request = ClientMessage::Decide { message_id, session_id, request_id, decision, confirmed };
+    daemon.request(request).await?;
     Ok(())
 }
 
@@ -365,7 +367,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                     a.risk_reasons.join(", ")
                 );
             }
-            decide(&mut daemon, session_id, Some(request_id), decision).await?;
+            decide(&mut daemon, session_id, Some(request_id), decision, confirm_critical).await?;
             None
         }
         SessionCommand::Deny { session_id, request_and_reason, stop } => {
@@ -379,7 +381,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             } else {
                 nucleic_protocol::Decision::Deny { message: reason }
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            decide(&mut daemon, session_id, request_id, decision, false).await?;
             None
         }
         SessionCommand::Interrupt { session_id } => {

@@ -360,8 +360,8 @@ impl<A: AgentControl> Writer<A> {
                 let result = self.agent.send_user_text(&text).await;
                 let _ = reply.send(self.report(result, "sending the prompt failed"));
             }
-            Command::Decide { request_id, decision, by, reply } => {
-                let _ = reply.send(self.decide(&request_id, decision, &by).await);
+            Command::Decide { request_id, decision, by, confirmed, reply } => {
+                let _ = reply.send(self.decide(&request_id, decision, &by, confirmed).await);
             }
             Command::Interrupt { by, reply } => {
                 let result = if self.capabilities.interrupt {
@@ -436,8 +436,19 @@ impl<A: AgentControl> Writer<A> {
         request_id: &str,
         decision: Decision,
         by: &str,
+        confirmed: bool,
     ) -> Result<ApprovalResolved, CoreError> {
-        self.approvals.check(request_id)?;
+        let request = self.approvals.check(request_id)?;
+        let allows = matches!(
+            decision,
+            Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
+        );
+        if allows && !confirmed && request.risk == Some(nucleic_protocol::Risk::Critical) {
+            return Err(CoreError::NeedsConfirmation {
+                request_id: request_id.to_owned(),
+                reasons: request.risk_reasons.join(", "),
+            });
+        }
         let caps = self.capabilities;
         let unsupported = match decision.kind() {
             DecisionKind::AllowEdited if !caps.edited_tool_input => Some("edited tool input"),
@@ -507,7 +518,7 @@ impl<A: AgentControl> Writer<A> {
         let secs = self.approvals.timeout().map_or(0, |t| t.as_secs());
         for id in self.approvals.expired(tokio::time::Instant::now()) {
             let message = format!("no answer within {secs} s; denied by the approval timeout");
-            let _ = self.decide(&id, Decision::Deny { message }, "host:timeout").await;
+            let _ = self.decide(&id, Decision::Deny { message }, "host:timeout", false).await;
         }
     }
 

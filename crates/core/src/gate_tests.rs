@@ -74,6 +74,8 @@ impl ApprovalPolicy for Policy {
             (Verdict::Allow, "builtin:read-only", Risk::Low)
         } else if command.starts_with("sudo") {
             (Verdict::Deny, "invariant:sudo", Risk::Critical)
+        } else if command.starts_with("shutdown") {
+            (Verdict::Ask, "risk:critical", Risk::Critical)
         } else {
             (Verdict::Ask, "mode:edit", Risk::Medium)
         };
@@ -195,4 +197,34 @@ async fn the_policy_answers_records_asks_and_keeps_always_as_a_rule() {
     let statuses = all.iter().filter(|e| matches!(e.kind, EventKind::StatusChanged(_))).count();
     // awaitingApproval (r3), running (answered), finished.
     assert_eq!(statuses, 3, "{:#?}", all.iter().map(|e| e.kind.type_name()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_critical_request_answered_allow_once_stays_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::default();
+    let (tx, rx) = mpsc::channel(16);
+    let config = SessionConfig {
+        session_id: "s1".into(),
+        backend: Backend::ClaudeCode,
+        transcript: dir.path().join("s1/transcript.jsonl"),
+        approval_timeout: None,
+        created: None,
+        keep_open: false,
+        policy: Some(Arc::new(Policy::default())),
+    };
+    let session = SessionController::start(config, agent.clone(), rx).unwrap();
+    let mut sub = session.subscribe(1).unwrap();
+    tx.send(AgentOutput::Events(NativeEvent::from_line("x", vec![bash("c1", "shutdown -h now")])))
+        .await
+        .unwrap();
+    while !matches!(sub.next().await.unwrap().unwrap().kind, EventKind::ApprovalRequested(_)) {}
+    let once = session.decide("c1", Decision::Allow, "phone").await.unwrap_err();
+    assert!(matches!(once, crate::CoreError::NeedsConfirmation { .. }), "{once}");
+    assert_eq!(session.state().pending_approvals, 1, "still pending");
+    assert!(agent.responded.lock().unwrap().is_empty(), "the agent was told nothing");
+    // A deny needs no confirmation; a confirmed allow goes through.
+    let twice = session.decide_confirmed("c1", Decision::Allow, "phone", true).await.unwrap();
+    assert_eq!((twice.decision, twice.by.as_str()), (DecisionKind::Allow, "phone"));
+    assert_eq!(*agent.responded.lock().unwrap(), [("c1".to_owned(), Decision::Allow)]);
 }

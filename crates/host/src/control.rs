@@ -114,7 +114,20 @@ impl Host {
         decision: Decision,
         by: &str,
     ) -> Result<ApprovalResolved, HostError> {
-        Ok(self.handle(id)?.decide(request_id, decision, by).await?)
+        self.decide_confirmed(id, request_id, decision, by, false).await
+    }
+
+    /// [`Host::decide`], saying whether the person confirmed a second time (needed to allow a
+    /// critical request; without it the request stays pending).
+    pub async fn decide_confirmed(
+        &self,
+        id: &str,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+        confirmed: bool,
+    ) -> Result<ApprovalResolved, HostError> {
+        Ok(self.handle(id)?.decide_confirmed(request_id, decision, by, confirmed).await?)
     }
 
     pub async fn interrupt(&self, id: &str, by: &str) -> Result<(), HostError> {

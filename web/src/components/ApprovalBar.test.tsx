@@ -44,7 +44,7 @@ describe("ApprovalBar", () => {
     await click("allow");
     expect(sent).toEqual([]);
     await click("confirm-critical");
-    expect(sent).toEqual([{ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allow" } }]);
+    expect(sent).toEqual([{ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allow" }, confirmed: true }]);
   });
 
   it("allows a lower risk at once, and Always asks for the rule's scope", async () => {

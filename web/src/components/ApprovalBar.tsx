@@ -53,7 +53,9 @@ export function ApprovalBar({
     setBusy(true);
     setOutcome(null);
     try {
-      await store.request({ type: "decide", sessionID, requestID: request.requestID, decision });
+      // A critical allow reaches here only after the second click: the host requires it said.
+      const confirmed = critical && allows ? { confirmed: true } : {};
+      await store.request({ type: "decide", sessionID, requestID: request.requestID, decision, ...confirmed });
     } catch (e) {
       setOutcome(errorText(e));
       onRefused(errorText(e));
