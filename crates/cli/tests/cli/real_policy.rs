@@ -205,7 +205,8 @@ async fn real_codex_approvals_pass_the_host_policy() {
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let session = host.new_session(new_session(&project.project_id, Backend::Codex, "go"), "t");
     let id = session.await.unwrap().session_id;
-    let turn = run_turn(&host, &id, |_| Decision::Allow).await;
+    let always = Decision::AllowAlways { scope: Some(nucleic_protocol::RuleScope::Project) };
+    let turn = run_turn(&host, &id, |_| always.clone()).await;
 
     // `ls` ran unasked (codex trusts it, or the policy allowed it: never a person).
     assert!(turn.asked.iter().all(|a| !a.input.to_string().contains("'ls'")), "{:?}", turn.asked);
@@ -219,6 +220,12 @@ async fn real_codex_approvals_pass_the_host_policy() {
     let asked: Vec<_> = turn.asked.iter().map(|a| a.risk).collect();
     assert_eq!(asked, [Some(Risk::Medium)], "{:#?}", turn.asked);
     assert!(turn.asked[0].input.to_string().contains("frobnicate --all"));
+    // "Always for this project" kept the command's own rule (not `bash -lc …`).
+    let file =
+        s.dir.path().join("nucleic-home/projects").join(&project.project_id).join("rules.json");
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(kept["permissions"]["allow"], json!(["Bash(frobnicate --all)"]));
     shutdown(host).await;
 }
 
