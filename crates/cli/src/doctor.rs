@@ -26,6 +26,34 @@ fn version_of(path: &Path) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_owned())
 }
 
+/// Prints whether the daemon's agents outlive it (keepers), and how many keepers run now.
+fn keepers() {
+    use nucleic_host::KeeperSettings;
+    let program = std::env::current_exe().unwrap_or_default();
+    match KeeperSettings::from_env(program) {
+        Err(e) => println!("keepers BROKEN setting: {e}"),
+        Ok(None) => println!(
+            "keepers off ({}=off): agents stop when the host stops or crashes",
+            KeeperSettings::VARIABLE
+        ),
+        Ok(Some(_)) => {
+            let running = std::fs::read_dir("/proc")
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .filter(|e| {
+                            std::fs::read(e.path().join("cmdline"))
+                                .is_ok_and(|c| c.windows(9).any(|w| w == b"__keeper\0"))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            println!(
+                "keepers on — agents outlive the host (SIGHUP hands over); {running} keeper(s) running"
+            );
+        }
+    }
+}
+
 /// Prints whether the daemon's agents will run where its data dir cannot be seen; false when
 /// isolation is required and does not work.
 fn isolation() -> bool {
@@ -131,6 +159,7 @@ pub fn doctor() -> ExitCode {
     }
     println!("sim     built in — always available (`nucleic run --agent sim …`, no API key)");
     missing_required |= !isolation();
+    keepers();
     git_confinement();
     if missing_required {
         println!("verdict: not ready — install what is marked MISSING");
