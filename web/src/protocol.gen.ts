@@ -265,7 +265,16 @@ requestID: string, toolCallID?: string | null, toolName: string, input: JsonValu
 /**
  * The path outside the allowed set that triggered the ask, if the agent said.
  */
-blockedPath?: string | null, };
+blockedPath?: string | null, 
+/**
+ * How much harm the call could do, as the host's policy classified it (absent when the
+ * host has no policy, e.g. `nucleic run`, or in transcripts written before it had one).
+ */
+risk?: Risk | null, 
+/**
+ * What makes it risky ("network", "deletes 2 files", …), most serious first.
+ */
+riskReasons?: Array<string>, };
 
 export type ApprovalResolved = { requestID: string, decision: DecisionKind, 
 /**
@@ -277,13 +286,18 @@ by: string,
  */
 updatedInput?: JsonValue | null, 
 /**
- * The reason given to the model on a deny, or why the host cancelled.
+ * The reason given to the model on a deny, why the host cancelled, or the rules an
+ * "always" in a scope kept.
  */
 message?: string | null, };
 
 export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled";
 
-export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways" } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+
+export type Risk = "low" | "medium" | "high" | "critical";
+
+export type RuleScope = "session" | "project" | "host";
 
 export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, 
 /**
@@ -298,7 +312,12 @@ device?: DeviceProof | null, } | { "type": "listProjects", messageID: string, } 
 /**
  * Include the unified patch text (file list and counts always come).
  */
-includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
+includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, 
+/**
+ * The person confirmed a second time: required to allow a `critical` request (without
+ * it such a decision is refused and the request stays pending).
+ */
+confirmed?: boolean, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
 
 export type Verbosity = "full" | "noPartials" | "summary";
 

@@ -75,6 +75,8 @@ fn ask(id: &str) -> EventKind {
         input: serde_json::json!({"command": "ls"}),
         description: None,
         blocked_path: None,
+        risk: None,
+        risk_reasons: Vec::new(),
     })
 }
 

@@ -100,6 +100,13 @@ pub enum SessionCommand {
         request_id: Option<String>,
         #[arg(long)]
         always: bool,
+        /// "Always" as a rule the host keeps: for this `session`, the `project` or the `host`
+        /// (implies --always).
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<nucleic_protocol::RuleScope>,
+        /// Needed to allow a request the host rates critical (the second, explicit confirmation).
+        #[arg(long)]
+        confirm_critical: bool,
     },
     /// Deny a pending approval, with the reason the model will see: `deny SESSION [REQUEST]
     /// REASON` (the request id may be left out when only one is pending).
@@ -223,11 +230,17 @@ pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Resul
 }
 
 /// Answers approval `request_id` of a session, or its only pending one.
+fn parse_scope(text: &str) -> Result<nucleic_protocol::RuleScope, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected session, project or host"))
+}
+
 async fn decide(
     daemon: &mut Daemon,
     session_id: String,
     request_id: Option<String>,
     decision: nucleic_protocol::Decision,
+    confirmed: bool,
 ) -> anyhow::Result<()> {
     let request_id = match request_id {
         Some(id) => id,
@@ -237,7 +250,8 @@ async fn decide(
         }
     };
     let message_id = daemon.id();
-    daemon.request(ClientMessage::Decide { message_id, session_id, request_id, decision }).await?;
+    let request = ClientMessage::Decide { message_id, session_id, request_id, decision, confirmed };
+    daemon.request(request).await?;
     Ok(())
 }
 
@@ -359,13 +373,31 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 .await?;
             None
         }
-        SessionCommand::Approve { session_id, request_id, always } => {
-            let decision = if always {
-                nucleic_protocol::Decision::AllowAlways
+        SessionCommand::Approve { session_id, request_id, always, scope, confirm_critical } => {
+            let decision = if always || scope.is_some() {
+                nucleic_protocol::Decision::AllowAlways { scope }
             } else {
                 nucleic_protocol::Decision::Allow
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            let summary = crate::approvals::summary(&mut daemon, &session_id).await?;
+            let open = crate::approvals::pending(&mut daemon, &summary).await?;
+            let request_id = match request_id {
+                Some(id) => id,
+                None => crate::approvals::only(&open, &session_id)?,
+            };
+            let critical = open.iter().find(|a| {
+                a.risk == Some(nucleic_protocol::Risk::Critical) && a.request_id == request_id
+            });
+            if let Some(a) = critical
+                && !confirm_critical
+            {
+                bail!(
+                    "approval {} is critical ({}): repeat with --confirm-critical to allow it",
+                    a.request_id,
+                    a.risk_reasons.join(", ")
+                );
+            }
+            decide(&mut daemon, session_id, Some(request_id), decision, confirm_critical).await?;
             None
         }
         SessionCommand::Deny { session_id, request_and_reason, stop } => {
@@ -379,7 +411,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             } else {
                 nucleic_protocol::Decision::Deny { message: reason }
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            decide(&mut daemon, session_id, request_id, decision, false).await?;
             None
         }
         SessionCommand::Interrupt { session_id } => {

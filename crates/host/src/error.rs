@@ -51,7 +51,9 @@ impl HostError {
                 // A request the session never asked: not an answer that came too late.
                 CoreError::UnknownRequest(_) => ProtocolErrorCode::NotFound,
                 CoreError::Unsupported(_) => ProtocolErrorCode::Unsupported,
-                CoreError::AgentGone | CoreError::SessionEnded => ProtocolErrorCode::InvalidRequest,
+                CoreError::AgentGone
+                | CoreError::SessionEnded
+                | CoreError::NeedsConfirmation { .. } => ProtocolErrorCode::InvalidRequest,
                 CoreError::Agent(_) => ProtocolErrorCode::InvalidRequest,
                 CoreError::Store(_) | CoreError::Lock { .. } => ProtocolErrorCode::Internal,
                 CoreError::WriterBusy { .. } => ProtocolErrorCode::InvalidRequest,

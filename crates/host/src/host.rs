@@ -375,17 +375,22 @@ impl Host {
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
+        let rules = self.session_rules(backend, created.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,
             transcript,
-            approval_timeout: self.config.approval_timeout,
+            approval_timeout: rules.approval_timeout,
             created: Some(created),
             keep_open: true,
+            policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         self.adopt(&session_id, &session, pid, 1).await?;
         drop(starting);
+        for problem in rules.problems {
+            session.record(problem).await?;
+        }
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }

@@ -60,6 +60,8 @@ pub fn agent_options(
     opts.fork = request.fork;
     opts.env = config.agent_env.clone();
     opts.isolation = isolation_for(config, cwd)?;
+    // Every tool call is put to the host's policy first (the simulated agent has no hooks).
+    opts.host_hooks = config.policy && backend == Backend::ClaudeCode;
     Ok(AgentLaunch::Claude(opts))
 }
 

@@ -16,10 +16,12 @@ mod host;
 mod keepers;
 mod launch;
 mod names;
+pub mod policy;
 mod portable;
 mod private;
 mod recovery;
 mod report;
+pub mod rules;
 mod shutdown;
 mod writing;
 

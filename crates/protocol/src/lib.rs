@@ -16,7 +16,7 @@ mod status;
 mod sync;
 mod timestamp;
 
-pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
+pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, Risk, RuleScope};
 pub use capabilities::{BackendInfo, Capabilities};
 pub use checks::{
     CheckFinished, CheckOutcome, CheckOutput, CheckSpec, CheckStarted, CheckTrigger, Contradiction,

@@ -131,6 +131,10 @@ pub enum ClientMessage {
         #[serde(rename = "requestID")]
         request_id: String,
         decision: Decision,
+        /// The person confirmed a second time: required to allow a `critical` request (without
+        /// it such a decision is refused and the request stays pending).
+        #[serde(default, skip_serializing_if = "is_false")]
+        confirmed: bool,
     },
     /// Anything that changes what exists: sessions, projects, finishing.
     Intent {

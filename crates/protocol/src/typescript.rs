@@ -54,6 +54,8 @@ fn declarations() -> Vec<String> {
         ApprovalResolved::decl(),
         DecisionKind::decl(),
         Decision::decl(),
+        Risk::decl(),
+        RuleScope::decl(),
         ClientMessage::decl(),
         Verbosity::decl(),
         Intent::decl(),

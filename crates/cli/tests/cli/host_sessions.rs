@@ -54,6 +54,7 @@ pub(crate) fn config(dir: &Path) -> HostConfig {
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     }
 }
 
@@ -475,6 +476,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     };
     let host =
         Host::open(config(Limits { max_live_sessions: 1, max_worktrees: 10, min_free_bytes: 0 }))

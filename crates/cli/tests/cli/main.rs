@@ -24,6 +24,7 @@ mod real_claude_session;
 mod real_codex;
 mod real_codex_host;
 mod real_keepers;
+mod real_policy;
 mod reference_client;
 mod shutdown;
 mod sim_run;

@@ -44,6 +44,7 @@ async fn real_claude_session_runs_its_checks_after_the_turn() {
         agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     })
     .await
     .unwrap();

@@ -116,6 +116,8 @@ pub fn synthetic_events() -> Vec<Event> {
                 input: write_input,
                 description: None,
                 blocked_path: None,
+                risk: None,
+                risk_reasons: Vec::new(),
             }),
         ),
         (None, status(SessionStatus::AwaitingApproval, SessionStatus::Running)),
