@@ -29,7 +29,12 @@ if [ "$git_major" -lt 2 ] || { [ "$git_major" -eq 2 ] && [ "$git_minor" -lt 40 ]
 fi
 
 scripts/install-agents.sh
-scripts/build-web.sh
+scripts/build-web.sh   # also web/node_modules, which nucleic-channel's interop test runs under node
+# The relay (relay/, a Cloudflare Worker): its npm packages (workerd among them), pinned by its lock.
+if [ ! -f relay/node_modules/.package-lock.json ] || ! cmp -s relay/package-lock.json relay/node_modules/.nucleic-lock; then
+  npm --prefix relay ci --no-audit --no-fund --loglevel=error
+  cp relay/package-lock.json relay/node_modules/.nucleic-lock
+fi
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast "$@"
@@ -41,3 +46,6 @@ fi
 cargo build --locked -p nucleic-cli -p nucleic-testkit --bins
 npm --prefix web test --silent
 npm --prefix web run e2e --silent
+# The relay under workerd, in a loopback-only namespace (relay/test/run.mjs).
+npm --prefix relay run typecheck --silent
+npm --prefix relay test --silent

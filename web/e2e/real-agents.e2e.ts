@@ -51,6 +51,13 @@ beforeAll(async () => {
   };
   demoArgs = ["--claude", pinnedClaude(), ...Object.entries(agentEnv).flatMap(([k, v]) => ["--agent-env", `${k}=${v}`])];
   home = path.join(scratch, "nucleic-home");
+  // The host's policy would allow these in-worktree edits on its own: a host rule file asks a
+  // person for every command and edit, so the cockpit's approval bar is what this suite drives.
+  mkdirSync(home, { recursive: true });
+  writeFileSync(
+    path.join(home, "rules.json"),
+    JSON.stringify({ permissions: { ask: ["Bash", "Edit", "Write", "MultiEdit", "NotebookEdit"] } }),
+  );
   demo = await startDemo({ noSessions: true, home, args: demoArgs });
 });
 

@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -134,9 +134,128 @@ baseBranch?: string | null, newTip?: string | null,
 /**
  * For continue: the new session.
  */
-continuedIn?: string | null, by: string, };
+continuedIn?: string | null, by: string, 
+/**
+ * Merged although required checks failed: the reason given (and which failed).
+ */
+forcedReason?: string | null, };
 
 export type WorktreeAction = "merged" | "squashed" | "rebased" | "discarded" | "kept" | "rolledBack" | "continued";
+
+export type CheckSpec = { 
+/**
+ * Unique within the project (`tests`, `lint`, `build`).
+ */
+name: string, 
+/**
+ * Program and arguments, run without a shell.
+ */
+argv: Array<string>, 
+/**
+ * Killed (its whole process tree) after this many seconds.
+ */
+timeoutSecs: number, 
+/**
+ * Host environment variables passed on, besides PATH, HOME and the locale; never
+ * `NUCLEIC_*`.
+ */
+env?: Array<string>, 
+/**
+ * A failing required check refuses merge / squash / rebase (unless forced with a reason).
+ */
+required: boolean, };
+
+export type CheckStarted = { name: string, argv: Array<string>, 
+/**
+ * `turn` (after a turn), `request` (someone asked) or `finish` (the merge gate).
+ */
+trigger: CheckTrigger, };
+
+export type CheckTrigger = "turn" | "request" | "finish";
+
+export type CheckOutput = { name: string, text: string, };
+
+export type CheckOutcome = "passed" | "failed" | "timedOut" | "stopped" | "error";
+
+export type CheckFinished = { name: string, outcome: CheckOutcome, exitCode?: number | null, durationMs: number, 
+/**
+ * Test counts parsed from the output (absent when no known runner's lines were seen).
+ */
+passed?: number | null, failed?: number | null, skipped?: number | null, 
+/**
+ * Whose lines the counts came from (`cargo`, `pytest`, `plain`, …).
+ */
+runner?: string | null, timedOut?: boolean, 
+/**
+ * The counts and the exit code disagreed; this says how (the counts won).
+ */
+flag?: string | null, 
+/**
+ * Why it could not run, for `error`.
+ */
+error?: string | null, 
+/**
+ * The full output (0600), up to its cap.
+ */
+logPath?: string | null, outputBytes: number, 
+/**
+ * Bytes of the output kept in the log (less than `outputBytes` when capped).
+ */
+logBytes: number, 
+/**
+ * Processes it left running that were killed when it ended.
+ */
+leftoversKilled?: number, required: boolean, };
+
+export type Report = { 
+/**
+ * `turn` (after a turn) or `request`.
+ */
+trigger: CheckTrigger, 
+/**
+ * Paths the task (the last prompt) named, if it named any.
+ */
+taskPaths?: Array<string>, 
+/**
+ * Files changed vs the base (uncommitted and untracked work included).
+ */
+files: Array<string>, 
+/**
+ * Changed files outside the paths the task named.
+ */
+outsideTask?: Array<string>, additions: number, deletions: number, ahead: number, behind: number, 
+/**
+ * The latest result of each check since the last prompt.
+ */
+checks: Array<CheckFinished>, approvalsAsked: number, approvalsDenied: number, costUSD: number, 
+/**
+ * What the agent said it did, quoted from its last turn.
+ */
+claims: Array<ReportClaim>, 
+/**
+ * Claims the facts contradict.
+ */
+contradictions: Array<Contradiction>, };
+
+export type ReportClaim = { 
+/**
+ * `testsPass`, `fixed` or `filesChanged`.
+ */
+kind: string, 
+/**
+ * The sentence it came from.
+ */
+quote: string, };
+
+export type Contradiction = { 
+/**
+ * The agent's words.
+ */
+claim: string, 
+/**
+ * What the host found.
+ */
+fact: string, };
 
 export type ApprovalRequested = { 
 /**
@@ -146,7 +265,16 @@ requestID: string, toolCallID?: string | null, toolName: string, input: JsonValu
 /**
  * The path outside the allowed set that triggered the ask, if the agent said.
  */
-blockedPath?: string | null, };
+blockedPath?: string | null, 
+/**
+ * How much harm the call could do, as the host's policy classified it (absent when the
+ * host has no policy, e.g. `nucleic run`, or in transcripts written before it had one).
+ */
+risk?: Risk | null, 
+/**
+ * What makes it risky ("network", "deletes 2 files", …), most serious first.
+ */
+riskReasons?: Array<string>, };
 
 export type ApprovalResolved = { requestID: string, decision: DecisionKind, 
 /**
@@ -158,13 +286,18 @@ by: string,
  */
 updatedInput?: JsonValue | null, 
 /**
- * The reason given to the model on a deny, or why the host cancelled.
+ * The reason given to the model on a deny, why the host cancelled, or the rules an
+ * "always" in a scope kept.
  */
 message?: string | null, };
 
 export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled";
 
-export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways" } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+
+export type Risk = "low" | "medium" | "high" | "critical";
+
+export type RuleScope = "session" | "project" | "host";
 
 export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, 
 /**
@@ -179,15 +312,28 @@ device?: DeviceProof | null, } | { "type": "listProjects", messageID: string, } 
 /**
  * Include the unified patch text (file list and counts always come).
  */
-includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
+includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, 
+/**
+ * The person confirmed a second time: required to allow a `critical` request (without
+ * it such a decision is refused and the request stays pending).
+ */
+confirmed?: boolean, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
 
 export type Verbosity = "full" | "noPartials" | "summary";
 
 export type Intent = { "kind": "addProject", path: string, name?: string | null, setupScript?: string | null, copyFiles: Array<string>, defaultBackend?: Backend | null, 
 /**
+ * Commands the host runs itself (tests, lint, build); see `docs/dev-loop.md`.
+ */
+checks?: Array<CheckSpec>, 
+/**
+ * Run the checks after every turn (and report).
+ */
+checksAfterTurn?: boolean, 
+/**
  * Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
  */
-poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -202,17 +348,29 @@ export type FinishAction = { "action": "merge", message?: string | null,
  * Allow updating the files of a (clean) checkout that has the base branch checked
  * out; without it such a merge is refused and no checkout changes.
  */
-updateCheckout?: boolean, } | { "action": "squash", message?: string | null, 
+updateCheckout?: boolean, 
+/**
+ * Integrate although required checks fail; the reason is recorded.
+ */
+forceReason?: string | null, } | { "action": "squash", message?: string | null, 
 /**
  * Allow updating the files of a (clean) checkout that has the base branch checked
  * out; without it such a merge is refused and no checkout changes.
  */
-updateCheckout?: boolean, } | { "action": "rebase", message?: string | null, 
+updateCheckout?: boolean, 
+/**
+ * Integrate although required checks fail; the reason is recorded.
+ */
+forceReason?: string | null, } | { "action": "rebase", message?: string | null, 
 /**
  * Allow updating the files of a (clean) checkout that has the base branch checked
  * out; without it such a merge is refused and no checkout changes.
  */
-updateCheckout?: boolean, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, } | { "action": "handoff" };
+updateCheckout?: boolean, 
+/**
+ * Integrate although required checks fail; the reason is recorded.
+ */
+forceReason?: string | null, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, } | { "action": "handoff" };
 
 export type HostMessage = { "type": "welcome", hostVersion: string, protocolVersion: number, 
 /**
@@ -250,7 +408,7 @@ pairedAt: number, lastSeenAt?: number | null, revokedAt?: number | null,
  */
 current: boolean, };
 
-export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, 
+export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, checks?: Array<CheckSpec>, checksAfterTurn?: boolean, 
 /**
  * The project's warm worktree pool, when the host runs pools.
  */

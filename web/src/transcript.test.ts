@@ -10,6 +10,21 @@ function ev(kind: EventKind | Record<string, unknown>): Event {
 }
 
 describe("Transcript.fold", () => {
+  it("joins a check's start, output and result into one row, and keeps a report", () => {
+    seq = 0;
+    const t = new Transcript();
+    t.fold([
+      ev({ type: "checkStarted", name: "tests", argv: ["pytest"], trigger: "turn" }),
+      ev({ type: "checkOutput", name: "tests", text: "F.\n" }),
+      ev({ type: "checkOutput", name: "tests", text: "1 failed, 1 passed in 0.1s\n" }),
+      ev({ type: "checkFinished", name: "tests", outcome: "failed", exitCode: 1, durationMs: 120, passed: 1, failed: 1, outputBytes: 30, logBytes: 30, required: true }),
+      ev({ type: "report", trigger: "turn", files: ["calc.py"], additions: 1, deletions: 1, ahead: 0, behind: 0, checks: [], approvalsAsked: 1, approvalsDenied: 0, costUSD: 0, claims: [], contradictions: [{ claim: "All tests pass.", fact: "the host's check tests FAILED" }] }),
+    ]);
+    expect(t.rows).toHaveLength(2);
+    expect(t.rows[0]).toMatchObject({ kind: "check", name: "tests", output: "F.\n1 failed, 1 passed in 0.1s\n", finished: { outcome: "failed" } });
+    expect(t.rows[1]).toMatchObject({ kind: "report", report: { contradictions: [{ claim: "All tests pass." }] } });
+  });
+
   it("merges streamed deltas and replaces them with the whole block", () => {
     seq = 0;
     const t = new Transcript();

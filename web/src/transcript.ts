@@ -4,8 +4,10 @@
 import type {
   ApprovalRequested,
   ApprovalResolved,
+  CheckFinished,
   Event,
   JsonValue,
+  Report,
   SessionStatus,
   Usage,
 } from "./protocol.gen";
@@ -35,6 +37,8 @@ export type Row =
   | (Base & { kind: "error"; code: string; message: string })
   | (Base & { kind: "notice"; tone: "info" | "warn" | "ok"; text: string; detail?: string })
   | (Base & { kind: "stderr"; lines: string[] })
+  | (Base & { kind: "check"; name: string; argv: string[]; output: string; finished: CheckFinished | null })
+  | (Base & { kind: "report"; report: Report })
   | (Base & { kind: "raw"; nativeType: string | null; native: unknown })
   | (Base & { kind: "unknown"; type: string; event: unknown });
 
@@ -52,6 +56,9 @@ export interface SessionFacts {
   turns: number;
   lastSeq: number;
 }
+
+/** Most characters of a check's output a transcript row keeps. */
+export const CHECK_OUTPUT_CHARS = 200_000;
 
 export class Transcript {
   readonly rows: Row[] = [];
@@ -72,6 +79,8 @@ export class Transcript {
   private openText = new Map<string, Row & { kind: "assistant" | "thinking" }>();
   private tools = new Map<string, Row & { kind: "tool" }>();
   private approvals = new Map<string, Row & { kind: "approval" }>();
+  /** The running (or last) run of each check, by name. */
+  private checks = new Map<string, Row & { kind: "check" }>();
 
   /** `raw` rows (hidden by default in the view). */
   rawCount = 0;
@@ -276,9 +285,35 @@ export class Transcript {
           kind: "notice",
           seq: e.seq,
           rev: 0,
-          tone: "ok",
+          tone: k.forcedReason ? "warn" : "ok",
           text: `Worktree ${k.action}${k.baseBranch ? ` into ${k.baseBranch}` : ""}${k.newTip ? ` (${k.newTip.slice(0, 8)})` : ""}`,
+          detail: k.forcedReason ? `Forced past failing checks: ${k.forcedReason}` : undefined,
         });
+        return;
+      case "checkStarted": {
+        const row = this.push({ kind: "check", seq: e.seq, rev: 0, name: k.name, argv: k.argv, output: "", finished: null });
+        this.checks.set(k.name, row);
+        return;
+      }
+      case "checkOutput": {
+        const row = this.checks.get(k.name);
+        // The view keeps the first CHECK_OUTPUT_CHARS; the log on the host has all of it.
+        if (row && row.output.length < CHECK_OUTPUT_CHARS) {
+          row.output += k.text;
+          row.rev++;
+        }
+        return;
+      }
+      case "checkFinished": {
+        const row = this.checks.get(k.name);
+        if (row && !row.finished) {
+          row.finished = k;
+          row.rev++;
+        } else this.push({ kind: "check", seq: e.seq, rev: 0, name: k.name, argv: [], output: "", finished: k });
+        return;
+      }
+      case "report":
+        this.push({ kind: "report", seq: e.seq, rev: 0, report: k });
         return;
       case "raw":
         this.rawCount++;

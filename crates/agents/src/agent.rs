@@ -63,6 +63,18 @@ pub trait AgentControl: Send + Sync + 'static {
         request_id: &str,
         decision: &Decision,
     ) -> impl Future<Output = Result<(), AgentError>> + Send;
+    /// True when `request_id` is a pre-check: the agent asks the host about a tool call before
+    /// its own permission rules (Claude Code's PreToolUse hook). It is answered allow or deny
+    /// with [`AgentControl::respond`], or handed to the agent's own prompt with
+    /// [`AgentControl::defer`] — never left to a person as such.
+    fn is_precheck(&self, _request_id: &str) -> bool {
+        false
+    }
+    /// Answers a pre-check "ask a person": the agent then asks through its permission prompt,
+    /// whatever its own rules say.
+    fn defer(&self, _request_id: &str) -> impl Future<Output = Result<(), AgentError>> + Send {
+        async { Err(AgentError::Unsupported("pre-checks")) }
+    }
     /// Interrupts the current turn; the process stays alive.
     fn interrupt(&self) -> impl Future<Output = Result<(), AgentError>> + Send {
         async { Err(AgentError::Unsupported("interrupting a turn")) }

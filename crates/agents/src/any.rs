@@ -144,8 +144,9 @@ impl AgentLaunch {
         let supervision =
             |watchdog| Supervision { watchdog, origins: Some(origins), ..Supervision::default() };
         match self {
-            AgentLaunch::Claude(_) => {
-                let (h, rx) = run_claude(process, streams, supervision(None));
+            AgentLaunch::Claude(o) => {
+                let (h, rx) =
+                    run_claude(process, streams, supervision(None), o.host_hooks && !adopted);
                 (AnyAgent::Claude(h), rx)
             }
             AgentLaunch::Codex(o) => {
@@ -183,6 +184,22 @@ impl AgentControl for AnyAgent {
             AnyAgent::Claude(h) => h.respond(request_id, decision).await,
             AnyAgent::Codex(h) => h.respond(request_id, decision).await,
             AnyAgent::CodexExec(h) => h.respond(request_id, decision).await,
+        }
+    }
+
+    fn is_precheck(&self, request_id: &str) -> bool {
+        match self {
+            AnyAgent::Claude(h) => h.is_precheck(request_id),
+            AnyAgent::Codex(h) => h.is_precheck(request_id),
+            AnyAgent::CodexExec(h) => h.is_precheck(request_id),
+        }
+    }
+
+    async fn defer(&self, request_id: &str) -> Result<(), AgentError> {
+        match self {
+            AnyAgent::Claude(h) => h.defer(request_id).await,
+            AnyAgent::Codex(h) => h.defer(request_id).await,
+            AnyAgent::CodexExec(h) => h.defer(request_id).await,
         }
     }
 

@@ -239,7 +239,8 @@ async fn codex_allow_always_covers_the_same_command_again() {
     let mut o = s.options();
     o.set_permission_mode("acceptEdits").unwrap();
     let (handle, mut rx) = spawn_codex(&o).unwrap();
-    let (_, asks) = turn_answering(&handle, &mut rx, "first", &Decision::AllowAlways).await;
+    let (_, asks) =
+        turn_answering(&handle, &mut rx, "first", &Decision::AllowAlways { scope: None }).await;
     assert_eq!(asks.len(), 1);
     assert!(target.exists());
     std::fs::remove_file(&target).unwrap();

@@ -14,7 +14,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_browser_sessions.sql"),
     include_str!("../migrations/0003_device_keys.sql"),
-    include_str!("../migrations/0004_pool_size.sql"),
+    include_str!("../migrations/0004_project_checks.sql"),
+    include_str!("../migrations/0005_pool_size.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -112,7 +113,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 5);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

@@ -128,6 +128,10 @@ pub(crate) fn fold(
             | EventKind::Error(_)
             | EventKind::Stderr(_)
             | EventKind::WorktreeFinished(_)
+            | EventKind::CheckStarted(_)
+            | EventKind::CheckOutput(_)
+            | EventKind::CheckFinished(_)
+            | EventKind::Report(_)
             | EventKind::Raw(_) => {}
         }
         r.last_seq = event.seq;

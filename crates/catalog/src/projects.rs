@@ -1,6 +1,6 @@
 //! Projects: a repository root plus the defaults new sessions in it start from.
 
-use nucleic_protocol::Backend;
+use nucleic_protocol::{Backend, CheckSpec};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::Catalog;
@@ -17,6 +17,10 @@ pub struct ProjectSettings {
     pub setup_timeout_secs: Option<u64>,
     /// Paths (relative to the root) copied into each new worktree, e.g. `.env`.
     pub copy_files: Vec<String>,
+    /// Commands the host runs itself in a session's worktree (tests, lint, build).
+    pub checks: Vec<CheckSpec>,
+    /// Run the checks after every turn.
+    pub checks_after_turn: bool,
     /// Worktrees kept prepared at the default branch's tip for new sessions (0: no pool).
     pub pool_size: u32,
 }
@@ -33,6 +37,8 @@ impl ProjectSettings {
             setup_script: None,
             setup_timeout_secs: None,
             copy_files: Vec::new(),
+            checks: Vec::new(),
+            checks_after_turn: false,
             pool_size: DEFAULT_POOL_SIZE,
         }
     }
@@ -59,12 +65,17 @@ pub struct ProjectRow {
 }
 
 const COLUMNS: &str = "id, name, root, default_branch, default_backend, setup_script, \
-                       setup_timeout_secs, copy_files, created_at, pool_size";
+                       setup_timeout_secs, copy_files, created_at, checks, checks_after_turn, \
+                       pool_size";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
     let copy_files: String = row.get(7)?;
     let copy_files = serde_json::from_str(&copy_files).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    let checks: String = row.get(9)?;
+    let checks = serde_json::from_str(&checks).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Text, Box::new(e))
     })?;
     Ok(ProjectRow {
         id: row.get(0)?,
@@ -76,7 +87,9 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
             setup_script: row.get(5)?,
             setup_timeout_secs: row.get::<_, Option<i64>>(6)?.map(|v| to_u64(6, v)).transpose()?,
             copy_files,
-            pool_size: u32::try_from(row.get::<_, i64>(9)?).unwrap_or(0),
+            checks,
+            checks_after_turn: row.get(10)?,
+            pool_size: u32::try_from(row.get::<_, i64>(11)?).unwrap_or(0),
         },
         created_at: row.get(8)?,
     })
@@ -91,22 +104,27 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
     let copy_files = serde_json::to_string(&s.copy_files)
         .map_err(|source| CatalogError::Json { what: "encode copy_files", source })?;
     let timeout = s.setup_timeout_secs.map(|t| to_i64("setup_timeout_secs", t)).transpose()?;
-    conn.prepare_cached(&format!("INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"))
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                project.id,
-                project.name,
-                project.root,
-                s.default_branch,
-                s.default_backend.as_str(),
-                s.setup_script,
-                timeout,
-                copy_files,
-                project.created_at,
-                s.pool_size,
-            ])
-        })
-        .ctx("insert project")?;
+    let checks = encode_checks(&s.checks)?;
+    conn.prepare_cached(&format!(
+        "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    ))
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            project.id,
+            project.name,
+            project.root,
+            s.default_branch,
+            s.default_backend.as_str(),
+            s.setup_script,
+            timeout,
+            copy_files,
+            project.created_at,
+            checks,
+            s.checks_after_turn,
+            s.pool_size,
+        ])
+    })
+    .ctx("insert project")?;
     Ok(())
 }
 
@@ -178,13 +196,16 @@ impl Catalog {
         let n = conn
             .execute(
                 "UPDATE projects SET default_branch = ?, default_backend = ?, setup_script = ?, \
-                 setup_timeout_secs = ?, copy_files = ?, pool_size = ? WHERE id = ?",
+                 setup_timeout_secs = ?, copy_files = ?, checks = ?, checks_after_turn = ?, \
+                 pool_size = ? WHERE id = ?",
                 params![
                     settings.default_branch,
                     settings.default_backend.as_str(),
                     settings.setup_script,
                     timeout,
                     copy_files,
+                    encode_checks(&settings.checks)?,
+                    settings.checks_after_turn,
                     settings.pool_size,
                     id
                 ],
@@ -216,6 +237,11 @@ impl Catalog {
         found(n, id)?;
         tx.commit().ctx("commit remove project")
     }
+}
+
+fn encode_checks(checks: &[CheckSpec]) -> Result<String> {
+    serde_json::to_string(checks)
+        .map_err(|source| CatalogError::Json { what: "encode checks", source })
 }
 
 fn found(changed: usize, id: &str) -> Result<()> {

@@ -75,6 +75,8 @@ fn ask(id: &str) -> EventKind {
         input: serde_json::json!({"command": "ls"}),
         description: None,
         blocked_path: None,
+        risk: None,
+        risk_reasons: Vec::new(),
     })
 }
 
@@ -204,6 +206,14 @@ fn projects_round_trip_and_roots_are_unique() {
         setup_script: Some("make deps".to_owned()),
         setup_timeout_secs: Some(300),
         copy_files: vec![".env".to_owned(), "config/local.toml".to_owned()],
+        checks: vec![nucleic_protocol::CheckSpec {
+            name: "tests".to_owned(),
+            argv: vec!["cargo".to_owned(), "test".to_owned()],
+            timeout_secs: 300,
+            env: vec!["CARGO_HOME".to_owned()],
+            required: true,
+        }],
+        checks_after_turn: true,
         pool_size: 0,
     };
     let row = cat.update_project_settings("p1", &settings).unwrap();

@@ -152,6 +152,8 @@ async fn run() -> Res<()> {
         agent_env: env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: Some(KeeperSettings::new(PathBuf::from(env!("CARGO_BIN_EXE_nucleic")))),
+        // As the daemon runs sessions (NUCLEIC_POLICY is on by default).
+        policy: true,
     })
     .await?;
     let project = host.add_project(root.to_str().ok_or("path")?, None, |_| {}).await?;

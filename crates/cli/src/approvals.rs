@@ -65,7 +65,7 @@ pub async fn the_only_one(daemon: &mut Daemon, summary: &SessionSummary) -> anyh
 }
 
 /// The request id of the only approval in `open`, or why there is not exactly one.
-fn only(open: &[ApprovalRequested], session_id: &str) -> anyhow::Result<String> {
+pub fn only(open: &[ApprovalRequested], session_id: &str) -> anyhow::Result<String> {
     match open {
         [one] => Ok(one.request_id.clone()),
         [] => bail!("session {session_id} has no pending approval"),
@@ -81,7 +81,13 @@ fn only(open: &[ApprovalRequested], session_id: &str) -> anyhow::Result<String> 
 
 /// `<request id>  <tool> <input summary>` on one line.
 pub fn line(a: &ApprovalRequested) -> String {
-    format!("{}  {} {}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
+    let risk = a
+        .risk
+        .map(|r| {
+            format!("  [{}]", serde_json::to_value(r).unwrap_or_default().as_str().unwrap_or("?"))
+        })
+        .unwrap_or_default();
+    format!("{}  {} {}{risk}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
 }
 
 /// What `session show` prints of an approval: its id, tool, input in one line, and the
@@ -97,6 +103,10 @@ pub fn as_json(a: &ApprovalRequested) -> Value {
     }
     if let Some(p) = &a.blocked_path {
         v["blockedPath"] = json!(p);
+    }
+    if let Some(risk) = a.risk {
+        v["risk"] = json!(risk);
+        v["riskReasons"] = json!(a.risk_reasons);
     }
     v
 }
@@ -127,6 +137,8 @@ mod tests {
             input: json!({"file_path": path, "content": "x"}),
             description: None,
             blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
         }
     }
 

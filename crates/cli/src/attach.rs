@@ -65,11 +65,15 @@ pub async fn attach(
                 match ask_unless_answered(&mut daemon, &mut backlog, a).await? {
                     Asked::Answer(decision) => {
                         let message_id = daemon.id();
+                        // A critical allow was typed twice (`ask_person`).
+                        let confirmed = a.risk == Some(nucleic_protocol::Risk::Critical)
+                            && crate::run::is_allow(&decision);
                         let request = ClientMessage::Decide {
                             message_id,
                             session_id: session_id.clone(),
                             request_id: a.request_id.clone(),
                             decision,
+                            confirmed,
                         };
                         if let Err(e) = daemon.request(request).await {
                             eprintln!("nucleic: {e}");

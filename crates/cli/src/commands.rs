@@ -45,6 +45,11 @@ pub enum ProjectCommand {
     Rm { project_id: String },
     /// Rename a project.
     Rename { project_id: String, name: String },
+    /// A project's checks: commands the host runs itself (tests, lint, build).
+    Check {
+        #[command(subcommand)]
+        command: crate::checks::CheckCommand,
+    },
 }
 
 /// `--format` of `session export`.
@@ -105,6 +110,13 @@ pub enum SessionCommand {
         request_id: Option<String>,
         #[arg(long)]
         always: bool,
+        /// "Always" as a rule the host keeps: for this `session`, the `project` or the `host`
+        /// (implies --always).
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<nucleic_protocol::RuleScope>,
+        /// Needed to allow a request the host rates critical (the second, explicit confirmation).
+        #[arg(long)]
+        confirm_critical: bool,
     },
     /// Deny a pending approval, with the reason the model will see: `deny SESSION [REQUEST]
     /// REASON` (the request id may be left out when only one is pending).
@@ -136,6 +148,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     /// Bring the session's work into its base branch as one commit.
     Squash {
@@ -146,6 +161,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     /// Replay the session's commits onto its base branch.
     Rebase {
@@ -156,6 +174,9 @@ pub enum SessionCommand {
         /// default such a merge is refused and no checkout's files change).
         #[arg(long)]
         update_checkout: bool,
+        /// Merge even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
     },
     Discard {
         session_id: String,
@@ -174,6 +195,17 @@ pub enum SessionCommand {
         session_id: String,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
+    },
+    /// Run the project's checks (or the one named) in the session's worktree now.
+    Check {
+        session_id: String,
+        name: Option<String>,
+    },
+    /// The report: the agent's claims from its last turn next to the host's facts.
+    Report {
+        session_id: String,
+        #[arg(long)]
+        json: bool,
     },
     /// Write the session as a "Nucleic session export" (markdown) or JSONL.
     Export {
@@ -218,11 +250,17 @@ pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Resul
 }
 
 /// Answers approval `request_id` of a session, or its only pending one.
+fn parse_scope(text: &str) -> Result<nucleic_protocol::RuleScope, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected session, project or host"))
+}
+
 async fn decide(
     daemon: &mut Daemon,
     session_id: String,
     request_id: Option<String>,
     decision: nucleic_protocol::Decision,
+    confirmed: bool,
 ) -> anyhow::Result<()> {
     let request_id = match request_id {
         Some(id) => id,
@@ -232,7 +270,8 @@ async fn decide(
         }
     };
     let message_id = daemon.id();
-    daemon.request(ClientMessage::Decide { message_id, session_id, request_id, decision }).await?;
+    let request = ClientMessage::Decide { message_id, session_id, request_id, decision, confirmed };
+    daemon.request(request).await?;
     Ok(())
 }
 
@@ -262,6 +301,8 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                     setup_script: setup,
                     copy_files,
                     default_backend: None,
+                    checks: Vec::new(),
+                    checks_after_turn: false,
                     pool_size,
                 },
             )
@@ -315,6 +356,9 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         }
         ProjectCommand::Rename { project_id, name } => {
             intent(&mut daemon, Intent::RenameProject { project_id, name }).await?;
+        }
+        ProjectCommand::Check { command } => {
+            crate::checks::project_check(&mut daemon, command).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -377,13 +421,31 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 .await?;
             None
         }
-        SessionCommand::Approve { session_id, request_id, always } => {
-            let decision = if always {
-                nucleic_protocol::Decision::AllowAlways
+        SessionCommand::Approve { session_id, request_id, always, scope, confirm_critical } => {
+            let decision = if always || scope.is_some() {
+                nucleic_protocol::Decision::AllowAlways { scope }
             } else {
                 nucleic_protocol::Decision::Allow
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            let summary = crate::approvals::summary(&mut daemon, &session_id).await?;
+            let open = crate::approvals::pending(&mut daemon, &summary).await?;
+            let request_id = match request_id {
+                Some(id) => id,
+                None => crate::approvals::only(&open, &session_id)?,
+            };
+            let critical = open.iter().find(|a| {
+                a.risk == Some(nucleic_protocol::Risk::Critical) && a.request_id == request_id
+            });
+            if let Some(a) = critical
+                && !confirm_critical
+            {
+                bail!(
+                    "approval {} is critical ({}): repeat with --confirm-critical to allow it",
+                    a.request_id,
+                    a.risk_reasons.join(", ")
+                );
+            }
+            decide(&mut daemon, session_id, Some(request_id), decision, confirm_critical).await?;
             None
         }
         SessionCommand::Deny { session_id, request_and_reason, stop } => {
@@ -397,7 +459,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             } else {
                 nucleic_protocol::Decision::Deny { message: reason }
             };
-            decide(&mut daemon, session_id, request_id, decision).await?;
+            decide(&mut daemon, session_id, request_id, decision, false).await?;
             None
         }
         SessionCommand::Interrupt { session_id } => {
@@ -434,26 +496,23 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             }
             return Ok(ExitCode::SUCCESS);
         }
-        SessionCommand::Merge { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Merge { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Merge { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Merge { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
         }
-        SessionCommand::Squash { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Squash { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Squash { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Squash { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
         }
-        SessionCommand::Rebase { session_id, message, update_checkout } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Rebase { message, update_checkout }),
-            )
-            .await?
+        SessionCommand::Rebase { session_id, message, update_checkout, force } => {
+            let action = FinishAction::Rebase { message, update_checkout, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
+        }
+        SessionCommand::Check { session_id, name } => {
+            return crate::checks::session_check(&mut daemon, session_id, name).await;
+        }
+        SessionCommand::Report { session_id, json } => {
+            return crate::checks::session_report(&mut daemon, session_id, json).await;
         }
         SessionCommand::Discard { session_id } => {
             intent(&mut daemon, finish(session_id, FinishAction::Discard)).await?

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod attach;
+mod checks;
 mod commands;
 mod daemon;
 mod demo;
@@ -12,6 +13,7 @@ mod home_lock;
 mod locate;
 mod open;
 mod render;
+mod rules;
 mod run;
 mod serve;
 mod signals;
@@ -66,6 +68,13 @@ enum Commands {
     Token {
         #[command(subcommand)]
         command: devices::TokenCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// Nucleic's permission rules of the host and its projects: list, add, remove.
+    Rules {
+        #[command(subcommand)]
+        command: rules::RulesCommand,
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
@@ -212,6 +221,16 @@ fn main() -> ExitCode {
         },
         Commands::Token { command, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(devices::token(&home, command)),
+            None => no_home(),
+        },
+        Commands::Rules { command, home } => match locate::nucleic_home(home) {
+            Some(home) => match rules::rules(&home, command) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("nucleic: {e:#}");
+                    ExitCode::FAILURE
+                }
+            },
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {

@@ -157,6 +157,17 @@ impl Renderer {
                 w.by,
                 w.base_branch.as_deref().map(|b| format!(" into {b}")).unwrap_or_default()
             ),
+            EventKind::CheckStarted(c) => {
+                format!("· check {} started: {}", c.name, c.argv.join(" "))
+            }
+            EventKind::CheckFinished(c) => format!("· check {}", c.summary()),
+            EventKind::Report(r) => {
+                let mut text = format!("· {}", r.summary());
+                for c in &r.contradictions {
+                    text.push_str(&format!("\n  ✗ \"{}\" — but {}", c.claim, c.fact));
+                }
+                text
+            }
             EventKind::SessionUpdated(u) => format!(
                 "· {}{}by {}",
                 u.title.as_deref().map(|t| format!("renamed to {t:?} ")).unwrap_or_default(),
@@ -169,6 +180,7 @@ impl Renderer {
             | EventKind::Usage(_)
             | EventKind::StatusChanged(_)
             | EventKind::Stderr(_)
+            | EventKind::CheckOutput(_)
             | EventKind::Raw(_) => return Ok(()),
         };
         self.end_line(out)?;

@@ -57,6 +57,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 created_by: Some("terminal".into()),
             }),
             keep_open: false,
+            policy: None,
         },
         agent,
         outputs,
@@ -316,10 +317,37 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
     } else {
         rest.trim().to_owned()
     };
-    Some(match word.to_ascii_lowercase().as_str() {
+    let decision = match word.to_ascii_lowercase().as_str() {
         "y" | "yes" | "allow" => Decision::Allow,
-        "a" | "always" => Decision::AllowAlways,
+        "a" | "always" => Decision::AllowAlways { scope: None },
         "s" | "stop" => Decision::DenyAndStop { message: reason },
         _ => Decision::Deny { message: reason },
+    };
+    if !is_allow(&decision) || request.risk != Some(nucleic_protocol::Risk::Critical) {
+        return Some(decision);
+    }
+    // A critical call is allowed only after a second, explicit confirmation.
+    let confirm = format!(
+        "This is CRITICAL ({}). Type \"allow\" to confirm, anything else denies: ",
+        request.risk_reasons.join(", ")
+    );
+    let again = {
+        let mut lines = terminal_lines().lock().await;
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{confirm}");
+        let _ = err.flush();
+        lines.recv().await
+    };
+    Some(match again?.trim() {
+        "allow" => decision,
+        _ => Decision::Deny { message: "denied: a critical call was not confirmed".into() },
     })
+}
+
+/// Whether `decision` lets the call run.
+pub fn is_allow(decision: &Decision) -> bool {
+    match decision {
+        Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => true,
+        Decision::Deny { .. } | Decision::DenyAndStop { .. } => false,
+    }
 }

@@ -38,6 +38,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
         agent_env: Vec::new(),
         agent_isolation: AgentIsolation::from_env().map_err(anyhow::Error::msg)?,
         keepers: KeeperSettings::from_env(program).map_err(anyhow::Error::msg)?,
+        policy: HostConfig::policy_from_env().map_err(anyhow::Error::msg)?,
     })
 }
 

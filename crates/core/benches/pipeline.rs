@@ -173,6 +173,7 @@ fn whole(
             approval_timeout: None,
             created: None,
             keep_open: false,
+            policy: None,
         };
         let session = SessionController::start(config, handle, outputs)?;
         let mut sub = session.subscribe(1)?;

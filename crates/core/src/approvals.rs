@@ -130,6 +130,8 @@ mod tests {
             input: json!({}),
             description: None,
             blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
         }
     }
 

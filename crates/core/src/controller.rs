@@ -3,6 +3,7 @@
 //! first-responder-wins all follow from there being a single writer.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nucleic_agents::supervisor::exit_origin;
@@ -17,6 +18,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use crate::approvals::{ApprovalCoordinator, native_request_id, reasked_id};
 use crate::batch::EventBatch;
 use crate::error::CoreError;
+use crate::gate::{ApprovalPolicy, Verdict};
 use crate::handle::{Command, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
@@ -43,6 +45,9 @@ pub struct SessionConfig {
     /// Keep serving commands (e.g. recording host events) after the agent exited, until every
     /// handle is dropped. The host keeps its sessions open; `nucleic run` does not.
     pub keep_open: bool,
+    /// Judges every approval request before a person sees it (risk, and allow/deny without a
+    /// person); `None`: every request goes to a person, with no risk.
+    pub policy: Option<Arc<dyn ApprovalPolicy>>,
 }
 
 /// What the writer must know of an agent run by a keeper (`nucleic_agents::keeper`).
@@ -131,6 +136,7 @@ impl SessionController {
             status,
             user_turns: 0,
             exit_origin: kept.map(|k| exit_origin(&k.run)),
+            settled: std::collections::HashSet::new(),
         };
         let mut writer = writer;
         if last_seq == 0
@@ -160,6 +166,8 @@ struct Writer<A> {
     user_turns: u64,
     /// The origin the run's end is written with (agents run by a keeper).
     exit_origin: Option<String>,
+    /// Requests the policy answered: recorded with their answer, they move no status.
+    settled: std::collections::HashSet<String>,
 }
 
 impl<A: AgentControl> Writer<A> {
@@ -178,7 +186,7 @@ impl<A: AgentControl> Writer<A> {
                         self.finish(RunFinished::new(RunOutcome::Crashed, Some("the agent adapter stopped without reporting an exit".into()), None));
                         break;
                     };
-                    if self.on_output(output, &mut outputs) {
+                    if self.on_output(output, &mut outputs).await {
                         if !self.config.keep_open {
                             break;
                         }
@@ -245,7 +253,11 @@ impl<A: AgentControl> Writer<A> {
     }
 
     /// Handles one output and whatever else is already queued; true once the agent exited.
-    fn on_output(&mut self, first: AgentOutput, outputs: &mut mpsc::Receiver<AgentOutput>) -> bool {
+    async fn on_output(
+        &mut self,
+        first: AgentOutput,
+        outputs: &mut mpsc::Receiver<AgentOutput>,
+    ) -> bool {
         let mut batch = Vec::new();
         let mut next = Some(first);
         while let Some(output) = next.take() {
@@ -259,7 +271,7 @@ impl<A: AgentControl> Writer<A> {
                     }));
                 }
                 AgentOutput::Exited(finished) => {
-                    self.append(batch);
+                    self.append_judged(batch).await;
                     self.finish(finished);
                     return true;
                 }
@@ -268,8 +280,63 @@ impl<A: AgentControl> Writer<A> {
                 next = outputs.try_recv().ok();
             }
         }
-        self.append(batch);
+        self.append_judged(batch).await;
         false
+    }
+
+    /// Appends agent events after the policy judged their approval requests: each gets its
+    /// risk; one the policy allows or denies is answered at once and recorded with its answer
+    /// (`by` = what decided); a pre-check (Claude's PreToolUse hook) the policy leaves to a
+    /// person is handed to the agent's own prompt, whose request then comes as a normal one —
+    /// the pre-check itself is not recorded.
+    async fn append_judged(&mut self, batch: Vec<Draft>) {
+        let mut ready = Vec::with_capacity(batch.len());
+        for mut draft in batch {
+            let EventKind::ApprovalRequested(request) = &mut draft.kind else {
+                ready.push(draft);
+                continue;
+            };
+            let id = request.request_id.clone();
+            let precheck = self.agent.is_precheck(native_request_id(&id));
+            let judgement = self.config.policy.as_ref().map(|p| p.judge(request));
+            let verdict = judgement.as_ref().map_or(Verdict::Ask, |j| j.verdict);
+            if let Some(j) = &judgement {
+                request.risk = Some(j.risk);
+                request.risk_reasons.clone_from(&j.risk_reasons);
+            }
+            let decision = match (verdict, judgement) {
+                (Verdict::Ask, _) | (_, None) if precheck => {
+                    if let Err(e) = self.agent.defer(native_request_id(&id)).await {
+                        let message =
+                            format!("handing a tool call to the agent's prompt failed: {e}");
+                        ready.push(Draft::host(host_error(ErrorCode::AgentExited, message)));
+                    }
+                    continue;
+                }
+                (Verdict::Ask, _) | (_, None) => {
+                    ready.push(draft);
+                    continue;
+                }
+                (Verdict::Allow, Some(j)) => (Decision::Allow, j.by),
+                (Verdict::Deny, Some(j)) => (Decision::Deny { message: j.reason }, j.by),
+            };
+            let (decision, by) = decision;
+            match self.agent.respond(native_request_id(&id), &decision).await {
+                Ok(()) => {
+                    self.settled.insert(id.clone());
+                    ready.push(draft);
+                    let resolution = decision.resolution(&id, &by);
+                    ready.push(Draft::host(EventKind::ApprovalResolved(resolution)));
+                }
+                Err(e) => {
+                    // Left to a person (the request stays pending), with why.
+                    ready.push(draft);
+                    let message = format!("answering for the policy ({by}) failed: {e}");
+                    ready.push(Draft::host(host_error(ErrorCode::AgentExited, message)));
+                }
+            }
+        }
+        self.append(ready);
     }
 
     fn finish(&mut self, finished: RunFinished) {
@@ -293,8 +360,8 @@ impl<A: AgentControl> Writer<A> {
                 let result = self.agent.send_user_text(&text).await;
                 let _ = reply.send(self.report(result, "sending the prompt failed"));
             }
-            Command::Decide { request_id, decision, by, reply } => {
-                let _ = reply.send(self.decide(&request_id, decision, &by).await);
+            Command::Decide { request_id, decision, by, confirmed, reply } => {
+                let _ = reply.send(self.decide(&request_id, decision, &by, confirmed).await);
             }
             Command::Interrupt { by, reply } => {
                 let result = if self.capabilities.interrupt {
@@ -369,8 +436,19 @@ impl<A: AgentControl> Writer<A> {
         request_id: &str,
         decision: Decision,
         by: &str,
+        confirmed: bool,
     ) -> Result<ApprovalResolved, CoreError> {
-        self.approvals.check(request_id)?;
+        let request = self.approvals.check(request_id)?;
+        let allows = matches!(
+            decision,
+            Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
+        );
+        if allows && !confirmed && request.risk == Some(nucleic_protocol::Risk::Critical) {
+            return Err(CoreError::NeedsConfirmation {
+                request_id: request_id.to_owned(),
+                reasons: request.risk_reasons.join(", "),
+            });
+        }
         let caps = self.capabilities;
         let unsupported = match decision.kind() {
             DecisionKind::AllowEdited if !caps.edited_tool_input => Some("edited tool input"),
@@ -382,9 +460,26 @@ impl<A: AgentControl> Writer<A> {
             return Err(CoreError::Unsupported(format!("this backend does not support {what}")));
         }
         decision.validate().map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
-        match self.agent.respond(native_request_id(request_id), &decision).await {
+        // "Always" in a scope: the rule is the host's (the agent is told plain allow); without
+        // a policy the agent's own session "always" stands in.
+        let mut message = None;
+        let to_agent = match (&decision, &self.config.policy) {
+            (Decision::AllowAlways { scope: Some(scope) }, Some(policy)) => {
+                let request = self.approvals.check(request_id)?;
+                let rules = policy
+                    .remember(request, *scope)
+                    .map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
+                message =
+                    Some(format!("always allowed in {}: {}", scope_name(*scope), rules.join(", ")));
+                Decision::Allow
+            }
+            (Decision::AllowAlways { .. }, _) => Decision::AllowAlways { scope: None },
+            _ => decision.clone(),
+        };
+        match self.agent.respond(native_request_id(request_id), &to_agent).await {
             Ok(()) => {
-                let resolution = decision.resolution(request_id, by);
+                let mut resolution = decision.resolution(request_id, by);
+                resolution.message = resolution.message.or(message);
                 self.append(vec![Draft::host(EventKind::ApprovalResolved(resolution.clone()))]);
                 Ok(resolution)
             }
@@ -423,7 +518,7 @@ impl<A: AgentControl> Writer<A> {
         let secs = self.approvals.timeout().map_or(0, |t| t.as_secs());
         for id in self.approvals.expired(tokio::time::Instant::now()) {
             let message = format!("no answer within {secs} s; denied by the approval timeout");
-            let _ = self.decide(&id, Decision::Deny { message }, "host:timeout").await;
+            let _ = self.decide(&id, Decision::Deny { message }, "host:timeout", false).await;
         }
     }
 
@@ -445,12 +540,22 @@ impl<A: AgentControl> Writer<A> {
                     drafts.push(Draft::host(EventKind::ApprovalResolved(r)));
                 }
             }
-            match &draft.kind {
-                EventKind::ApprovalRequested(a) => self.approvals.open(a.clone()),
-                EventKind::ApprovalResolved(r) => self.approvals.close(r),
-                _ => {}
-            }
-            let status = next_status(self.status, &draft.kind, self.approvals.pending_count());
+            let settled = match &draft.kind {
+                EventKind::ApprovalRequested(a) => {
+                    self.approvals.open(a.clone());
+                    self.settled.contains(&a.request_id)
+                }
+                EventKind::ApprovalResolved(r) => {
+                    self.approvals.close(r);
+                    self.settled.remove(&r.request_id)
+                }
+                _ => false,
+            };
+            let status = if settled {
+                self.status
+            } else {
+                next_status(self.status, &draft.kind, self.approvals.pending_count())
+            };
             drafts.push(draft);
             if status != self.status {
                 let change = StatusChanged { status, previous: self.status };
@@ -473,6 +578,14 @@ impl<A: AgentControl> Writer<A> {
         state.pending_approvals = self.approvals.pending_count();
         state.storage_error = appended.error.map(|e| e.to_string());
         let _ = self.state.send(state);
+    }
+}
+
+fn scope_name(scope: nucleic_protocol::RuleScope) -> &'static str {
+    match scope {
+        nucleic_protocol::RuleScope::Session => "this session",
+        nucleic_protocol::RuleScope::Project => "this project",
+        nucleic_protocol::RuleScope::Host => "this host",
     }
 }
 

@@ -15,6 +15,10 @@ pub enum CoreError {
     UnknownRequest(String),
     #[error("approval {request_id} was already answered ({decision:?}) by {by}")]
     AlreadyResolved { request_id: String, decision: DecisionKind, by: String },
+    #[error(
+        "approval {request_id} is critical ({reasons}): allowing it needs a second, explicit confirmation; it is still pending"
+    )]
+    NeedsConfirmation { request_id: String, reasons: String },
     #[error("the session has ended")]
     SessionEnded,
     #[error("the session's agent is no longer running")]

@@ -27,15 +27,44 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T, CoreError>>;
 /// Requests to the controller task.
 #[derive(Debug)]
 pub(crate) enum Command {
-    UserText { text: String, reply: Reply<()> },
-    Decide { request_id: String, decision: Decision, by: String, reply: Reply<ApprovalResolved> },
-    Interrupt { by: String, reply: Reply<()> },
-    SetModel { model: String, reply: Reply<()> },
-    SetPermissionMode { mode: String, reply: Reply<()> },
-    CloseInput { reply: Reply<()> },
-    Record { kind: Box<EventKind>, reply: Reply<()> },
-    Close { reply: Reply<()> },
-    Stop { grace: Duration, reason: Option<String>, reply: Reply<()> },
+    UserText {
+        text: String,
+        reply: Reply<()>,
+    },
+    Decide {
+        request_id: String,
+        decision: Decision,
+        by: String,
+        confirmed: bool,
+        reply: Reply<ApprovalResolved>,
+    },
+    Interrupt {
+        by: String,
+        reply: Reply<()>,
+    },
+    SetModel {
+        model: String,
+        reply: Reply<()>,
+    },
+    SetPermissionMode {
+        mode: String,
+        reply: Reply<()>,
+    },
+    CloseInput {
+        reply: Reply<()>,
+    },
+    Record {
+        kind: Box<EventKind>,
+        reply: Reply<()>,
+    },
+    Close {
+        reply: Reply<()>,
+    },
+    Stop {
+        grace: Duration,
+        reason: Option<String>,
+        reply: Reply<()>,
+    },
 }
 
 /// A cheap, cloneable handle on one running session.
@@ -85,8 +114,20 @@ impl SessionHandle {
         decision: Decision,
         by: &str,
     ) -> Result<ApprovalResolved, CoreError> {
+        self.decide_confirmed(request_id, decision, by, false).await
+    }
+
+    /// [`SessionHandle::decide`], saying whether the person confirmed a second time (needed to
+    /// allow a critical request).
+    pub async fn decide_confirmed(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+        confirmed: bool,
+    ) -> Result<ApprovalResolved, CoreError> {
         let (request_id, by) = (request_id.to_owned(), by.to_owned());
-        self.ask(|reply| Command::Decide { request_id, decision, by, reply }).await
+        self.ask(|reply| Command::Decide { request_id, decision, by, confirmed, reply }).await
     }
 
     /// Interrupts the current turn.
@@ -134,6 +175,11 @@ impl SessionHandle {
     pub fn subscribe(&self, from_seq: u64) -> Result<Subscription, CoreError> {
         let live = self.bus.upgrade().map(|b| b.subscribe());
         Subscription::start(self.transcript.clone(), self.index.clone(), from_seq, live)
+    }
+
+    /// Whether `other` is a handle of the same writer (not a later one of the same session).
+    pub fn is_same(&self, other: &SessionHandle) -> bool {
+        self.commands.same_channel(&other.commands)
     }
 
     /// Waits until the agent process is gone and returns how its run ended.

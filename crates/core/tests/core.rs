@@ -107,6 +107,7 @@ fn rig_with(
         approval_timeout: timeout,
         created: None,
         keep_open,
+        policy: None,
     };
     let session = SessionController::start(config, agent.clone(), rx).unwrap();
     Rig { _dir: dir, agent, tx, session }
@@ -132,6 +133,8 @@ fn ask(id: &str) -> EventKind {
         input: json!({"file_path": "/w/a", "content": "x"}),
         description: None,
         blocked_path: None,
+        risk: None,
+        risk_reasons: Vec::new(),
     })
 }
 
@@ -368,7 +371,7 @@ async fn decisions_a_backend_cannot_carry_are_refused_clearly() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        r.session.decide("r1", Decision::AllowAlways, "x").await,
+        r.session.decide("r1", Decision::AllowAlways { scope: None }, "x").await,
         Err(CoreError::Unsupported(_))
     ));
     r.session.decide("r1", Decision::Allow, "x").await.unwrap();

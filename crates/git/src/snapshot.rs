@@ -32,12 +32,21 @@ impl TempIndex {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(temp),
             Err(e) => return Err(GitError::io("cannot read index", &real, e)),
         };
+        // The copy keeps the index's mtime: git trusts the cached stat of an entry only when
+        // it is older than the index file ("racy git"); a copy stamped now would make a
+        // same-size edit from the index's last second look unchanged.
+        let stamp = std::fs::metadata(&real)
+            .and_then(|m| m.modified())
+            .map_err(|e| GitError::io("cannot read index", &real, e))?;
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&temp.path)
-            .and_then(|mut file| file.write_all(&bytes))
+            .and_then(|mut file| {
+                file.write_all(&bytes)?;
+                file.set_modified(stamp)
+            })
             .map_err(|e| GitError::io("cannot copy index to", &temp.path, e))?;
         Ok(temp)
     }

@@ -208,6 +208,25 @@ fn diff_covers_committed_staged_unstaged_untracked_deleted_and_binary_work() {
     assert!(!names.iter().any(|n| n.starts_with("nucleic-index")), "temp index left: {names:?}");
 }
 
+/// A same-size edit made right after the checkout (within the index's mtime granularity) is
+/// work: the temporary index keeps the real one's mtime, so git's racy-entry check still hashes
+/// the file (a copy stamped later hid the edit, and the report said "no files changed").
+#[test]
+fn a_same_size_edit_right_after_the_checkout_is_in_the_diff() {
+    let f = fixture();
+    let wt = f.worktree("racy");
+    let a = wt.path.join("a.txt");
+    let before = std::fs::read_to_string(&a).unwrap();
+    let same_size: String = before.chars().map(|c| if c == '\n' { c } else { 'z' }).collect();
+    assert_eq!(before.len(), same_size.len());
+    // Written at once, in the second of the checkout: same size, same second. The diff is
+    // taken a second later, so a temporary index stamped "now" would be a second newer.
+    std::fs::write(&a, &same_size).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let diff = f.repo.diff(&wt).unwrap();
+    assert_eq!(change(&diff.files, "a.txt").status, FileStatus::Modified);
+}
+
 #[test]
 fn diff_reports_renames_with_old_path() {
     let f = fixture();

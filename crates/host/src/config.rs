@@ -23,6 +23,10 @@ pub struct HostConfig {
     /// Run each agent under a keeper process so it outlives the host (`None`: agents are the
     /// host's children and stop with it).
     pub keepers: Option<KeeperSettings>,
+    /// Judge every approval of Claude Code and Codex sessions with the policy engine (Claude
+    /// Code's settings files and Nucleic's rule files, `docs/policy.md`) before a person is
+    /// asked; `false`: every approval goes to a person, as the agent asks it.
+    pub policy: bool,
 }
 
 /// How agents are kept (see `nucleic_agents::keeper`).
@@ -131,6 +135,18 @@ impl Default for Limits {
 }
 
 impl HostConfig {
+    /// The variable that turns the policy off (`NUCLEIC_POLICY=off`).
+    pub const POLICY_VARIABLE: &str = "NUCLEIC_POLICY";
+
+    /// The policy setting in the environment: on unless [`Self::POLICY_VARIABLE`] says off.
+    pub fn policy_from_env() -> Result<bool, String> {
+        match std::env::var(Self::POLICY_VARIABLE).as_deref() {
+            Err(_) | Ok("" | "on") => Ok(true),
+            Ok("off") => Ok(false),
+            Ok(other) => Err(format!("{}={other:?}: expected on or off", Self::POLICY_VARIABLE)),
+        }
+    }
+
     /// The catalog database.
     pub fn catalog_path(&self) -> PathBuf {
         self.home.join("catalog.sqlite")

@@ -86,18 +86,23 @@ impl Host {
         let transcript = PathBuf::from(&row.transcript);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
+        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,
             transcript,
-            approval_timeout: self.config.approval_timeout,
+            approval_timeout: rules.approval_timeout,
             created: None,
             keep_open: true,
+            policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         // From what the catalog has: anything the old follower had not folded yet comes too.
         self.adopt(id, &session, pid, row.last_seq + 1).await?;
         drop(starting);
+        for problem in rules.problems {
+            session.record(problem).await?;
+        }
         Ok(session)
     }
 
@@ -109,7 +114,46 @@ impl Host {
         decision: Decision,
         by: &str,
     ) -> Result<ApprovalResolved, HostError> {
-        Ok(self.handle(id)?.decide(request_id, decision, by).await?)
+        self.decide_confirmed(id, request_id, decision, by, false).await
+    }
+
+    /// [`Host::decide`], saying whether the person confirmed a second time (needed to allow a
+    /// critical request; without it the request stays pending).
+    pub async fn decide_confirmed(
+        &self,
+        id: &str,
+        request_id: &str,
+        decision: Decision,
+        by: &str,
+        confirmed: bool,
+    ) -> Result<ApprovalResolved, HostError> {
+        match self.live_handle(id) {
+            Some(handle) => {
+                Ok(handle.decide_confirmed(request_id, decision, by, confirmed).await?)
+            }
+            None => Err(self.dormant_decision(id, request_id).await),
+        }
+    }
+
+    /// Why a decision on a session with no writer (its run ended) is refused: its requests
+    /// were all answered or voided (`alreadyResolved`, saying by whom), or never existed.
+    async fn dormant_decision(&self, id: &str, request_id: &str) -> HostError {
+        let key = id.to_owned();
+        let approvals = match self.catalog(move |c| c.approvals(&key)).await {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        match approvals.into_iter().find(|a| a.request_id == request_id) {
+            Some(nucleic_catalog::ApprovalRow { decision: Some(decision), decided_by, .. }) => {
+                HostError::Core(nucleic_core::CoreError::AlreadyResolved {
+                    request_id: request_id.to_owned(),
+                    decision,
+                    by: decided_by.unwrap_or_default(),
+                })
+            }
+            Some(_) => HostError::Invalid(format!("session {id} has no running agent")),
+            None => HostError::Core(nucleic_core::CoreError::UnknownRequest(request_id.to_owned())),
+        }
     }
 
     pub async fn interrupt(&self, id: &str, by: &str) -> Result<(), HostError> {

@@ -27,6 +27,8 @@ pub enum HostError {
     Keeper(#[from] nucleic_agents::keeper::KeeperError),
     #[error("a host task failed: {0}")]
     Task(String),
+    #[error("refused: required checks fail ({0}); fix them, or force with a reason")]
+    ChecksFailed(String),
 }
 
 impl HostError {
@@ -37,6 +39,7 @@ impl HostError {
             HostError::NotFound(_) => ProtocolErrorCode::NotFound,
             HostError::Invalid(_) => ProtocolErrorCode::InvalidRequest,
             HostError::Limit(_) => ProtocolErrorCode::LimitReached,
+            HostError::ChecksFailed(_) => ProtocolErrorCode::GitRefused,
             HostError::BadCursor { .. } => ProtocolErrorCode::BadCursor,
             HostError::Git(e) => match e {
                 nucleic_git::GitError::NotARepo { .. }
@@ -48,7 +51,9 @@ impl HostError {
                 // A request the session never asked: not an answer that came too late.
                 CoreError::UnknownRequest(_) => ProtocolErrorCode::NotFound,
                 CoreError::Unsupported(_) => ProtocolErrorCode::Unsupported,
-                CoreError::AgentGone | CoreError::SessionEnded => ProtocolErrorCode::InvalidRequest,
+                CoreError::AgentGone
+                | CoreError::SessionEnded
+                | CoreError::NeedsConfirmation { .. } => ProtocolErrorCode::InvalidRequest,
                 CoreError::Agent(_) => ProtocolErrorCode::InvalidRequest,
                 CoreError::Store(_) | CoreError::Lock { .. } => ProtocolErrorCode::Internal,
                 CoreError::WriterBusy { .. } => ProtocolErrorCode::InvalidRequest,

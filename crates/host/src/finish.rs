@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    Backend, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated, SessionStatus,
-    WorktreeAction, WorktreeFinished, WorktreeInfo,
+    Backend, CheckTrigger, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated,
+    SessionStatus, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
 
@@ -48,6 +48,7 @@ impl Host {
                     new_tip,
                     continued_in,
                     by: by.to_owned(),
+                    forced_reason: None,
                 })
             };
         match action {
@@ -60,16 +61,24 @@ impl Host {
                     "session {id} is still working; wait for its turn to end or stop it"
                 )))
             }
-            FinishAction::Merge { message, update_checkout } => {
-                let how = Integration { mode: FinishMode::Merge, message, update_checkout };
+            FinishAction::Merge { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how = Integration { mode: FinishMode::Merge, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
-            FinishAction::Squash { message, update_checkout } => {
-                let how = Integration { mode: FinishMode::Squash, message, update_checkout };
+            FinishAction::Squash { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Squash, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
-            FinishAction::Rebase { message, update_checkout } => {
-                let how = Integration { mode: FinishMode::Rebase, message, update_checkout };
+            FinishAction::Rebase { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
             }
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
@@ -158,6 +167,35 @@ impl Host {
         }
     }
 
+    /// The merge gate: runs the project's required checks now; refuses while one fails unless
+    /// `force_reason` (non-empty) is given, which is then recorded with what failed.
+    async fn gate_on_checks(
+        &self,
+        id: &str,
+        project_id: Option<&str>,
+        force_reason: Option<String>,
+    ) -> Result<Option<String>, HostError> {
+        let force_reason = force_reason.map(|r| r.trim().to_owned());
+        if force_reason.as_deref() == Some("") {
+            return Err(HostError::Invalid("a forced merge needs a reason".into()));
+        }
+        let Some(project_id) = project_id else { return Ok(None) };
+        let project = self.project(project_id).await?;
+        if !project.settings.checks.iter().any(|c| c.required) {
+            return Ok(None);
+        }
+        let results = self.run_checks(id, None, CheckTrigger::Finish).await?;
+        let failing: Vec<String> =
+            results.iter().filter(|c| !c.is_pass()).map(|c| c.summary()).collect();
+        if failing.is_empty() {
+            return Ok(None);
+        }
+        match force_reason {
+            Some(reason) => Ok(Some(format!("{reason} (failing: {})", failing.join("; ")))),
+            None => Err(HostError::ChecksFailed(failing.join("; "))),
+        }
+    }
+
     async fn integrate(
         &self,
         id: &str,
@@ -167,7 +205,7 @@ impl Host {
         title: &str,
         finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
     ) -> Result<Option<Value>, HostError> {
-        let Integration { mode, message, update_checkout } = how;
+        let Integration { mode, message, update_checkout, forced } = how;
         let message = message.unwrap_or_else(|| title.to_owned());
         let base = worktree.base_ref.clone();
         let policy = if update_checkout {
@@ -202,16 +240,16 @@ impl Host {
             FinishMode::Squash => WorktreeAction::Squashed,
             FinishMode::Rebase => WorktreeAction::Rebased,
         };
-        self.record(
-            id,
-            finished(
-                action,
-                Some(outcome.base_branch.clone()),
-                Some(outcome.new_tip.clone()),
-                None,
-            ),
-        )
-        .await?;
+        let mut event = finished(
+            action,
+            Some(outcome.base_branch.clone()),
+            Some(outcome.new_tip.clone()),
+            None,
+        );
+        if let EventKind::WorktreeFinished(w) = &mut event {
+            w.forced_reason = forced;
+        }
+        self.record(id, event).await?;
         Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
     }
 
@@ -271,11 +309,15 @@ impl Host {
                 copy_files,
                 default_backend,
                 pool_size,
+                checks,
+                checks_after_turn,
             } => {
                 let project = self
                     .add_project(&path, name, move |s| {
                         s.setup_script = setup_script;
                         s.copy_files = copy_files;
+                        s.checks = checks;
+                        s.checks_after_turn = checks_after_turn;
                         if let Some(b) = default_backend {
                             s.default_backend = b;
                         }
@@ -290,6 +332,17 @@ impl Host {
                 let project = self.set_pool_size(&project_id, size).await?;
                 Ok(json_of(&project))
             }
+            Intent::SetProjectChecks { project_id, checks, checks_after_turn } => {
+                Ok(json_of(&self.set_project_checks(&project_id, checks, checks_after_turn).await?))
+            }
+            Intent::RunChecks { session_id, name } => {
+                let results =
+                    self.run_checks(&session_id, name.as_deref(), CheckTrigger::Request).await?;
+                Ok(Some(json!({ "checks": results })))
+            }
+            Intent::Report { session_id } => {
+                Ok(json_of(&self.report(&session_id, CheckTrigger::Request).await?))
+            }
             Intent::RenameProject { project_id, name } => {
                 self.rename_project(&project_id, &name).await.map(|()| None)
             }
@@ -300,7 +353,10 @@ impl Host {
             Intent::Interrupt { session_id } => {
                 self.interrupt(&session_id, by).await.map(|()| None)
             }
-            Intent::Stop { session_id } => self.stop(&session_id).await.map(|()| None),
+            Intent::Stop { session_id } => {
+                self.checks.stop(&session_id);
+                self.stop(&session_id).await.map(|()| None)
+            }
             Intent::SetModel { session_id, model } => {
                 self.set_model(&session_id, &model).await.map(|()| None)
             }
@@ -335,6 +391,8 @@ struct Integration {
     mode: FinishMode,
     message: Option<String>,
     update_checkout: bool,
+    /// Integrated past failing required checks: the reason given and what failed.
+    forced: Option<String>,
 }
 
 /// `type_changed` → `typeChanged`.

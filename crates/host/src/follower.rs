@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nucleic_catalog::{Catalog, SessionRow};
 use nucleic_core::Subscription;
-use nucleic_protocol::{Event, SessionSummary};
+use nucleic_protocol::{Event, EventKind, SessionSummary};
 use tokio::sync::broadcast;
 
 use crate::error::blocking;
@@ -22,6 +22,7 @@ pub(crate) async fn fold_into_catalog(
     transcript: PathBuf,
     mut events: Subscription,
     changes: broadcast::Sender<SessionSummary>,
+    turns: tokio::sync::mpsc::UnboundedSender<String>,
 ) {
     let mut ended = false;
     while !ended {
@@ -41,6 +42,7 @@ pub(crate) async fn fold_into_catalog(
                 Err(_) => break,
             }
         }
+        let turn_ended = batch.iter().any(|e| matches!(e.kind, EventKind::TurnCompleted(_)));
         let (catalog, id, path) = (catalog.clone(), session_id.clone(), transcript.clone());
         let folded = blocking(move || {
             catalog.apply_events(&id, &path, &batch)?;
@@ -50,6 +52,9 @@ pub(crate) async fn fold_into_catalog(
         match folded {
             Ok(Some(row)) => {
                 let _ = changes.send(summary_of(&row));
+                if turn_ended {
+                    let _ = turns.send(session_id.clone());
+                }
             }
             Ok(None) => {}
             // The transcript keeps the events; the next batch (or a rebuild) folds them.

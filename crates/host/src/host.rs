@@ -28,6 +28,8 @@ use crate::writing::WriterTurns;
 /// The host. Share it as `Arc<Host>`.
 #[derive(Debug)]
 pub struct Host {
+    /// Itself, for tasks that outlive a call (`retire_when_finished`).
+    pub(crate) me: std::sync::Weak<Host>,
     pub(crate) config: HostConfig,
     pub(crate) catalog: Arc<Catalog>,
     /// Sessions with a live single writer (their agent may have exited since).
@@ -47,6 +49,11 @@ pub struct Host {
     pub(crate) keepers: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
     /// Warm worktree pools, tended once `start_pools` ran (`pool.rs`).
     pub(crate) pools: crate::pool::Pools,
+    /// Checks running per session, and their stop switches (`checks.rs`).
+    pub(crate) checks: crate::checks::CheckRuns,
+    /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
+    /// the checks and report that follow turns.
+    pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 /// What a new session runs in, and with what.
@@ -91,7 +98,9 @@ impl Host {
             .iter()
             .map(|id| (id.clone(), crate::keepers::keeper_dirs_of(&config.keepers_dir(), id)))
             .collect();
-        let host = Arc::new(Host {
+        let (turns, turns_done) = tokio::sync::mpsc::unbounded_channel();
+        let host = Arc::new_cyclic(|me| Host {
+            me: me.clone(),
             config,
             catalog: Arc::new(catalog),
             live: Mutex::default(),
@@ -103,7 +112,10 @@ impl Host {
             writer_turns: WriterTurns::default(),
             keepers: Arc::default(),
             pools: crate::pool::Pools::default(),
+            checks: crate::checks::CheckRuns::default(),
+            turns,
         });
+        tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;
         Ok(host)
     }
@@ -177,6 +189,7 @@ impl Host {
         let mut project_settings = ProjectSettings::defaults(Backend::ClaudeCode);
         project_settings.default_branch = branch;
         settings(&mut project_settings);
+        crate::checks::validate_checks(&project_settings.checks)?;
         let new = NewProject {
             id: uuid::Uuid::new_v4().to_string(),
             name,
@@ -217,13 +230,15 @@ impl Host {
         Ok(self.project_summary(&self.project(id).await?))
     }
 
-    fn project_summary(&self, row: &ProjectRow) -> ProjectSummary {
+    pub(crate) fn project_summary(&self, row: &ProjectRow) -> ProjectSummary {
         ProjectSummary {
             project_id: row.id.clone(),
             name: row.name.clone(),
             root: row.root.clone(),
             default_branch: row.settings.default_branch.clone(),
             default_backend: row.settings.default_backend,
+            checks: row.settings.checks.clone(),
+            checks_after_turn: row.settings.checks_after_turn,
             pool: self.pools.summary(row),
         }
     }
@@ -410,17 +425,22 @@ impl Host {
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
+        let rules = self.session_rules(backend, created.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,
             transcript,
-            approval_timeout: self.config.approval_timeout,
+            approval_timeout: rules.approval_timeout,
             created: Some(created),
             keep_open: true,
+            policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
         self.adopt(&session_id, &session, pid, 1).await?;
         drop(starting);
+        for problem in rules.problems {
+            session.record(problem).await?;
+        }
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }
@@ -453,12 +473,39 @@ impl Host {
             transcript,
             events,
             self.changes.clone(),
+            self.turns.clone(),
         ));
         if let Ok(mut live) = self.live.lock() {
             live.insert(id.to_owned(), session.clone());
         }
         let _ = self.writes.send(id.to_owned());
+        self.retire_when_finished(id, session);
         Ok(())
+    }
+
+    /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
+    /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
+    /// batches). The next prompt resumes it under a new writer, which subscribers follow through
+    /// [`Host::writes`]; host events go through `host::writing` meanwhile.
+    fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
+        let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
+        tokio::spawn(async move {
+            session.wait_finished().await;
+            if session.state().finished.is_none() {
+                return; // the writer went without an end (the host is stopping)
+            }
+            let Some(host) = me.upgrade() else { return };
+            // The catalog folds the end first (a bounded wait), so the row is current.
+            let _ = host.session_row(&id).await;
+            let Ok(_turn) = host.writer_turns.take(&id).await else { return };
+            let retired = host.live.lock().ok().and_then(|mut live| {
+                let same = live.get(&id).is_some_and(|h| h.is_same(&session));
+                if same { live.remove(&id) } else { None }
+            });
+            if let Some(handle) = retired {
+                let _ = handle.close().await;
+            }
+        });
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -154,13 +154,16 @@ impl Host {
             }
         };
         let pending = self.pending_requests(id, &events).await?;
+        let cwd = std::path::PathBuf::from(&row.cwd);
+        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,
             transcript,
-            approval_timeout: self.config.approval_timeout,
+            approval_timeout: rules.approval_timeout,
             created: None,
             keep_open: true,
+            policy: rules.policy,
         };
         let run = KeptRun {
             run: spec.run.clone(),

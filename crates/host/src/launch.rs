@@ -60,6 +60,8 @@ pub fn agent_options(
     opts.fork = request.fork;
     opts.env = config.agent_env.clone();
     opts.isolation = isolation_for(config, cwd)?;
+    // Every tool call is put to the host's policy first (the simulated agent has no hooks).
+    opts.host_hooks = config.policy && backend == Backend::ClaudeCode;
     Ok(AgentLaunch::Claude(opts))
 }
 
@@ -92,7 +94,10 @@ fn codex_options(
 /// The isolation an agent of this host working in `cwd` runs under: `config.home` hidden
 /// (and, when `cwd` is inside it, the top directory holding `cwd` bound back in). `None` when
 /// the setting is `off`, or `auto` and bubblewrap does not work here.
-fn isolation_for(config: &HostConfig, cwd: &Path) -> Result<Option<Isolation>, HostError> {
+pub(crate) fn isolation_for(
+    config: &HostConfig,
+    cwd: &Path,
+) -> Result<Option<Isolation>, HostError> {
     let bwrap = match (config.agent_isolation, bubblewrap()) {
         (AgentIsolation::Off, _) | (AgentIsolation::Auto, Err(_)) => return Ok(None),
         (_, Ok(bwrap)) => bwrap.clone(),

@@ -4,6 +4,7 @@
 //! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
 
 mod backends;
+mod checks;
 mod config;
 mod control;
 mod credentials;
@@ -17,9 +18,12 @@ mod launch;
 mod names;
 mod pool;
 mod pool_watch;
+pub mod policy;
 mod portable;
 mod private;
 mod recovery;
+mod report;
+pub mod rules;
 mod shutdown;
 mod writing;
 

@@ -110,6 +110,11 @@ pub(crate) fn recover_sessions(
             report.kept.push(row.id.clone());
             continue;
         }
+        if !row.status.is_terminal() && !row.read_only {
+            // A live writer (another host on this home) owns the session: refuse before
+            // touching its agent.
+            drop(nucleic_core::Sequencer::open(&row.id, row.backend, &transcript)?);
+        }
         if let Some(agent) = row.agent {
             if process_matches(agent.pid, agent.start_ticks) {
                 stop_orphan(agent.pid);

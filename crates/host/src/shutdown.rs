@@ -153,6 +153,8 @@ impl Host {
     pub async fn shutdown(&self, grace: Duration, within: Duration) -> ShutdownReport {
         let started = Instant::now();
         let deadline = started + within;
+        // Checks are killed whole at once; their runs record `stopped`.
+        self.checks.stop_all();
         let mut report = ShutdownReport {
             starts_in_flight: self.gate.close(deadline).await,
             ..ShutdownReport::default()

@@ -56,6 +56,17 @@ impl Context<'_> {
             || is_device_sink(resolved)
     }
 
+    /// True when `path` lies in the session's own tree (its worktree or project root) and that
+    /// tree lies inside the protected directory `dir`: a project kept inside the host's data
+    /// dir (`nucleic demo --home`) may be worked on, as bubblewrap exposes it; the rest of the
+    /// data dir stays protected.
+    pub fn exposed_in(&self, path: &Path, dir: &Path) -> bool {
+        [&self.worktree, &self.project_root].into_iter().any(|tree| {
+            let tree = self.resolver.resolve(tree);
+            paths::is_within(path, &tree) && paths::is_within(&tree, dir) && tree != dir
+        })
+    }
+
     /// The protected directories: `~/.ssh`, `~/.aws`, `~/.config/gh` and the host's data dir.
     pub fn protected_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![

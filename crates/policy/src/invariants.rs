@@ -68,7 +68,9 @@ pub fn check_file(text: &str, write: bool, ctx: &Context<'_>) -> Option<Violatio
 
 fn protected(candidates: &[&Path], text: &str, ctx: &Context<'_>) -> Option<Violation> {
     let dirs = ctx.protected_dirs();
-    let hit = candidates.iter().find_map(|p| dirs.iter().find(|d| paths::is_within(p, d)));
+    let hit = candidates
+        .iter()
+        .find_map(|p| dirs.iter().find(|d| paths::is_within(p, d) && !ctx.exposed_in(p, d)));
     if let Some(dir) = hit {
         return Some(violation(
             "protected-path",

@@ -20,6 +20,42 @@ pub struct ApprovalRequested {
     /// The path outside the allowed set that triggered the ask, if the agent said.
     #[serde(rename = "blockedPath", default, skip_serializing_if = "Option::is_none")]
     pub blocked_path: Option<String>,
+    /// How much harm the call could do, as the host's policy classified it (absent when the
+    /// host has no policy, e.g. `nucleic run`, or in transcripts written before it had one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    /// What makes it risky ("network", "deletes 2 files", …), most serious first.
+    #[serde(rename = "riskReasons", default, skip_serializing_if = "Vec::is_empty")]
+    pub risk_reasons: Vec<String>,
+}
+
+/// Where an "always" rule is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RuleScope {
+    /// This session only (in memory).
+    Session,
+    /// Every session of this project (the host's per-project rule file).
+    Project,
+    /// Every session of this host (the host's rule file).
+    Host,
+}
+
+/// How much harm a tool call could do. A `critical` approval needs a second, explicit
+/// confirmation in every client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Reads, builds, tests.
+    Low,
+    /// Writes in the worktree, network reads, unknown commands.
+    Medium,
+    /// Deletes trees, discards work, installs dependencies, publishes.
+    High,
+    /// Breaks a hard invariant or could take the machine down.
+    Critical,
 }
 
 /// A pending approval was decided.
@@ -34,7 +70,8 @@ pub struct ApprovalResolved {
     /// The input that will run, when the person edited it.
     #[serde(rename = "updatedInput", default, skip_serializing_if = "Option::is_none")]
     pub updated_input: Option<Value>,
-    /// The reason given to the model on a deny, or why the host cancelled.
+    /// The reason given to the model on a deny, why the host cancelled, or the rules an
+    /// "always" in a scope kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -70,8 +107,13 @@ pub enum Decision {
         #[serde(rename = "updatedInput")]
         updated_input: Value,
     },
-    /// Run it and stop asking about this tool for the rest of the session.
-    AllowAlways,
+    /// Run it and stop asking. Without `scope`: the agent's own "always" for this tool in this
+    /// session. With `scope`: the host adds the narrowest rule that allows this call to the
+    /// session (in memory), the project's or this host's rule file (kept across restarts).
+    AllowAlways {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<RuleScope>,
+    },
     /// Refuse; `message` is fed back to the model.
     Deny { message: String },
     /// Refuse and stop the turn.
@@ -84,7 +126,7 @@ impl Decision {
         match self {
             Decision::Allow => DecisionKind::Allow,
             Decision::AllowEdited { .. } => DecisionKind::AllowEdited,
-            Decision::AllowAlways => DecisionKind::AllowAlways,
+            Decision::AllowAlways { .. } => DecisionKind::AllowAlways,
             Decision::Deny { .. } => DecisionKind::Deny,
             Decision::DenyAndStop { .. } => DecisionKind::DenyAndStop,
         }
@@ -103,7 +145,7 @@ impl Decision {
             }
             Decision::Allow
             | Decision::AllowEdited { .. }
-            | Decision::AllowAlways
+            | Decision::AllowAlways { .. }
             | Decision::Deny { .. }
             | Decision::DenyAndStop { .. } => Ok(()),
         }
@@ -116,7 +158,7 @@ impl Decision {
             Decision::Deny { message } | Decision::DenyAndStop { message } => {
                 (None, Some(message.clone()))
             }
-            Decision::Allow | Decision::AllowAlways => (None, None),
+            Decision::Allow | Decision::AllowAlways { .. } => (None, None),
         };
         ApprovalResolved {
             request_id: request_id.to_owned(),

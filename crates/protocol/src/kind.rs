@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{ApprovalRequested, ApprovalResolved};
+use crate::checks::{CheckFinished, CheckOutput, CheckStarted, Report};
 use crate::raw_json::RawJson;
 use crate::status::SessionStatus;
 
@@ -62,6 +63,14 @@ pub enum EventKind {
     /// The session's worktree was merged, squashed, rebased, discarded, kept, rolled back or
     /// continued — always on a person's request.
     WorktreeFinished(WorktreeFinished),
+    /// The host started one of the project's checks in the session's worktree.
+    CheckStarted(CheckStarted),
+    /// Output of a running check, batched.
+    CheckOutput(CheckOutput),
+    /// A check ended: its outcome, counts and log.
+    CheckFinished(CheckFinished),
+    /// The host's report: the agent's claims next to the facts, contradictions flagged.
+    Report(Report),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -95,6 +104,10 @@ impl EventKind {
             EventKind::SessionCreated(_) => "sessionCreated",
             EventKind::SessionUpdated(_) => "sessionUpdated",
             EventKind::WorktreeFinished(_) => "worktreeFinished",
+            EventKind::CheckStarted(_) => "checkStarted",
+            EventKind::CheckOutput(_) => "checkOutput",
+            EventKind::CheckFinished(_) => "checkFinished",
+            EventKind::Report(_) => "report",
             EventKind::Raw(_) => "raw",
         }
     }
@@ -465,6 +478,9 @@ pub struct WorktreeFinished {
     #[serde(rename = "continuedIn", default, skip_serializing_if = "Option::is_none")]
     pub continued_in: Option<String>,
     pub by: String,
+    /// Merged although required checks failed: the reason given (and which failed).
+    #[serde(rename = "forcedReason", default, skip_serializing_if = "Option::is_none")]
+    pub forced_reason: Option<String>,
 }
 
 /// The finishing actions.

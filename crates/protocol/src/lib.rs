@@ -6,6 +6,7 @@
 
 mod approval;
 mod capabilities;
+mod checks;
 mod device;
 mod event;
 mod files;
@@ -15,8 +16,12 @@ mod status;
 mod sync;
 mod timestamp;
 
-pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind};
+pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, Risk, RuleScope};
 pub use capabilities::{BackendInfo, Capabilities};
+pub use checks::{
+    CheckFinished, CheckOutcome, CheckOutput, CheckSpec, CheckStarted, CheckTrigger, Contradiction,
+    Report, ReportClaim,
+};
 pub use device::{DeviceProof, DeviceSummary, HELLO_PROOF_CONTEXT, hello_proof_message};
 pub use event::{Backend, Event};
 pub use files::{

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Decision;
 use crate::capabilities::BackendInfo;
+use crate::checks::CheckSpec;
 use crate::device::{DeviceProof, DeviceSummary};
 use crate::event::{Backend, Event};
 use crate::files::{FileContent, FileEntry};
@@ -130,6 +131,10 @@ pub enum ClientMessage {
         #[serde(rename = "requestID")]
         request_id: String,
         decision: Decision,
+        /// The person confirmed a second time: required to allow a `critical` request (without
+        /// it such a decision is refused and the request stays pending).
+        #[serde(default, skip_serializing_if = "is_false")]
+        confirmed: bool,
     },
     /// Anything that changes what exists: sessions, projects, finishing.
     Intent {
@@ -222,6 +227,12 @@ pub enum Intent {
         copy_files: Vec<String>,
         #[serde(rename = "defaultBackend", default, skip_serializing_if = "Option::is_none")]
         default_backend: Option<Backend>,
+        /// Commands the host runs itself (tests, lint, build); see `docs/dev-loop.md`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        checks: Vec<CheckSpec>,
+        /// Run the checks after every turn (and report).
+        #[serde(rename = "checksAfterTurn", default, skip_serializing_if = "is_false")]
+        checks_after_turn: bool,
         /// Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
         #[serde(rename = "poolSize", default, skip_serializing_if = "Option::is_none")]
         pool_size: Option<u32>,
@@ -231,6 +242,27 @@ pub enum Intent {
         #[serde(rename = "projectID")]
         project_id: String,
         size: u32,
+    },
+    /// Replaces a project's checks (and, when given, whether they run after every turn).
+    SetProjectChecks {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        checks: Vec<CheckSpec>,
+        #[serde(rename = "checksAfterTurn", default, skip_serializing_if = "Option::is_none")]
+        checks_after_turn: Option<bool>,
+    },
+    /// Runs the project's checks (or the one named) in the session's worktree now; answers
+    /// with their `checkFinished` results once they ended.
+    RunChecks {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// Records and answers the session's report (claims next to facts).
+    Report {
+        #[serde(rename = "sessionID")]
+        session_id: String,
     },
     RenameProject {
         #[serde(rename = "projectID")]
@@ -341,6 +373,9 @@ pub enum FinishAction {
         /// out; without it such a merge is refused and no checkout changes.
         #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
         update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
     },
     /// One squashed commit on the base branch.
     Squash {
@@ -350,6 +385,9 @@ pub enum FinishAction {
         /// out; without it such a merge is refused and no checkout changes.
         #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
         update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
     },
     /// Replay the session's commits onto the base branch's tip.
     Rebase {
@@ -359,6 +397,9 @@ pub enum FinishAction {
         /// out; without it such a merge is refused and no checkout changes.
         #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
         update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
     },
     /// Remove the worktree and its branch.
     Discard,
@@ -506,6 +547,10 @@ pub struct ProjectSummary {
     pub default_branch: String,
     #[serde(rename = "defaultBackend")]
     pub default_backend: Backend,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSpec>,
+    #[serde(rename = "checksAfterTurn", default, skip_serializing_if = "is_false")]
+    pub checks_after_turn: bool,
     /// The project's warm worktree pool, when the host runs pools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolSummary>,

@@ -48,6 +48,8 @@ fn envelope_field_names_are_the_contract() {
             input: json!({"file_path": "/w/hello.txt", "content": "hello"}),
             description: Some("hello.txt".into()),
             blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
         }),
     };
     insta::assert_json_snapshot!("approval_requested_event", e);

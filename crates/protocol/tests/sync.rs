@@ -49,6 +49,7 @@ fn client_messages_snapshot_and_round_trip() {
             decision: Decision::AllowEdited {
                 updated_input: json!({"file_path": "/w/a", "content": "x"}),
             },
+            confirmed: false,
         },
         ClientMessage::Intent {
             message_id: "m3".into(),

@@ -26,7 +26,11 @@ pub fn wanted(verbosity: Verbosity, kind: &EventKind) -> bool {
         Verbosity::Full => true,
         Verbosity::NoPartials => !kind.is_partial(),
         Verbosity::Summary => {
-            !kind.is_partial() && !matches!(kind, EventKind::Raw(_) | EventKind::Stderr(_))
+            !kind.is_partial()
+                && !matches!(
+                    kind,
+                    EventKind::Raw(_) | EventKind::Stderr(_) | EventKind::CheckOutput(_)
+                )
         }
     }
 }

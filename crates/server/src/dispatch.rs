@@ -166,8 +166,14 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
         ClientMessage::SendInput { session_id, text, .. } => {
             host.send_input(&session_id, &text).await.map(|()| ack(None))
         }
-        ClientMessage::Decide { session_id, request_id, decision, .. } => host
-            .decide(&session_id, &request_id, decision, client.principal.label())
+        ClientMessage::Decide { session_id, request_id, decision, confirmed, .. } => host
+            .decide_confirmed(
+                &session_id,
+                &request_id,
+                decision,
+                client.principal.label(),
+                confirmed,
+            )
             .await
             .map(|r| ack(serde_json::to_value(r).ok())),
         ClientMessage::Intent { intent, .. } => {

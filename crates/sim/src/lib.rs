@@ -17,6 +17,9 @@
 //! action  := ("write" | "create") PATH ["containing" TEXT]   -> Write {file_path, content}
 //!          | "edit" PATH ":" OLD "->" NEW                     -> Edit {file_path, old_string, new_string, replace_all:false}
 //!          | "run" COMMAND | "bash:" COMMAND | "bash" COMMAND -> Bash {command, description}
+//!          | "say" TEXT                                       -> no tool: the final message is
+//!                                                                "Done. TEXT" (a claim to test
+//!                                                                reports against)
 //! ```
 //!
 //! * `PATH` is one word (quotes and trailing `.,;:!?` stripped), relative to the cwd; the

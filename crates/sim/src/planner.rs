@@ -61,6 +61,8 @@ pub struct Plan {
     pub fast: bool,
     /// The tool calls, in order. Empty means a plain text reply.
     pub actions: Vec<Action>,
+    /// `say TEXT`: what the final message claims after "Done." (e.g. "All tests pass.").
+    pub claim: Option<String>,
     /// The prompt text, trimmed.
     pub prompt: String,
 }
@@ -144,9 +146,15 @@ pub fn plan(prompt: &str) -> Plan {
         .and_then(|w| w[1].parse::<usize>().ok())
         .filter(|n| *n > 0)
         .map(|n| n.min(MAX_STREAM_DELTAS));
-    let actions = split_steps(&prompt).into_iter().filter_map(parse_step).collect();
+    let steps = split_steps(&prompt);
+    let claim = steps.iter().find_map(|step| {
+        let step = step.trim();
+        let (verb, rest) = split_word(step);
+        verb.eq_ignore_ascii_case("say").then(|| unescape(rest.trim())).filter(|c| !c.is_empty())
+    });
+    let actions = steps.into_iter().filter_map(parse_step).collect();
     let fast = words.iter().any(|w| w == "fast");
-    Plan { think, slow, stream, fast, actions, prompt }
+    Plan { think, slow, stream, fast, actions, claim, prompt }
 }
 
 /// Splits on ` then ` (any case), keeping the original text of each step.
@@ -250,6 +258,14 @@ mod tests {
 
     fn write(path: &str, content: &str) -> Action {
         Action::Write { path: path.into(), content: content.into() }
+    }
+
+    #[test]
+    fn say_is_a_claim_not_an_action() {
+        let p = plan("edit calc.py: a - b -> a + b then say Fixed it. All tests pass.");
+        assert_eq!(p.actions.len(), 1);
+        assert_eq!(p.claim.as_deref(), Some("Fixed it. All tests pass."));
+        assert_eq!(plan("write a.txt").claim, None);
     }
 
     #[test]

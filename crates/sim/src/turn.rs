@@ -28,6 +28,7 @@ impl<W: Write> Session<W> {
     /// Runs one turn for `msg`.
     pub(crate) fn turn(&mut self, msg: &UserMsg) -> Result<(), Stop> {
         let plan = planner::plan(&msg.text);
+        let plan_claim = plan.claim.clone();
         let mut st = TurnState {
             started: Instant::now(),
             api_calls: 0,
@@ -111,7 +112,7 @@ impl<W: Write> Session<W> {
 
         let denied = st.denials.len();
         let done = if denied == 0 {
-            "Done.".to_owned()
+            plan_claim.map_or_else(|| "Done.".to_owned(), |c| format!("Done. {c}"))
         } else {
             let names: Vec<&str> =
                 st.denials.iter().filter_map(|d| d["tool_name"].as_str()).collect();

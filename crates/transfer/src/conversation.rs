@@ -109,6 +109,18 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
             format!("session {} by {}", parts.join(", "), u.by)
         }
         EventKind::WorktreeFinished(w) => worktree_line(w),
+        EventKind::CheckStarted(c) => format!("check {} started: {}", c.name, c.argv.join(" ")),
+        EventKind::CheckOutput(c) => {
+            format!("check {} output: {}", c.name, cut(&c.text, RAW_LIMIT))
+        }
+        EventKind::CheckFinished(c) => format!("check {}", c.summary()),
+        EventKind::Report(r) => {
+            let mut text = r.summary();
+            for c in &r.contradictions {
+                text.push_str(&format!("\n  contradiction: \"{}\" — but {}", c.claim, c.fact));
+            }
+            text
+        }
         EventKind::Raw(r) => {
             format!("raw[{}] {}", native_type.unwrap_or("?"), cut(r.native.as_str(), RAW_LIMIT))
         }
@@ -136,6 +148,9 @@ fn worktree_line(w: &WorktreeFinished) -> String {
         line.push_str(&format!(" in session {s}"));
     }
     line.push_str(&format!(" by {}", w.by));
+    if let Some(r) = &w.forced_reason {
+        line.push_str(&format!(", forced past failing checks: {r}"));
+    }
     line
 }
 

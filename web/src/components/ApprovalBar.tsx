@@ -1,8 +1,10 @@
 /** Answers the oldest pending approval: allow, allow with edited input, deny with a reason,
- *  always for this tool in this session. Says who answered when another client was first. */
+ *  always (as a rule for this session, the project or the host). Shows the host's risk class;
+ *  a critical request is allowed only after a second, explicit click. Says who answered when
+ *  another client was first. */
 import { useEffect, useState } from "preact/hooks";
 
-import type { ApprovalRequested, Capabilities, Decision } from "../protocol.gen";
+import type { ApprovalRequested, Capabilities, Decision, RuleScope } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
 import { patchChanges, relative, toolSummary } from "../transcript";
 
@@ -25,23 +27,35 @@ export function ApprovalBar({
   /** The session's working directory (paths are shown relative to it). */
   cwd: string | null;
 }) {
-  const [mode, setMode] = useState<"ask" | "edit" | "deny">("ask");
+  const [mode, setMode] = useState<"ask" | "edit" | "deny" | "always">("ask");
+  /** An allowing decision held back until a critical request is confirmed. */
+  const [confirming, setConfirming] = useState<Decision | null>(null);
   const [edited, setEdited] = useState("");
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [outcome, setOutcome] = useState<string | null>(null);
   useEffect(() => {
     setMode("ask");
+    setConfirming(null);
     setOutcome(null);
     setReason("");
     setEdited(JSON.stringify(request.input, null, 2));
   }, [request.requestID]);
 
+  const critical = request.risk === "critical";
   const decide = async (decision: Decision) => {
+    const allows = decision.type === "allow" || decision.type === "allowEdited" || decision.type === "allowAlways";
+    if (critical && allows && confirming === null) {
+      setConfirming(decision);
+      return;
+    }
+    setConfirming(null);
     setBusy(true);
     setOutcome(null);
     try {
-      await store.request({ type: "decide", sessionID, requestID: request.requestID, decision });
+      // A critical allow reaches here only after the second click: the host requires it said.
+      const confirmed = critical && allows ? { confirmed: true } : {};
+      await store.request({ type: "decide", sessionID, requestID: request.requestID, decision, ...confirmed });
     } catch (e) {
       setOutcome(errorText(e));
       onRefused(errorText(e));
@@ -68,6 +82,14 @@ export function ApprovalBar({
         {more > 0 && <span class="badge pending">+{more} more</span>}
         {request.description && <div class="description">{request.description}</div>}
         {request.blockedPath && <div class="description">Outside the workspace: {request.blockedPath}</div>}
+        {request.risk && (
+          <div class="description">
+            <span class={`badge risk-${request.risk}`} data-testid="risk">
+              {request.risk}
+            </span>{" "}
+            {(request.riskReasons ?? []).join(", ")}
+          </div>
+        )}
         {preview && <pre class="preview">{preview.slice(0, 2000)}</pre>}
       </div>
       {mode === "edit" && (
@@ -82,13 +104,36 @@ export function ApprovalBar({
         </p>
       )}
       <div class="actions">
-        {mode === "ask" && (
+        {confirming !== null && (
+          <>
+            <span class="outcome">Critical: are you sure?</span>
+            <button class="danger" disabled={disabled} onClick={() => decide(confirming)} data-testid="confirm-critical">
+              Yes, allow
+            </button>
+            <button class="ghost" onClick={() => setConfirming(null)}>
+              Back
+            </button>
+          </>
+        )}
+        {confirming === null && mode === "always" && (
+          <>
+            {(["session", "project", "host"] as RuleScope[]).map((scope) => (
+              <button key={scope} disabled={disabled} onClick={() => decide({ type: "allowAlways", scope })} data-testid={`always-${scope}`}>
+                {scope === "session" ? "This session" : scope === "project" ? "This project" : "Every project"}
+              </button>
+            ))}
+            <button class="ghost" onClick={() => setMode("ask")}>
+              Back
+            </button>
+          </>
+        )}
+        {confirming === null && mode === "ask" && (
           <>
             <button class="primary" disabled={disabled} onClick={() => decide({ type: "allow" })} data-testid="allow">
               Allow
             </button>
             {caps?.allowAlways !== false && (
-              <button disabled={disabled} onClick={() => decide({ type: "allowAlways" })} data-testid="allow-always" title={`Always allow ${request.toolName} in this session`}>
+              <button disabled={disabled} onClick={() => setMode("always")} data-testid="allow-always" title="Always allow calls like this one: as a rule for this session, the project or every project">
                 Always
               </button>
             )}
@@ -102,7 +147,7 @@ export function ApprovalBar({
             </button>
           </>
         )}
-        {mode === "edit" && (
+        {confirming === null && mode === "edit" && (
           <>
             <button
               class="primary"
@@ -126,7 +171,7 @@ export function ApprovalBar({
             </button>
           </>
         )}
-        {mode === "deny" && (
+        {confirming === null && mode === "deny" && (
           <>
             <button class="danger" disabled={disabled} onClick={() => decide({ type: "deny", message: reason.trim() || "Denied by the user." })} data-testid="send-deny">
               Deny

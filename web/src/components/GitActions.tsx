@@ -12,6 +12,7 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
   const { facts, refresh } = useGitFacts(store, sessionID, false);
   const [message, setMessage] = useState(summary?.title ?? "");
   const [updateCheckout, setUpdateCheckout] = useState(false);
+  const [forceReason, setForceReason] = useState("");
   const [prompt, setPrompt] = useState("");
   const [busy, setBusy] = useState<string | null>(null);
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
@@ -36,7 +37,23 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
   };
   const dis = busy !== null || offline;
   const integrate = (action: "merge" | "squash" | "rebase", label: string) =>
-    finish({ action, message: message.trim() || null, updateCheckout }, label);
+    finish({ action, message: message.trim() || null, updateCheckout, forceReason: forceReason.trim() || null }, label);
+  /** Runs the project's checks, or records the report; the results arrive as events. */
+  const devLoop = async (kind: "runChecks" | "report", label: string) => {
+    setBusy(label);
+    setResult(null);
+    try {
+      const reply = await store.request({ type: "intent", intent: { kind, sessionID } });
+      const r = reply.type === "ack" ? (reply.result as Record<string, unknown> | null) : null;
+      const checks = r && Array.isArray(r.checks) ? (r.checks as Array<{ outcome: string }>) : null;
+      const text = checks ? `${checks.filter((c) => c.outcome === "passed").length}/${checks.length} checks passed (see the transcript).` : "Report recorded in the transcript.";
+      setResult({ ok: !checks || checks.every((c) => c.outcome === "passed"), text: `${label}: ${text}` });
+    } catch (e) {
+      setResult({ ok: false, text: `${label} refused: ${errorText(e)}` });
+    } finally {
+      setBusy(null);
+    }
+  };
 
   return (
     <div class="git-actions" data-testid="git-actions">
@@ -47,6 +64,17 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
         </p>
       )}
       <fieldset>
+        <legend>Checks and the report</legend>
+        <div class="actions">
+          <button disabled={dis} onClick={() => devLoop("runChecks", "Checks")} data-testid="run-checks">
+            Run checks
+          </button>
+          <button disabled={dis} onClick={() => devLoop("report", "Report")} data-testid="report-now">
+            Report
+          </button>
+        </div>
+      </fieldset>
+      <fieldset>
         <legend>Bring the work into {facts?.baseBranch ?? summary?.worktree?.baseRef ?? "the base branch"}</legend>
         <label>
           Commit message
@@ -55,6 +83,10 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
         <label class="check">
           <input type="checkbox" checked={updateCheckout} onChange={(e) => setUpdateCheckout(e.currentTarget.checked)} data-testid="update-checkout" />
           Also fast-forward my checkout of the base branch (only if it is clean)
+        </label>
+        <label>
+          Merge past failing checks, because (recorded)
+          <input value={forceReason} placeholder="leave empty to respect the checks" onInput={(e) => setForceReason(e.currentTarget.value)} data-testid="force-reason" />
         </label>
         <div class="actions">
           <button class="primary" disabled={dis} onClick={() => integrate("merge", "Merge")} data-testid="merge">

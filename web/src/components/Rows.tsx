@@ -6,7 +6,9 @@ import { useState } from "preact/hooks";
 
 import { download } from "../download";
 import { renderMarkdown } from "../markdown";
+import type { CheckFinished } from "../protocol.gen";
 import { displayText, type Row, toolSummary } from "../transcript";
+import { ReportCard } from "./ReportCard";
 
 /** Longest text shown before "Show all". */
 export const PREVIEW_CHARS = 20_000;
@@ -159,6 +161,19 @@ function RowImpl({ row, cwd }: { row: Row; rev: number; cwd: string | null }) {
           <LongText text={row.lines.join("\n")} label="stderr" />
         </Collapsible>
       );
+    case "check": {
+      const f = row.finished;
+      const state = f ? f.outcome : "running";
+      return (
+        <Collapsible row={row} class={`row check check-${state}`} kind="check" summary={<span data-testid="check-summary">{checkLine(row.name, f)}</span>}>
+          {row.argv.length > 0 && <div class="check-argv">{row.argv.join(" ")}</div>}
+          <LongText text={row.output} label={`check-${row.name}`} />
+          {f?.logPath && <div class="detail">Full log on the host: {f.logPath}</div>}
+        </Collapsible>
+      );
+    }
+    case "report":
+      return <ReportCard report={row.report} seq={row.seq} />;
     case "raw":
       return (
         <Collapsible row={row} class="row raw" kind="raw" summary={`Native line${row.nativeType ? `: ${row.nativeType}` : ""}`}>
@@ -172,6 +187,15 @@ function RowImpl({ row, cwd }: { row: Row; rev: number; cwd: string | null }) {
         </Collapsible>
       );
   }
+}
+
+/** `Check tests: FAILED — 2 passed, 1 failed (3.1 s)`. */
+function checkLine(name: string, f: CheckFinished | null): string {
+  if (!f) return `Check ${name}: running…`;
+  const outcome = { passed: "passed", failed: "FAILED", timedOut: "TIMED OUT", stopped: "stopped", error: "could not run" }[f.outcome];
+  const counts = f.passed != null && f.failed != null ? ` — ${f.passed} passed, ${f.failed} failed` : "";
+  const why = f.error ? ` — ${f.error}` : f.flag ? ` — ${f.flag}` : "";
+  return `Check ${name}: ${outcome}${counts} (${(f.durationMs / 1000).toFixed(1)} s)${why}`;
 }
 
 export const RowView = memo(RowImpl, (a, b) => a.row === b.row && a.rev === b.rev && a.cwd === b.cwd);

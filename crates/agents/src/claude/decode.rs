@@ -39,6 +39,9 @@ pub type DecodedLine = crate::supervisor::DecodedLine<ControlIn>;
 pub enum ControlIn {
     /// The CLI asks permission; it waits until we answer this id.
     PermissionAsked { request_id: String, tool_name: String, input: Value },
+    /// The CLI's PreToolUse hook asks the host about a tool call before its own permission
+    /// rules; it waits until we answer this id (allow, deny, or ask a person).
+    HookAsked { request_id: String },
     /// The CLI sent a request we do not serve; it must get an error reply, not silence.
     Unsupported { request_id: String, subtype: String },
     /// The CLI answered one of our requests.
@@ -363,8 +366,30 @@ impl ClaudeDecoder {
                 input: input.clone(),
                 description: r.request.description,
                 blocked_path: r.request.blocked_path,
+                risk: None,
+                risk_reasons: Vec::new(),
             });
             let control = ControlIn::PermissionAsked { request_id: r.request_id, tool_name, input };
+            return DecodedLine { native_type, events: vec![kind], control: Some(control) };
+        }
+        if r.request.subtype == "hook_callback"
+            && let Some(hook) =
+                r.request.input.as_ref().filter(|i| {
+                    i.get("hook_event_name").and_then(Value::as_str) == Some("PreToolUse")
+                })
+        {
+            let text = |key: &str| hook.get(key).and_then(Value::as_str).map(str::to_owned);
+            let kind = EventKind::ApprovalRequested(ApprovalRequested {
+                request_id: r.request_id.clone(),
+                tool_call_id: r.request.tool_use_id.or_else(|| text("tool_use_id")),
+                tool_name: text("tool_name").unwrap_or_default(),
+                input: hook.get("tool_input").cloned().unwrap_or(Value::Null),
+                description: None,
+                blocked_path: None,
+                risk: None,
+                risk_reasons: Vec::new(),
+            });
+            let control = ControlIn::HookAsked { request_id: r.request_id };
             return DecodedLine { native_type, events: vec![kind], control: Some(control) };
         }
         self.unknown_lines += 1;

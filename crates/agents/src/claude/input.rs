@@ -40,7 +40,7 @@ pub fn permission_reply(
         Decision::AllowEdited { updated_input } => {
             json!({"behavior": "allow", "updatedInput": updated_input})
         }
-        Decision::AllowAlways => json!({
+        Decision::AllowAlways { .. } => json!({
             "behavior": "allow",
             "updatedPermissions": [{
                 "type": "addRules",
@@ -55,6 +55,53 @@ pub fn permission_reply(
         }
     };
     control_success(request_id, response)
+}
+
+/// The `initialize` request that registers one PreToolUse hook for every tool (`matcher` null):
+/// the CLI then asks the host about every tool call, including those its own rules allow.
+pub fn initialize_with_hooks(request_id: &str) -> Result<String, AgentError> {
+    control_request(
+        request_id,
+        json!({
+            "subtype": "initialize",
+            "hooks": {"PreToolUse": [{"matcher": null, "hookCallbackIds": [PRE_TOOL_HOOK]}]},
+        }),
+    )
+}
+
+/// The callback id of the host's PreToolUse hook.
+pub const PRE_TOOL_HOOK: &str = "nucleic_pre_tool";
+
+/// What the host says to a PreToolUse hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookVerdict {
+    /// Run it without asking.
+    Allow,
+    /// Refuse it; the reason reaches the model.
+    Deny,
+    /// Go through the CLI's permission prompt (`can_use_tool`), whatever its rules say.
+    Ask,
+}
+
+/// The answer to a PreToolUse `hook_callback`.
+pub fn hook_reply(
+    request_id: &str,
+    verdict: HookVerdict,
+    reason: &str,
+) -> Result<String, AgentError> {
+    let decision = match verdict {
+        HookVerdict::Allow => "allow",
+        HookVerdict::Deny => "deny",
+        HookVerdict::Ask => "ask",
+    };
+    control_success(
+        request_id,
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }}),
+    )
 }
 
 /// A success reply to a CLI control request.
@@ -145,11 +192,36 @@ mod tests {
             allow,
             r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
         );
-        let always = permission_reply("r1", "Write", &Decision::AllowAlways).unwrap();
+        let always =
+            permission_reply("r1", "Write", &Decision::AllowAlways { scope: None }).unwrap();
         assert!(always.contains(r#""rules":[{"toolName":"Write"}]"#), "{always}");
         let stop = permission_reply("r1", "Write", &Decision::DenyAndStop { message: "no".into() })
             .unwrap();
         assert!(stop.contains(r#""interrupt":true"#));
+    }
+
+    #[test]
+    fn the_pre_tool_hook_is_registered_and_answered_as_observed() {
+        let init: Value = serde_json::from_str(&initialize_with_hooks("i1").unwrap()).unwrap();
+        assert_eq!(init["request"]["subtype"], "initialize");
+        let hook = &init["request"]["hooks"]["PreToolUse"][0];
+        assert_eq!(
+            (hook["matcher"].clone(), hook["hookCallbackIds"][0].clone()),
+            (Value::Null, json!(PRE_TOOL_HOOK))
+        );
+        for (verdict, wire) in
+            [(HookVerdict::Allow, "allow"), (HookVerdict::Deny, "deny"), (HookVerdict::Ask, "ask")]
+        {
+            let line = hook_reply("h1", verdict, "why").unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["response"]["request_id"], "h1");
+            let out = &v["response"]["response"]["hookSpecificOutput"];
+            assert_eq!(out["hookEventName"], "PreToolUse");
+            assert_eq!(
+                (out["permissionDecision"].as_str(), out["permissionDecisionReason"].as_str()),
+                (Some(wire), Some("why"))
+            );
+        }
     }
 
     #[test]

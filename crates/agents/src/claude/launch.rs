@@ -40,6 +40,10 @@ pub struct ClaudeOptions {
     pub env: Vec<(OsString, OsString)>,
     /// Run under bubblewrap with the host's data dir hidden.
     pub isolation: Option<Isolation>,
+    /// Register the host's PreToolUse hook (`initialize` on the control protocol): every tool
+    /// call is then put to the host first. Real Claude Code only (the simulated agent has no
+    /// hooks).
+    pub host_hooks: bool,
 }
 
 impl ClaudeOptions {
@@ -59,6 +63,7 @@ impl ClaudeOptions {
             partial_messages: true,
             env: Vec::new(),
             isolation: None,
+            host_hooks: false,
         }
     }
 

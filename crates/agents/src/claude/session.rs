@@ -35,10 +35,12 @@ pub const CLAUDE_CAPABILITIES: Capabilities = Capabilities {
     partial_deltas: true,
 };
 
-/// A permission ask the CLI is blocked on.
+/// A permission ask (or PreToolUse hook) the CLI is blocked on.
 #[derive(Debug)]
 struct PendingAsk {
     tool_name: String,
+    /// A PreToolUse hook callback, not a `can_use_tool` request.
+    hook: bool,
 }
 
 #[derive(Debug)]
@@ -47,6 +49,9 @@ struct Shared {
     /// The CLI's open `can_use_tool` requests; a reply is only ever sent for one of these.
     asks: Mutex<HashMap<String, PendingAsk>>,
     next_request: AtomicU64,
+    /// The `initialize` line that registers the host's PreToolUse hook, written before any other
+    /// line (taken by the first write).
+    initialize: tokio::sync::Mutex<Option<String>>,
 }
 
 /// The stdin side of a running Claude Code process. Cheap to share.
@@ -61,19 +66,24 @@ pub fn spawn_claude(
     opts: &ClaudeOptions,
 ) -> Result<(ClaudeHandle, mpsc::Receiver<AgentOutput>), AgentError> {
     let (process, streams) = launch(&opts.spawn_spec()?)?;
-    Ok(run_claude(process, streams, Supervision::default()))
+    Ok(run_claude(process, streams, Supervision::default(), opts.host_hooks))
 }
 
-/// Supervises a started Claude Code process.
+/// Supervises a started Claude Code process. With `hooks`, the first line it is sent registers
+/// the host's PreToolUse hook (not for a re-adopted process: it has it already).
 pub(crate) fn run_claude(
     process: Arc<AgentProcess>,
     streams: Streams,
     supervision: Supervision,
+    hooks: bool,
 ) -> (ClaudeHandle, mpsc::Receiver<AgentOutput>) {
+    let initialize =
+        hooks.then(|| input::initialize_with_hooks("nucleic_init")).and_then(Result::ok);
     let shared = Shared {
         process: process.clone(),
         asks: Mutex::new(HashMap::new()),
         next_request: AtomicU64::new(1),
+        initialize: tokio::sync::Mutex::new(initialize),
     };
     let handle = ClaudeHandle { shared: Arc::new(shared) };
     let rx = supervise(process, streams, handle.clone(), ClaudeDecoder::new(), supervision);
@@ -96,6 +106,7 @@ impl Protocol for ClaudeHandle {
                 self.write_line(&line).await?;
             }
             bookkeeping @ (ControlIn::PermissionAsked { .. }
+            | ControlIn::HookAsked { .. }
             | ControlIn::TurnEnded
             | ControlIn::Answered { .. }) => self.on_replayed_control(bookkeeping),
         }
@@ -106,7 +117,13 @@ impl Protocol for ClaudeHandle {
     fn on_replayed_control(&self, control: ControlIn) {
         match control {
             ControlIn::PermissionAsked { request_id, tool_name, .. } => {
-                self.asks().insert(request_id, PendingAsk { tool_name });
+                self.asks().insert(request_id, PendingAsk { tool_name, hook: false });
+            }
+            // Whether the previous host answered it shows in the transcript: a hook answered by
+            // the policy was recorded with its answer (its line is then behind the checkpoint
+            // and never handed over again); one it did not answer is replayed live.
+            ControlIn::HookAsked { request_id } => {
+                self.asks().insert(request_id, PendingAsk { tool_name: String::new(), hook: true });
             }
             ControlIn::TurnEnded => self.asks().clear(),
             // Answered by the previous host.
@@ -135,7 +152,28 @@ impl ClaudeHandle {
 
     async fn write_line(&self, line: &str) -> Result<(), AgentError> {
         input::validate_line(line)?;
+        let mut initialize = self.shared.initialize.lock().await;
+        if let Some(first) = initialize.take() {
+            self.shared.process.write_line(&first).await?;
+        }
+        drop(initialize);
         self.shared.process.write_line(line).await
+    }
+
+    /// Answers a PreToolUse hook the CLI waits on.
+    async fn answer_hook(
+        &self,
+        request_id: &str,
+        verdict: input::HookVerdict,
+        reason: &str,
+    ) -> Result<(), AgentError> {
+        match self.asks().get(request_id) {
+            Some(ask) if ask.hook => {}
+            _ => return Err(AgentError::UnknownRequest(request_id.to_owned())),
+        }
+        self.write_line(&input::hook_reply(request_id, verdict, reason)?).await?;
+        self.asks().remove(request_id);
+        Ok(())
     }
 
     async fn control(&self, request: Value) -> Result<(), AgentError> {
@@ -157,8 +195,23 @@ impl AgentControl for ClaudeHandle {
     async fn respond(&self, request_id: &str, decision: &Decision) -> Result<(), AgentError> {
         decision.validate().map_err(AgentError::InvalidInput)?;
         let tool_name = match self.asks().get(request_id) {
-            Some(ask) => ask.tool_name.clone(),
+            Some(ask) if ask.hook => None,
+            Some(ask) => Some(ask.tool_name.clone()),
             None => return Err(AgentError::UnknownRequest(request_id.to_owned())),
+        };
+        let Some(tool_name) = tool_name else {
+            let (verdict, reason) = match decision {
+                Decision::Allow => (input::HookVerdict::Allow, "allowed by the host"),
+                Decision::Deny { message } | Decision::DenyAndStop { message } => {
+                    (input::HookVerdict::Deny, message.as_str())
+                }
+                Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => {
+                    return Err(AgentError::InvalidInput(
+                        "a PreToolUse hook is answered allow or deny".into(),
+                    ));
+                }
+            };
+            return self.answer_hook(request_id, verdict, reason).await;
         };
         let line = input::permission_reply(request_id, &tool_name, decision)?;
         self.write_line(&line).await?;
@@ -182,6 +235,14 @@ impl AgentControl for ClaudeHandle {
             return Err(AgentError::InvalidInput(format!("unknown permission mode {mode:?}")));
         }
         self.control(json!({"subtype": "set_permission_mode", "mode": mode})).await
+    }
+
+    fn is_precheck(&self, request_id: &str) -> bool {
+        self.asks().get(request_id).is_some_and(|a| a.hook)
+    }
+
+    async fn defer(&self, request_id: &str) -> Result<(), AgentError> {
+        self.answer_hook(request_id, input::HookVerdict::Ask, "the host asks a person").await
     }
 
     fn process(&self) -> Option<&AgentProcess> {

@@ -254,6 +254,8 @@ impl AppServerDecoder {
             input,
             description: p.reason,
             blocked_path,
+            risk: None,
+            risk_reasons: Vec::new(),
         });
         let control = ControlIn::ApprovalAsked {
             request_id: id,

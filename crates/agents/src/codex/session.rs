@@ -160,7 +160,7 @@ pub(crate) fn run_codex(
 fn wire_decision(decision: &Decision) -> Result<&'static str, AgentError> {
     match decision {
         Decision::Allow => Ok("accept"),
-        Decision::AllowAlways => Ok("acceptForSession"),
+        Decision::AllowAlways { .. } => Ok("acceptForSession"),
         Decision::Deny { .. } => Ok("decline"),
         Decision::DenyAndStop { .. } => Ok("cancel"),
         Decision::AllowEdited { .. } => Err(AgentError::Unsupported("edited tool input")),
@@ -296,7 +296,10 @@ mod tests {
     #[test]
     fn decisions_map_to_codex_words() {
         assert_eq!(wire_decision(&Decision::Allow).unwrap(), "accept");
-        assert_eq!(wire_decision(&Decision::AllowAlways).unwrap(), "acceptForSession");
+        assert_eq!(
+            wire_decision(&Decision::AllowAlways { scope: None }).unwrap(),
+            "acceptForSession"
+        );
         assert_eq!(wire_decision(&Decision::Deny { message: "no".into() }).unwrap(), "decline");
         assert_eq!(
             wire_decision(&Decision::DenyAndStop { message: "no".into() }).unwrap(),

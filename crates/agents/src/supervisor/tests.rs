@@ -181,7 +181,7 @@ fn run_backend(
     let supervision = small(1024);
     match backend {
         "test" => echo((process, streams), supervision).1,
-        "claude" => run_claude(process, streams, supervision).1,
+        "claude" => run_claude(process, streams, supervision, false).1,
         "codex" => {
             let opts = CodexOptions::new("codex".into(), cwd.to_owned());
             run_codex(&opts, process, streams, supervision, false).1

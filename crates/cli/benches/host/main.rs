@@ -203,6 +203,7 @@ impl Daemon {
                     "CARGO_BIN_EXE_nucleic"
                 )))),
             },
+            policy: false,
         })
         .await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -128,6 +128,7 @@ fn host_config(
         agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: AgentIsolation::Required,
         keepers: None,
+        policy: false,
     }
 }
 

@@ -72,7 +72,11 @@ async fn an_agent_planting_git_config_and_rewriting_its_gitlink_runs_nothing_in_
     let paths: Vec<_> = facts.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, [".gitattributes"], "the session's own diff: {facts:?}");
 
-    let finish = FinishAction::Merge { message: Some("merge".into()), update_checkout: true };
+    let finish = FinishAction::Merge {
+        message: Some("merge".into()),
+        update_checkout: true,
+        force_reason: None,
+    };
     let merged = host.finish(&id, finish, "test").await;
     assert_eq!(fired(&traps), "", "planted programs ran while merging");
     merged.unwrap();

@@ -54,6 +54,7 @@ pub(crate) fn config(dir: &Path) -> HostConfig {
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     }
 }
 
@@ -126,7 +127,11 @@ async fn three_sessions_in_parallel_worktrees_merge_squash_discard() {
 
     // `main` is checked out in the main checkout: its files change only when asked.
     let refused = host
-        .finish(&ids[0], FinishAction::Merge { message: None, update_checkout: false }, "test")
+        .finish(
+            &ids[0],
+            FinishAction::Merge { message: None, update_checkout: false, force_reason: None },
+            "test",
+        )
         .await
         .unwrap_err();
     assert_eq!(refused.code(), ProtocolErrorCode::GitRefused);
@@ -136,14 +141,22 @@ async fn three_sessions_in_parallel_worktrees_merge_squash_discard() {
     assert_eq!(unchanged.files[0].status, "untracked", "the refusal committed nothing");
     host.finish(
         &ids[0],
-        FinishAction::Merge { message: Some("merge a".into()), update_checkout: true },
+        FinishAction::Merge {
+            message: Some("merge a".into()),
+            update_checkout: true,
+            force_reason: None,
+        },
         "test",
     )
     .await
     .unwrap();
     host.finish(
         &ids[1],
-        FinishAction::Squash { message: Some("squash b".into()), update_checkout: true },
+        FinishAction::Squash {
+            message: Some("squash b".into()),
+            update_checkout: true,
+            force_reason: None,
+        },
         "test",
     )
     .await
@@ -368,7 +381,11 @@ async fn dirty_or_detached_main_checkouts_and_bad_cursors() {
     // … but merging into the branch that dirty checkout has checked out is refused, untouched.
     let before = git(&root, &["rev-parse", "main"]);
     let e = host
-        .finish(&s.session_id, FinishAction::Merge { message: None, update_checkout: true }, "test")
+        .finish(
+            &s.session_id,
+            FinishAction::Merge { message: None, update_checkout: true, force_reason: None },
+            "test",
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::GitRefused, "{e}");
@@ -377,7 +394,11 @@ async fn dirty_or_detached_main_checkouts_and_bad_cursors() {
 
     // Detached main checkout: the base branch is only a ref there, so the merge just moves it.
     git(&root, &["checkout", "-q", "--detach", "HEAD"]);
-    let merge = FinishAction::Merge { message: Some("merge a".into()), update_checkout: false };
+    let merge = FinishAction::Merge {
+        message: Some("merge a".into()),
+        update_checkout: false,
+        force_reason: None,
+    };
     host.finish(&s.session_id, merge, "test").await.unwrap();
     assert_eq!(git(&root, &["show", "main:a.txt"]), "A\n");
     assert_eq!(std::fs::read_to_string(root.join("README.md")).unwrap(), "edited by the user\n");
@@ -406,14 +427,22 @@ async fn a_conflicting_merge_names_the_files_and_changes_nothing() {
         .unwrap();
     approve_until_turn_done(&host, &a.session_id).await;
     approve_until_turn_done(&host, &b.session_id).await;
-    host.finish(&a.session_id, FinishAction::Merge { message: None, update_checkout: true }, "t")
-        .await
-        .unwrap();
+    host.finish(
+        &a.session_id,
+        FinishAction::Merge { message: None, update_checkout: true, force_reason: None },
+        "t",
+    )
+    .await
+    .unwrap();
     let preview = host.git_facts(&b.session_id, false).await.unwrap();
     assert_eq!(preview.conflicts, vec!["same.txt".to_owned()], "the preview sees it coming");
     let tip = git(&root, &["rev-parse", "main"]);
     let e = host
-        .finish(&b.session_id, FinishAction::Squash { message: None, update_checkout: true }, "t")
+        .finish(
+            &b.session_id,
+            FinishAction::Squash { message: None, update_checkout: true, force_reason: None },
+            "t",
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::GitRefused);
@@ -447,6 +476,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     };
     let host =
         Host::open(config(Limits { max_live_sessions: 1, max_worktrees: 10, min_free_bytes: 0 }))
@@ -456,6 +486,8 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
     host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap();
     let e = host.new_session(new_session(&project.project_id, "say hi"), "t").await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::LimitReached, "{e}");
+    // Its session is live: the next host on this home would be refused while its writer runs.
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
     drop(host);
 
     let host =

@@ -167,15 +167,29 @@ async fn host_a_second_host_on_a_live_home_is_refused() {
     let root = repo(dir.path());
     let first = host(dir.path()).await;
     let project = first.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
-    let session = first.new_session(new_session(&project.project_id, "say hello"), "test").await;
+    // The agent stays alive, waiting for an answer (a finished run's writer is retired).
+    let prompt = "write notes.txt containing hi";
+    let session = first.new_session(new_session(&project.project_id, prompt), "test").await;
     let id = session.unwrap().session_id;
-    wait_for(&first, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
+    wait_for(&first, &id, 1, |k| matches!(k, EventKind::ApprovalRequested(_))).await;
 
     let second = Host::open(crate::host_sessions::config(dir.path())).await;
-    let Err(refused) = second else { panic!("a second host on a live home is refused") };
+    let Err(refused) = second else {
+        let row = first.session_summary(&id).await.unwrap();
+        panic!("a second host on a live home is refused: {row:?}")
+    };
     let refused = refused.to_string();
     assert!(refused.contains("already has a writer"), "{refused}");
     assert!(refused.contains(&id), "the refusal names the transcript: {refused}");
+    let mut events = first.subscribe(&id, 1).await.unwrap();
+    let asked = loop {
+        let e = events.next().await.unwrap().expect("the approval is in the transcript");
+        if let EventKind::ApprovalRequested(a) = &e.kind {
+            break a.request_id.clone();
+        }
+    };
+    first.decide(&id, &asked, nucleic_protocol::Decision::Allow, "test").await.unwrap();
+    wait_for(&first, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
 
     // The first host's session carries on, its transcript untouched by the second.
     first.send_input(&id, "say again").await.unwrap();

@@ -280,11 +280,11 @@ async fn when_the_keeper_dies_too_the_session_is_interrupted_and_resumes() {
     assert_gapless(&transcript(&home, &session), &received);
 
     // The session resumes its conversation in a new agent, continuing the same transcript.
+    let before = transcript(&home, &session).len();
     let (code, _, err) = cli_env(&home, &["session", "send", &session, "say hi"], &[]).await;
     assert_eq!(code, 0, "{err}");
     let mut socket = subscribed(&home, &session).await;
     let mut events = Vec::new();
-    let before = transcript(&home, &session).len();
     read_until(&mut socket, "the resumed agent's turn", &mut events, |e| {
         e["seq"].as_u64().is_some_and(|s| s as usize > before)
             && e["kind"]["type"] == "turnCompleted"

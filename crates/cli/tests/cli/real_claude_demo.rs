@@ -67,6 +67,9 @@ async fn the_demo_runs_real_claude_sessions_against_the_mock() {
         .arg(&claude)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env_remove("NUCLEIC_HOME")
+        // The browser suite's agents write files in their worktree, which the policy allows
+        // without a person; this launch is about approving from the cockpit.
+        .env(nucleic_host::HostConfig::POLICY_VARIABLE, "off")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)

@@ -58,6 +58,7 @@ async fn real_claude_keep_continue_handoff() {
         agent_env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     })
     .await
     .unwrap();

@@ -40,6 +40,7 @@ fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions
         approval_timeout: None,
         created: None,
         keep_open: false,
+        policy: None,
     };
     let session = SessionController::start(config, agent, outputs).unwrap();
     let events = session.subscribe(1).unwrap();
@@ -240,7 +241,10 @@ async fn real_claude_allow_always_then_deny_and_stop() {
     let mut live = start(&cwd, &mock, |_| {});
     live.session.send_user_text("write two files").await.unwrap();
     let ask = live.approval().await;
-    live.session.decide(&ask.request_id, Decision::AllowAlways, "test").await.unwrap();
+    live.session
+        .decide(&ask.request_id, Decision::AllowAlways { scope: None }, "test")
+        .await
+        .unwrap();
     live.turn().await;
     assert!(a.exists() && b.exists());
     let asks =

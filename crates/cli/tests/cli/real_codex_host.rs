@@ -71,6 +71,7 @@ async fn real_codex_in_the_daemon_beside_a_simulated_session() {
     let s = codex_setup(script).await;
     let env: Vec<(&str, &str)> = s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let home = s.dir.path().join("nucleic-home");
+    crate::support::ask_for_everything(&home);
     let _guard = DaemonGuard(home.clone());
     let root = s.dir.path().join("repo");
     std::fs::create_dir_all(&root).unwrap();
@@ -201,6 +202,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     })
     .await
     .unwrap();

@@ -149,6 +149,7 @@ async fn real_claude_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream()
         let cache = real_claude().ancestors().nth(4).unwrap().to_string_lossy().into_owned();
         env.push(("NUCLEIC_AGENT_CACHE".into(), cache));
         let home = dir.path().join("nucleic-home");
+        crate::support::ask_for_everything(&home);
         let root = repo(dir.path());
         let mut serve = Serve::start(&home, &env).await;
         let session = new_session(&home, &env, &root, "claude", None, "write notes").await;
@@ -194,6 +195,7 @@ async fn real_codex_outlives_a_sigkilled_daemon_at_an_approval_and_mid_stream() 
         use nucleic_testkit::mock_openai::Script;
         let s = crate::real_codex::codex_setup(Script::shell_then_done("touch created.txt")).await;
         let home = s.dir.path().join("nucleic-home");
+        crate::support::ask_for_everything(&home);
         let root = repo(s.dir.path());
         let mut serve = Serve::start(&home, &s.env).await;
         let session = new_session(&home, &s.env, &root, "codex", None, "make a file").await;

@@ -104,3 +104,15 @@ pub fn transcript_of(cwd: &Path, events: &[Event]) -> Vec<Event> {
     let path = cwd.join(".nh/sessions").join(id).join("transcript.jsonl");
     nucleic_store::read_transcript(&path, 1).unwrap().events
 }
+
+/// Makes the host of `home` put every command and edit to a person (a Nucleic host rule file),
+/// as tests of approvals expect: without it the policy allows edits and read-only commands in
+/// the worktree on its own.
+pub fn ask_for_everything(home: &std::path::Path) {
+    std::fs::create_dir_all(home).unwrap();
+    std::fs::write(
+        home.join("rules.json"),
+        r#"{"permissions":{"ask":["Bash","Edit","Write","MultiEdit","NotebookEdit"]}}"#,
+    )
+    .unwrap();
+}

@@ -1,9 +1,11 @@
 //! Hard invariants hold whatever the rules and the mode say, and dodges are caught.
 
-use nucleic_policy::{Behaviour::*, Mode};
+use std::path::PathBuf;
+
+use nucleic_policy::{Behaviour::*, Mode, Policy};
 use serde_json::json;
 
-use crate::support::{HOME, WORKTREE, bash, permissive, tool};
+use crate::support::{DATA, HOME, WORKTREE, bash, ctx, permissive, resolver, tool};
 
 fn denied_by(line: &str, invariant: &str) {
     for mode in [Mode::Edit, Mode::Full] {
@@ -278,4 +280,25 @@ fn targets_only_known_at_run_time_are_asked_whatever_the_rules() {
             .behaviour,
         Allow
     );
+}
+
+#[test]
+fn a_project_inside_the_data_dir_may_be_worked_on_the_rest_of_it_stays_protected() {
+    // `nucleic demo --home DIR` keeps its repository inside the data dir.
+    let r = resolver();
+    let mut c = ctx(Mode::Edit, &r);
+    c.project_root = PathBuf::from(format!("{DATA}/demo-repo/app"));
+    c.worktree = PathBuf::from(format!("{DATA}/demo-repo/app/.nucleic/worktrees/s1"));
+    c.cwd = c.worktree.clone();
+    let p = Policy::new();
+    let write = json!({"file_path": format!("{}/hello.txt", c.worktree.display()), "content": "x"});
+    assert_eq!(p.evaluate("Write", &write, &c).behaviour, Allow);
+    let read = json!({"file_path": format!("{DATA}/demo-repo/app/README.md")});
+    assert_eq!(p.evaluate("Read", &read, &c).behaviour, Allow);
+    for line in [format!("cat {DATA}/token"), format!("cat {DATA}/demo-repo/../catalog.sqlite")] {
+        let d = p.evaluate("Bash", &json!({ "command": line }), &c);
+        assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:protected-path"), "{line}");
+    }
+    let token = json!({"file_path": format!("{DATA}/token")});
+    assert_eq!(p.evaluate("Read", &token, &c).by, "invariant:protected-path");
 }

@@ -94,6 +94,7 @@ async fn serve_in(
         agent_env: Vec::new(),
         agent_isolation: nucleic_host::AgentIsolation::Auto,
         keepers: None,
+        policy: false,
     })
     .await
     .unwrap();

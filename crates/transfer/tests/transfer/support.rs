@@ -116,6 +116,8 @@ pub fn synthetic_events() -> Vec<Event> {
                 input: write_input,
                 description: None,
                 blocked_path: None,
+                risk: None,
+                risk_reasons: Vec::new(),
             }),
         ),
         (None, status(SessionStatus::AwaitingApproval, SessionStatus::Running)),
@@ -238,6 +240,7 @@ pub fn synthetic_events() -> Vec<Event> {
                 new_tip: Some("9fceb02".into()),
                 continued_in: None,
                 by: "mac".into(),
+                forced_reason: None,
             }),
         ),
     ];

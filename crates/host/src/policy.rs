@@ -1,0 +1,339 @@
+//! The policy of a session: Claude Code's settings files and Nucleic's rule files for its project,
+//! loaded when its agent starts, judging every approval request (`nucleic-policy`) before a
+//! person sees one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
+
+use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
+use nucleic_policy::{
+    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Scope, Sources,
+};
+use nucleic_protocol::ApprovalRequested;
+use nucleic_protocol::RuleScope;
+use serde_json::Value;
+
+use crate::config::HostConfig;
+use crate::rules::RuleFile;
+
+/// Tool names of Codex approvals (`nucleic_agents::codex`): a command and a file change.
+const CODEX_SHELL: &str = "shell";
+const CODEX_PATCH: &str = "apply_patch";
+
+/// The home agents run with (`HOME` of `agent_env`, else the host's): its
+/// `.claude/settings.json` is the user's Claude Code settings.
+pub fn agent_home(config: &HostConfig) -> PathBuf {
+    config
+        .agent_env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Where a session's rules come from and where it works.
+#[derive(Debug, Clone)]
+pub struct SessionPlace {
+    /// The project's main checkout (its `.claude/` is read).
+    pub project_root: PathBuf,
+    pub project_id: Option<String>,
+    /// The agent's working directory (the worktree).
+    pub worktree: PathBuf,
+}
+
+/// The rule files a session's policy reads.
+pub fn sources(config: &HostConfig, place: &SessionPlace) -> Sources {
+    let mut sources = Sources::claude(&place.project_root, agent_home(config));
+    sources.nucleic_project =
+        place.project_id.as_ref().map(|p| config.rule_file(&RuleFile::Project(p.clone())));
+    sources.nucleic_host = Some(config.rule_file(&RuleFile::Host));
+    sources
+}
+
+/// One session's policy. Its rule files are read again at the first tool call after one of them
+/// changed (size or modification time): an "always" kept by another session, or `nucleic rules`,
+/// applies to the next call of every running session.
+#[derive(Debug)]
+pub struct SessionPolicy {
+    policy: RwLock<Policy>,
+    sources: Sources,
+    /// Each rule file's (modification time, size) when last read.
+    stamps: Mutex<Vec<Option<(SystemTime, u64)>>>,
+    /// "Always" rules of this session (in memory; kept across reloads).
+    session_rules: Mutex<Vec<String>>,
+    place: SessionPlace,
+    home: PathBuf,
+    data_dir: PathBuf,
+    mode: Mode,
+}
+
+impl SessionPolicy {
+    /// Loads every rule file for `place`; the warnings name each file that is wrong (its rules
+    /// are ignored, the other files still apply).
+    pub fn load(
+        config: &HostConfig,
+        place: SessionPlace,
+    ) -> (Arc<SessionPolicy>, Vec<LoadWarning>) {
+        let sources = sources(config, &place);
+        let stamps = stamps(&sources);
+        let (policy, warnings) = Policy::load(&sources);
+        let mode = policy.default_mode.unwrap_or_default();
+        let session = SessionPolicy {
+            policy: RwLock::new(policy),
+            sources,
+            stamps: Mutex::new(stamps),
+            session_rules: Mutex::new(Vec::new()),
+            place,
+            home: agent_home(config),
+            data_dir: config.home.clone(),
+            mode,
+        };
+        (Arc::new(session), warnings)
+    }
+
+    /// Reads the rule files again if one changed since they were read.
+    fn refresh(&self) {
+        let now = stamps(&self.sources);
+        let mut seen = self.stamps.lock().unwrap_or_else(PoisonError::into_inner);
+        if *seen == now {
+            return;
+        }
+        let (mut policy, _) = Policy::load(&self.sources);
+        for rule in self.session_rules.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            let _ = policy.add_rule(Scope::Session, Behaviour::Allow, rule);
+        }
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = policy;
+        *seen = now;
+    }
+
+    fn context(&self) -> Context<'static> {
+        Context {
+            project_root: self.place.project_root.clone(),
+            worktree: self.place.worktree.clone(),
+            cwd: self.place.worktree.clone(),
+            home: self.home.clone(),
+            data_dir: self.data_dir.clone(),
+            extra_write_roots: Vec::new(),
+            mode: self.mode,
+            resolver: &FsResolver,
+        }
+    }
+
+    /// The tool call of a request as the policy sees it: Codex's command as `Bash`.
+    fn as_tool_call(request: &ApprovalRequested) -> (String, Value) {
+        match request.tool_name.as_str() {
+            CODEX_SHELL => {
+                let line = request.input.get("command").and_then(Value::as_str).unwrap_or_default();
+                ("Bash".into(), serde_json::json!({ "command": line }))
+            }
+            tool => (tool.to_owned(), request.input.clone()),
+        }
+    }
+
+    /// The policy's decision on one request, tool names of both backends understood.
+    pub fn decide(&self, request: &ApprovalRequested) -> nucleic_policy::Decision {
+        self.refresh();
+        let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+        let ctx = self.context();
+        let input = &request.input;
+        match request.tool_name.as_str() {
+            CODEX_SHELL => {
+                let line = input.get("command").and_then(Value::as_str).unwrap_or_default();
+                let cwd = input.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+                policy.evaluate_codex_command(&CodexCommand::Line(line.to_owned()), cwd, &ctx)
+            }
+            CODEX_PATCH => {
+                let paths = codex_patch_paths(input, &ctx.cwd);
+                policy.evaluate_codex_file_change(&paths, &ctx)
+            }
+            tool => policy.evaluate(tool, input, &ctx),
+        }
+    }
+
+    /// Keeps the narrowest rules that allow `request` in `scope`.
+    pub fn remember(
+        &self,
+        request: &ApprovalRequested,
+        scope: RuleScope,
+    ) -> Result<Vec<String>, String> {
+        self.refresh();
+        let (tool, input) = Self::as_tool_call(request);
+        let rules = if request.tool_name == CODEX_PATCH {
+            let paths = codex_patch_paths(&request.input, &self.place.worktree);
+            let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+            let ctx = self.context();
+            let mut rules = Vec::new();
+            for path in paths {
+                rules.extend(policy.suggest_rules(
+                    "Write",
+                    &serde_json::json!({ "file_path": path }),
+                    &ctx,
+                ));
+            }
+            rules
+        } else {
+            let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
+            policy.suggest_rules(&tool, &input, &self.context())
+        };
+        if rules.is_empty() {
+            return Err(format!(
+                "no rule can always allow this {tool} call (a hard invariant refuses it, or part of it is only known at run time)"
+            ));
+        }
+        let file = match scope {
+            RuleScope::Session => None,
+            RuleScope::Project => Some(RuleFile::Project(
+                self.place.project_id.clone().ok_or("this session has no project")?,
+            )),
+            RuleScope::Host => Some(RuleFile::Host),
+        };
+        match file {
+            None => {
+                let mut kept = self.session_rules.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
+                for rule in &rules {
+                    policy
+                        .add_rule(Scope::Session, Behaviour::Allow, rule)
+                        .map_err(|e| e.to_string())?;
+                    kept.push(rule.clone());
+                }
+            }
+            Some(file) => {
+                let path = file.path(&self.data_dir);
+                for rule in &rules {
+                    crate::rules::add_rule(&path, Behaviour::Allow, rule)
+                        .map_err(|e| e.to_string())?;
+                }
+                self.refresh();
+            }
+        }
+        Ok(rules)
+    }
+}
+
+/// (modification time, size) of each rule file; `None` for a missing one.
+fn stamps(sources: &Sources) -> Vec<Option<(SystemTime, u64)>> {
+    sources
+        .files()
+        .iter()
+        .map(|(_, path)| {
+            std::fs::metadata(path).ok().and_then(|m| Some((m.modified().ok()?, m.len())))
+        })
+        .collect()
+}
+
+/// The paths of a Codex file change (`{"changes": [{"path": …}, …]}`, or a map keyed by path).
+fn codex_patch_paths(input: &Value, cwd: &Path) -> Vec<PathBuf> {
+    let paths: Vec<String> = match input.get("changes") {
+        Some(Value::Array(changes)) => changes
+            .iter()
+            .filter_map(|c| c.get("path").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
+        Some(Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    paths.into_iter().map(|p| cwd.join(p)).collect()
+}
+
+impl ApprovalPolicy for SessionPolicy {
+    fn remember(
+        &self,
+        request: &ApprovalRequested,
+        scope: RuleScope,
+    ) -> Result<Vec<String>, String> {
+        SessionPolicy::remember(self, request, scope)
+    }
+
+    fn judge(&self, request: &ApprovalRequested) -> Judgement {
+        let decision = self.decide(request);
+        Judgement {
+            verdict: match decision.behaviour {
+                Behaviour::Allow => Verdict::Allow,
+                Behaviour::Ask => Verdict::Ask,
+                Behaviour::Deny => Verdict::Deny,
+            },
+            by: decision.by,
+            reason: decision.reason,
+            risk: wire_risk(decision.risk),
+            risk_reasons: decision.risk_reasons,
+        }
+    }
+}
+
+/// The policy's risk class on the wire.
+pub fn wire_risk(risk: Risk) -> nucleic_protocol::Risk {
+    match risk {
+        Risk::Low => nucleic_protocol::Risk::Low,
+        Risk::Medium => nucleic_protocol::Risk::Medium,
+        Risk::High => nucleic_protocol::Risk::High,
+        Risk::Critical => nucleic_protocol::Risk::Critical,
+    }
+}
+
+/// What a session gets from its project's rules: the policy, problems to record, the timeout.
+pub(crate) struct SessionRules {
+    pub policy: Option<Arc<dyn ApprovalPolicy>>,
+    /// An `error` event for each rule file that is wrong.
+    pub problems: Vec<nucleic_protocol::EventKind>,
+    /// The project's (else the host's) approval timeout, else the host configuration's.
+    pub approval_timeout: Option<std::time::Duration>,
+}
+
+impl crate::host::Host {
+    /// The rules of a session of `backend` in project `project_id` working in `cwd`: its
+    /// policy (none for the simulated agent, whose approvals exist to be answered by a person,
+    /// for a session outside a project, or when the host runs without a policy), the problems
+    /// of its rule files, and its approval timeout.
+    pub(crate) async fn session_rules(
+        &self,
+        backend: nucleic_protocol::Backend,
+        project_id: Option<&str>,
+        cwd: &Path,
+    ) -> SessionRules {
+        let mut rules = SessionRules {
+            policy: None,
+            problems: Vec::new(),
+            approval_timeout: self.config.approval_timeout,
+        };
+        let error = |message: String| {
+            nucleic_protocol::EventKind::Error(nucleic_protocol::ErrorEvent {
+                code: nucleic_protocol::ErrorCode::InvalidInput,
+                message,
+                http_status: None,
+            })
+        };
+        let mut files = vec![RuleFile::Host];
+        if let Some(p) = project_id {
+            files.insert(0, RuleFile::Project(p.to_owned()));
+        }
+        for file in files {
+            match crate::rules::approval_timeout(&self.config.rule_file(&file)) {
+                Ok(Some(timeout)) => {
+                    rules.approval_timeout = Some(timeout);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => rules.problems.push(error(format!("policy: {e}"))),
+            }
+        }
+        if !self.config.policy || backend == nucleic_protocol::Backend::Simulated {
+            return rules;
+        }
+        let Some(project_id) = project_id else { return rules };
+        let Ok(project) = self.project(project_id).await else { return rules };
+        let place = SessionPlace {
+            project_root: PathBuf::from(&project.root),
+            project_id: Some(project.id.clone()),
+            worktree: cwd.to_owned(),
+        };
+        let config = self.config.clone();
+        let loaded = tokio::task::spawn_blocking(move || SessionPolicy::load(&config, place)).await;
+        let Ok((policy, warnings)) = loaded else { return rules };
+        rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
+        rules.policy = Some(policy);
+        rules
+    }
+}

@@ -1,0 +1,58 @@
+// The approval bar: the host's risk class is shown, a critical request needs a second click
+// before it is allowed, and "Always" asks for the scope of the rule.
+import { render } from "preact";
+import { act } from "preact/test-utils";
+import { afterEach, describe, expect, it } from "vitest";
+
+import type { ApprovalRequested } from "../protocol.gen";
+import type { CockpitStore } from "../store";
+import { ApprovalBar } from "./ApprovalBar";
+
+function setup(request: ApprovalRequested) {
+  const sent: unknown[] = [];
+  const store = { link: "online", request: async (m: unknown) => void sent.push(m) } as unknown as CockpitStore;
+  const root = document.createElement("div");
+  document.body.append(root);
+  act(() => {
+    render(<ApprovalBar store={store} sessionID="s1" request={request} more={0} caps={null} onRefused={() => {}} cwd={null} />, root);
+  });
+  const click = async (testid: string) => {
+    const button = root.querySelector<HTMLButtonElement>(`[data-testid=${testid}]`);
+    if (!button) throw new Error(`no ${testid}`);
+    await act(async () => button.click());
+  };
+  return { root, sent, click };
+}
+
+const ask = (risk: ApprovalRequested["risk"]): ApprovalRequested => ({
+  requestID: "r1",
+  toolName: "Bash",
+  input: { command: "shutdown -h now" },
+  risk,
+  riskReasons: ["could take the machine down"],
+});
+
+afterEach(() => {
+  document.body.innerHTML = "";
+});
+
+describe("ApprovalBar", () => {
+  it("asks a second time before allowing a critical request", async () => {
+    const { root, sent, click } = setup(ask("critical"));
+    expect(root.querySelector("[data-testid=risk]")?.textContent).toBe("critical");
+    expect(root.textContent).toContain("could take the machine down");
+    await click("allow");
+    expect(sent).toEqual([]);
+    await click("confirm-critical");
+    expect(sent).toEqual([{ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allow" }, confirmed: true }]);
+  });
+
+  it("allows a lower risk at once, and Always asks for the rule's scope", async () => {
+    const { sent, click } = setup(ask("medium"));
+    await click("allow");
+    expect(sent).toHaveLength(1);
+    await click("allow-always");
+    await click("always-project");
+    expect(sent[1]).toEqual({ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allowAlways", scope: "project" } });
+  });
+});
