@@ -69,8 +69,11 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     // Before anything else touches the home: a second host on it refuses here.
     let lock = HomeLock::acquire(&home)?;
     let host = Host::open(host_config(&home)?).await?;
-    // Warm worktree pools, unless `NUCLEIC_WARM_POOL=off`.
-    if std::env::var("NUCLEIC_WARM_POOL").as_deref() != Ok("off") {
+    // Warm worktree pools, with `NUCLEIC_WARM_POOL=on` (off by default for now: with pools
+    // on, a daemon SIGKILLed mid-run left its home locked for the next one in
+    // `keepers::a_sigkilled_daemon_is_replaced_and_the_same_agent_finishes_its_turn`, not yet
+    // understood).
+    if std::env::var("NUCLEIC_WARM_POOL").as_deref() == Ok("on") {
         host.start_pools();
     }
     let recovery = host.recovery();
