@@ -89,12 +89,15 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
             "60",
             "--",
             "python3",
+            // No bytecode cache: a same-size edit within the second of the last compile would
+            // otherwise run the stale `.pyc` (Python checks the source's mtime in seconds).
+            "-B",
             "test_calc.py",
         ],
     )
     .await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("tests  timeout 60 s  python3 test_calc.py"), "{out}");
+    assert!(out.contains("tests  timeout 60 s  python3 -B test_calc.py"), "{out}");
     let (code, _, err) = cli(&home, &["project", "check", "after-turn", &project, "on"]).await;
     assert_eq!(code, 0, "{err}");
     // Bad input: a check the host's own variable cannot reach, a command that is empty.

@@ -41,6 +41,7 @@ pub(crate) async fn read_until(
             .unwrap();
         let Message::Text(text) = frame else { continue };
         let frame: Value = serde_json::from_str(&text).unwrap();
+        let before = events.len();
         match frame["type"].as_str() {
             Some("event") => events.push(frame["event"].clone()),
             Some("events") => {
@@ -48,7 +49,8 @@ pub(crate) async fn read_until(
             }
             _ => {}
         }
-        if done(&frame) || events.last().is_some_and(&done) {
+        // A frame may carry several events: any of them may be the awaited one.
+        if done(&frame) || events[before..].iter().any(&done) {
             return frame;
         }
     }

@@ -50,7 +50,7 @@ async fn real_claude_session_runs_its_checks_after_the_turn() {
     .unwrap();
     let tests = CheckSpec {
         name: "tests".into(),
-        argv: vec!["python3".into(), "test_calc.py".into()],
+        argv: vec!["python3".into(), "-B".into(), "test_calc.py".into()],
         timeout_secs: 60,
         env: Vec::new(),
         required: true,
