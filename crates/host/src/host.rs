@@ -483,31 +483,6 @@ impl Host {
         Ok(())
     }
 
-    /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
-    /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
-    /// batches). The next prompt resumes it under a new writer, which subscribers follow through
-    /// [`Host::writes`]; host events go through `host::writing` meanwhile.
-    fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
-        let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
-        tokio::spawn(async move {
-            session.wait_finished().await;
-            if session.state().finished.is_none() {
-                return; // the writer went without an end (the host is stopping)
-            }
-            let Some(host) = me.upgrade() else { return };
-            // The catalog folds the end first (a bounded wait), so the row is current.
-            let _ = host.session_row(&id).await;
-            let Ok(_turn) = host.writer_turns.take(&id).await else { return };
-            let retired = host.live.lock().ok().and_then(|mut live| {
-                let same = live.get(&id).is_some_and(|h| h.is_same(&session));
-                if same { live.remove(&id) } else { None }
-            });
-            if let Some(handle) = retired {
-                let _ = handle.close().await;
-            }
-        });
-    }
-
     #[allow(clippy::too_many_arguments)]
     async fn record_setup_failure(
         &self,

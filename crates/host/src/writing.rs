@@ -1,7 +1,8 @@
 //! Events no live controller writes (a failed setup, a rename of a dormant session, recovery's
 //! "interrupted", an import) take one step: the core's sequencer numbers and writes them, the
 //! catalog folds them, clients are told. Writer starts and these writes are serialised per
-//! session, so concurrent follow-ups to a dormant session start one writer, not several.
+//! session, so concurrent follow-ups to a dormant session start one writer, not several; and a
+//! writer whose run has ended is retired (closed and forgotten) in the same turn.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nucleic_catalog::Catalog;
-use nucleic_core::{Draft, Sequencer};
+use nucleic_core::{Draft, Sequencer, SessionHandle};
 use nucleic_protocol::{Backend, SessionSummary};
 use tokio::sync::OwnedMutexGuard;
 
@@ -76,6 +77,31 @@ impl WriterTurns {
 }
 
 impl Host {
+    /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
+    /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
+    /// batches). The next prompt resumes it under a new writer, which subscribers follow through
+    /// [`Host::writes`]; host events go through `host::writing` meanwhile.
+    pub(crate) fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
+        let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
+        tokio::spawn(async move {
+            session.wait_finished().await;
+            if session.state().finished.is_none() {
+                return; // the writer went without an end (the host is stopping)
+            }
+            let Some(host) = me.upgrade() else { return };
+            // The catalog folds the end first (a bounded wait), so the row is current.
+            let _ = host.session_row(&id).await;
+            let Ok(_turn) = host.writer_turns.take(&id).await else { return };
+            let retired = host.live.lock().ok().and_then(|mut live| {
+                let same = live.get(&id).is_some_and(|h| h.is_same(&session));
+                if same { live.remove(&id) } else { None }
+            });
+            if let Some(handle) = retired {
+                let _ = handle.close().await;
+            }
+        });
+    }
+
     /// Write → index → announce, for events of a session no controller writes. The caller
     /// holds the session's turn (or the session is new).
     pub(crate) async fn write_events(
