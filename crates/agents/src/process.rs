@@ -238,6 +238,12 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
     Some(ProcStat { ppid, pgrp, zombie: state == "Z", start_ticks })
 }
 
+/// Whether `pid` runs (not a zombie) and is the process that started at `start_ticks` — not a
+/// later one that reuses its pid.
+pub fn is_running(pid: u32, start_ticks: u64) -> bool {
+    proc_stat(pid).is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
+}
+
 /// Every live descendant of `pid` (children, grandchildren, …), from `/proc`.
 pub fn descendants(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -64,9 +64,7 @@ pub fn holder(home: &Path) -> Option<u32> {
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let pid = u32::try_from(v.get("pid")?.as_u64()?).ok()?;
     let ticks = v.get("startTicks")?.as_u64()?;
-    nucleic_agents::process::proc_stat(pid)
-        .filter(|s| !s.zombie && s.start_ticks == ticks)
-        .map(|_| pid)
+    nucleic_agents::process::is_running(pid, ticks).then_some(pid)
 }
 
 #[cfg(test)]

@@ -293,8 +293,7 @@ impl Host {
 /// Stops the agent process recorded for `row`, if it is still that process.
 fn stop_recorded_agent(row: &SessionRow) {
     if let Some(agent) = row.agent
-        && nucleic_agents::process::proc_stat(agent.pid)
-            .is_some_and(|s| !s.zombie && s.start_ticks == agent.start_ticks)
+        && nucleic_agents::process::is_running(agent.pid, agent.start_ticks)
     {
         nucleic_agents::process::kill_tree(agent.pid);
     }

@@ -116,7 +116,7 @@ pub(crate) fn recover_sessions(
             drop(nucleic_core::Sequencer::open(&row.id, row.backend, &transcript)?);
         }
         if let Some(agent) = row.agent {
-            if process_matches(agent.pid, agent.start_ticks) {
+            if nucleic_agents::process::is_running(agent.pid, agent.start_ticks) {
                 stop_orphan(agent.pid);
                 report.orphans_stopped.push(agent.pid);
             }
@@ -178,12 +178,6 @@ pub(crate) fn close_interrupted(
     }
     report.interrupted.push(row.id.clone());
     Ok(())
-}
-
-/// True when `pid` is alive and is the process that was recorded (same start time).
-fn process_matches(pid: u32, start_ticks: u64) -> bool {
-    nucleic_agents::process::proc_stat(pid)
-        .is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
 }
 
 fn stop_orphan(pid: u32) {

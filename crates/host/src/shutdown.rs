@@ -305,7 +305,7 @@ fn proc_stat(pid: u32) -> Option<nucleic_agents::process::ProcStat> {
 
 /// True while `member` runs (a zombie has already stopped).
 fn alive(member: &Member) -> bool {
-    proc_stat(member.0).is_some_and(|s| !s.zombie && s.start_ticks == member.1)
+    nucleic_agents::process::is_running(member.0, member.1)
 }
 
 /// SIGKILLs the members still alive, with their current descendants.

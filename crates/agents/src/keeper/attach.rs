@@ -195,9 +195,7 @@ fn demux(mut output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, 
             Ok(Some(exit)) => ProcessEnd { code: exit.code, signal: exit.signal },
             _ => {
                 // Only the agent the keeper named, not a later process with its pid.
-                if crate::process::proc_stat(pid)
-                    .is_some_and(|s| !s.zombie && s.start_ticks == start_ticks)
-                {
+                if crate::process::is_running(pid, start_ticks) {
                     kill_tree(pid);
                 }
                 ProcessEnd::default()
