@@ -69,8 +69,8 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     // Before anything else touches the home: a second host on it refuses here.
     let lock = HomeLock::acquire(&home, home_lock::UNNAMED_HOLDER_WAIT)?;
     let host = Host::open(host_config(&home)?).await?;
-    // Warm worktree pools, with `NUCLEIC_WARM_POOL=on` (off by default for now).
-    if std::env::var("NUCLEIC_WARM_POOL").as_deref() == Ok("on") {
+    // Warm worktree pools (`NUCLEIC_WARM_POOL=off` turns them off).
+    if std::env::var("NUCLEIC_WARM_POOL").as_deref() != Ok("off") {
         host.start_pools();
     }
     let recovery = host.recovery();

@@ -8,6 +8,7 @@ mod checks;
 mod config;
 mod control;
 mod credentials;
+mod disk;
 mod error;
 mod files;
 mod finish;
@@ -29,6 +30,7 @@ mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
 pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
+pub use disk::ReclaimReason;
 pub use error::HostError;
 pub use files::Listing;
 pub use host::Host;
