@@ -54,6 +54,8 @@ pub struct Host {
     /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
     /// the checks and report that follow turns.
     pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
+    /// Message ids being answered, so a resent copy waits for the first (`reply_turns.rs`).
+    pub(crate) reply_turns: crate::reply_turns::ReplyTurns,
 }
 
 /// What a new session runs in, and with what.
@@ -114,6 +116,7 @@ impl Host {
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),
             turns,
+            reply_turns: crate::reply_turns::ReplyTurns::default(),
         });
         tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;

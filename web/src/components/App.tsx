@@ -8,6 +8,7 @@ import { Dashboard } from "./Dashboard";
 import { DevicesSheet } from "./DevicesSheet";
 import { LinkBanner } from "./LinkBanner";
 import { NewSessionSheet } from "./NewSessionSheet";
+import { PendingTray } from "./PendingTray";
 import { SessionList } from "./SessionList";
 import { SessionPane } from "./SessionPane";
 
@@ -84,6 +85,7 @@ export function App({ store }: { store: CockpitStore }) {
   return (
     <div class={`shell panes-${panes}${stale ? " stale" : ""}`} data-panes={panes} data-link={store.link}>
       <LinkBanner store={store} />
+      <PendingTray store={store} />
       <div class="panes">{content}</div>
       {route.newSession && <NewSessionSheet store={store} onClose={() => history.back()} />}
       {route.devices && <DevicesSheet store={store} onClose={() => history.back()} />}

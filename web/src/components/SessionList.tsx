@@ -34,7 +34,7 @@ export function SessionList({
         <a class="button small" href={href({ dashboard: true })} data-testid="open-dashboard">
           All{needYou > 0 && <span class="badge pending">{needYou}</span>}
         </a>
-        <button class="primary small" onClick={() => go({ newSession: true })} data-testid="new-session" disabled={store.link !== "online"}>
+        <button class="primary small" onClick={() => go({ newSession: true })} data-testid="new-session" disabled={store.link === "signedOut"}>
           New
         </button>
         <NotifyButton />
