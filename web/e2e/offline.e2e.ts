@@ -146,7 +146,7 @@ async function compose(page: Page, text: string) {
 const pendingState = (page: Page) => page.getAttribute("[data-testid=pending-item]", "data-state");
 
 describe("offline input (seed: input conflicts on another client's input, a turn-completing result, a context change)", () => {
-  it("no conflict: the laptop renames and an approval comes and goes; the queued message is sent once on reconnect", async () => {
+  it("no conflict: the laptop renames meanwhile; the queued message is sent once on reconnect", async () => {
     const other = await otherClient();
     const id = await newSession(other, "think");
     await waitStatus(other, id, "awaiting-input");
@@ -248,10 +248,13 @@ describe("other queued actions", () => {
       await waitStatus(other, id, "finished");
     }
     const p = await phone();
+    await openSession(p.page, busy);
     await openSession(p.page, calm);
     await p.offline();
     await compose(p.page, "resume quietly");
-    await openSession(p.page, busy);
+    // Offline, within the page (a reload would also work: the queue is stored).
+    await p.page.evaluate((sid) => (location.hash = `#/s/${sid}`), busy);
+    await p.page.waitForSelector(`[data-testid=session-pane][data-session="${busy}"]`);
     await compose(p.page, "resume too late");
     expect(await p.page.$$eval("[data-testid=pending-item]", (els) => els.map((e) => e.getAttribute("data-kind")))).toEqual(["resume", "resume"]);
     await ask(other, { type: "sendInput", sessionID: busy, text: "laptop resumed it" });
@@ -371,7 +374,7 @@ describe("the inbox", () => {
     await p.page.waitForFunction((sel) => document.querySelectorAll(sel).length === 3, ours([a, b, c]));
     const total = await p.page.$$eval("[data-testid=inbox-item]", (els) => els.length);
     expect(await p.page.title()).toMatch(new RegExp(`^\\(${total}\\) `));
-    expect(await p.page.textContent("[data-testid=inbox-badge]")).toBe(String(total));
+    expect(await p.page.textContent("[data-testid=inbox-count]")).toBe(String(total));
     // Highest risk first: the critical `sudo` call leads.
     const order = await p.page.$$eval("[data-testid=inbox-item]", (els) => els.map((e) => [e.getAttribute("data-session"), e.getAttribute("data-risk")]));
     expect(order[0]).toEqual([b, "critical"]);

@@ -15,10 +15,13 @@ use crate::host::Host;
 /// Longest wait for the first copy of a message to be answered.
 const REPLY_WITHIN: Duration = Duration::from_secs(120);
 
+/// (client id, message id).
+type Key = (String, String);
+
 /// The message ids being answered now.
 #[derive(Debug, Default)]
 pub(crate) struct ReplyTurns {
-    turns: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    turns: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// The turn to answer one message id; dropping it lets a waiting copy in.
