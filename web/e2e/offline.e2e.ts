@@ -139,8 +139,10 @@ async function trayEmpty(page: Page) {
 
 /** Writes in the composer (offline: queued) and waits for the tray to show it. */
 async function compose(page: Page, text: string) {
+  const before = await page.$$eval("[data-testid=pending-item]", (els) => els.length);
   await page.fill("[data-testid=composer]", text);
   await page.click("[data-testid=send]");
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=pending-item]").length > n, before);
 }
 
 const pendingState = (page: Page) => page.getAttribute("[data-testid=pending-item]", "data-state");
@@ -234,6 +236,10 @@ describe("offline input (seed: input conflicts on another client's input, a turn
     await p.page.waitForSelector("[data-testid=pending-item][data-state=conflict]");
     expect(await p.page.textContent("[data-testid=pending-reason]")).toMatch(/run ended/);
     expect(await prompts(other, id)).not.toContain("keep going");
+    // The person sends it anyway: it resumes the stopped session, once.
+    await p.page.click("[data-testid=pending-resend]");
+    await trayEmpty(p.page);
+    expect((await prompts(other, id)).filter((t) => t === "keep going")).toHaveLength(1);
   });
 });
 
