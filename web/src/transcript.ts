@@ -48,6 +48,8 @@ export interface SessionFacts {
   model: string | null;
   permissionMode: string | null;
   cwd: string | null;
+  /** The agent's own conversation id (the last `sessionStarted`). */
+  backendSessionID?: string;
   /** Open approvals, oldest first. */
   pending: ApprovalRequested[];
   /** Who answered recent approvals (requestID → resolution), for "answered by". */
@@ -263,6 +265,7 @@ export class Transcript {
         return;
       }
       case "sessionStarted":
+        f.backendSessionID = k.backendSessionID;
         f.model = k.model || f.model;
         f.permissionMode = k.permissionMode ?? f.permissionMode;
         f.cwd = k.cwd;

@@ -57,6 +57,8 @@ pub struct Host {
     /// One worktree reclaim or restore at a time (`disk.rs`): two follow-ups to a reclaimed
     /// session restore it once.
     pub(crate) disk_moves: tokio::sync::Mutex<()>,
+    /// Message ids being answered, so a resent copy waits for the first (`reply_turns.rs`).
+    pub(crate) reply_turns: crate::reply_turns::ReplyTurns,
 }
 
 /// What a new session runs in, and with what.
@@ -118,6 +120,7 @@ impl Host {
             checks: crate::checks::CheckRuns::default(),
             turns,
             disk_moves: tokio::sync::Mutex::default(),
+            reply_turns: crate::reply_turns::ReplyTurns::default(),
         });
         tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;

@@ -102,6 +102,11 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
     if !changes_something(&message) {
         return carry_out(host, client, &id, message).await;
     }
+    // A copy that arrives while the first is being carried out waits for its reply.
+    let _turn = match host.reply_turn(&client.id, &id).await {
+        Ok(turn) => turn,
+        Err(e) => return host_error(&id, &e),
+    };
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
         && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
     {

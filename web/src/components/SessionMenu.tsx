@@ -38,10 +38,15 @@ export function SessionMenu({ store, sessionID, onError }: { store: CockpitStore
         <div class="menu-items" role="menu">
           <button
             role="menuitem"
-            disabled={offline}
             onClick={() => {
               const title = prompt("Rename session", summary?.title ?? "");
-              if (title && title.trim()) void run(() => store.request({ type: "intent", intent: { kind: "rename", sessionID, title: title.trim() } }));
+              // Offline, the rename is queued: latest wins when it is sent.
+              if (title && title.trim())
+                void run(() =>
+                  offline
+                    ? store.pending.addRename(sessionID, title.trim(), store.connection.cursor(sessionID))
+                    : store.request({ type: "intent", intent: { kind: "rename", sessionID, title: title.trim() } }),
+                );
               else setOpen(false);
             }}
             data-testid="rename"
