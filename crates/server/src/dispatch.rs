@@ -33,6 +33,18 @@ impl Principal {
     }
 }
 
+impl Client {
+    /// A client as it named itself in `hello`, its id scoped by who it authenticated as: a
+    /// device that claims another device's client id gets its own replies, never the other's.
+    pub fn new(client_id: &str, principal: Principal) -> Client {
+        let id = match principal.device_id() {
+            Some(device) => format!("device:{device}/{client_id}"),
+            None => format!("token/{client_id}"),
+        };
+        Client { id, principal }
+    }
+}
+
 /// Who sent a request.
 #[derive(Debug, Clone)]
 pub struct Client {
