@@ -1,0 +1,265 @@
+//! Running the GitHub CLI (`gh pr create`) like every child of the host: argv, a scrubbed
+//! environment, a deadline, output captured — and a clear message for each way it fails.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+
+use crate::error::HostError;
+
+/// How long `gh pr create` may take (three API calls on a good day).
+pub(crate) const GH_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Overrides the `gh` program (a path), for tests and unusual installs.
+pub(crate) const GH_PROGRAM_VARIABLE: &str = "NUCLEIC_GH";
+
+/// The host's variables gh gets, and no other: where it finds its login (its config dir, or
+/// a token), which host it talks to, and the CA bundle it trusts.
+const GH_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GH_CONFIG_DIR",
+    "GH_HOST",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Variables whose values are secrets: never part of a message.
+const SECRETS: &[&str] =
+    &["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+
+/// One pull request to open.
+#[derive(Debug, Clone)]
+pub(crate) struct NewPullRequest {
+    /// `[HOST/]OWNER/REPO`.
+    pub repo: String,
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    pub draft: bool,
+}
+
+/// What gh reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OpenedPullRequest {
+    pub url: String,
+    pub number: u64,
+}
+
+/// Runs `gh pr create` in `cwd` (an empty directory: never the agent's worktree, whose git
+/// config gh would read).
+pub(crate) async fn create(
+    pr: &NewPullRequest,
+    cwd: &Path,
+    deadline: Duration,
+) -> Result<OpenedPullRequest, HostError> {
+    let program = std::env::var_os(GH_PROGRAM_VARIABLE).unwrap_or_else(|| "gh".into());
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(["pr", "create", "--repo", &pr.repo, "--head", &pr.head, "--base", &pr.base])
+        .args(["--title", &pr.title, "--body-file", "-"]);
+    if pr.draft {
+        command.arg("--draft");
+    }
+    command.env_clear();
+    for key in GH_ENVIRONMENT {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
+    }
+    command
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("GH_NO_UPDATE_NOTIFIER", "1")
+        .env("GH_SPINNER_DISABLED", "1")
+        .env("NO_COLOR", "1")
+        .env("GH_PAGER", "cat")
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => HostError::Invalid(format!(
+            "gh (the GitHub CLI) is not installed: {} not found (install the `gh` package)",
+            program.to_string_lossy()
+        )),
+        _ => HostError::Invalid(format!("cannot run gh: {e}")),
+    })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // gh reads the body to its end before anything else; a write error surfaces below.
+        let _ = stdin.write_all(pr.body.as_bytes()).await;
+    }
+    let output = tokio::time::timeout(deadline, child.wait_with_output()).await.map_err(|_| {
+        HostError::Invalid(format!(
+            "gh pr create did not finish within {deadline:?} and was killed"
+        ))
+    })?;
+    let output = output.map_err(|e| HostError::Invalid(format!("gh pr create failed: {e}")))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = redact(String::from_utf8_lossy(&output.stderr).trim());
+    if output.status.success() {
+        return opened(&stdout).ok_or_else(|| {
+            HostError::Invalid(format!("gh pr create printed no pull request URL: {stdout}"))
+        });
+    }
+    Err(HostError::Invalid(failure(pr, output.status.code(), &stderr)))
+}
+
+/// The pull request's URL and number from gh's output (its last URL line).
+pub(crate) fn opened(stdout: &str) -> Option<OpenedPullRequest> {
+    let url = stdout.lines().rev().map(str::trim).find(|l| l.starts_with("https://"))?;
+    let (_, tail) = url.rsplit_once("/pull/")?;
+    let number = tail.trim_end_matches('/').parse().ok()?;
+    Some(OpenedPullRequest { url: url.to_owned(), number })
+}
+
+/// A message a person can act on, for each way gh fails.
+fn failure(pr: &NewPullRequest, code: Option<i32>, stderr: &str) -> String {
+    let host = pr.repo.split('/').count().eq(&3).then(|| pr.repo.split('/').next()).flatten();
+    let host = host.unwrap_or("github.com");
+    let lower = stderr.to_lowercase();
+    if lower.contains("already exists") {
+        let url = stderr.split_whitespace().find(|w| w.starts_with("https://")).unwrap_or("");
+        return format!(
+            "a pull request from {} into {} already exists in {} {url}",
+            pr.head, pr.base, pr.repo
+        )
+        .trim_end()
+        .to_owned();
+    }
+    if lower.contains("http 401")
+        || lower.contains("bad credentials")
+        || lower.contains("gh auth login")
+        || lower.contains("authentication")
+    {
+        return format!(
+            "gh is not logged in to {host} (or its token was refused): run `gh auth login \
+             --hostname {host}` as the user running Nucleic, or give the host GH_TOKEN / \
+             GH_ENTERPRISE_TOKEN ({})",
+            last_line(stderr)
+        );
+    }
+    if lower.contains("could not resolve to a repository") || lower.contains("http 404") {
+        return format!("gh cannot find the repository {}: {}", pr.repo, last_line(stderr));
+    }
+    let code = code.map_or_else(|| "a signal".to_owned(), |c| c.to_string());
+    format!("gh pr create failed (exit {code}): {}", last_line(stderr))
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim()
+}
+
+/// `text` with the value of every token variable the host has replaced.
+fn redact(text: &str) -> String {
+    let mut text = text.to_owned();
+    for key in SECRETS {
+        if let Ok(value) = std::env::var(key)
+            && value.len() >= 4
+        {
+            text = text.replace(&value, "[token]");
+        }
+    }
+    text
+}
+
+/// `[HOST/]OWNER/REPO` of a GitHub remote URL (`https://host/o/r(.git)`, `git@host:o/r.git`,
+/// `ssh://git@host[:port]/o/r.git`); `None` for anything else (a local path).
+pub(crate) fn repo_of_url(url: &str) -> Option<String> {
+    let rest = if let Some(rest) = url.strip_prefix("https://") {
+        rest.to_owned()
+    } else if let Some(rest) = url.strip_prefix("ssh://") {
+        let (host, path) = rest.split_once('/')?;
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        let host = host.split(':').next()?;
+        format!("{host}/{path}")
+    } else if !url.contains("://") && !url.starts_with('/') {
+        let (host, path) = url.split_once(':')?;
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        format!("{host}/{path}")
+    } else {
+        return None;
+    };
+    let rest = rest.trim_end_matches('/');
+    let rest = rest.strip_suffix(".git").unwrap_or(rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let repo = rest.to_owned();
+    valid_repo(&repo).then_some(repo)
+}
+
+/// `OWNER/REPO` or `HOST/OWNER/REPO` of plain names (a host may carry a port).
+pub(crate) fn valid_repo(repo: &str) -> bool {
+    let parts: Vec<&str> = repo.split('/').collect();
+    let name = |p: &str, extra: &[char]| {
+        !p.is_empty()
+            && !p.starts_with(['-', '.'])
+            && p.len() <= 100
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c) || extra.contains(&c))
+    };
+    match parts.as_slice() {
+        [owner, repo] => name(owner, &[]) && name(repo, &[]),
+        [host, owner, repo] => name(host, &[':']) && name(owner, &[]) && name(repo, &[]),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_a_remote_url_names() {
+        let cases = [
+            ("https://github.com/o/r.git", Some("github.com/o/r")),
+            ("https://ghe.example.com/org/repo", Some("ghe.example.com/org/repo")),
+            ("git@github.com:o/r.git", Some("github.com/o/r")),
+            ("ssh://git@github.com:22/o/r.git", Some("github.com/o/r")),
+            ("/srv/git/r.git", None),
+            ("file:///srv/git/r.git", None),
+            ("https://github.com/o/r/extra", None),
+        ];
+        for (url, repo) in cases {
+            assert_eq!(repo_of_url(url).as_deref(), repo, "{url}");
+        }
+        assert!(valid_repo("127.0.0.1:8443/o/r") && !valid_repo("-o/r") && !valid_repo("o/r/x/y"));
+    }
+
+    #[test]
+    fn the_url_and_number_from_gh_output() {
+        let out = "\nCreating pull request for x into main in o/r\n\nhttps://h/o/r/pull/12\n";
+        assert_eq!(
+            opened(out),
+            Some(OpenedPullRequest { url: "https://h/o/r/pull/12".into(), number: 12 })
+        );
+        assert_eq!(opened("nothing here"), None);
+    }
+
+    #[test]
+    fn failures_say_what_to_do() {
+        let pr = NewPullRequest {
+            repo: "h.example/o/r".into(),
+            head: "nucleic/x".into(),
+            base: "main".into(),
+            title: "t".into(),
+            body: String::new(),
+            draft: false,
+        };
+        let exists = "a pull request for branch \"nucleic/x\" into branch \"main\" already exists:\nhttps://h.example/o/r/pull/3";
+        let text = failure(&pr, Some(1), exists);
+        assert!(text.contains("already exists") && text.ends_with("/pull/3"), "{text}");
+        let text =
+            failure(&pr, Some(1), "HTTP 401: Bad credentials (https://h.example/api/graphql)");
+        assert!(text.contains("not logged in to h.example"), "{text}");
+        assert!(failure(&pr, Some(2), "boom").contains("exit 2): boom"));
+    }
+}
