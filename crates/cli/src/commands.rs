@@ -139,6 +139,26 @@ pub enum SessionCommand {
         #[arg(long)]
         patch: bool,
     },
+    /// Push the session's branch to the project's remote and open a pull request with `gh`
+    /// (title and body drafted from the report; required checks gate it as they gate merge).
+    Pr {
+        session_id: String,
+        /// Default: the session's title.
+        #[arg(long)]
+        title: Option<String>,
+        /// Open it as a draft.
+        #[arg(long)]
+        draft: bool,
+        /// The branch to merge into (default: the session's base branch).
+        #[arg(long)]
+        base: Option<String>,
+        /// `[HOST/]OWNER/REPO` (default: the one the remote's URL names).
+        #[arg(long)]
+        repo: Option<String>,
+        /// Open it even though required checks fail; the reason is recorded.
+        #[arg(long, value_name = "REASON")]
+        force: Option<String>,
+    },
     /// Merge the session's work into its base branch (a merge commit).
     Merge {
         session_id: String,
@@ -408,6 +428,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             let pending = crate::approvals::pending(&mut daemon, &summary).await?;
             let mut shown = serde_json::to_value(&summary)?;
             shown["approvals"] = pending.iter().map(crate::approvals::as_json).collect();
+            if let Some(pr) = crate::pull_request::latest(&mut daemon, &summary).await? {
+                shown["pullRequest"] = serde_json::to_value(&pr)?;
+            }
             println!("{}", serde_json::to_string_pretty(&shown)?);
             return Ok(ExitCode::SUCCESS);
         }
@@ -495,6 +518,11 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 }
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Pr { session_id, title, draft, base, repo, force } => {
+            let action =
+                FinishAction::PullRequest { title, draft, base, repo, force_reason: force };
+            intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Merge { session_id, message, update_checkout, force } => {
             let action = FinishAction::Merge { message, update_checkout, force_reason: force };

@@ -12,6 +12,7 @@ mod doctor;
 mod home_lock;
 mod locate;
 mod open;
+mod pull_request;
 mod render;
 mod rules;
 mod run;
