@@ -1,7 +1,7 @@
 //! Running the GitHub CLI (`gh pr create`) like every child of the host: argv, a scrubbed
 //! environment, a deadline, output captured — and a clear message for each way it fails.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -54,15 +54,37 @@ pub(crate) struct OpenedPullRequest {
     pub number: u64,
 }
 
-/// Runs `gh pr create` in `cwd` (an empty directory: never the agent's worktree, whose git
-/// config gh would read).
+/// The `gh` to run (`NUCLEIC_GH`, else the first on `PATH`), checked before anything is pushed.
+pub(crate) fn locate() -> Result<PathBuf, HostError> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = match std::env::var_os(GH_PROGRAM_VARIABLE) {
+        Some(named) => Some(PathBuf::from(named)).filter(|p| p.is_absolute() && executable(p)),
+        None => std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path).map(|d| d.join("gh")).find(|p| executable(p))
+        }),
+    };
+    found.ok_or_else(|| {
+        let named = std::env::var(GH_PROGRAM_VARIABLE)
+            .map(|n| format!("{n} (from {GH_PROGRAM_VARIABLE}) is not an executable"))
+            .unwrap_or_else(|_| "no gh on PATH".to_owned());
+        HostError::Invalid(format!(
+            "gh (the GitHub CLI) is not installed: {named} (install the `gh` package); nothing was pushed"
+        ))
+    })
+}
+
+/// Runs `program` (`gh`) `pr create` in `cwd` (an empty directory: never the agent's
+/// worktree, whose git config gh would read).
 pub(crate) async fn create(
+    program: &Path,
     pr: &NewPullRequest,
     cwd: &Path,
     deadline: Duration,
 ) -> Result<OpenedPullRequest, HostError> {
-    let program = std::env::var_os(GH_PROGRAM_VARIABLE).unwrap_or_else(|| "gh".into());
-    let mut command = tokio::process::Command::new(&program);
+    let mut command = tokio::process::Command::new(program);
     command
         .args(["pr", "create", "--repo", &pr.repo, "--head", &pr.head, "--base", &pr.base])
         .args(["--title", &pr.title, "--body-file", "-"]);
@@ -87,13 +109,9 @@ pub(crate) async fn create(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .process_group(0);
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => HostError::Invalid(format!(
-            "gh (the GitHub CLI) is not installed: {} not found (install the `gh` package)",
-            program.to_string_lossy()
-        )),
-        _ => HostError::Invalid(format!("cannot run gh: {e}")),
-    })?;
+    let mut child = command
+        .spawn()
+        .map_err(|e| HostError::Invalid(format!("cannot run {}: {e}", program.display())))?;
     if let Some(mut stdin) = child.stdin.take() {
         // gh reads the body to its end before anything else; a write error surfaces below.
         let _ = stdin.write_all(pr.body.as_bytes()).await;

@@ -62,7 +62,8 @@ impl Host {
                 "`{repo}` is not a repository: expected OWNER/REPO or HOST/OWNER/REPO"
             )));
         }
-        // Everything that can be refused without side effects first: the remote and the repo.
+        // Everything that can be refused without side effects first: gh, the remote, the repo.
+        let gh_program = gh::locate()?;
         let base_ref = worktree.base_ref.clone();
         let open_root = root.clone();
         let remote: Remote =
@@ -102,7 +103,7 @@ impl Host {
             draft: request.draft,
         };
         let cwd = self.gh_dir()?;
-        let opened = gh::create(&new, &cwd, GH_DEADLINE).await?;
+        let opened = gh::create(&gh_program, &new, &cwd, GH_DEADLINE).await?;
         let event = PullRequestOpened {
             url: opened.url,
             number: opened.number,

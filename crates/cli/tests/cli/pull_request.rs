@@ -211,7 +211,7 @@ async fn a_missing_gh_is_a_clear_error() {
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
     let root = crate::daemon::empty_repo(dir.path());
-    bare_remote(dir.path(), &root);
+    let bare = bare_remote(dir.path(), &root);
     let env = vec![(
         "NUCLEIC_GH".to_owned(),
         dir.path().join("no-such-gh").to_string_lossy().into_owned(),
@@ -227,4 +227,7 @@ async fn a_missing_gh_is_a_clear_error() {
     let (code, _, err) = cli(&home, &env, &["session", "pr", &session, "--repo", "o/r"]).await;
     assert_ne!(code, 0);
     assert!(err.contains("gh (the GitHub CLI) is not installed"), "{err}");
+    assert!(err.contains("no-such-gh (from NUCLEIC_GH) is not an executable"), "{err}");
+    // Found out before anything was pushed.
+    assert_eq!(git(&bare, &["for-each-ref"]).trim(), "");
 }
