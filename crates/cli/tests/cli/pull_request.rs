@@ -207,6 +207,9 @@ fn mock_token() -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_gh_is_a_clear_error() {
+    if isolated!("a_missing_gh_is_a_clear_error") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let _guard = DaemonGuard(home.clone());
