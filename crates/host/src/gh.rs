@@ -116,7 +116,15 @@ pub(crate) async fn create(
         // gh reads the body to its end before anything else; a write error surfaces below.
         let _ = stdin.write_all(pr.body.as_bytes()).await;
     }
+    let group = child.id();
     let output = tokio::time::timeout(deadline, child.wait_with_output()).await.map_err(|_| {
+        // gh and whatever it started (its own process group).
+        if let Some(pgid) = group.and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         HostError::Invalid(format!(
             "gh pr create did not finish within {deadline:?} and was killed"
         ))
@@ -260,6 +268,82 @@ mod tests {
             Some(OpenedPullRequest { url: "https://h/o/r/pull/12".into(), number: 12 })
         );
         assert_eq!(opened("nothing here"), None);
+    }
+
+    /// A stand-in `gh`: a shell script in a fresh directory.
+    fn fake_gh(script: &str) -> (tempfile::TempDir, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let gh = dir.path().join("gh");
+        std::fs::write(&gh, format!("#!/bin/sh\n{script}\n")).unwrap_or_else(|e| panic!("{e}"));
+        let executable = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(&gh, executable).unwrap_or_else(|e| panic!("{e}"));
+        (dir, gh)
+    }
+
+    fn request() -> NewPullRequest {
+        NewPullRequest {
+            repo: "h.example/o/r".into(),
+            head: "nucleic/x".into(),
+            base: "main".into(),
+            title: "A title".into(),
+            body: "the body\n".into(),
+            draft: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn gh_gets_argv_the_body_on_stdin_and_only_its_own_environment() {
+        let (dir, gh) = fake_gh(
+            "printf '%s\\n' \"$@\" > args; cat > body; env > env\necho https://h.example/o/r/pull/9",
+        );
+        let opened = create(&gh, &request(), dir.path(), Duration::from_secs(30)).await;
+        let opened = opened.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(opened.number, 9);
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+        let args: Vec<String> = read("args").lines().map(str::to_owned).collect();
+        assert_eq!(
+            args,
+            [
+                "pr",
+                "create",
+                "--repo",
+                "h.example/o/r",
+                "--head",
+                "nucleic/x",
+                "--base",
+                "main",
+                "--title",
+                "A title",
+                "--body-file",
+                "-",
+                "--draft"
+            ]
+        );
+        assert_eq!(read("body"), "the body\n");
+        let env = read("env");
+        assert!(env.contains("GH_PROMPT_DISABLED=1") && env.contains("PATH="), "{env}");
+        // The test runner's own variables (cargo sets CARGO_*) do not reach gh.
+        assert!(!env.contains("CARGO_"), "{env}");
+    }
+
+    #[tokio::test]
+    async fn a_gh_that_hangs_is_killed_at_its_deadline() {
+        let (dir, gh) = fake_gh("sleep 30 & echo $! > child; wait");
+        let started = std::time::Instant::now();
+        let error = create(&gh, &request(), dir.path(), Duration::from_millis(300)).await;
+        let text = error.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.contains("did not finish within 300ms and was killed"), "{text}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        // What it started went with it.
+        let child = std::fs::read_to_string(dir.path().join("child")).unwrap_or_default();
+        let proc = format!("/proc/{}", child.trim());
+        let gone = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !std::path::Path::new(&proc).exists()
+                || std::fs::read_to_string(format!("{proc}/stat")).is_ok_and(|s| s.contains(") Z "))
+        });
+        assert!(!child.trim().is_empty() && gone, "gh's child {child} outlived it");
     }
 
     #[test]
