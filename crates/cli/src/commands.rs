@@ -141,24 +141,7 @@ pub enum SessionCommand {
     },
     /// Push the session's branch to the project's remote and open a pull request with `gh`
     /// (title and body drafted from the report; required checks gate it as they gate merge).
-    Pr {
-        session_id: String,
-        /// Default: the session's title.
-        #[arg(long)]
-        title: Option<String>,
-        /// Open it as a draft.
-        #[arg(long)]
-        draft: bool,
-        /// The branch to merge into (default: the session's base branch).
-        #[arg(long)]
-        base: Option<String>,
-        /// `[HOST/]OWNER/REPO` (default: the one the remote's URL names).
-        #[arg(long)]
-        repo: Option<String>,
-        /// Open it even though required checks fail; the reason is recorded.
-        #[arg(long, value_name = "REASON")]
-        force: Option<String>,
-    },
+    Pr(crate::pull_request::PrArgs),
     /// Merge the session's work into its base branch (a merge commit).
     Merge {
         session_id: String,
@@ -519,9 +502,8 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             }
             return Ok(ExitCode::SUCCESS);
         }
-        SessionCommand::Pr { session_id, title, draft, base, repo, force } => {
-            let action =
-                FinishAction::PullRequest { title, draft, base, repo, force_reason: force };
+        SessionCommand::Pr(args) => {
+            let (session_id, action) = args.into_action();
             intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Merge { session_id, message, update_checkout, force } => {

@@ -1,13 +1,43 @@
-//! The pull request a session was finished with, for `nucleic session show`.
+//! `nucleic session pr`, and the pull request a session was finished with (`session show`).
 
 use std::time::Duration;
 
 use anyhow::Context;
 use nucleic_protocol::{
-    ClientMessage, EventKind, HostMessage, PullRequestOpened, SessionSummary, Verbosity,
+    ClientMessage, EventKind, FinishAction, HostMessage, PullRequestOpened, SessionSummary,
+    Verbosity,
 };
 
 use crate::daemon::Daemon;
+
+/// `nucleic session pr <id> [--title T] [--draft] [--base B] [--repo R] [--force REASON]`.
+#[derive(Debug, clap::Args)]
+pub struct PrArgs {
+    session_id: String,
+    /// Default: the session's title.
+    #[arg(long)]
+    title: Option<String>,
+    /// Open it as a draft.
+    #[arg(long)]
+    draft: bool,
+    /// The branch to merge into (default: the session's base branch).
+    #[arg(long)]
+    base: Option<String>,
+    /// `[HOST/]OWNER/REPO` (default: the one the remote's URL names).
+    #[arg(long)]
+    repo: Option<String>,
+    /// Open it even though required checks fail; the reason is recorded.
+    #[arg(long, value_name = "REASON")]
+    force: Option<String>,
+}
+
+impl PrArgs {
+    /// The session and the finishing action.
+    pub fn into_action(self) -> (String, FinishAction) {
+        let PrArgs { session_id, title, draft, base, repo, force } = self;
+        (session_id, FinishAction::PullRequest { title, draft, base, repo, force_reason: force })
+    }
+}
 
 /// How long reading a session's events may take.
 const READ_DEADLINE: Duration = Duration::from_secs(30);
