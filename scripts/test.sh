@@ -14,6 +14,8 @@ command -v ip >/dev/null || missing+=(iproute2)
 command -v unshare >/dev/null || missing+=(util-linux)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v npm >/dev/null || missing+=(npm)
+command -v gh >/dev/null || missing+=(gh)             # pull requests (docs/dev-loop.md)
+command -v openssl >/dev/null || missing+=(openssl)   # the mock GitHub's certificate
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium fonts-dejavu-core)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "scripts/test.sh: missing: ${missing[*]}" >&2

@@ -286,3 +286,39 @@ export async function waitOnline(page: Page, timeout = 60_000): Promise<void> {
     throw new Error(`${e}\nlink state: ${link}; url: ${page.url()}\nconsole:\n${lines}`);
   }
 }
+
+/** A pull request the mock GitHub created (crates/testkit, bin mock-github). */
+export interface CreatedPullRequest {
+  number: number;
+  url: string;
+  title: string;
+  head: string;
+  base: string;
+  draft: boolean;
+}
+
+/** Starts the Rust mock of the GitHub API `gh pr create` calls (TLS, self-signed, in `dir`). */
+export async function startMockGitHub(dir: string): Promise<{
+  host: string;
+  repo: string;
+  caFile: string;
+  token: string;
+  created(): CreatedPullRequest[];
+  stop(): Promise<void>;
+}> {
+  const child = spawn(path.join(REPO, "target", "debug", "mock-github"), ["--dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+  const log = track(child);
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  const info = await firstJsonLine(child, "mock-github").catch((e) => {
+    throw new Error(`${(e as Error).message}\n${log()}`);
+  });
+  const created = () =>
+    out
+      .split("\n")
+      .filter((l) => l.includes('"created"'))
+      .map((l) => (JSON.parse(l) as { created: CreatedPullRequest }).created);
+  return { host: String(info.host), repo: String(info.repo), caFile: String(info.caFile), token: String(info.token), created, stop: stopper(child) };
+}

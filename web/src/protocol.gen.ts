@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -263,6 +263,40 @@ claims: Array<ReportClaim>,
  */
 contradictions: Array<Contradiction>, };
 
+export type PullRequestOpened = { 
+/**
+ * The pull request's page.
+ */
+url: string, number: number, 
+/**
+ * `open` or `draft` when it was opened.
+ */
+state: string, title: string, 
+/**
+ * `[HOST/]OWNER/REPO` it was opened in.
+ */
+repo: string, 
+/**
+ * The pushed branch.
+ */
+head: string, 
+/**
+ * The branch it asks to merge into.
+ */
+base: string, 
+/**
+ * The commit pushed.
+ */
+headSha: string, 
+/**
+ * The remote's name and URL the branch was pushed to.
+ */
+remote: string, remoteURL: string, by: string, 
+/**
+ * Opened although required checks failed: the reason given (and which failed).
+ */
+forcedReason?: string | null, };
+
 export type ReportClaim = { 
 /**
  * `testsPass`, `fixed` or `filesChanged`.
@@ -395,6 +429,22 @@ forceReason?: string | null, } | { "action": "rebase", message?: string | null,
 updateCheckout?: boolean, 
 /**
  * Integrate although required checks fail; the reason is recorded.
+ */
+forceReason?: string | null, } | { "action": "pullRequest", 
+/**
+ * Defaults to the session's title.
+ */
+title?: string | null, draft?: boolean, 
+/**
+ * The branch to merge into; defaults to the session's base branch.
+ */
+base?: string | null, 
+/**
+ * `[HOST/]OWNER/REPO`; defaults to the one the remote's URL names.
+ */
+repo?: string | null, 
+/**
+ * Open it although required checks fail; the reason is recorded.
  */
 forceReason?: string | null, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, } | { "action": "handoff" };
 

@@ -8,6 +8,7 @@ import type {
   CheckFinished,
   Event,
   JsonValue,
+  PullRequestOpened,
   Report,
   SessionStatus,
   Usage,
@@ -58,6 +59,8 @@ export interface SessionFacts {
   costUSD: number;
   turns: number;
   lastSeq: number;
+  /** The last pull request opened for the session. */
+  pullRequest: PullRequestOpened | null;
 }
 
 /** Most characters of a check's output a transcript row keeps. */
@@ -76,6 +79,7 @@ export class Transcript {
     costUSD: 0,
     turns: 0,
     lastSeq: 0,
+    pullRequest: null,
   };
   /** Bumped on every fold, so views know to re-render. */
   version = 0;
@@ -331,6 +335,17 @@ export class Transcript {
       }
       case "report":
         this.push({ kind: "report", seq: e.seq, rev: 0, report: k });
+        return;
+      case "pullRequestOpened":
+        this.facts.pullRequest = k;
+        this.push({
+          kind: "notice",
+          seq: e.seq,
+          rev: 0,
+          tone: k.forcedReason ? "warn" : "ok",
+          text: `Pull request #${k.number} (${k.state}) opened: ${k.url}`,
+          detail: k.forcedReason ? `Forced past failing checks: ${k.forcedReason}` : undefined,
+        });
         return;
       case "raw":
         this.rawCount++;

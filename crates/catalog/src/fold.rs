@@ -134,6 +134,7 @@ pub(crate) fn fold(
             | EventKind::CheckOutput(_)
             | EventKind::CheckFinished(_)
             | EventKind::Report(_)
+            | EventKind::PullRequestOpened(_)
             | EventKind::Raw(_) => {}
         }
         r.last_seq = event.seq;

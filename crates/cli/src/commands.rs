@@ -153,6 +153,9 @@ pub enum SessionCommand {
         #[arg(long)]
         patch: bool,
     },
+    /// Push the session's branch to the project's remote and open a pull request with `gh`
+    /// (title and body drafted from the report; required checks gate it as they gate merge).
+    Pr(crate::pull_request::PrArgs),
     /// Merge the session's work into its base branch (a merge commit).
     Merge {
         session_id: String,
@@ -442,6 +445,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             let pending = crate::approvals::pending(&mut daemon, &summary).await?;
             let mut shown = serde_json::to_value(&summary)?;
             shown["approvals"] = pending.iter().map(crate::approvals::as_json).collect();
+            if let Some(pr) = crate::pull_request::latest(&mut daemon, &summary).await? {
+                shown["pullRequest"] = serde_json::to_value(&pr)?;
+            }
             println!("{}", serde_json::to_string_pretty(&shown)?);
             return Ok(ExitCode::SUCCESS);
         }
@@ -529,6 +535,10 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 }
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Pr(args) => {
+            let (session_id, action) = args.into_action();
+            intent(&mut daemon, finish(session_id, action)).await?
         }
         SessionCommand::Merge { session_id, message, update_checkout, force } => {
             let action = FinishAction::Merge { message, update_checkout, force_reason: force };

@@ -163,6 +163,7 @@ impl Renderer {
                 format!("· check {} started: {}", c.name, c.argv.join(" "))
             }
             EventKind::CheckFinished(c) => format!("· check {}", c.summary()),
+            EventKind::PullRequestOpened(p) => format!("· {}", p.summary()),
             EventKind::Report(r) => {
                 let mut text = format!("· {}", r.summary());
                 for c in &r.contradictions {

@@ -101,6 +101,17 @@ pub enum GitError {
     /// the worktree was left in place.
     #[error("setup script timed out after {timeout:?} and was killed; see {log_path}")]
     SetupTimedOut { log_path: PathBuf, timeout: Duration },
+    /// The project has no remote to push to.
+    #[error(
+        "no remote to push to: the repository has no `remote.{name}.url` (add one with `git remote add {name} <url>`)"
+    )]
+    NoRemote { name: String },
+    /// The remote's URL is not pushed to (its protocol, or a config rule rewriting it).
+    #[error("will not push to `{url}`: {reason}")]
+    RemoteRefused { url: String, reason: String },
+    /// The remote refused the push (a hook, a protected branch, a non-fast-forward).
+    #[error("the remote `{url}` rejected the push of `{branch}`: {message}")]
+    PushRejected { url: String, branch: String, message: String },
 }
 
 /// Shorthand for results of this crate.

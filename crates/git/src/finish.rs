@@ -291,7 +291,7 @@ fn rebase_onto(worktree: &Checkout, onto: &str) -> Result<String> {
 }
 
 /// [`GitError::Detached`] / [`GitError::WrongBranch`] unless the worktree is on its branch.
-fn require_on_branch(checkout: &Checkout, worktree: &Worktree) -> Result<()> {
+pub(crate) fn require_on_branch(checkout: &Checkout, worktree: &Worktree) -> Result<()> {
     match head_state_in(checkout)? {
         HeadState::Branch { name } if name == worktree.branch => Ok(()),
         HeadState::Branch { name } => Err(GitError::WrongBranch {

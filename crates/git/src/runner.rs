@@ -138,6 +138,18 @@ enum Place {
     At(Checkout),
 }
 
+/// The one exception to "no transport" (`push.rs`): the protocol a push to the project's
+/// remote needs, settings that apply on top of [`LOCKED_CONFIG`], and what else may execute.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    /// `GIT_ALLOW_PROTOCOL`: `file`, `https` or `ssh`.
+    pub protocol: &'static str,
+    /// Command-line settings read after [`LOCKED_CONFIG`], so they win over it.
+    pub config: Vec<(String, String)>,
+    /// Files or directories that may execute besides git (Landlock).
+    pub executables: Vec<PathBuf>,
+}
+
 /// One git invocation being built.
 #[derive(Debug, Clone)]
 pub(crate) struct GitCommand {
@@ -145,6 +157,7 @@ pub(crate) struct GitCommand {
     args: Vec<OsString>,
     envs: Vec<(&'static str, OsString)>,
     read_only: bool,
+    transport: Option<Transport>,
 }
 
 /// What a finished git command produced, whatever its exit status.
@@ -190,7 +203,7 @@ pub(crate) fn require_git_version() -> Result<()> {
 
 impl GitCommand {
     fn new(place: Place) -> GitCommand {
-        GitCommand { place, args: Vec::new(), envs: Vec::new(), read_only: false }
+        GitCommand { place, args: Vec::new(), envs: Vec::new(), read_only: false, transport: None }
     }
 
     fn dir(&self) -> &Path {
@@ -233,6 +246,12 @@ impl GitCommand {
         self
     }
 
+    /// Allows this one command the transport of a push (`push.rs`).
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
     /// Gives throwaway snapshot commits a fixed identity, so they work without `user.name`.
     pub fn snapshot_identity(mut self) -> Self {
         for (key, value) in SNAPSHOT_IDENTITY {
@@ -264,8 +283,12 @@ impl GitCommand {
             }
         }
         command.args(&self.args);
-        command.env("GIT_CONFIG_COUNT", LOCKED_CONFIG.len().to_string());
-        for (i, (key, value)) in LOCKED_CONFIG.iter().enumerate() {
+        let extra = self.transport.iter().flat_map(|t| &t.config);
+        let config = LOCKED_CONFIG.iter().map(|(k, v)| (*k, *v));
+        let config: Vec<(&str, &str)> =
+            config.chain(extra.map(|(k, v)| (k.as_str(), v.as_str()))).collect();
+        command.env("GIT_CONFIG_COUNT", config.len().to_string());
+        for (i, (key, value)) in config.iter().enumerate() {
             command.env(format!("GIT_CONFIG_KEY_{i}"), key);
             command.env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
@@ -282,6 +305,16 @@ impl GitCommand {
         if self.read_only {
             command.env("GIT_OPTIONAL_LOCKS", "0");
         }
+        if let Some(transport) = &self.transport {
+            command.env("GIT_ALLOW_PROTOCOL", transport.protocol);
+            // Only what git's transports need of the host's environment (ssh's agent socket,
+            // a CA bundle); never the host's GIT_SSH / GIT_SSH_COMMAND / GIT_ASKPASS.
+            for key in
+                ["GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND"]
+            {
+                command.env_remove(key);
+            }
+        }
         for (key, value) in &self.envs {
             command.env(key, value);
         }
@@ -292,17 +325,20 @@ impl GitCommand {
     /// Runs the command and returns its output whatever the exit status.
     pub fn output(&self) -> Result<GitOutput> {
         let deadline = self.deadline();
-        let output = spawn::output(self.command(), deadline).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::TimedOut {
-                GitError::TimedOut {
-                    dir: self.dir().to_path_buf(),
-                    args: self.arg_texts(),
-                    after: deadline,
+        let executables =
+            self.transport.as_ref().map(|t| t.executables.clone()).unwrap_or_default();
+        let output =
+            spawn::output_allowing(self.command(), deadline, executables).map_err(|source| {
+                if source.kind() == std::io::ErrorKind::TimedOut {
+                    GitError::TimedOut {
+                        dir: self.dir().to_path_buf(),
+                        args: self.arg_texts(),
+                        after: deadline,
+                    }
+                } else {
+                    GitError::Spawn { dir: self.dir().to_path_buf(), source }
                 }
-            } else {
-                GitError::Spawn { dir: self.dir().to_path_buf(), source }
-            }
-        })?;
+            })?;
         Ok(GitOutput {
             code: output.status.code(),
             stdout: output.stdout,

@@ -12,6 +12,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -40,11 +41,22 @@ enum Progress {
 /// Runs `command` to completion (stdin as set, stdout and stderr captured), confined when
 /// available, in a process group of its own that is killed after `deadline`
 /// ([`io::ErrorKind::TimedOut`]).
-pub(crate) fn output(mut command: Command, deadline: Duration) -> io::Result<Output> {
+#[cfg(test)]
+pub(crate) fn output(command: Command, deadline: Duration) -> io::Result<Output> {
+    output_allowing(command, deadline, Vec::new())
+}
+
+/// [`output`], with `also_executable` (files or directories) allowed to execute as well: only
+/// for the push exception (`push.rs`), which needs a shell or ssh and the remote's hooks.
+pub(crate) fn output_allowing(
+    mut command: Command,
+    deadline: Duration,
+    also_executable: Vec<PathBuf>,
+) -> io::Result<Output> {
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let (report, progress) = mpsc::channel();
     std::thread::Builder::new().name("git".into()).spawn(move || {
-        let child = imp::confine_this_thread().and_then(|()| command.spawn());
+        let child = imp::confine_this_thread(&also_executable).and_then(|()| command.spawn());
         let child = match child {
             Ok(child) => child,
             Err(e) => {
@@ -164,10 +176,25 @@ mod imp {
         }
     }
 
-    /// Restricts the calling thread, for good, when confinement is available.
-    pub(super) fn confine_this_thread() -> io::Result<()> {
+    /// Restricts the calling thread, for good, when confinement is available; `also` may
+    /// execute too.
+    pub(super) fn confine_this_thread(also: &[PathBuf]) -> io::Result<()> {
         match ruleset() {
-            Ok(ruleset) => restrict(ruleset),
+            Ok(ruleset) if also.is_empty() => restrict(ruleset),
+            Ok(ruleset) => {
+                let mut rules = Vec::new();
+                for path in also {
+                    rules.push(PathBeneath::new(
+                        PathFd::new(path).map_err(io::Error::other)?,
+                        AccessFs::Execute,
+                    ));
+                }
+                let wider = ruleset
+                    .try_clone()?
+                    .add_rules(rules.into_iter().map(Ok::<_, landlock::RulesetError>))
+                    .map_err(io::Error::other)?;
+                restrict(&wider)
+            }
             Err(_) => Ok(()),
         }
     }
@@ -274,7 +301,7 @@ mod imp {
         ExecConfinement::Unavailable("exec confinement needs Linux (Landlock)".to_owned())
     }
 
-    pub(super) fn confine_this_thread() -> io::Result<()> {
+    pub(super) fn confine_this_thread(_also: &[std::path::PathBuf]) -> io::Result<()> {
         Ok(())
     }
 }

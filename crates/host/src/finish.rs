@@ -14,6 +14,7 @@ use crate::error::{HostError, blocking};
 use crate::host::{Host, Launch};
 use crate::launch::AgentRequest;
 use crate::names::{shell_quote, slug_for};
+use crate::pull_request::PullRequestRequest;
 
 impl Host {
     /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
@@ -57,6 +58,7 @@ impl Host {
             FinishAction::Merge { .. }
             | FinishAction::Squash { .. }
             | FinishAction::Rebase { .. }
+            | FinishAction::PullRequest { .. }
                 if busy =>
             {
                 Err(HostError::Invalid(format!(
@@ -82,6 +84,10 @@ impl Host {
                 let how =
                     Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
                 self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::PullRequest { title, draft, base, repo, force_reason } => {
+                let request = PullRequestRequest { title, draft, base, repo, force_reason };
+                self.open_pull_request(id, worktree, root, request, by).await
             }
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
@@ -171,7 +177,7 @@ impl Host {
 
     /// The merge gate: runs the project's required checks now; refuses while one fails unless
     /// `force_reason` (non-empty) is given, which is then recorded with what failed.
-    async fn gate_on_checks(
+    pub(crate) async fn gate_on_checks(
         &self,
         id: &str,
         project_id: Option<&str>,

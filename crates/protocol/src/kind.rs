@@ -76,6 +76,8 @@ pub enum EventKind {
     CheckFinished(CheckFinished),
     /// The host's report: the agent's claims next to the facts, contradictions flagged.
     Report(Report),
+    /// The host pushed the session's branch and opened a pull request.
+    PullRequestOpened(crate::pull_request::PullRequestOpened),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -115,6 +117,7 @@ impl EventKind {
             EventKind::CheckOutput(_) => "checkOutput",
             EventKind::CheckFinished(_) => "checkFinished",
             EventKind::Report(_) => "report",
+            EventKind::PullRequestOpened(_) => "pullRequestOpened",
             EventKind::Raw(_) => "raw",
         }
     }

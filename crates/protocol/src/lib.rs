@@ -11,6 +11,7 @@ mod device;
 mod event;
 mod files;
 mod kind;
+mod pull_request;
 mod raw_json;
 mod status;
 mod sync;
@@ -34,6 +35,7 @@ pub use kind::{
     Usage, WorktreeAction, WorktreeFinished, WorktreeInfo, WorktreeReclaimed, WorktreeRestored,
     human_bytes,
 };
+pub use pull_request::PullRequestOpened;
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use sync::{

@@ -418,6 +418,24 @@ pub enum FinishAction {
         #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
         force_reason: Option<String>,
     },
+    /// Push the session branch (its uncommitted work committed first) to the project's remote
+    /// and open a pull request with `gh`; the required checks gate it as they gate a merge.
+    PullRequest {
+        /// Defaults to the session's title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        draft: bool,
+        /// The branch to merge into; defaults to the session's base branch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<String>,
+        /// `[HOST/]OWNER/REPO`; defaults to the one the remote's URL names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repo: Option<String>,
+        /// Open it although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
+    },
     /// Remove the worktree and its branch.
     Discard,
     /// Preserve the worktree and branch as they are.

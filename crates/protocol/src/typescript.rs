@@ -50,6 +50,7 @@ fn declarations() -> Vec<String> {
         CheckOutcome::decl(),
         CheckFinished::decl(),
         Report::decl(),
+        crate::pull_request::PullRequestOpened::decl(),
         ReportClaim::decl(),
         Contradiction::decl(),
         ApprovalRequested::decl(),

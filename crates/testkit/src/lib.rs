@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod isolation;
 pub mod mock_anthropic;
+pub mod mock_github;
 mod mock_http;
 pub mod mock_openai;
 pub mod standalone;

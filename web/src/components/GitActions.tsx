@@ -6,6 +6,7 @@ import type { FinishAction } from "../protocol.gen";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
 import { useGitFacts } from "./DiffView";
+import { PullRequestForm } from "./PullRequest";
 
 export function GitActions({ store, sessionID }: { store: CockpitStore; sessionID: string }) {
   const summary = store.sessions.get(sessionID);
@@ -100,6 +101,7 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
           </button>
         </div>
       </fieldset>
+      <PullRequestForm store={store} sessionID={sessionID} baseBranch={facts?.baseBranch ?? summary?.worktree?.baseRef ?? null} onDone={refresh} />
       <fieldset>
         <legend>Or</legend>
         <div class="actions">

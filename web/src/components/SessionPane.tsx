@@ -7,6 +7,7 @@ import { type CockpitStore, errorText, useTranscript } from "../store";
 import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
+import { PullRequestLink } from "./PullRequest";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -85,6 +86,7 @@ export function SessionPane({
             )}
             {details && <span class="backend">{summary?.backend}</span>}
             {details && summary?.worktree && <span class="branch">{summary.worktree.branch}</span>}
+            {facts.pullRequest && <PullRequestLink pr={facts.pullRequest} />}
             {details && <span class="usage" data-testid="usage" title={`${facts.usage.inputTokens} in / ${facts.usage.outputTokens} out / ${facts.usage.cachedInputTokens} cached`}>
               {tokens(facts.usage.inputTokens + facts.usage.cachedInputTokens)} in · {tokens(facts.usage.outputTokens)} out ·{" "}
               {cost(Math.max(summary?.costUSD ?? 0, facts.costUSD))}

@@ -16,7 +16,7 @@ async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// A Python project whose `add` subtracts, and a test script that prints the plain
 /// `N passed, N failed` line.
-fn demo_repo(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn demo_repo(dir: &Path) -> std::path::PathBuf {
     let root = dir.join("calc");
     std::fs::create_dir_all(&root).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -43,7 +43,7 @@ fn demo_repo(dir: &Path) -> std::path::PathBuf {
 }
 
 /// The session's events of `kind`, from its transcript.
-fn events_of(home: &Path, session: &str, kind: &str) -> Vec<Value> {
+pub(crate) fn events_of(home: &Path, session: &str, kind: &str) -> Vec<Value> {
     let path = home.join("sessions").join(session).join("transcript.jsonl");
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -55,7 +55,7 @@ fn events_of(home: &Path, session: &str, kind: &str) -> Vec<Value> {
 }
 
 /// Waits (at most 60 s) until the session has `n` reports; the last one.
-async fn report_number(home: &Path, session: &str, n: usize) -> Value {
+pub(crate) async fn report_number(home: &Path, session: &str, n: usize) -> Value {
     let start = Instant::now();
     loop {
         let reports = events_of(home, session, "report");
