@@ -23,6 +23,11 @@
 //!    the pool following its base moved by one commit of one file, against a bare add
 //!    (`pool.rs`; `HOST_BENCH_POOL_ROUNDS`, default 5).
 //!
+//! 5. **Memory** (`HOST_BENCH_PARTS=5`, not in the default run): host RSS with 100 idle and 20
+//!    streaming sessions against a stated bound, and a churn soak of short sessions (created,
+//!    finished, discarded) that must leave no worktree, branch, process or descriptor behind and
+//!    keep RSS flat (`memory.rs`; `HOST_BENCH_IDLE`, `HOST_BENCH_STREAMING`, `HOST_BENCH_CHURN`).
+//!
 //! Run: `cargo bench -p nucleic-cli --bench host` (about 45 s). Knobs: `HOST_BENCH_ROUNDS`
 //! (part 1, default 8), `HOST_BENCH_SESSIONS` (part 2, default 50), `HOST_BENCH_EVENTS` (part 3,
 //! default 100000), `HOST_BENCH_DIR` (scratch, default `/dev/shm`), `HOST_BENCH_PARTS` (default
@@ -43,6 +48,7 @@ pub(crate) type Res<T> = Result<T, BoxError>;
 
 mod catchup;
 mod client;
+mod memory;
 mod parallel;
 mod pool;
 mod start;
@@ -52,6 +58,8 @@ mod util;
 use catchup::*;
 #[allow(unused_imports)]
 use client::*;
+#[allow(unused_imports)]
+use memory::*;
 #[allow(unused_imports)]
 use parallel::*;
 #[allow(unused_imports)]
@@ -148,6 +156,10 @@ pub(crate) async fn async_main(scratch: &Path, big: &Path, small: &Path) -> Res<
         }
         if parts.contains('2') {
             parallel_sessions(&daemon, &home, small).await?;
+            stop_all(&daemon.host).await;
+        }
+        if parts.contains('5') {
+            memory_bench(&daemon.host, &home, small).await?;
             stop_all(&daemon.host).await;
         }
         if parts.contains('3') {

@@ -1,0 +1,190 @@
+//! Part 5: host memory with many sessions, and a churn soak that must leak nothing.
+//!
+//! (a) `HOST_BENCH_IDLE` (100) sessions of the simulated agent left idle (agent alive, waiting
+//! for a follow-up), then `HOST_BENCH_STREAMING` (20) more streaming at once (`slow`: 200 ms
+//! between chunks) while host RSS is sampled every 250 ms; fails above [`RSS_BOUND_MIB`].
+//! (b) `HOST_BENCH_CHURN` (1,000; the soak is 10,000) short sessions, four at a time,
+//! each created, run to its first turn's end and discarded; host RSS sampled every tenth of the
+//! run. Fails if RSS grows more than [`CHURN_GROWTH_MIB`] from the first tenth to the end, or
+//! if any worktree, session branch, agent process or file descriptor is left behind.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nucleic_host::Host;
+use nucleic_protocol::FinishAction;
+
+use crate::{Res, env_usize, git, proc_status_kb, sim_session, stop_all, wait_turns};
+
+/// Host RSS (MiB) that 100 idle and 20 streaming sessions must stay under.
+const RSS_BOUND_MIB: f64 = 256.0;
+/// RSS growth (MiB) allowed over the churn soak after its first tenth (allocator noise).
+const CHURN_GROWTH_MIB: f64 = 24.0;
+
+fn rss_mib() -> f64 {
+    proc_status_kb("self", "VmRSS") as f64 / 1024.0
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Processes whose parent is this one or whose command line is a keeper's or the sim's.
+fn agent_processes() -> usize {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    dir.filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            let pid = e.file_name().to_string_lossy().into_owned();
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')').map(|(_, r)| r.split_whitespace().nth(1).map(str::to_owned))
+                })
+                .flatten();
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            });
+            alive
+                && (parent.as_deref() == Some(me.as_str())
+                    || cmd.contains("__keeper") && cmd.contains(&me))
+        })
+        .count()
+}
+
+pub(crate) async fn memory_bench(host: &Host, home: &Path, small: &Path) -> Res<()> {
+    let idle_n = env_usize("HOST_BENCH_IDLE", 100);
+    let streaming_n = env_usize("HOST_BENCH_STREAMING", 20);
+    println!("\n== 5a. host RSS: {idle_n} idle + {streaming_n} streaming simulated sessions ==");
+    let project = host
+        .add_project(&small.to_string_lossy(), Some("repo-mem".into()), |s| s.pool_size = 0)
+        .await?;
+    let base = rss_mib();
+    let mut ids = Vec::new();
+    for _ in 0..idle_n {
+        let s = host.new_session(sim_session(&project.project_id, "say hi"), "bench").await?;
+        ids.push(s.session_id);
+    }
+    for id in &ids {
+        wait_turns(host, id, 1).await?;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = rss_mib();
+    let prompt = {
+        let writes: Vec<String> =
+            (0..40).map(|i| format!("write m{i}.txt containing streaming line {i}")).collect();
+        format!("slow: {}", writes.join(" then "))
+    };
+    let mut streaming = Vec::new();
+    for _ in 0..streaming_n {
+        let s = host.new_session(sim_session(&project.project_id, &prompt), "bench").await?;
+        streaming.push(s.session_id);
+    }
+    let sampler = tokio::spawn(async {
+        let mut peak = 0f64;
+        loop {
+            peak = peak.max(rss_mib());
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            if peak < 0.0 {
+                return peak;
+            }
+        }
+    });
+    let t = Instant::now();
+    for id in &streaming {
+        wait_turns(host, id, 1).await?;
+    }
+    let streamed = t.elapsed();
+    let peak = rss_mib().max({
+        sampler.abort();
+        rss_mib()
+    });
+    println!(
+        "  host RSS {base:.0} MiB before, {idle:.0} MiB with {idle_n} idle (+{:.2} MiB each), peak {peak:.0} MiB while {streaming_n} streamed ({:.1} s); bound {RSS_BOUND_MIB:.0} MiB",
+        (idle - base) / idle_n.max(1) as f64,
+        streamed.as_secs_f64()
+    );
+    stop_all(host).await;
+    if peak > RSS_BOUND_MIB {
+        return Err(format!(
+            "host RSS peaked at {peak:.0} MiB, over its bound of {RSS_BOUND_MIB:.0} MiB"
+        )
+        .into());
+    }
+    for id in ids.iter().chain(&streaming) {
+        let _ = host.finish(id, FinishAction::Discard, "bench").await;
+    }
+
+    let churn = env_usize("HOST_BENCH_CHURN", 1000);
+    println!(
+        "\n== 5b. churn: {churn} short sessions created, finished and discarded, 4 at a time =="
+    );
+    let fds_before = open_fds();
+    let tenth = (churn / 10).max(1);
+    let mut samples = Vec::new();
+    let t = Instant::now();
+    let mut done = 0;
+    while done < churn {
+        let batch = (churn - done).min(4);
+        let mut running = Vec::new();
+        for _ in 0..batch {
+            running.push(
+                host.new_session(sim_session(&project.project_id, "say hi"), "bench")
+                    .await?
+                    .session_id,
+            );
+        }
+        for id in &running {
+            wait_turns(host, id, 1).await?;
+            host.finish(id, FinishAction::Discard, "bench").await?;
+        }
+        let before = done;
+        done += batch;
+        if before / tenth != done / tenth {
+            samples.push(rss_mib());
+        }
+    }
+    let elapsed = t.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let worktrees = git(small, &["worktree", "list", "--porcelain"])?
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count();
+    let branches = git(small, &["for-each-ref", "--format=%(refname)", "refs/heads/nucleic/"])?
+        .lines()
+        .count();
+    let processes = agent_processes();
+    let fds_after = open_fds();
+    let first = samples.first().copied().unwrap_or(0.0);
+    let last = rss_mib();
+    let trace: Vec<String> = samples.iter().map(|s| format!("{s:.0}")).collect();
+    println!(
+        "  {churn} sessions in {:.0} s ({:.0} ms each); host RSS by tenths (MiB): {}; end {last:.0} MiB ({:+.1} MiB from the first tenth)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1000.0 / churn.max(1) as f64,
+        trace.join(" "),
+        last - first
+    );
+    println!(
+        "  left behind: {} worktrees besides the main checkout, {branches} session branches, {processes} agent processes, {} file descriptors ({fds_before} → {fds_after})",
+        worktrees.saturating_sub(1),
+        fds_after.saturating_sub(fds_before)
+    );
+    let _ = home;
+    if worktrees > 1 || branches > 0 || processes > 0 || fds_after > fds_before + 8 {
+        return Err(
+            "the churn left worktrees, branches, processes or file descriptors behind".into()
+        );
+    }
+    if last - first > CHURN_GROWTH_MIB {
+        return Err(format!(
+            "host RSS grew {:.1} MiB over the churn (bound {CHURN_GROWTH_MIB} MiB)",
+            last - first
+        )
+        .into());
+    }
+    Ok(())
+}
