@@ -40,6 +40,7 @@ mod repo;
 mod runner;
 mod snapshot;
 mod spawn;
+mod turns;
 mod worktree;
 
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
@@ -50,4 +51,5 @@ pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;
 pub use spawn::{ExecConfinement, exec_confinement};
+pub use turns::SNAPSHOT_REF_PREFIX;
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

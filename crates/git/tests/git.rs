@@ -4,6 +4,7 @@
 
 mod hostile;
 mod pool;
+mod turns;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
