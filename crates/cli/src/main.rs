@@ -13,6 +13,7 @@ mod home_lock;
 mod locate;
 mod open;
 mod render;
+mod review;
 mod rules;
 mod run;
 mod serve;

@@ -71,6 +71,8 @@ pub struct WorktreeFacts {
     pub ahead_behind: AheadBehind,
     /// Files that would conflict when merged into the base branch's tip (empty: none).
     pub conflicts: Vec<PathBuf>,
+    /// The snapshot of the working tree these facts were read from (a tree id).
+    pub snapshot: String,
 }
 
 /// The result of a trial merge (`git merge-tree --write-tree`): nothing is checked out.
@@ -103,7 +105,7 @@ impl Repo {
             TrialMerge::Clean { .. } => Vec::new(),
             TrialMerge::Conflicts { files } => files,
         };
-        Ok(WorktreeFacts { diff, ahead_behind, conflicts })
+        Ok(WorktreeFacts { diff, ahead_behind, conflicts, snapshot: snap.tree })
     }
 
     /// Commits the worktree branch has that `base_branch` lacks, and the other way round

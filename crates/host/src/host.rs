@@ -54,6 +54,8 @@ pub struct Host {
     /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
     /// the checks and report that follow turns.
     pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
+    /// One lock per session for its turn snapshots and review comments (`turns.rs`).
+    pub(crate) review_locks: crate::turns::SessionLocks,
 }
 
 /// What a new session runs in, and with what.
@@ -114,6 +116,7 @@ impl Host {
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),
             turns,
+            review_locks: crate::turns::SessionLocks::default(),
         });
         tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;
@@ -441,6 +444,7 @@ impl Host {
         for problem in rules.problems {
             session.record(problem).await?;
         }
+        self.turn_started(&session_id).await;
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }

@@ -23,8 +23,10 @@ mod portable;
 mod private;
 mod recovery;
 mod report;
+mod review;
 pub mod rules;
 mod shutdown;
+mod turns;
 mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
@@ -38,4 +40,5 @@ pub use nucleic_catalog::DeviceRow;
 pub use nucleic_git::{ExecConfinement, exec_confinement as git_exec_confinement};
 pub use private::write_private_file;
 pub use recovery::RecoveryReport;
+pub use review::NewComment;
 pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};

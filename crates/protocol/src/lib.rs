@@ -12,6 +12,7 @@ mod event;
 mod files;
 mod kind;
 mod raw_json;
+mod review;
 mod status;
 mod sync;
 mod timestamp;
@@ -34,6 +35,7 @@ pub use kind::{
     Usage, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 pub use raw_json::RawJson;
+pub use review::{CommentStatus, ReviewComment, TurnSnapshot};
 pub use status::SessionStatus;
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, ExportFormat, FEATURE_EVENT_BATCHES,
