@@ -94,17 +94,21 @@ pub(crate) enum Unindexable {
     Fail,
 }
 
-/// Writes the working tree of `checkout` as a tree object, via a temporary index.
+/// Writes the working tree of `checkout` as a tree object, via a temporary index, with HEAD.
 pub(crate) fn snapshot(checkout: &Checkout, unindexable: Unindexable) -> Result<Snapshot> {
     let heads = git(checkout).args(["rev-parse", "HEAD", "HEAD^{tree}"]).read_only().run_text()?;
     let mut lines = heads.lines().map(str::to_owned);
     let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
         return Err(GitError::UnknownRef { reference: "HEAD".to_owned() });
     };
+    let tree = working_tree(checkout, unindexable)?;
+    Ok(Snapshot { head, head_tree, tree })
+}
+
+/// The tree of the working tree of `checkout` as `git add -A` would stage it, written in a
+/// temporary index (the checkout's own index is never touched).
+pub(crate) fn working_tree(checkout: &Checkout, unindexable: Unindexable) -> Result<String> {
     let index = TempIndex::copy_of(checkout)?;
-    // `--ignore-errors`: a path git cannot index (a nested repository with no commit checked
-    // out, which an agent can plant with a two-line `.git` file; an unreadable file) is left
-    // out instead of failing the whole snapshot; it exits 1 then, having written the rest.
     // `--ignore-errors` (views only): a path git cannot index (a nested repository with no
     // commit checked out, which an agent plants with a two-line `.git` file; an unreadable
     // file) is left out instead of failing the whole snapshot; git exits 1 then, having
@@ -118,8 +122,7 @@ pub(crate) fn snapshot(checkout: &Checkout, unindexable: Unindexable) -> Result<
     if added.code != Some(0) && !tolerated {
         return Err(add.failure(added));
     }
-    let tree = git(checkout).arg("write-tree").index_file(index.path()).run_text()?;
-    Ok(Snapshot { head, head_tree, tree })
+    git(checkout).arg("write-tree").index_file(index.path()).run_text()
 }
 
 /// Who a snapshot commit is attributed to.

@@ -8,7 +8,7 @@ use crate::diff::{Diff, tree_diff};
 use crate::error::{GitError, Result};
 use crate::repo::Repo;
 use crate::runner::git;
-use crate::snapshot::{Unindexable, snapshot};
+use crate::snapshot::{Unindexable, working_tree};
 use crate::worktree::Worktree;
 
 /// Where snapshot refs live: `refs/nucleic/turns/<key>/<name>`.
@@ -29,7 +29,7 @@ impl Repo {
     /// The working tree of `worktree` now, as a tree object (no ref keeps it).
     pub fn snapshot_tree(&self, worktree: &Worktree) -> Result<String> {
         let dir = self.session(worktree)?;
-        Ok(snapshot(&dir, Unindexable::Skip)?.tree)
+        working_tree(&dir, Unindexable::Skip)
     }
 
     /// What changed from tree (or commit) `from` to `to`, both object ids: files and patch.
