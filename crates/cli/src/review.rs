@@ -71,13 +71,18 @@ pub async fn session_diff(
 }
 
 /// `nucleic session review …`.
-pub async fn session_review(daemon: &mut Daemon, command: ReviewCommand) -> anyhow::Result<ExitCode> {
+pub async fn session_review(
+    daemon: &mut Daemon,
+    command: ReviewCommand,
+) -> anyhow::Result<ExitCode> {
     match command {
         ReviewCommand::Comment { session_id, at, text } => {
             let (path, line, end_line) = parse_at(&at)?;
             let body = text.join(" ");
-            let add = Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot: None };
-            let comment: ReviewComment = serde_json::from_value(answer(intent(daemon, add).await?)?)?;
+            let add =
+                Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot: None };
+            let comment: ReviewComment =
+                serde_json::from_value(answer(intent(daemon, add).await?)?)?;
             print_comment(&comment);
         }
         ReviewCommand::List { session_id } => {
@@ -107,7 +112,8 @@ pub async fn session_review(daemon: &mut Daemon, command: ReviewCommand) -> anyh
 
 /// `src/a.rs:12` or `src/a.rs:12-14` (the last `:` splits, so paths may hold one).
 fn parse_at(at: &str) -> anyhow::Result<(String, u32, Option<u32>)> {
-    let (path, lines) = at.rsplit_once(':').with_context(|| format!("{at:?}: expected PATH:LINE"))?;
+    let (path, lines) =
+        at.rsplit_once(':').with_context(|| format!("{at:?}: expected PATH:LINE"))?;
     let number = |n: &str| n.parse::<u32>().with_context(|| format!("{n:?} is not a line number"));
     let (line, end) = match lines.split_once('-') {
         Some((start, end)) => (number(start)?, Some(number(end)?)),

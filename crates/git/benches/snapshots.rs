@@ -51,8 +51,12 @@ fn main() {
     git(&root, &["commit", "-q", "-m", "synthetic"]);
     git(&root, &["repack", "-adq"]);
     let repo = Repo::open(&root).unwrap();
-    let spec =
-        WorktreeSpec { slug: "snap".into(), base_ref: "main".into(), copy_files: vec![], setup: None };
+    let spec = WorktreeSpec {
+        slug: "snap".into(),
+        base_ref: "main".into(),
+        copy_files: vec![],
+        setup: None,
+    };
     let wt = repo.create_worktree(&spec).unwrap();
     // Build output the snapshot must skip (ignored).
     let target = wt.path.join("target");
@@ -77,7 +81,8 @@ fn main() {
         git(&wt.path, &["status", "--porcelain", "--untracked-files=all"]);
         status_ms.push(start.elapsed().as_secs_f64() * 1000.0);
         let start = Instant::now();
-        let tree = Repo::open(&root).unwrap().record_snapshot(&wt, "bench", &round.to_string()).unwrap();
+        let tree =
+            Repo::open(&root).unwrap().record_snapshot(&wt, "bench", &round.to_string()).unwrap();
         snapshot_ms.push(start.elapsed().as_secs_f64() * 1000.0);
         let start = Instant::now();
         let diff = Repo::open(&root).unwrap().diff_trees(&previous, &tree).unwrap();

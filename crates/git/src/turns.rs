@@ -141,9 +141,10 @@ mod tests {
 
     #[test]
     fn snapshot_refs_take_plain_names_only() {
-        assert_eq!(snapshot_ref("abc-1", Some("2-end")).ok().as_deref(), Some(
-            "refs/nucleic/turns/abc-1/2-end"
-        ));
+        assert_eq!(
+            snapshot_ref("abc-1", Some("2-end")).ok().as_deref(),
+            Some("refs/nucleic/turns/abc-1/2-end")
+        );
         for bad in ["", "..", "a/b", "-x", "a..b", "x.lock", "a b", "ü"] {
             assert!(snapshot_ref(bad, Some("1")).is_err(), "{bad:?}");
             assert!(snapshot_ref("k", Some(bad)).is_err(), "{bad:?}");

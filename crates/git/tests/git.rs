@@ -4,8 +4,8 @@
 
 mod hostile;
 mod pool;
-mod turns;
 mod support;
+mod turns;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    Backend, CheckTrigger, EventKind, FinishAction, Intent, SessionCreated,
-    SessionStatus, WorktreeAction, WorktreeFinished, WorktreeInfo,
+    Backend, CheckTrigger, EventKind, FinishAction, Intent, SessionCreated, SessionStatus,
+    WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
 

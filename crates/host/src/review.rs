@@ -146,6 +146,9 @@ impl Host {
     pub async fn review_comments(&self, id: &str) -> Result<Vec<ReviewComment>, HostError> {
         self.session_row(id).await?;
         let mut comments = self.review_log(id).await?.comments;
+        if comments.is_empty() {
+            return Ok(comments);
+        }
         let Ok(place) = self.session_worktree(id).await else { return Ok(comments) };
         let paths: Vec<String> = comments.iter().map(|c| c.path.clone()).collect();
         let now_lines = blocking(move || {
@@ -153,11 +156,8 @@ impl Host {
             let tree = repo.snapshot_tree(&place.worktree)?;
             let mut files = HashMap::new();
             for path in paths {
-                if !files.contains_key(&path) {
-                    // A file that cannot be read any more (gone, too large) outdates its comments.
-                    let lines = lines_at(&repo, &tree, &path).ok().flatten();
-                    files.insert(path, lines);
-                }
+                // A file that cannot be read any more (gone, too large) outdates its comments.
+                files.entry(path).or_insert_with_key(|p| lines_at(&repo, &tree, p).ok().flatten());
             }
             Ok::<_, HostError>(files)
         })
@@ -304,6 +304,8 @@ mod tests {
         let prompt = review_prompt(&[&a, &b]);
         assert!(prompt.starts_with("Review comments on your changes (2)."), "{prompt}");
         assert!(prompt.contains("\n1. calc.py:2\n   >     return a - b\n   This should add.\n"));
-        assert!(prompt.contains("\n2. test_calc.py:4-5\n   > x = 1\n   > y = 2\n   Two\n   lines.\n"));
+        assert!(
+            prompt.contains("\n2. test_calc.py:4-5\n   > x = 1\n   > y = 2\n   Two\n   lines.\n")
+        );
     }
 }

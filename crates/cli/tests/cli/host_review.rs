@@ -84,7 +84,10 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     )
     .await;
     assert_eq!(facts.turns.len(), 2, "{facts:?}");
-    assert_eq!(paths(&facts), [("a.txt".into(), "untracked".into()), ("b.txt".into(), "untracked".into())]);
+    assert_eq!(
+        paths(&facts),
+        [("a.txt".into(), "untracked".into()), ("b.txt".into(), "untracked".into())]
+    );
 
     // Each turn's own change.
     let first = host.git_facts_of_turn(&id, true, Some(1)).await.unwrap();
@@ -92,7 +95,10 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     assert_eq!(paths(&first), [("a.txt".into(), "added".into())]);
     assert!(first.patch.unwrap().contains("+one\n"));
     let second = host.git_facts_of_turn(&id, true, Some(2)).await.unwrap();
-    assert_eq!(paths(&second), [("a.txt".into(), "modified".into()), ("b.txt".into(), "added".into())]);
+    assert_eq!(
+        paths(&second),
+        [("a.txt".into(), "modified".into()), ("b.txt".into(), "added".into())]
+    );
     let patch = second.patch.unwrap();
     assert!(patch.contains("-one\n+uno\n") && patch.contains("+two\n"), "{patch}");
     let missing = host.git_facts_of_turn(&id, false, Some(3)).await.unwrap_err();
@@ -112,10 +118,17 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
 
     // Comments are checked against the snapshot the diff showed.
     let on = |n: NewComment| NewComment { snapshot: second.snapshot.clone(), ..n };
-    let a = host.add_review_comment(&id, on(comment("a.txt", 1, None, "Keep it English.")), "me").await.unwrap();
+    let a = host
+        .add_review_comment(&id, on(comment("a.txt", 1, None, "Keep it English.")), "me")
+        .await
+        .unwrap();
     assert_eq!((a.quote.clone(), a.status), (vec!["uno".to_owned()], CommentStatus::Open));
     let b = host
-        .add_review_comment(&id, on(comment("b.txt", 2, Some(3), "Two lines are one too many.")), "me")
+        .add_review_comment(
+            &id,
+            on(comment("b.txt", 2, Some(3), "Two lines are one too many.")),
+            "me",
+        )
         .await
         .unwrap();
     assert_eq!(b.quote, ["lines", "three"]);
@@ -126,7 +139,10 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
         (comment("b.txt", 3, Some(2), "x"), "lines count from 1"),
         (comment("a.txt", 0, None, "x"), "lines count from 1"),
         (comment("a.txt", 1, None, "  "), "needs some text"),
-        (NewComment { snapshot: Some("HEAD".into()), ..comment("a.txt", 1, None, "x") }, "not a snapshot id"),
+        (
+            NewComment { snapshot: Some("HEAD".into()), ..comment("a.txt", 1, None, "x") },
+            "not a snapshot id",
+        ),
     ] {
         let e = host.add_review_comment(&id, bad.clone(), "me").await.unwrap_err();
         assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{bad:?}: {e}");
@@ -151,7 +167,9 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     assert!(prompt.contains("1. a.txt:1\n   > uno\n   Keep it English.\n"), "{prompt}");
     assert!(prompt.contains("2. b.txt:2-3\n   > lines\n   > three\n"), "{prompt}");
     approve_until_turn(&host, &id, 3).await;
-    let transcript = std::fs::read_to_string(dir.path().join(format!("home/sessions/{id}/transcript.jsonl"))).unwrap();
+    let transcript =
+        std::fs::read_to_string(dir.path().join(format!("home/sessions/{id}/transcript.jsonl")))
+            .unwrap();
     let said: Vec<String> = transcript
         .lines()
         .filter_map(|l| serde_json::from_str::<nucleic_protocol::Event>(l).ok())
@@ -161,7 +179,9 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
         })
         .collect();
     assert!(
-        said.iter().any(|t| t.contains("You said: Review comments") && t.contains("a.txt:1") && t.contains("b.txt:2-3")),
+        said.iter().any(|t| t.contains("You said: Review comments")
+            && t.contains("a.txt:1")
+            && t.contains("b.txt:2-3")),
         "the agent's replies: {said:?}"
     );
     let e = host.send_review(&id).await.unwrap_err();
@@ -182,7 +202,8 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     host.finish(&id, FinishAction::Discard, "test").await.unwrap();
     let refs = git(&root, &["for-each-ref", "refs/nucleic/turns/"]);
     assert_eq!(refs, "", "snapshots left after discard");
-    let e = host.add_review_comment(&id, comment("a.txt", 1, None, "late"), "me").await.unwrap_err();
+    let e =
+        host.add_review_comment(&id, comment("a.txt", 1, None, "late"), "me").await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{e}");
     assert!(e.to_string().contains("is gone (discarded or rolled back)"), "{e}");
     assert!(host.send_review(&id).await.unwrap_err().to_string().contains("is gone"));

@@ -91,7 +91,8 @@ fn big_files_are_snapshotted_and_refused_for_quoting() {
     let f = fixture();
     let wt = f.worktree("big");
     let start = f.repo.record_snapshot(&wt, "s", "1-start").unwrap();
-    let big: Vec<u8> = (0..24u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let big: Vec<u8> =
+        (0..24u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     std::fs::write(wt.path.join("big.bin"), &big).unwrap();
     let end = f.repo.record_snapshot(&wt, "s", "1-end").unwrap();
     let diff = f.repo.diff_trees(&start, &end).unwrap();
