@@ -218,3 +218,90 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     assert_eq!(git(&root, &["for-each-ref", "refs/nucleic/"]), "");
     host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
 }
+
+/// Runs the CLI against the daemon of `home` until `done(stdout)` (at most 30 s).
+async fn cli_until(home: &Path, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let (code, out, err) = crate::daemon::cli_env(home, args, &[]).await;
+        if code == 0 && done(&out) {
+            return out;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{args:?}: {out}{err}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_shows_one_turn_and_sends_a_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = crate::daemon::DaemonGuard(home.clone());
+    let root = repo(dir.path());
+    let (code, project, err) =
+        crate::daemon::cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = crate::daemon::cli_env(
+        &home,
+        &["session", "new", "--project", project.trim(), "--agent", "sim"]
+            .into_iter()
+            .chain(["--permission-mode", "acceptEdits", "write a.txt containing one\\ntwo"])
+            .collect::<Vec<_>>(),
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let id = out.split_whitespace().next().unwrap().to_owned();
+    let turn = cli_until(&home, &["session", "diff", &id, "--turn", "1", "--patch"], |o| {
+        o.contains("+two")
+    })
+    .await;
+    assert!(turn.starts_with("turn 1 of 1\n") && turn.contains("a.txt"), "{turn}");
+    let (code, _, err) =
+        crate::daemon::cli_env(&home, &["session", "diff", &id, "--turn", "2"], &[]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("turn 2"), "{err}");
+
+    let (code, out, err) = crate::daemon::cli_env(
+        &home,
+        &["session", "review", "comment", &id, "a.txt:2", "Make", "it", "three."],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("a.txt:2  (open)") && out.contains("  > two\n  Make it three.\n"),
+        "{out}"
+    );
+    let comment_id = out.split_whitespace().next().unwrap().to_owned();
+    for (args, says) in [
+        (
+            ["session", "review", "comment", &id, "a.txt:9", "x"],
+            "line 9 is past the end of a.txt (2 lines)",
+        ),
+        (["session", "review", "comment", &id, "a.txt", "x"], "expected PATH:LINE"),
+        (["session", "review", "comment", &id, "../a.txt:1", "x"], "not a plain relative path"),
+    ] {
+        let (code, _, err) = crate::daemon::cli_env(&home, &args, &[]).await;
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (code, out, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "send", &id], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "sent 1 comment(s) to the agent");
+    let (code, _, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "send", &id], &[]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no open review comments"), "{err}");
+    let listed =
+        cli_until(&home, &["session", "review", "list", &id], |o| o.contains("(open, sent)")).await;
+    assert!(listed.contains(&comment_id), "{listed}");
+    let (code, out, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "resolve", &id, &comment_id], &[])
+            .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(resolved)"), "{out}");
+    // The review was turn 2.
+    cli_until(&home, &["session", "diff", &id], |o| o.contains("turns with snapshots: 1-2")).await;
+}
