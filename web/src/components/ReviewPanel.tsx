@@ -16,7 +16,8 @@ export function citation(c: { path: string; line: number; endLine?: number | nul
   return c.endLine && c.endLine !== c.line ? `${c.path}:${c.line}-${c.endLine}` : `${c.path}:${c.line}`;
 }
 
-/** The session's review comments, fetched now, after new events (debounced) and on `reload`. */
+/** The session's review comments, fetched now, after new events (debounced), every few seconds
+ *  and on `reload`. */
 export function useReviewComments(store: CockpitStore, sessionID: string) {
   const transcript = useTranscript(store, sessionID);
   const [comments, setComments] = useState<ReviewComment[]>([]);
@@ -39,6 +40,11 @@ export function useReviewComments(store: CockpitStore, sessionID: string) {
       clearTimeout(t);
     };
   }, [sessionID, transcript.version, tick, online]);
+  // Another device may add, resolve or send comments: look again every few seconds.
+  useEffect(() => {
+    const i = setInterval(() => setTick((n) => n + 1), 5000);
+    return () => clearInterval(i);
+  }, []);
   return { comments, reload: () => setTick((n) => n + 1) };
 }
 
