@@ -60,6 +60,11 @@ describe("review", () => {
     expect(received).toContain("Capitalise the first word.");
     expect(received).toContain("Gamma is one too many; drop it.");
     await page.waitForFunction(
+      () => [...document.querySelectorAll("[data-kind=notice]")].some((e) => e.textContent?.includes("Review sent by") && e.textContent.includes("notes.txt:3")),
+      null,
+      { timeout: 30_000 },
+    );
+    await page.waitForFunction(
       () => [...document.querySelectorAll("[data-testid=review-comment] .badge")].filter((b) => b.textContent === "sent").length === 2,
       null,
       { timeout: 30_000 },

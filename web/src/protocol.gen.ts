@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -529,6 +529,12 @@ createdAt: number, createdBy: string,
 sentAt?: number | null, };
 
 export type CommentStatus = "open" | "resolved";
+
+export type ReviewSent = { comments: Array<ReviewComment>, 
+/**
+ * Who sent it.
+ */
+by: string, };
 
 export type Capabilities = { 
 /**

@@ -132,6 +132,7 @@ pub(crate) fn fold(
             | EventKind::CheckOutput(_)
             | EventKind::CheckFinished(_)
             | EventKind::Report(_)
+            | EventKind::ReviewSent(_)
             | EventKind::Raw(_) => {}
         }
         r.last_seq = event.seq;

@@ -312,7 +312,7 @@ impl Host {
                 Ok(Some(json!({ "comments": self.review_comments(&session_id).await? })))
             }
             Intent::SendReview { session_id } => {
-                let (sent, prompt) = self.send_review(&session_id).await?;
+                let (sent, prompt) = self.send_review(&session_id, by).await?;
                 Ok(Some(json!({ "sent": sent, "prompt": prompt })))
             }
             Intent::RenameProject { project_id, name } => {

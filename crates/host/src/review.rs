@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use nucleic_git::Repo;
-use nucleic_protocol::{CommentStatus, ReviewComment};
+use nucleic_protocol::{CommentStatus, EventKind, ReviewComment, ReviewSent};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HostError, blocking};
@@ -170,8 +170,9 @@ impl Host {
         Ok(comments)
     }
 
-    /// Sends the open comments not sent yet as one follow-up; how many, and the prompt.
-    pub async fn send_review(&self, id: &str) -> Result<(usize, String), HostError> {
+    /// Sends the open comments not sent yet as one follow-up, then records `reviewSent`; how
+    /// many, and the prompt.
+    pub async fn send_review(&self, id: &str, by: &str) -> Result<(usize, String), HostError> {
         self.reviewable(id).await?;
         let lock = self.review_locks.of(id);
         let held = lock.lock().await;
@@ -188,15 +189,20 @@ impl Host {
         }
         let prompt = review_prompt(&unsent);
         let sent: Vec<String> = unsent.iter().map(|c| c.comment_id.clone()).collect();
+        let mut cited: Vec<ReviewComment> = unsent.into_iter().cloned().collect();
         drop(held);
         self.send_input(id, &prompt).await?;
-        let _held = lock.lock().await;
+        let held = lock.lock().await;
         let mut log = self.review_log(id).await?;
         let at = now().unix_millis();
         for c in log.comments.iter_mut().filter(|c| sent.contains(&c.comment_id)) {
             c.sent_at = Some(at);
         }
         write_json(&self.review_path(id), &log).await?;
+        drop(held);
+        cited.iter_mut().for_each(|c| c.sent_at = Some(at));
+        let record = ReviewSent { comments: cited, by: by.to_owned() };
+        self.record(id, EventKind::ReviewSent(record)).await?;
         Ok((sent.len(), prompt))
     }
 

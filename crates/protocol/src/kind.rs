@@ -71,6 +71,8 @@ pub enum EventKind {
     CheckFinished(CheckFinished),
     /// The host's report: the agent's claims next to the facts, contradictions flagged.
     Report(Report),
+    /// Review comments were sent to the agent as one follow-up.
+    ReviewSent(crate::review::ReviewSent),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -108,6 +110,7 @@ impl EventKind {
             EventKind::CheckOutput(_) => "checkOutput",
             EventKind::CheckFinished(_) => "checkFinished",
             EventKind::Report(_) => "report",
+            EventKind::ReviewSent(_) => "reviewSent",
             EventKind::Raw(_) => "raw",
         }
     }

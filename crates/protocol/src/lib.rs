@@ -35,7 +35,7 @@ pub use kind::{
     Usage, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 pub use raw_json::RawJson;
-pub use review::{CommentStatus, ReviewComment, TurnSnapshot};
+pub use review::{CommentStatus, ReviewComment, ReviewSent, TurnSnapshot};
 pub use status::SessionStatus;
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, ExportFormat, FEATURE_EVENT_BATCHES,

@@ -70,6 +70,24 @@ impl ReviewComment {
     }
 }
 
+/// A review was sent to the agent as one follow-up (the `userText` just before it): the
+/// comments it cited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct ReviewSent {
+    pub comments: Vec<ReviewComment>,
+    /// Who sent it.
+    pub by: String,
+}
+
+impl ReviewSent {
+    /// `review sent by me: a.txt:1, b.txt:2-3`.
+    pub fn summary(&self) -> String {
+        let cited: Vec<String> = self.comments.iter().map(ReviewComment::citation).collect();
+        format!("review sent by {}: {}", self.by, cited.join(", "))
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

@@ -74,6 +74,7 @@ fn declarations() -> Vec<String> {
         TurnSnapshot::decl(),
         ReviewComment::decl(),
         CommentStatus::decl(),
+        ReviewSent::decl(),
         Capabilities::decl(),
         BackendInfo::decl(),
         FileKind::decl(),

@@ -162,7 +162,7 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     assert!(kept.iter().all(|c| !c.outdated && c.sent_at.is_none()), "{kept:?}");
 
     // One follow-up cites both; the agent (resumed after the restart) receives it.
-    let (sent, prompt) = host.send_review(&id).await.unwrap();
+    let (sent, prompt) = host.send_review(&id, "me").await.unwrap();
     assert_eq!(sent, 2);
     assert!(prompt.contains("1. a.txt:1\n   > uno\n   Keep it English.\n"), "{prompt}");
     assert!(prompt.contains("2. b.txt:2-3\n   > lines\n   > three\n"), "{prompt}");
@@ -184,7 +184,16 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
             && t.contains("b.txt:2-3")),
         "the agent's replies: {said:?}"
     );
-    let e = host.send_review(&id).await.unwrap_err();
+    let recorded: Vec<Vec<String>> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<nucleic_protocol::Event>(l).ok())
+        .filter_map(|e| match e.kind {
+            EventKind::ReviewSent(r) => Some(r.comments.iter().map(|c| c.citation()).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, [["a.txt:1", "b.txt:2-3"]], "one reviewSent event");
+    let e = host.send_review(&id, "me").await.unwrap_err();
     assert!(e.to_string().contains("no open review comments that were not sent"), "{e}");
 
     // A turn that changes a commented line outdates that comment only; resolving is the person's.
@@ -206,7 +215,7 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
         host.add_review_comment(&id, comment("a.txt", 1, None, "late"), "me").await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{e}");
     assert!(e.to_string().contains("is gone (discarded or rolled back)"), "{e}");
-    assert!(host.send_review(&id).await.unwrap_err().to_string().contains("is gone"));
+    assert!(host.send_review(&id, "me").await.unwrap_err().to_string().contains("is gone"));
     assert_eq!(host.review_comments(&id).await.unwrap().len(), 2);
 
     // Snapshots no session's worktree owns are found and removed by gc.
