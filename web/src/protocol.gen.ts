@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -372,7 +372,12 @@ device?: DeviceProof | null, } | { "type": "listProjects", messageID: string, } 
 /**
  * Include the unified patch text (file list and counts always come).
  */
-includePatch: boolean, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, 
+includePatch: boolean, 
+/**
+ * Only what this turn changed (its start snapshot to its end snapshot, or to the
+ * worktree now while it runs); absent: the whole session vs its base.
+ */
+turn?: number | null, } | { "type": "exportSession", messageID: string, sessionID: string, format: ExportFormat, } | { "type": "sendInput", messageID: string, sessionID: string, text: string, } | { "type": "decide", messageID: string, sessionID: string, requestID: string, decision: Decision, 
 /**
  * The person confirmed a second time: required to allow a `critical` request (without
  * it such a decision is refused and the request stays pending).
@@ -393,7 +398,11 @@ checksAfterTurn?: boolean,
 /**
  * Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
  */
-poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "addReviewComment", sessionID: string, path: string, line: number, endLine?: number | null, body: string, 
+/**
+ * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
+ */
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -560,13 +569,82 @@ ahead: number, behind: number,
 /**
  * Files that would conflict merging into the base branch's current tip.
  */
-conflicts: Array<string>, };
+conflicts: Array<string>, 
+/**
+ * The turn whose change `files` and `patch` are (absent: the whole session).
+ */
+turn?: number | null, 
+/**
+ * The turns with snapshots, oldest first.
+ */
+turns?: Array<TurnSnapshot>, 
+/**
+ * The worktree snapshot (a git tree id) `files` and `patch` end at: what review comments
+ * made on this diff are anchored to.
+ */
+snapshot?: string | null, };
 
 export type DiffFile = { path: string, oldPath?: string | null, 
 /**
  * `added`, `untracked`, `modified`, `deleted`, `renamed`, `copied`, `typeChanged`.
  */
 status: string, additions: number, deletions: number, binary: boolean, };
+
+export type TurnSnapshot = { 
+/**
+ * 1 for the first prompt, 2 for the first follow-up, …
+ */
+turn: number, 
+/**
+ * Unix milliseconds of the start snapshot (the prompt was sent).
+ */
+startedAt: number, 
+/**
+ * Unix milliseconds of the end snapshot; absent while the turn runs.
+ */
+endedAt?: number | null, };
+
+export type ReviewComment = { commentID: string, 
+/**
+ * The file, relative to the worktree.
+ */
+path: string, 
+/**
+ * First line commented on (1-based, in the file as it was at `snapshot`).
+ */
+line: number, 
+/**
+ * Last line of a range (absent: one line).
+ */
+endLine?: number | null, body: string, 
+/**
+ * The lines commented on, as they were at `snapshot` (quoted to the agent).
+ */
+quote: Array<string>, 
+/**
+ * The worktree snapshot (a git tree id) the comment was made on.
+ */
+snapshot: string, status: CommentStatus, 
+/**
+ * The commented lines are no longer what `quote` says in the worktree now.
+ */
+outdated?: boolean, 
+/**
+ * Unix milliseconds.
+ */
+createdAt: number, createdBy: string, 
+/**
+ * When it was sent to the agent (`sendReview`), Unix milliseconds.
+ */
+sentAt?: number | null, };
+
+export type CommentStatus = "open" | "resolved";
+
+export type ReviewSent = { comments: Array<ReviewComment>, 
+/**
+ * Who sent it.
+ */
+by: string, };
 
 export type Capabilities = { 
 /**

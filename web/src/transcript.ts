@@ -347,6 +347,11 @@ export class Transcript {
           detail: k.forcedReason ? `Forced past failing checks: ${k.forcedReason}` : undefined,
         });
         return;
+      case "reviewSent": {
+        const cited = k.comments.map((c) => (c.endLine && c.endLine !== c.line ? `${c.path}:${c.line}-${c.endLine}` : `${c.path}:${c.line}`));
+        this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "info", text: `Review sent by ${k.by}: ${k.comments.length} comment(s)`, detail: cited.join(", ") });
+        return;
+      }
       case "raw":
         this.rawCount++;
         this.push({ kind: "raw", seq: e.seq, rev: 0, nativeType: e.nativeType ?? null, native: k.native });

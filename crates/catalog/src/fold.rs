@@ -135,6 +135,7 @@ pub(crate) fn fold(
             | EventKind::CheckFinished(_)
             | EventKind::Report(_)
             | EventKind::PullRequestOpened(_)
+            | EventKind::ReviewSent(_)
             | EventKind::Raw(_) => {}
         }
         r.last_seq = event.seq;

@@ -147,11 +147,19 @@ pub enum SessionCommand {
     Stop {
         session_id: String,
     },
-    /// The worktree's diff vs its base (files, counts; --patch for the patch).
+    /// The worktree's diff vs its base (files, counts; --patch for the patch), or what one
+    /// turn changed (--turn N).
     Diff {
         session_id: String,
         #[arg(long)]
         patch: bool,
+        #[arg(long)]
+        turn: Option<u32>,
+    },
+    /// Review comments on the diff's lines, sent to the agent as one follow-up.
+    Review {
+        #[command(subcommand)]
+        command: crate::review::ReviewCommand,
     },
     /// Push the session's branch to the project's remote and open a pull request with `gh`
     /// (title and body drafted from the report; required checks gate it as they gate merge).
@@ -508,33 +516,11 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         SessionCommand::Stop { session_id } => {
             intent(&mut daemon, Intent::Stop { session_id }).await?
         }
-        SessionCommand::Diff { session_id, patch } => {
-            let message_id = daemon.id();
-            if let HostMessage::GitFacts { facts, .. } = daemon
-                .request(ClientMessage::GitFacts { message_id, session_id, include_patch: patch })
-                .await?
-            {
-                println!(
-                    "vs {} ({}): {} ahead, {} behind",
-                    facts.base_branch,
-                    &facts.base_sha[..facts.base_sha.len().min(12)],
-                    facts.ahead,
-                    facts.behind
-                );
-                for f in &facts.files {
-                    println!(
-                        "  {:<10} +{:<5} -{:<5} {}",
-                        f.status, f.additions, f.deletions, f.path
-                    );
-                }
-                if !facts.conflicts.is_empty() {
-                    println!("would conflict: {}", facts.conflicts.join(", "));
-                }
-                if let Some(p) = facts.patch {
-                    print!("{p}");
-                }
-            }
-            return Ok(ExitCode::SUCCESS);
+        SessionCommand::Diff { session_id, patch, turn } => {
+            return crate::review::session_diff(&mut daemon, session_id, turn, patch).await;
+        }
+        SessionCommand::Review { command } => {
+            return crate::review::session_review(&mut daemon, command).await;
         }
         SessionCommand::Pr(args) => {
             let (session_id, action) = args.into_action();

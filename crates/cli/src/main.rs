@@ -15,6 +15,7 @@ mod locate;
 mod open;
 mod pull_request;
 mod render;
+mod review;
 mod rules;
 mod run;
 mod serve;

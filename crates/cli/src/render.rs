@@ -171,6 +171,7 @@ impl Renderer {
                 }
                 text
             }
+            EventKind::ReviewSent(r) => format!("· {}", r.summary()),
             EventKind::SessionUpdated(u) => format!(
                 "· {}{}by {}",
                 u.title.as_deref().map(|t| format!("renamed to {t:?} ")).unwrap_or_default(),

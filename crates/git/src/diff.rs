@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{GitError, Result};
 use crate::repo::Repo;
 use crate::runner::{Checkout, git, nul_fields, path_of, text_of};
-use crate::snapshot::{Author, Snapshot, commit_of, snapshot, snapshot_commit};
+use crate::snapshot::{Author, Snapshot, Unindexable, commit_of, snapshot, snapshot_commit};
 use crate::worktree::Worktree;
 
 /// Diff options of every diff the host computes: plain git, no external diff or textconv
@@ -71,6 +71,8 @@ pub struct WorktreeFacts {
     pub ahead_behind: AheadBehind,
     /// Files that would conflict when merged into the base branch's tip (empty: none).
     pub conflicts: Vec<PathBuf>,
+    /// The snapshot of the working tree these facts were read from (a tree id).
+    pub snapshot: String,
 }
 
 /// The result of a trial merge (`git merge-tree --write-tree`): nothing is checked out.
@@ -86,7 +88,7 @@ impl Repo {
     /// the main checkout's is touched. [`GitError::WorktreeMissing`] if its directory is gone.
     pub fn diff(&self, worktree: &Worktree) -> Result<Diff> {
         let dir = &self.session(worktree)?;
-        let snap = snapshot(dir)?;
+        let snap = snapshot(dir, Unindexable::Skip)?;
         diff_of(dir, worktree, &snap)
     }
 
@@ -94,7 +96,7 @@ impl Repo {
     /// `base_branch`, from a single snapshot of the working tree (fewer git processes).
     pub fn facts(&self, worktree: &Worktree, base_branch: &str) -> Result<WorktreeFacts> {
         let dir = &self.session(worktree)?;
-        let snap = snapshot(dir)?;
+        let snap = snapshot(dir, Unindexable::Skip)?;
         let diff = diff_of(dir, worktree, &snap)?;
         let base = self.resolve(base_branch)?;
         let ahead_behind = self.count_between(&base, &self.resolve(&worktree.branch)?)?;
@@ -103,7 +105,7 @@ impl Repo {
             TrialMerge::Clean { .. } => Vec::new(),
             TrialMerge::Conflicts { files } => files,
         };
-        Ok(WorktreeFacts { diff, ahead_behind, conflicts })
+        Ok(WorktreeFacts { diff, ahead_behind, conflicts, snapshot: snap.tree })
     }
 
     /// Commits the worktree branch has that `base_branch` lacks, and the other way round
@@ -148,28 +150,29 @@ impl Repo {
 
 /// The diff of `snap` (the working tree of `dir`) against the worktree's `base_sha`.
 fn diff_of(dir: &Checkout, worktree: &Worktree, snap: &Snapshot) -> Result<Diff> {
-    let base = worktree.base_sha.as_str();
-    let summary = git(dir)
-        .arg("diff-tree")
-        .args(DIFF_OPTIONS)
-        .args(["--raw", "--numstat", "-z", base, &snap.tree])
-        .read_only()
-        .run()?;
+    let mut diff = tree_diff(dir, &worktree.base_sha, &snap.tree)?;
     let untracked_out =
         git(dir).args(["ls-files", "--others", "--exclude-standard", "-z"]).read_only().run()?;
     let untracked: HashSet<PathBuf> = nul_fields(&untracked_out).into_iter().map(path_of).collect();
-    let mut files = parse_raw_numstat(&summary);
-    for file in &mut files {
+    for file in &mut diff.files {
         if file.status == FileStatus::Added && untracked.contains(&file.path) {
             file.status = FileStatus::Untracked;
         }
     }
-    let patch = git(dir)
+    Ok(diff)
+}
+
+/// What changed from tree-ish `from` to `to` (object ids): files with counts, and the patch.
+pub(crate) fn tree_diff(dir: &Checkout, from: &str, to: &str) -> Result<Diff> {
+    let summary = git(dir)
         .arg("diff-tree")
         .args(DIFF_OPTIONS)
-        .args(["-p", base, &snap.tree])
+        .args(["--raw", "--numstat", "-z", from, to])
         .read_only()
         .run()?;
+    let files = parse_raw_numstat(&summary);
+    let patch =
+        git(dir).arg("diff-tree").args(DIFF_OPTIONS).args(["-p", from, to]).read_only().run()?;
     Ok(Diff { files, patch: String::from_utf8_lossy(&patch).into_owned() })
 }
 

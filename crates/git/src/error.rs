@@ -48,6 +48,9 @@ pub enum GitError {
     /// A file to copy is absolute or leaves its root (`..`, or a symlink pointing outside).
     #[error("path {path} escapes the checkout")]
     PathEscape { path: PathBuf },
+    /// A file is larger than the caller reads.
+    #[error("{path} is too large ({size} bytes; at most {max} are read)")]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
     /// The worktree's directory is gone (deleted behind git's back, or already removed).
     #[error("worktree {path} is missing")]
     WorktreeMissing { path: PathBuf },

@@ -43,6 +43,7 @@ mod repo;
 mod runner;
 mod snapshot;
 mod spawn;
+mod turns;
 mod worktree;
 
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
@@ -55,4 +56,5 @@ pub use push::{DEFAULT_REMOTE, PushOutcome, Remote};
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;
 pub use spawn::{ExecConfinement, exec_confinement};
+pub use turns::SNAPSHOT_REF_PREFIX;
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

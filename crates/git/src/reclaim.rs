@@ -4,7 +4,7 @@
 use crate::error::{GitError, Result};
 use crate::repo::Repo;
 use crate::runner::git;
-use crate::snapshot::{Author, commit_of, snapshot};
+use crate::snapshot::{Author, Unindexable, commit_of, snapshot};
 use crate::worktree::{Worktree, restore_gitlink};
 
 /// Where the uncommitted work of a reclaimed worktree is kept, per worktree directory name.
@@ -34,7 +34,8 @@ impl Repo {
     pub fn reclaim(&self, worktree: &Worktree) -> Result<Reclaimed> {
         let checkout = self.session(worktree)?;
         let keep_as = reclaimed_ref(worktree)?;
-        let snap = snapshot(&checkout)?;
+        // A path git cannot index would be lost: refuse rather than reclaim without it.
+        let snap = snapshot(&checkout, Unindexable::Fail)?;
         let uncommitted = if snap.is_clean() {
             None
         } else {

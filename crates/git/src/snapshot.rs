@@ -85,17 +85,44 @@ impl Snapshot {
     }
 }
 
-/// Writes the working tree of `checkout` as a tree object, via a temporary index.
-pub(crate) fn snapshot(checkout: &Checkout) -> Result<Snapshot> {
+/// What a snapshot does with a path git cannot index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unindexable {
+    /// Leave it out (views of the work: diffs, previews, turn snapshots).
+    Skip,
+    /// Fail (snapshots that become history).
+    Fail,
+}
+
+/// Writes the working tree of `checkout` as a tree object, via a temporary index, with HEAD.
+pub(crate) fn snapshot(checkout: &Checkout, unindexable: Unindexable) -> Result<Snapshot> {
     let heads = git(checkout).args(["rev-parse", "HEAD", "HEAD^{tree}"]).read_only().run_text()?;
     let mut lines = heads.lines().map(str::to_owned);
     let (Some(head), Some(head_tree)) = (lines.next(), lines.next()) else {
         return Err(GitError::UnknownRef { reference: "HEAD".to_owned() });
     };
-    let index = TempIndex::copy_of(checkout)?;
-    git(checkout).args(["add", "-A"]).index_file(index.path()).run()?;
-    let tree = git(checkout).arg("write-tree").index_file(index.path()).run_text()?;
+    let tree = working_tree(checkout, unindexable)?;
     Ok(Snapshot { head, head_tree, tree })
+}
+
+/// The tree of the working tree of `checkout` as `git add -A` would stage it, written in a
+/// temporary index (the checkout's own index is never touched).
+pub(crate) fn working_tree(checkout: &Checkout, unindexable: Unindexable) -> Result<String> {
+    let index = TempIndex::copy_of(checkout)?;
+    // `--ignore-errors` (views only): a path git cannot index (a nested repository with no
+    // commit checked out, which an agent plants with a two-line `.git` file; an unreadable
+    // file) is left out instead of failing the whole snapshot; git exits 1 then, having
+    // written the rest.
+    let mut add = git(checkout).args(["add", "-A"]).index_file(index.path());
+    if unindexable == Unindexable::Skip {
+        add = add.arg("--ignore-errors");
+    }
+    let added = add.output()?;
+    let tolerated = unindexable == Unindexable::Skip && added.code == Some(1);
+    if added.code != Some(0) && !tolerated {
+        return Err(add.failure(added));
+    }
+    git(checkout).arg("write-tree").index_file(index.path()).run_text()
 }
 
 /// Who a snapshot commit is attributed to.
@@ -115,7 +142,11 @@ pub(crate) fn snapshot_commit(
     message: &str,
     author: Author,
 ) -> Result<String> {
-    let snap = snapshot(checkout)?;
+    let unindexable = match author {
+        Author::Throwaway => Unindexable::Skip,
+        Author::User => Unindexable::Fail,
+    };
+    let snap = snapshot(checkout, unindexable)?;
     commit_of(checkout, &snap, message, author)
 }
 

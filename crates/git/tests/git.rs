@@ -6,6 +6,7 @@ mod hostile;
 mod pool;
 mod push;
 mod support;
+mod turns;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

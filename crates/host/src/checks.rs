@@ -102,7 +102,10 @@ pub(crate) fn validate_checks(checks: &[CheckSpec]) -> Result<(), HostError> {
 pub(crate) async fn after_turns(host: Weak<Host>, mut turns: mpsc::UnboundedReceiver<String>) {
     while let Some(id) = turns.recv().await {
         let Some(host) = host.upgrade() else { break };
-        tokio::spawn(async move { host.after_turn(&id).await });
+        tokio::spawn(async move {
+            host.turn_ended(&id).await;
+            host.after_turn(&id).await;
+        });
     }
 }
 

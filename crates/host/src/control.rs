@@ -34,6 +34,7 @@ impl Host {
     /// Concurrent follow-ups to a dormant session resume it once; the others go to the agent
     /// that resume started.
     pub async fn send_input(&self, id: &str, text: &str) -> Result<(), HostError> {
+        self.turn_started(id).await;
         if let Some(sent) = send_to_agent(self.live_handle(id), text).await {
             return sent;
         }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    Backend, CheckTrigger, DiffFile, EventKind, FinishAction, GitFacts, Intent, SessionCreated,
-    SessionStatus, WorktreeAction, WorktreeFinished, WorktreeInfo,
+    Backend, CheckTrigger, EventKind, FinishAction, Intent, SessionCreated, SessionStatus,
+    WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
 
@@ -95,7 +95,9 @@ impl Host {
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
                 self.stop_idle_agent(id).await?;
-                blocking(move || Repo::open(&root)?.discard(&worktree)).await?;
+                let repo_root = root.clone();
+                blocking(move || Repo::open(&repo_root)?.discard(&worktree)).await?;
+                self.drop_turn_snapshots(id, root).await;
                 self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
                 Ok(None)
             }
@@ -105,7 +107,9 @@ impl Host {
             }
             FinishAction::Rollback { confirm } => {
                 self.stop_idle_agent(id).await?;
-                blocking(move || Repo::open(&root)?.remove_kept(&worktree, confirm)).await?;
+                let repo_root = root.clone();
+                blocking(move || Repo::open(&repo_root)?.remove_kept(&worktree, confirm)).await?;
+                self.drop_turn_snapshots(id, root).await;
                 self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
                 Ok(None)
             }
@@ -261,52 +265,6 @@ impl Host {
         Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
     }
 
-    /// The session worktree's diff vs its base, ahead/behind, and conflict preview (read-only).
-    pub async fn git_facts(&self, id: &str, include_patch: bool) -> Result<GitFacts, HostError> {
-        let row = self.session_row(id).await?;
-        let info = row
-            .worktree
-            .clone()
-            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
-        let root = match &row.project_id {
-            Some(p) => PathBuf::from(self.project(p).await?.root),
-            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
-        };
-        let worktree = Worktree {
-            path: PathBuf::from(&info.path),
-            branch: info.branch.clone(),
-            base_ref: info.base_ref.clone(),
-            base_sha: info.base_sha.clone(),
-        };
-        let base = info.base_ref.clone();
-        let nucleic_git::WorktreeFacts { diff, ahead_behind, conflicts } =
-            blocking(move || Repo::open(&root)?.facts(&worktree, &base)).await?;
-        let files = diff
-            .files
-            .iter()
-            .map(|f| DiffFile {
-                path: f.path.to_string_lossy().into_owned(),
-                old_path: f.old_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                status: serde_json::to_value(f.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(camel_case))
-                    .unwrap_or_default(),
-                additions: f.additions,
-                deletions: f.deletions,
-                binary: f.binary,
-            })
-            .collect();
-        Ok(GitFacts {
-            base_branch: info.base_ref,
-            base_sha: info.base_sha,
-            files,
-            patch: include_patch.then_some(diff.patch),
-            ahead: ahead_behind.ahead,
-            behind: ahead_behind.behind,
-            conflicts: conflicts.iter().map(|p| p.to_string_lossy().into_owned()).collect(),
-        })
-    }
-
     /// Carries out an intent from a client named `by`.
     pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
         match intent {
@@ -362,6 +320,20 @@ impl Host {
             Intent::Report { session_id } => {
                 Ok(json_of(&self.report(&session_id, CheckTrigger::Request).await?))
             }
+            Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot } => {
+                let new = crate::review::NewComment { path, line, end_line, body, snapshot };
+                Ok(json_of(&self.add_review_comment(&session_id, new, by).await?))
+            }
+            Intent::ResolveReviewComment { session_id, comment_id, resolved } => {
+                Ok(json_of(&self.resolve_review_comment(&session_id, &comment_id, resolved).await?))
+            }
+            Intent::ReviewComments { session_id } => {
+                Ok(Some(json!({ "comments": self.review_comments(&session_id).await? })))
+            }
+            Intent::SendReview { session_id } => {
+                let (sent, prompt) = self.send_review(&session_id, by).await?;
+                Ok(Some(json!({ "sent": sent, "prompt": prompt })))
+            }
             Intent::RenameProject { project_id, name } => {
                 self.rename_project(&project_id, &name).await.map(|()| None)
             }
@@ -412,23 +384,6 @@ struct Integration {
     update_checkout: bool,
     /// Integrated past failing required checks: the reason given and what failed.
     forced: Option<String>,
-}
-
-/// `type_changed` → `typeChanged`.
-fn camel_case(snake: &str) -> String {
-    let mut out = String::new();
-    let mut upper = false;
-    for c in snake.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A result for the client.

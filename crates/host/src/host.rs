@@ -59,6 +59,8 @@ pub struct Host {
     pub(crate) disk_moves: tokio::sync::Mutex<()>,
     /// Message ids being answered, so a resent copy waits for the first (`reply_turns.rs`).
     pub(crate) reply_turns: crate::reply_turns::ReplyTurns,
+    /// One lock per session for its turn snapshots and review comments (`turns.rs`).
+    pub(crate) review_locks: crate::turns::SessionLocks,
 }
 
 /// What a new session runs in, and with what.
@@ -121,6 +123,7 @@ impl Host {
             turns,
             disk_moves: tokio::sync::Mutex::default(),
             reply_turns: crate::reply_turns::ReplyTurns::default(),
+            review_locks: crate::turns::SessionLocks::default(),
         });
         tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;
@@ -449,6 +452,7 @@ impl Host {
         for problem in rules.problems {
             session.record(problem).await?;
         }
+        self.turn_started(&session_id).await;
         session.send_user_text(&prompt).await?;
         self.session_summary(&session_id).await
     }

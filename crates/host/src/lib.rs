@@ -27,8 +27,10 @@ mod pull_request;
 mod recovery;
 mod reply_turns;
 mod report;
+mod review;
 pub mod rules;
 mod shutdown;
+mod turns;
 mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
@@ -44,4 +46,5 @@ pub use nucleic_git::{ExecConfinement, exec_confinement as git_exec_confinement}
 pub use private::write_private_file;
 pub use recovery::RecoveryReport;
 pub use reply_turns::ReplyTurn;
+pub use review::NewComment;
 pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};

@@ -96,17 +96,34 @@ impl Host {
             .await?;
         let owned: Vec<String> =
             sessions.iter().filter_map(|s| s.worktree.as_ref().map(|w| w.path.clone())).collect();
+        // Turn snapshots are kept while their session's worktree is.
+        let reviewable: Vec<String> = sessions
+            .iter()
+            .filter(|s| s.worktree.as_ref().is_some_and(|w| Path::new(&w.path).is_dir()))
+            .map(|s| s.id.clone())
+            .collect();
         let mut orphans = Vec::new();
         let mut stale_pooled = Vec::new();
+        let mut stale_snapshots = Vec::new();
         // Pooled worktrees belong to the pool while it runs; without it, none is in use.
         let pooled_known = self.pools.known();
         for project in projects {
             let root = PathBuf::from(&project.root);
             let owned = owned.clone();
             let pooled_known = pooled_known.clone();
-            let (found, stale) = blocking(move || {
+            let reviewable = reviewable.clone();
+            let (found, stale, snapshots) = blocking(move || {
                 let repo = Repo::open(&root)?;
                 repo.prune()?;
+                let mut snapshots = Vec::new();
+                for key in repo.snapshot_keys()? {
+                    if !reviewable.contains(&key) {
+                        if apply {
+                            repo.drop_snapshots(&key)?;
+                        }
+                        snapshots.push(key);
+                    }
+                }
                 let mut stale = Vec::new();
                 for (name, path) in repo.list_pooled()? {
                     if pooled_known.contains(&name) {
@@ -134,11 +151,12 @@ impl Host {
                     }
                     found.push(path);
                 }
-                Ok::<_, nucleic_git::GitError>((found, stale))
+                Ok::<_, nucleic_git::GitError>((found, stale, snapshots))
             })
             .await?;
             orphans.extend(found);
             stale_pooled.extend(stale);
+            stale_snapshots.extend(snapshots);
         }
         let strays = self.stray_keepers(apply);
         let reclaimable = self.reclaim_due(apply, "gc").await?;
@@ -147,6 +165,7 @@ impl Host {
             "orphanWorktrees": orphans,
             "stalePooledWorktrees": stale_pooled,
             "strayKeepers": strays,
+            "staleTurnSnapshots": stale_snapshots,
             "removed": apply,
         }))
     }

@@ -78,6 +78,8 @@ pub enum EventKind {
     Report(Report),
     /// The host pushed the session's branch and opened a pull request.
     PullRequestOpened(crate::pull_request::PullRequestOpened),
+    /// Review comments were sent to the agent as one follow-up.
+    ReviewSent(crate::review::ReviewSent),
     /// A native line kept verbatim: unknown to the decoder, not valid JSON, or known but with no
     /// normalized meaning. Never dropped.
     Raw(Raw),
@@ -118,6 +120,7 @@ impl EventKind {
             EventKind::CheckFinished(_) => "checkFinished",
             EventKind::Report(_) => "report",
             EventKind::PullRequestOpened(_) => "pullRequestOpened",
+            EventKind::ReviewSent(_) => "reviewSent",
             EventKind::Raw(_) => "raw",
         }
     }

@@ -13,6 +13,7 @@ mod files;
 mod kind;
 mod pull_request;
 mod raw_json;
+mod review;
 mod status;
 mod sync;
 mod timestamp;
@@ -37,6 +38,7 @@ pub use kind::{
 };
 pub use pull_request::PullRequestOpened;
 pub use raw_json::RawJson;
+pub use review::{CommentStatus, ReviewComment, ReviewSent, TurnSnapshot};
 pub use status::SessionStatus;
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, DiskPolicy, DiskUsage, ExportFormat,

@@ -104,6 +104,10 @@ pub enum ClientMessage {
         /// Include the unified patch text (file list and counts always come).
         #[serde(rename = "includePatch", default)]
         include_patch: bool,
+        /// Only what this turn changed (its start snapshot to its end snapshot, or to the
+        /// worktree now while it runs); absent: the whole session vs its base.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u32>,
     },
     /// The session as a document: the "Nucleic session export" markdown, or plain JSONL.
     ExportSession {
@@ -261,6 +265,40 @@ pub enum Intent {
     },
     /// Records and answers the session's report (claims next to facts).
     Report {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// A review comment on lines of the session's diff (new side, 1-based), kept by the host
+    /// until the person resolves it; answers with the `ReviewComment`.
+    AddReviewComment {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        path: String,
+        line: u32,
+        #[serde(rename = "endLine", default, skip_serializing_if = "Option::is_none")]
+        end_line: Option<u32>,
+        body: String,
+        /// The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        snapshot: Option<String>,
+    },
+    /// Marks a review comment resolved (or open again); answers with it.
+    ResolveReviewComment {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(rename = "commentID")]
+        comment_id: String,
+        resolved: bool,
+    },
+    /// The session's review comments, open and resolved, each marked `outdated` when its
+    /// lines changed since; answers `{ comments }`.
+    ReviewComments {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// Sends the open comments not sent yet to the agent as one follow-up citing `path:line`,
+    /// the quoted lines and the comment of each; answers `{ sent, prompt }`.
+    SendReview {
         #[serde(rename = "sessionID")]
         session_id: String,
     },
@@ -696,6 +734,16 @@ pub struct GitFacts {
     pub behind: u64,
     /// Files that would conflict merging into the base branch's current tip.
     pub conflicts: Vec<String>,
+    /// The turn whose change `files` and `patch` are (absent: the whole session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The turns with snapshots, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<crate::review::TurnSnapshot>,
+    /// The worktree snapshot (a git tree id) `files` and `patch` end at: what review comments
+    /// made on this diff are anchored to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 /// One changed file.

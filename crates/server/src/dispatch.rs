@@ -172,8 +172,8 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             .list_sessions(project_id, include_archived)
             .await
             .map(|sessions| HostMessage::Sessions { message_id: id.to_owned(), sessions }),
-        ClientMessage::GitFacts { session_id, include_patch, .. } => host
-            .git_facts(&session_id, include_patch)
+        ClientMessage::GitFacts { session_id, include_patch, turn, .. } => host
+            .git_facts_of_turn(&session_id, include_patch, turn)
             .await
             .map(|facts| HostMessage::GitFacts { message_id: id.to_owned(), facts }),
         ClientMessage::ExportSession { session_id, format, .. } => host

@@ -124,6 +124,7 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
             text
         }
         EventKind::PullRequestOpened(p) => p.summary(),
+        EventKind::ReviewSent(r) => r.summary(),
         EventKind::Raw(r) => {
             format!("raw[{}] {}", native_type.unwrap_or("?"), cut(r.native.as_str(), RAW_LIMIT))
         }

@@ -76,6 +76,8 @@ export function inputConflict(event: Event, kind: "input" | "queue" | "resume", 
       return null;
     case "worktreeFinished":
       return "The session's work was finished (merged or discarded) meanwhile.";
+    case "reviewSent":
+      return "Review comments were sent to the agent meanwhile.";
     case "pullRequestOpened":
       return `The session's work was sent as pull request #${k.number} meanwhile.`;
     case "sessionUpdated":

@@ -15,6 +15,7 @@ mod doc_play;
 mod host_disk;
 mod host_hostile_git;
 mod host_pool;
+mod host_review;
 mod host_sessions;
 mod host_writers;
 mod keepers;

@@ -1,0 +1,316 @@
+//! Per-turn diffs and review comments through the host with the simulated agent and real git:
+//! each turn's change from its snapshots (the session branch, its index and HEAD untouched),
+//! comments checked against the snapshot, kept across a restart, sent as one follow-up citing
+//! `path:line`, marked outdated and resolved, and cleared up with the session.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nucleic_host::{Host, NewComment};
+use nucleic_protocol::{
+    CommentStatus, Decision, EventKind, FinishAction, GitFacts, ProtocolErrorCode,
+};
+use pretty_assertions::assert_eq;
+
+use crate::host_sessions::{config, git, new_session, repo};
+
+/// Allows every approval until the session's `n`-th turn completed.
+async fn approve_until_turn(host: &Host, id: &str, n: usize) {
+    let mut events = host.subscribe(id, 1).await.unwrap();
+    let mut done = 0;
+    while done < n {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .unwrap_or_else(|_| panic!("turn {n} did not complete within 30 s"))
+            .unwrap()
+            .unwrap();
+        match &e.kind {
+            EventKind::ApprovalRequested(a) => {
+                let _ = host.decide(id, &a.request_id, Decision::Allow, "test").await;
+            }
+            EventKind::TurnCompleted(_) => done += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Waits (at most 20 s) until turn `n` has its end snapshot; the session's facts then.
+async fn turn_ended(host: &Host, id: &str, n: u32) -> GitFacts {
+    let start = Instant::now();
+    loop {
+        let facts = host.git_facts(id, false).await.unwrap();
+        if facts.turns.iter().any(|t| t.turn == n && t.ended_at.is_some()) {
+            return facts;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "turn {n} never ended: {facts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn paths(facts: &GitFacts) -> Vec<(String, String)> {
+    facts.files.iter().map(|f| (f.path.clone(), f.status.clone())).collect()
+}
+
+fn comment(path: &str, line: u32, end_line: Option<u32>, body: &str) -> NewComment {
+    NewComment { path: path.into(), line, end_line, body: body.into(), snapshot: None }
+}
+
+async fn send_turn(host: &Host, id: &str, prompt: &str, n: u32) -> GitFacts {
+    host.send_input(id, prompt).await.unwrap();
+    approve_until_turn(host, id, n as usize).await;
+    turn_ended(host, id, n).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host: Arc<Host> = Host::open(config(dir.path())).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write a.txt containing one"), "test")
+        .await
+        .unwrap();
+    let id = s.session_id.clone();
+    let worktree = s.worktree.clone().unwrap();
+    approve_until_turn(&host, &id, 1).await;
+    turn_ended(&host, &id, 1).await;
+    let facts = send_turn(
+        &host,
+        &id,
+        "edit a.txt: one -> uno then write b.txt containing two\\nlines\\nthree",
+        2,
+    )
+    .await;
+    assert_eq!(facts.turns.len(), 2, "{facts:?}");
+    assert_eq!(
+        paths(&facts),
+        [("a.txt".into(), "untracked".into()), ("b.txt".into(), "untracked".into())]
+    );
+
+    // Each turn's own change.
+    let first = host.git_facts_of_turn(&id, true, Some(1)).await.unwrap();
+    assert_eq!(first.turn, Some(1));
+    assert_eq!(paths(&first), [("a.txt".into(), "added".into())]);
+    assert!(first.patch.unwrap().contains("+one\n"));
+    let second = host.git_facts_of_turn(&id, true, Some(2)).await.unwrap();
+    assert_eq!(
+        paths(&second),
+        [("a.txt".into(), "modified".into()), ("b.txt".into(), "added".into())]
+    );
+    let patch = second.patch.unwrap();
+    assert!(patch.contains("-one\n+uno\n") && patch.contains("+two\n"), "{patch}");
+    let missing = host.git_facts_of_turn(&id, false, Some(3)).await.unwrap_err();
+    assert_eq!(missing.code(), ProtocolErrorCode::NotFound, "{missing}");
+    assert!(missing.to_string().contains("turn 3"), "{missing}");
+
+    // Snapshots are refs of their own: no commit on the branch, nothing staged, HEAD as it was.
+    let refs = git(&root, &["for-each-ref", "--format=%(refname)", "refs/nucleic/turns/"]);
+    let expected: Vec<String> = ["1-end", "1-start", "2-end", "2-start"]
+        .iter()
+        .map(|n| format!("refs/nucleic/turns/{id}/{n}"))
+        .collect();
+    assert_eq!(refs.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(git(&root, &["rev-parse", &worktree.branch]).trim(), worktree.base_sha);
+    let status = git(Path::new(&worktree.path), &["status", "--porcelain"]);
+    assert_eq!(status, "?? a.txt\n?? b.txt\n", "the worktree's index changed");
+
+    // Comments are checked against the snapshot the diff showed.
+    let on = |n: NewComment| NewComment { snapshot: second.snapshot.clone(), ..n };
+    let a = host
+        .add_review_comment(&id, on(comment("a.txt", 1, None, "Keep it English.")), "me")
+        .await
+        .unwrap();
+    assert_eq!((a.quote.clone(), a.status), (vec!["uno".to_owned()], CommentStatus::Open));
+    let b = host
+        .add_review_comment(
+            &id,
+            on(comment("b.txt", 2, Some(3), "Two lines are one too many.")),
+            "me",
+        )
+        .await
+        .unwrap();
+    assert_eq!(b.quote, ["lines", "three"]);
+    for (bad, says) in [
+        (comment("nope.txt", 1, None, "x"), "nope.txt is not a text file"),
+        (comment("../repo/README.md", 1, None, "x"), "not a plain relative path"),
+        (comment("a.txt", 2, None, "x"), "line 2 is past the end of a.txt (1 lines)"),
+        (comment("b.txt", 3, Some(2), "x"), "lines count from 1"),
+        (comment("a.txt", 0, None, "x"), "lines count from 1"),
+        (comment("a.txt", 1, None, "  "), "needs some text"),
+        (
+            NewComment { snapshot: Some("HEAD".into()), ..comment("a.txt", 1, None, "x") },
+            "not a snapshot id",
+        ),
+    ] {
+        let e = host.add_review_comment(&id, bad.clone(), "me").await.unwrap_err();
+        assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{bad:?}: {e}");
+        assert!(e.to_string().contains(says), "{bad:?}: {e}");
+    }
+    let e = host.resolve_review_comment(&id, "no-such-comment", true).await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::NotFound, "{e}");
+    let e = host.review_comments("no-such-session").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::NotFound, "{e}");
+
+    // They survive a restart of the host.
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+    drop(host);
+    let host: Arc<Host> = Host::open(config(dir.path())).await.unwrap();
+    let kept = host.review_comments(&id).await.unwrap();
+    assert_eq!(kept.iter().map(|c| c.citation()).collect::<Vec<_>>(), ["a.txt:1", "b.txt:2-3"]);
+    assert!(kept.iter().all(|c| !c.outdated && c.sent_at.is_none()), "{kept:?}");
+
+    // One follow-up cites both; the agent (resumed after the restart) receives it.
+    let (sent, prompt) = host.send_review(&id, "me").await.unwrap();
+    assert_eq!(sent, 2);
+    assert!(prompt.contains("1. a.txt:1\n   > uno\n   Keep it English.\n"), "{prompt}");
+    assert!(prompt.contains("2. b.txt:2-3\n   > lines\n   > three\n"), "{prompt}");
+    approve_until_turn(&host, &id, 3).await;
+    let transcript =
+        std::fs::read_to_string(dir.path().join(format!("home/sessions/{id}/transcript.jsonl")))
+            .unwrap();
+    let said: Vec<String> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<nucleic_protocol::Event>(l).ok())
+        .filter_map(|e| match e.kind {
+            EventKind::AssistantText(t) => Some(t.text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains("You said: Review comments")
+            && t.contains("a.txt:1")
+            && t.contains("b.txt:2-3")),
+        "the agent's replies: {said:?}"
+    );
+    let recorded: Vec<Vec<String>> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<nucleic_protocol::Event>(l).ok())
+        .filter_map(|e| match e.kind {
+            EventKind::ReviewSent(r) => Some(r.comments.iter().map(|c| c.citation()).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, [["a.txt:1", "b.txt:2-3"]], "one reviewSent event");
+    let e = host.send_review(&id, "me").await.unwrap_err();
+    assert!(e.to_string().contains("no open review comments that were not sent"), "{e}");
+
+    // A turn that changes a commented line outdates that comment only; resolving is the person's.
+    turn_ended(&host, &id, 3).await;
+    send_turn(&host, &id, "edit a.txt: uno -> eins", 4).await;
+    let now = host.review_comments(&id).await.unwrap();
+    assert_eq!(now.iter().map(|c| c.outdated).collect::<Vec<_>>(), [true, false], "{now:?}");
+    assert!(now.iter().all(|c| c.sent_at.is_some()));
+    let resolved = host.resolve_review_comment(&id, &a.comment_id, true).await.unwrap();
+    assert_eq!(resolved.status, CommentStatus::Resolved);
+    let fourth = host.git_facts_of_turn(&id, false, Some(4)).await.unwrap();
+    assert_eq!(paths(&fourth), [("a.txt".into(), "modified".into())]);
+
+    // Discarding the session removes its snapshots; its comments stay readable, no new ones.
+    host.finish(&id, FinishAction::Discard, "test").await.unwrap();
+    let refs = git(&root, &["for-each-ref", "refs/nucleic/turns/"]);
+    assert_eq!(refs, "", "snapshots left after discard");
+    let e =
+        host.add_review_comment(&id, comment("a.txt", 1, None, "late"), "me").await.unwrap_err();
+    assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{e}");
+    assert!(e.to_string().contains("is gone (discarded or rolled back)"), "{e}");
+    assert!(host.send_review(&id, "me").await.unwrap_err().to_string().contains("is gone"));
+    assert_eq!(host.review_comments(&id).await.unwrap().len(), 2);
+
+    // Snapshots no session's worktree owns are found and removed by gc.
+    let tree = git(&root, &["rev-parse", "main^{tree}"]);
+    git(&root, &["update-ref", "refs/nucleic/turns/gone-session/1-start", tree.trim()]);
+    let dry = host.gc(false).await.unwrap();
+    assert_eq!(dry["staleTurnSnapshots"], serde_json::json!(["gone-session"]), "{dry}");
+    host.gc(true).await.unwrap();
+    assert_eq!(git(&root, &["for-each-ref", "refs/nucleic/"]), "");
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+}
+
+/// Runs the CLI against the daemon of `home` until `done(stdout)` (at most 30 s).
+async fn cli_until(home: &Path, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let (code, out, err) = crate::daemon::cli_env(home, args, &[]).await;
+        if code == 0 && done(&out) {
+            return out;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{args:?}: {out}{err}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_shows_one_turn_and_sends_a_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = crate::daemon::DaemonGuard(home.clone());
+    let root = repo(dir.path());
+    let (code, project, err) =
+        crate::daemon::cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = crate::daemon::cli_env(
+        &home,
+        &["session", "new", "--project", project.trim(), "--agent", "sim"]
+            .into_iter()
+            .chain(["--permission-mode", "acceptEdits", "write a.txt containing one\\ntwo"])
+            .collect::<Vec<_>>(),
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let id = out.split_whitespace().next().unwrap().to_owned();
+    let turn = cli_until(&home, &["session", "diff", &id, "--turn", "1", "--patch"], |o| {
+        o.contains("+two")
+    })
+    .await;
+    assert!(turn.starts_with("turn 1 of 1\n") && turn.contains("a.txt"), "{turn}");
+    let (code, _, err) =
+        crate::daemon::cli_env(&home, &["session", "diff", &id, "--turn", "2"], &[]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("turn 2"), "{err}");
+
+    let (code, out, err) = crate::daemon::cli_env(
+        &home,
+        &["session", "review", "comment", &id, "a.txt:2", "Make", "it", "three."],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("a.txt:2  (open)") && out.contains("  > two\n  Make it three.\n"),
+        "{out}"
+    );
+    let comment_id = out.split_whitespace().next().unwrap().to_owned();
+    for (args, says) in [
+        (
+            ["session", "review", "comment", &id, "a.txt:9", "x"],
+            "line 9 is past the end of a.txt (2 lines)",
+        ),
+        (["session", "review", "comment", &id, "a.txt", "x"], "expected PATH:LINE"),
+        (["session", "review", "comment", &id, "../a.txt:1", "x"], "not a plain relative path"),
+    ] {
+        let (code, _, err) = crate::daemon::cli_env(&home, &args, &[]).await;
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (code, out, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "send", &id], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "sent 1 comment(s) to the agent");
+    let (code, _, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "send", &id], &[]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no open review comments"), "{err}");
+    let listed =
+        cli_until(&home, &["session", "review", "list", &id], |o| o.contains("(open, sent)")).await;
+    assert!(listed.contains(&comment_id), "{listed}");
+    let (code, out, err) =
+        crate::daemon::cli_env(&home, &["session", "review", "resolve", &id, &comment_id], &[])
+            .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(resolved)"), "{out}");
+    // The review was turn 2.
+    cli_until(&home, &["session", "diff", &id], |o| o.contains("turns with snapshots: 1-2")).await;
+}

@@ -1,0 +1,310 @@
+//! The diff view: a session's whole change vs its base, or the change of one turn, read from
+//! snapshots of the worktree the host takes at every turn boundary (trees kept by refs under
+//! `refs/nucleic/turns/<session>/`, never a commit on the person's behalf).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use nucleic_git::{Repo, Worktree};
+use nucleic_protocol::{DiffFile, GitFacts, TurnSnapshot};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HostError, blocking};
+use crate::host::{Host, now};
+
+/// One lock per session for its host-kept review files (`turns.json`, `review.json`).
+#[derive(Debug, Default)]
+pub(crate) struct SessionLocks {
+    sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl SessionLocks {
+    pub(crate) fn of(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.entry(id.to_owned()).or_default().clone()
+    }
+}
+
+/// `sessions/<id>/turns.json`: the snapshots of each turn.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TurnLog {
+    turns: Vec<TurnRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TurnRecord {
+    turn: u32,
+    /// Tree of the worktree when the prompt was sent.
+    start: String,
+    started_at: i64,
+    /// Tree when the turn completed (or when the next prompt was sent, if it never did).
+    #[serde(default)]
+    end: Option<String>,
+    #[serde(default)]
+    ended_at: Option<i64>,
+}
+
+/// Which boundary of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Boundary {
+    Start,
+    End,
+}
+
+/// A session's worktree as the host recorded it, and its project's root.
+pub(crate) struct SessionWorktree {
+    pub root: PathBuf,
+    pub worktree: Worktree,
+    pub base_branch: String,
+}
+
+impl Host {
+    /// The session's worktree; a clear error when it has none or it is gone.
+    pub(crate) async fn session_worktree(&self, id: &str) -> Result<SessionWorktree, HostError> {
+        let row = self.session_row(id).await?;
+        let info = row
+            .worktree
+            .clone()
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
+        let root = match &row.project_id {
+            Some(p) => PathBuf::from(self.project(p).await?.root),
+            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
+        };
+        if !Path::new(&info.path).is_dir() {
+            let path = PathBuf::from(&info.path);
+            return Err(nucleic_git::GitError::WorktreeMissing { path }.into());
+        }
+        Ok(SessionWorktree {
+            root,
+            base_branch: info.base_ref.clone(),
+            worktree: Worktree {
+                path: PathBuf::from(&info.path),
+                branch: info.branch,
+                base_ref: info.base_ref,
+                base_sha: info.base_sha,
+            },
+        })
+    }
+
+    /// The session worktree's diff vs its base, ahead/behind, and conflict preview (read-only).
+    pub async fn git_facts(&self, id: &str, include_patch: bool) -> Result<GitFacts, HostError> {
+        self.git_facts_of_turn(id, include_patch, None).await
+    }
+
+    /// [`Host::git_facts`] — or, with `turn`, what that turn changed (its start snapshot to its
+    /// end) — and the turns that have snapshots.
+    pub async fn git_facts_of_turn(
+        &self,
+        id: &str,
+        include_patch: bool,
+        turn: Option<u32>,
+    ) -> Result<GitFacts, HostError> {
+        let SessionWorktree { root, worktree, base_branch } = self.session_worktree(id).await?;
+        let log = self.turn_log(id).await?;
+        let span = match turn {
+            None => None,
+            Some(n) => {
+                let Some(record) = log.turns.iter().find(|t| t.turn == n) else {
+                    return Err(HostError::NotFound(format!(
+                        "turn {n} of session {id} (it has {} with snapshots)",
+                        log.turns.len()
+                    )));
+                };
+                Some((record.start.clone(), record.end.clone()))
+            }
+        };
+        let base = base_branch.clone();
+        let info = worktree.clone();
+        let (facts, diff) = blocking(move || {
+            let repo = Repo::open(&root)?;
+            let facts = repo.facts(&worktree, &base)?;
+            let diff = match span {
+                // A running turn: from its start to the worktree now.
+                Some((start, end)) => {
+                    Some(repo.diff_trees(&start, end.as_deref().unwrap_or(&facts.snapshot))?)
+                }
+                None => None,
+            };
+            Ok::<_, nucleic_git::GitError>((facts, diff))
+        })
+        .await
+        .map_err(|e| match (turn, e) {
+            (Some(n), HostError::Git(e)) => HostError::Invalid(format!(
+                "the snapshots of turn {n} cannot be read (pruned from the repository?): {e}"
+            )),
+            (_, e) => e,
+        })?;
+        let snapshot = match turn.and_then(|n| log.turns.iter().find(|t| t.turn == n)) {
+            Some(TurnRecord { end: Some(end), .. }) => end.clone(),
+            _ => facts.snapshot.clone(),
+        };
+        let diff = diff.unwrap_or(facts.diff);
+        Ok(GitFacts {
+            base_branch,
+            base_sha: info.base_sha,
+            files: diff.files.iter().map(diff_file).collect(),
+            patch: include_patch.then_some(diff.patch),
+            ahead: facts.ahead_behind.ahead,
+            behind: facts.ahead_behind.behind,
+            conflicts: facts.conflicts.iter().map(|p| p.to_string_lossy().into_owned()).collect(),
+            turn,
+            turns: log.turns.iter().map(turn_snapshot).collect(),
+            snapshot: Some(snapshot),
+        })
+    }
+
+    /// Snapshots the worktree as a new turn starts (a prompt is about to be sent). Never fails
+    /// the prompt: a session without a worktree has no snapshots, and a failure is logged.
+    pub(crate) async fn turn_started(&self, id: &str) {
+        self.turn_boundary(id, Boundary::Start).await;
+    }
+
+    /// Snapshots the worktree as a turn completed.
+    pub(crate) async fn turn_ended(&self, id: &str) {
+        self.turn_boundary(id, Boundary::End).await;
+    }
+
+    async fn turn_boundary(&self, id: &str, boundary: Boundary) {
+        let Ok(place) = self.session_worktree(id).await else { return };
+        if let Err(e) = self.record_boundary(id, place, boundary).await {
+            eprintln!("nucleic: no turn snapshot for session {id}: {e}");
+        }
+    }
+
+    async fn record_boundary(
+        &self,
+        id: &str,
+        place: SessionWorktree,
+        boundary: Boundary,
+    ) -> Result<(), HostError> {
+        let lock = self.review_locks.of(id);
+        let _held = lock.lock().await;
+        let mut log = self.turn_log(id).await?;
+        let (n, name) = match boundary {
+            Boundary::Start => {
+                let n = log.turns.last().map_or(1, |t| t.turn + 1);
+                (n, format!("{n}-start"))
+            }
+            Boundary::End => match log.turns.iter().rev().find(|t| t.end.is_none()) {
+                Some(open) => (open.turn, format!("{}-end", open.turn)),
+                // A turn whose start was never recorded (the session predates snapshots).
+                None => return Ok(()),
+            },
+        };
+        let key = id.to_owned();
+        let SessionWorktree { root, worktree, .. } = place;
+        let tree =
+            blocking(move || Repo::open(&root)?.record_snapshot(&worktree, &key, &name)).await?;
+        let at = now().unix_millis();
+        match boundary {
+            Boundary::Start => {
+                // A turn that never completed (interrupted, the host restarted) ends here.
+                for open in log.turns.iter_mut().filter(|t| t.end.is_none()) {
+                    open.end = Some(tree.clone());
+                    open.ended_at = Some(at);
+                }
+                log.turns.push(TurnRecord {
+                    turn: n,
+                    start: tree,
+                    started_at: at,
+                    end: None,
+                    ended_at: None,
+                });
+            }
+            Boundary::End => {
+                if let Some(open) = log.turns.iter_mut().find(|t| t.turn == n) {
+                    open.end = Some(tree);
+                    open.ended_at = Some(at);
+                }
+            }
+        }
+        self.save_turn_log(id, &log).await
+    }
+
+    /// Deletes a session's snapshots (its worktree is gone: discarded or rolled back).
+    pub(crate) async fn drop_turn_snapshots(&self, id: &str, root: PathBuf) {
+        let key = id.to_owned();
+        let dropped = blocking(move || Repo::open(&root)?.drop_snapshots(&key)).await;
+        if let Err(e) = dropped {
+            eprintln!("nucleic: cannot delete the turn snapshots of session {id}: {e}");
+        }
+        let lock = self.review_locks.of(id);
+        let _held = lock.lock().await;
+        let _ = std::fs::remove_file(self.turns_path(id));
+    }
+
+    fn turns_path(&self, id: &str) -> PathBuf {
+        self.config.transcript_path(id).with_file_name("turns.json")
+    }
+
+    async fn turn_log(&self, id: &str) -> Result<TurnLog, HostError> {
+        read_json(&self.turns_path(id)).await
+    }
+
+    async fn save_turn_log(&self, id: &str, log: &TurnLog) -> Result<(), HostError> {
+        write_json(&self.turns_path(id), log).await
+    }
+}
+
+/// A host-kept JSON file, or its default when there is none yet.
+pub(crate) async fn read_json<T>(path: &Path) -> Result<T, HostError>
+where
+    T: for<'de> Deserialize<'de> + Default + Send + 'static,
+{
+    let path = path.to_path_buf();
+    blocking(move || match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| HostError::Invalid(format!("{} is damaged: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(HostError::Invalid(format!("cannot read {}: {e}", path.display()))),
+    })
+    .await
+}
+
+/// Replaces a host-kept JSON file atomically, 0600.
+pub(crate) async fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), HostError> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| HostError::Invalid(format!("cannot encode {}: {e}", path.display())))?;
+    let path = path.to_path_buf();
+    blocking(move || {
+        crate::private::write_private_file(&path, &bytes)
+            .map_err(|e| HostError::Invalid(format!("cannot write {}: {e}", path.display())))
+    })
+    .await
+}
+
+fn turn_snapshot(t: &TurnRecord) -> TurnSnapshot {
+    TurnSnapshot { turn: t.turn, started_at: t.started_at, ended_at: t.ended_at }
+}
+
+fn diff_file(f: &nucleic_git::FileChange) -> DiffFile {
+    DiffFile {
+        path: f.path.to_string_lossy().into_owned(),
+        old_path: f.old_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        status: serde_json::to_value(f.status)
+            .ok()
+            .and_then(|v| v.as_str().map(camel_case))
+            .unwrap_or_default(),
+        additions: f.additions,
+        deletions: f.deletions,
+        binary: f.binary,
+    }
+}
+
+/// `type_changed` → `typeChanged`.
+fn camel_case(snake: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
