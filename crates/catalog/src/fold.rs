@@ -110,6 +110,9 @@ pub(crate) fn fold(
                 if let Some(archived) = u.archived {
                     r.archived = archived;
                 }
+                if let Some(mode) = &u.mode {
+                    r.mode = Some(mode.clone());
+                }
             }
             // Nothing the catalog indexes: they only move last_seq / updated_at.
             // (`turnCompleted` repeats the turn's usage: cost is summed from `usage` alone.)
@@ -174,6 +177,7 @@ fn base_row(session_id: &str, transcript: &str, first: &Event) -> SessionRow {
         agent: None,
         created_at: at,
         updated_at: at,
+        mode: None,
     }
 }
 
@@ -193,6 +197,7 @@ fn created(
     r.worktree = c.worktree.clone();
     r.model = c.model.clone();
     r.permission_mode = c.permission_mode.clone();
+    r.mode = c.mode.clone();
     r.read_only = c.read_only;
     r.continues_session_id = c.continues_session_id.clone();
     r.status = SessionStatus::Idle;

@@ -47,6 +47,8 @@ pub struct SessionRow {
     pub agent: Option<AgentProcess>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The policy mode (`sessionCreated.mode`, then each `sessionUpdated.mode`).
+    pub mode: Option<String>,
 }
 
 /// Which sessions [`Catalog::list_sessions`] returns.
@@ -74,7 +76,7 @@ pub struct ApprovalRow {
 const COLUMNS: &str = "id, project_id, title, backend, model, permission_mode, status, \
     backend_session_id, cwd, worktree_path, branch, base_ref, base_sha, transcript, last_seq, \
     pending_approvals, cost_usd, outcome, archived, read_only, continues_session_id, agent_pid, \
-    agent_start_ticks, created_at, updated_at";
+    agent_start_ticks, created_at, updated_at, mode";
 
 static UPSERT: LazyLock<String> = LazyLock::new(|| {
     let updates = COLUMNS
@@ -129,6 +131,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         agent,
         created_at: row.get(23)?,
         updated_at: row.get(24)?,
+        mode: row.get(25)?,
     })
 }
 
@@ -170,6 +173,7 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionRow) -> Result<()> {
                 ticks,
                 s.created_at,
                 s.updated_at,
+                s.mode,
             ])
         })
         .ctx("write session")?;

@@ -48,6 +48,7 @@ fn created(title: &str, project: Option<(&str, &str)>) -> EventKind {
         read_only: false,
         continues_session_id: None,
         created_by: None,
+        mode: None,
     })
 }
 
@@ -94,6 +95,8 @@ fn updated(title: Option<&str>, archived: Option<bool>) -> EventKind {
     EventKind::SessionUpdated(SessionUpdated {
         title: title.map(str::to_owned),
         archived,
+        mode: None,
+        note: None,
         by: "cli".to_owned(),
     })
 }
@@ -281,6 +284,7 @@ fn events_fold_into_the_session_row() {
         agent: None,
         created_at: T0 + 1000,
         updated_at: T0 + 13_000,
+        mode: None,
     };
     assert_eq!(row, expected);
 

@@ -381,6 +381,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 model,
                 permission_mode,
                 title: None,
+                mode: None,
                 prompt: prompt.join(" "),
             };
             let result = intent(&mut daemon, Intent::NewSession(request)).await?;

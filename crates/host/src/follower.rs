@@ -79,5 +79,6 @@ pub(crate) fn summary_of(row: &SessionRow) -> SessionSummary {
         outcome: row.outcome,
         archived: row.archived,
         read_only: row.read_only,
+        mode: row.mode.clone(),
     }
 }

@@ -23,6 +23,7 @@ mod portable;
 mod private;
 mod recovery;
 mod report;
+mod rule_intents;
 pub mod rules;
 mod shutdown;
 mod writing;

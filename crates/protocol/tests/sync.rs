@@ -60,6 +60,7 @@ fn client_messages_snapshot_and_round_trip() {
                 model: None,
                 permission_mode: Some("default".into()),
                 title: None,
+                mode: None,
                 prompt: "fix the flaky test".into(),
             }),
         },
@@ -189,6 +190,7 @@ fn host_messages_snapshot() {
                 outcome: None,
                 archived: false,
                 read_only: false,
+                mode: None,
             },
         },
     ];

@@ -107,6 +107,7 @@ fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
         model: None,
         permission_mode: None,
         title: None,
+        mode: None,
         prompt: prompt.into(),
     }
 }
