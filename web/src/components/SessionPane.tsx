@@ -7,6 +7,7 @@ import { type CockpitStore, errorText, useTranscript } from "../store";
 import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
+import { MODES, RulesSheet } from "./RulesSheet";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -37,6 +38,7 @@ export function SessionPane({
   const status = summary?.status ?? facts.status;
   const [error, setError] = useState<string | null>(null);
   const [showNative, setShowNative] = useState(false);
+  const [rulesOpen, setRulesOpen] = useState(false);
   const offline = store.link !== "online";
   const live = status === "running" || status === "awaiting-approval";
 
@@ -76,6 +78,11 @@ export function SessionPane({
           <div class="sub">
             <StatusBadge status={status} />
             <span class="backend">{summary?.backend}</span>
+            {summary?.mode && (
+              <span class={`mode mode-${summary.mode}`} data-testid="session-mode" title="Policy mode">
+                {summary.mode}
+              </span>
+            )}
             {summary?.worktree && <span class="branch">{summary.worktree.branch}</span>}
             <span class="usage" data-testid="usage" title={`${facts.usage.inputTokens} in / ${facts.usage.outputTokens} out / ${facts.usage.cachedInputTokens} cached`}>
               {tokens(facts.usage.inputTokens + facts.usage.cachedInputTokens)} in · {tokens(facts.usage.outputTokens)} out ·{" "}
@@ -133,6 +140,28 @@ export function SessionPane({
             ))}
           </select>
         </label>
+        {summary?.mode && (
+          <label>
+            Mode{" "}
+            <select
+              value={summary.mode}
+              disabled={offline || readOnly}
+              onChange={(e) => act({ type: "intent", intent: { kind: "setMode", sessionID, mode: e.currentTarget.value } })}
+              data-testid="policy-mode-picker"
+            >
+              {MODES.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        {!readOnly && (
+          <button class="small ghost" disabled={offline} onClick={() => setRulesOpen(true)} data-testid="open-rules">
+            Rules
+          </button>
+        )}
         {transcript.rawCount > 0 && (
           <label class="check native-toggle" title="Native lines the agent printed that have no normalized meaning">
             <input type="checkbox" checked={showNative} onChange={(e) => setShowNative(e.currentTarget.checked)} data-testid="show-native" />
@@ -170,6 +199,7 @@ export function SessionPane({
         />
       )}
       {readOnly && <p class="empty small">Imported session: read-only.</p>}
+      {rulesOpen && <RulesSheet store={store} sessionID={sessionID} onClose={() => setRulesOpen(false)} />}
     </main>
   );
 }
