@@ -9,7 +9,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-import { type Demo, launch, pageErrors, pinnedClaude, signedInPage, startDemo, startMockAnthropic, tempDir } from "./harness";
+import { type Demo, launch, loginLink, pageErrors, pinnedClaude, signedInPage, startDemo, startMockAnthropic, tempDir } from "./harness";
 
 let browser: Browser;
 let demo: Demo;
@@ -50,7 +50,9 @@ async function newClaudeSession(page: Page, prompt: string, mode: string): Promi
   await page.selectOption("[data-testid=new-session-mode]", mode);
   await page.fill("textarea[name=prompt]", prompt);
   await page.click("[data-testid=create-session]");
-  await page.waitForFunction(() => /#\/s\//.test(location.hash));
+  await page.waitForFunction(() => /#\/s\//.test(location.hash), null, { timeout: 60_000 }).catch(async (e) => {
+    throw new Error(`${e}\n--- page ---\n${await page.innerText("body")}\n--- host ---\n${demo.log().slice(-3000)}`);
+  });
   return decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
 }
 
@@ -89,7 +91,7 @@ it("the rules sheet lists rules by scope, adds and removes Nucleic's, refuses a 
   // Claude Code's own project file, in the main checkout: shown read-only with its path.
   mkdirSync(path.join(demo.repo, ".claude"), { recursive: true });
   writeFileSync(path.join(demo.repo, ".claude", "settings.json"), JSON.stringify({ permissions: { deny: ["Bash(rm:*)"] } }));
-  const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+  const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
   const id = await newClaudeSession(page, "Please write rules.txt containing hi", "edit");
   await page.waitForSelector(`[data-testid=session-pane][data-session="${id}"]`);
   await page.click("[data-testid=open-rules]");

@@ -51,7 +51,7 @@ async fn edit_readonly_edit(host: &Arc<Host>, id: &str, script: impl Fn(&str)) {
     let mut events = host.subscribe(id, 1).await.unwrap();
     let last = host.session_summary(id).await.unwrap().last_seq;
     let mut modes = Vec::new();
-    while let Ok(Some(Ok(e))) =
+    while let Ok(Ok(Some(e))) =
         tokio::time::timeout(std::time::Duration::from_secs(5), events.next()).await
     {
         if let EventKind::SessionUpdated(u) = &e.kind {
