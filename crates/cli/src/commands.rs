@@ -378,7 +378,10 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
             crate::checks::project_check(&mut daemon, command).await?;
         }
         ProjectCommand::Mode { project_id, mode, clear } => {
-            let target = nucleic_protocol::RulesTarget { session_id: None, project_id: Some(project_id.clone()) };
+            let target = nucleic_protocol::RulesTarget {
+                session_id: None,
+                project_id: Some(project_id.clone()),
+            };
             if mode.is_some() || clear {
                 intent(&mut daemon, Intent::SetProjectMode { project_id, mode }).await?;
             }
@@ -598,7 +601,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         }
         SessionCommand::Mode { session_id, mode } => {
             let changed = intent(&mut daemon, Intent::SetMode { session_id, mode }).await?;
-            let field = |k: &str| changed.as_ref().and_then(|v| v[k].as_str()).unwrap_or_default().to_owned();
+            let field = |k: &str| {
+                changed.as_ref().and_then(|v| v[k].as_str()).unwrap_or_default().to_owned()
+            };
             println!("{} ({})", field("mode"), field("note"));
             return Ok(ExitCode::SUCCESS);
         }

@@ -205,7 +205,13 @@ impl Host {
     }
 
     pub async fn archive(&self, id: &str, archived: bool, by: &str) -> Result<(), HostError> {
-        let update = SessionUpdated { title: None, archived: Some(archived), mode: None, note: None, by: by.to_owned() };
+        let update = SessionUpdated {
+            title: None,
+            archived: Some(archived),
+            mode: None,
+            note: None,
+            by: by.to_owned(),
+        };
         self.record(id, EventKind::SessionUpdated(update)).await
     }
 }

@@ -54,7 +54,7 @@ impl Host {
                     let project = self.project(p).await?;
                     Some(SessionPlace {
                         project_root: PathBuf::from(&project.root),
-                        project_id: Some(project.id.clone()),
+                        project_id: Some(project.id),
                         worktree: PathBuf::from(&row.cwd),
                     })
                 }
@@ -67,10 +67,14 @@ impl Host {
             let root = PathBuf::from(&project.root);
             let place = SessionPlace {
                 project_root: root.clone(),
-                project_id: Some(project.id.clone()),
+                project_id: Some(project.id),
                 worktree: root,
             };
-            return Ok(Resolved { session_id: None, project_id: Some(p.clone()), place: Some(place) });
+            return Ok(Resolved {
+                session_id: None,
+                project_id: Some(p.clone()),
+                place: Some(place),
+            });
         }
         Ok(Resolved { session_id: None, project_id: None, place: None })
     }
@@ -146,7 +150,9 @@ impl Host {
             }
             RuleScope::Project => {
                 let project = resolved.project_id.ok_or_else(|| {
-                    HostError::Invalid("a project rule needs a project (projectID or a session of one)".into())
+                    HostError::Invalid(
+                        "a project rule needs a project (projectID or a session of one)".into(),
+                    )
                 })?;
                 Ok((Some(self.config.rule_file(&RuleFile::Project(project))), None))
             }
@@ -202,7 +208,10 @@ impl Host {
         Ok(removed)
     }
 
-    fn running_policy(&self, id: &str) -> Result<std::sync::Arc<crate::policy::SessionPolicy>, HostError> {
+    fn running_policy(
+        &self,
+        id: &str,
+    ) -> Result<std::sync::Arc<crate::policy::SessionPolicy>, HostError> {
         self.policies.get(id).ok_or_else(|| {
             HostError::Invalid(format!(
                 "session {id} has no running agent with a policy: its own rules live only while it runs"

@@ -5,9 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use nucleic_host::{Host, HostError};
-use nucleic_protocol::{
-    Intent, RuleBehaviour, RuleList, RuleScope, RuleSource, RulesTarget,
-};
+use nucleic_protocol::{Intent, RuleBehaviour, RuleList, RuleScope, RuleSource, RulesTarget};
 use serde_json::Value;
 
 use crate::host_sessions::{config, new_session, repo};
@@ -48,7 +46,10 @@ async fn the_projects_default_mode_survives_a_restart_and_bad_modes_are_refused(
     // A bad mode is refused, naming the three, and changes nothing.
     let bad = Intent::SetProjectMode { project_id: pid.clone(), mode: Some("yolo".into()) };
     let e = host.intent(bad, "t").await.unwrap_err();
-    assert!(matches!(&e, HostError::Invalid(m) if m.contains("\"yolo\"") && m.contains("readonly, edit or full")), "{e}");
+    assert!(
+        matches!(&e, HostError::Invalid(m) if m.contains("\"yolo\"") && m.contains("readonly, edit or full")),
+        "{e}"
+    );
     assert_eq!(host.project_mode(&pid).unwrap().as_str(), "readonly");
     // Back to the host's default.
     host.intent(Intent::SetProjectMode { project_id: pid.clone(), mode: None }, "t").await.unwrap();
@@ -81,8 +82,11 @@ async fn rules_are_listed_by_scope_added_and_removed_through_the_intents() {
     let dir = tempfile::tempdir().unwrap();
     let root = repo(dir.path());
     std::fs::create_dir_all(root.join(".claude")).unwrap();
-    std::fs::write(root.join(".claude/settings.json"), r#"{"permissions":{"deny":["Bash(rm:*)"]}}"#)
-        .unwrap();
+    std::fs::write(
+        root.join(".claude/settings.json"),
+        r#"{"permissions":{"deny":["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
     std::fs::write(root.join(".claude/settings.local.json"), "{\"permissions\": [").unwrap();
     let host = Host::open(config(dir.path())).await.unwrap();
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
@@ -101,8 +105,14 @@ async fn rules_are_listed_by_scope_added_and_removed_through_the_intents() {
     let list = listed(&host, target(&pid)).await;
     let shown: Vec<_> =
         list.rules.iter().map(|r| (r.source, r.behaviour, r.rule.as_str(), r.removable)).collect();
-    assert!(shown.contains(&(RuleSource::NucleicProject, RuleBehaviour::Ask, "Bash(git push:*)", true)), "{shown:?}");
-    assert!(shown.contains(&(RuleSource::NucleicHost, RuleBehaviour::Allow, "Bash(make test)", true)), "{shown:?}");
+    assert!(
+        shown.contains(&(RuleSource::NucleicProject, RuleBehaviour::Ask, "Bash(git push:*)", true)),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains(&(RuleSource::NucleicHost, RuleBehaviour::Allow, "Bash(make test)", true)),
+        "{shown:?}"
+    );
     // Claude Code's project file is shown read-only, with its path.
     let claude = list.rules.iter().find(|r| r.source == RuleSource::ProjectSettings).unwrap();
     assert_eq!((claude.rule.as_str(), claude.removable), ("Bash(rm:*)", false));

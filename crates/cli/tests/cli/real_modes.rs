@@ -2,6 +2,7 @@
 //! loopback-only namespace: a session started in `edit` is asked about a write (`touch`),
 //! switched to `readonly` its next write is denied by `mode:readonly` without a person, switched
 //! back to `edit` it is asked again; each switch is a `sessionUpdated` event of the transcript.
+//! The mode survives a host restart: the resumed agent starts in it.
 
 use std::sync::Arc;
 
@@ -74,15 +75,24 @@ async fn real_claude_switched_to_readonly_mid_session_denies_the_next_write() {
     let root = crate::daemon::empty_repo(dir.path());
     let mock = MockAnthropic::start(Script::bash_then_done("touch one.txt")).await.unwrap();
     let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
-    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let host = Host::open(host_config(&dir.path().join("home"), env.clone(), true)).await.unwrap();
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let mut request = new_session(&project.project_id, Backend::ClaudeCode, "go");
     request.mode = Some("edit".into());
     let id = host.new_session(request, "test").await.unwrap().session_id;
-    let turn =
-        run_turn_from(&host, &id, 1, |_| Decision::Deny { message: "not now".into() }).await;
+    let turn = run_turn_from(&host, &id, 1, |_| Decision::Deny { message: "not now".into() }).await;
     assert!(asked_about(&turn, "touch one.txt"), "edit asks: {:#?}", turn.events);
     edit_readonly_edit(&host, &id, |cmd| mock.set_script(Script::bash_then_done(cmd))).await;
+    shutdown(host).await;
+
+    // A new host: the session's agent is not running; the switch is kept (catalog) and the
+    // resumed agent starts in it.
+    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let update = host.set_session_mode(&id, "readonly", "test").await.unwrap();
+    assert!(update.note.as_deref().is_some_and(|n| n.contains("next starts")), "{update:?}");
+    mock.set_script(Script::bash_then_done("touch four.txt"));
+    let turn = next_turn(&host, &id, "after the restart").await;
+    assert_by_policy(&turn, "touch four.txt", DecisionKind::Deny, "mode:readonly");
     shutdown(host).await;
 }
 
@@ -102,8 +112,7 @@ async fn real_codex_switched_to_readonly_mid_session_denies_the_next_write() {
     host.set_project_mode(&project.project_id, Some("edit")).await.unwrap();
     let request = new_session(&project.project_id, Backend::Codex, "go");
     let id = host.new_session(request, "test").await.unwrap().session_id;
-    let turn =
-        run_turn_from(&host, &id, 1, |_| Decision::Deny { message: "not now".into() }).await;
+    let turn = run_turn_from(&host, &id, 1, |_| Decision::Deny { message: "not now".into() }).await;
     assert!(asked_about(&turn, "touch one.txt"), "edit asks: {:#?}", turn.events);
     edit_readonly_edit(&host, &id, |cmd| s.mock.set_script(turn_of(cmd))).await;
     shutdown(host).await;

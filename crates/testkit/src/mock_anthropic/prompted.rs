@@ -135,7 +135,10 @@ mod tests {
 
     #[test]
     fn a_prompt_saying_run_names_a_command() {
-        assert_eq!(named_command("please run `shutdown -h now` now").as_deref(), Some("shutdown -h now"));
+        assert_eq!(
+            named_command("please run `shutdown -h now` now").as_deref(),
+            Some("shutdown -h now")
+        );
         assert_eq!(named_command("write run.txt"), None);
         assert_eq!(named_command("run `` or `"), None);
     }
