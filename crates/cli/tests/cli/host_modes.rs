@@ -164,3 +164,47 @@ async fn rules_are_listed_by_scope_added_and_removed_through_the_intents() {
     assert!(list.rules.iter().any(|r| r.rule == "Bash(make test)"), "{:?}", list.rules);
     host.shutdown(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_shows_and_sets_the_projects_mode_and_refuses_bad_ones() {
+    use crate::daemon::{DaemonGuard, cli_env};
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let _guard = DaemonGuard(home.clone());
+    let root = repo(dir.path());
+    let cli = |args: Vec<String>| {
+        let home = home.clone();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            cli_env(&home, &args, &[]).await
+        }
+    };
+    let argv = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let (code, project, err) = cli(argv(&["project", "add", root.to_str().unwrap()])).await;
+    assert_eq!(code, 0, "{err}");
+    let project = project.trim().to_owned();
+    let (code, out, err) = cli(argv(&["project", "mode", &project])).await;
+    assert_eq!((code, out.trim()), (0, "edit"), "{err}");
+    let (code, out, err) = cli(argv(&["project", "mode", &project, "full"])).await;
+    assert_eq!((code, out.trim()), (0, "full"), "{err}");
+    let (code, _, err) = cli(argv(&["project", "mode", &project, "yolo"])).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("yolo") && err.contains("readonly, edit or full"), "{err}");
+    let (code, out, _) = cli(argv(&["project", "mode", &project])).await;
+    assert_eq!((code, out.trim()), (0, "full"));
+    let (code, out, err) = cli(argv(&["project", "mode", &project, "--clear"])).await;
+    assert_eq!((code, out.trim()), (0, "edit"), "{err}");
+    // A simulated session has no policy: `--mode` and `session mode` are refused, clearly.
+    let new =
+        argv(&["session", "new", "--project", &project, "--agent", "sim", "--mode", "full", "hi"]);
+    let (code, _, err) = cli(new).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no policy"), "{err}");
+    let new = argv(&["session", "new", "--project", &project, "--agent", "sim", "hi"]);
+    let (code, out, err) = cli(new).await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, err) = cli(argv(&["session", "mode", &session, "readonly"])).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no policy"), "{err}");
+}
