@@ -463,7 +463,7 @@ impl crate::host::Host {
     ) -> Result<nucleic_protocol::SessionUpdated, crate::HostError> {
         let mode = parse_mode(mode)?;
         let row = self.session_row(id).await?;
-        if row.read_only || row.mode.is_none() || !self.has_policy(row.backend) {
+        if row.read_only || row.project_id.is_none() || !self.has_policy(row.backend) {
             return Err(crate::HostError::Invalid(format!(
                 "session {id} has no policy (an imported or simulated session, or NUCLEIC_POLICY=off), so no mode to set"
             )));
