@@ -9,7 +9,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-import { type Demo, launch, loginLink, pageErrors, pinnedClaude, signedInPage, startDemo, startMockAnthropic, tempDir } from "./harness";
+import { type Demo, OUT, launch, loginLink, pageErrors, pinnedClaude, signedInPage, startDemo, startMockAnthropic, tempDir } from "./harness";
 
 let browser: Browser;
 let demo: Demo;
@@ -83,6 +83,7 @@ it("a critical approval needs the second confirmation; the mode is picked at sta
   await page.selectOption("[data-testid=policy-mode-picker]", "readonly");
   await page.waitForFunction(() => document.querySelector("[data-testid=session-mode]")?.textContent === "readonly");
   await page.waitForFunction(() => document.querySelector("[data-testid=transcript]")?.textContent?.includes("Mode: readonly"));
+  await page.screenshot({ path: path.join(OUT, "session-mode.png") });
   expect(pageErrors(page)).toEqual([]);
   await context.close();
 });
@@ -118,6 +119,7 @@ it("the rules sheet lists rules by scope, adds and removes Nucleic's, refuses a 
   await page.waitForSelector("[data-testid=rules-error]");
   expect(await page.textContent("[data-testid=rules-error]")).toContain("Bash(ls");
 
+  await page.screenshot({ path: path.join(OUT, "rules-sheet.png") });
   // The project's default mode, kept in its rule file.
   await page.selectOption("[data-testid=project-mode]", "readonly");
   await expect.poll(() => JSON.parse(readFileSync(file, "utf8")).mode, { timeout: 10_000 }).toBe("readonly");
