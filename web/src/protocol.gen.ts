@@ -116,11 +116,23 @@ continuesSessionID?: string | null,
 /**
  * Who asked for the session (a client's name).
  */
-createdBy?: string | null, };
+createdBy?: string | null, 
+/**
+ * The policy mode the session starts in (none without a policy).
+ */
+mode?: string | null, };
 
 export type WorktreeInfo = { path: string, branch: string, baseRef: string, baseSHA: string, };
 
 export type SessionUpdated = { title?: string | null, archived?: boolean | null, 
+/**
+ * The session's new policy mode.
+ */
+mode?: string | null, 
+/**
+ * What the change means for the agent (e.g. from when it applies).
+ */
+note?: string | null, 
 /**
  * Who made the change.
  */
@@ -402,7 +414,7 @@ poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: 
 /**
  * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
  */
-snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -410,7 +422,42 @@ export type NewSession = { projectID: string,
 /**
  * Branch or commit to start from (default: the project's default branch).
  */
-baseRef?: string | null, backend?: Backend | null, model?: string | null, permissionMode?: string | null, title?: string | null, prompt: string, };
+baseRef?: string | null, backend?: Backend | null, model?: string | null, permissionMode?: string | null, title?: string | null, 
+/**
+ * The policy mode (`readonly`, `edit`, `full`); the project's default when absent.
+ */
+mode?: string | null, prompt: string, };
+
+export type RulesTarget = { sessionID?: string | null, projectID?: string | null, };
+
+export type RuleBehaviour = "allow" | "ask" | "deny";
+
+export type RuleSource = "session" | "nucleicProject" | "nucleicHost" | "localSettings" | "projectSettings" | "userSettings" | "policySettings";
+
+export type RuleEntry = { source: RuleSource, behaviour: RuleBehaviour, rule: string, 
+/**
+ * The file it is in (none for session rules).
+ */
+path?: string | null, 
+/**
+ * Nucleic's rules can be removed here; Claude Code's files are shown read-only.
+ */
+removable: boolean, };
+
+export type RuleList = { rules: Array<RuleEntry>, 
+/**
+ * Files that could not be read (each named, with why); their rules do not apply.
+ */
+problems: Array<string>, 
+/**
+ * The session's current mode, when a session was asked about.
+ */
+sessionMode?: string | null, 
+/**
+ * The mode new sessions of the project start in (the project's, else the host's, else
+ * `edit`), when a project (or a session's) was asked about.
+ */
+projectMode?: string | null, };
 
 export type FinishAction = { "action": "merge", message?: string | null, 
 /**
@@ -533,7 +580,11 @@ disk?: DiskUsage | null,
 /**
  * The worktree's directory was reclaimed to free disk; it comes back on continue.
  */
-worktreeReclaimed?: boolean, };
+worktreeReclaimed?: boolean, 
+/**
+ * The session's policy mode (`readonly`, `edit`, `full`); none without a policy.
+ */
+mode?: string | null, };
 
 export type DiskUsage = { bytes: number, 
 /**

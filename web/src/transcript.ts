@@ -287,6 +287,9 @@ export class Transcript {
         });
         return;
       case "sessionUpdated":
+        // A mode switch is part of the story; renames and archiving are not.
+        if (k.mode)
+          this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "ok", text: `Mode: ${k.mode} (by ${k.by}${k.note ? `; ${k.note}` : ""})` });
         return;
       case "worktreeFinished":
         this.push({

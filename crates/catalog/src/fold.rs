@@ -110,6 +110,9 @@ pub(crate) fn fold(
                 if let Some(archived) = u.archived {
                     r.archived = archived;
                 }
+                if let Some(mode) = &u.mode {
+                    r.mode = Some(mode.clone());
+                }
             }
             EventKind::WorktreeReclaimed(_) => r.worktree_reclaimed = true,
             EventKind::WorktreeRestored(_) => r.worktree_reclaimed = false,
@@ -180,6 +183,7 @@ fn base_row(session_id: &str, transcript: &str, first: &Event) -> SessionRow {
         updated_at: at,
         disk: None,
         worktree_reclaimed: false,
+        mode: None,
     }
 }
 
@@ -199,6 +203,7 @@ fn created(
     r.worktree = c.worktree.clone();
     r.model = c.model.clone();
     r.permission_mode = c.permission_mode.clone();
+    r.mode = c.mode.clone();
     r.read_only = c.read_only;
     r.continues_session_id = c.continues_session_id.clone();
     r.status = SessionStatus::Idle;

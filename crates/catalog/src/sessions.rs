@@ -51,6 +51,8 @@ pub struct SessionRow {
     pub disk: Option<DiskUsage>,
     /// Its directory was reclaimed (folded from `worktreeReclaimed` / `worktreeRestored`).
     pub worktree_reclaimed: bool,
+    /// The policy mode (`sessionCreated.mode`, then each `sessionUpdated.mode`).
+    pub mode: Option<String>,
 }
 
 /// Which sessions [`Catalog::list_sessions`] returns.
@@ -79,7 +81,7 @@ const COLUMNS: &str = "id, project_id, title, backend, model, permission_mode, s
     backend_session_id, cwd, worktree_path, branch, base_ref, base_sha, transcript, last_seq, \
     pending_approvals, cost_usd, outcome, archived, read_only, continues_session_id, agent_pid, \
     agent_start_ticks, created_at, updated_at, disk_bytes, build_bytes, disk_measured_at, \
-    worktree_reclaimed";
+    worktree_reclaimed, mode";
 
 static UPSERT: LazyLock<String> = LazyLock::new(|| {
     let updates = COLUMNS
@@ -143,6 +145,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
             _ => None,
         },
         worktree_reclaimed: row.get(28)?,
+        mode: row.get(29)?,
     })
 }
 
@@ -198,6 +201,7 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionRow) -> Result<()> {
                 disk.map(|d| d.1),
                 disk.map(|d| d.2),
                 s.worktree_reclaimed,
+                s.mode,
             ])
         })
         .ctx("write session")?;

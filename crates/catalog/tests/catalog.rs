@@ -48,6 +48,7 @@ fn created(title: &str, project: Option<(&str, &str)>) -> EventKind {
         read_only: false,
         continues_session_id: None,
         created_by: None,
+        mode: None,
     })
 }
 
@@ -94,6 +95,8 @@ fn updated(title: Option<&str>, archived: Option<bool>) -> EventKind {
     EventKind::SessionUpdated(SessionUpdated {
         title: title.map(str::to_owned),
         archived,
+        mode: None,
+        note: None,
         by: "cli".to_owned(),
     })
 }
@@ -287,6 +290,7 @@ fn events_fold_into_the_session_row() {
         updated_at: T0 + 13_000,
         disk: None,
         worktree_reclaimed: false,
+        mode: None,
     };
     assert_eq!(row, expected);
     let disk = nucleic_protocol::DiskUsage { bytes: 5_000, build_bytes: 1_000, measured_at: T0 };

@@ -82,6 +82,7 @@ async fn hosted(host: &Host, project: &str) -> Res<Times> {
         model: None,
         permission_mode: None,
         title: None,
+        mode: None,
         prompt: PROMPT.into(),
     };
     // Timed by the writer's `at` (when the event was written), not by when this subscriber,

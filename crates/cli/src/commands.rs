@@ -59,6 +59,15 @@ pub enum ProjectCommand {
     Rm { project_id: String },
     /// Rename a project.
     Rename { project_id: String, name: String },
+    /// Show the mode new sessions of a project start in; with MODE (readonly, edit, full) set
+    /// it, with --clear fall back to the host's default.
+    Mode {
+        project_id: String,
+        #[arg(conflicts_with = "clear")]
+        mode: Option<String>,
+        #[arg(long)]
+        clear: bool,
+    },
     /// A project's checks: commands the host runs itself (tests, lint, build).
     Check {
         #[command(subcommand)]
@@ -88,6 +97,9 @@ pub enum SessionCommand {
         model: Option<String>,
         #[arg(long)]
         permission_mode: Option<String>,
+        /// The policy mode: readonly, edit or full (default: the project's, see `project mode`).
+        #[arg(long)]
+        mode: Option<String>,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
     },
@@ -258,6 +270,11 @@ pub enum SessionCommand {
         session_id: String,
         title: String,
     },
+    /// Switch the session's policy mode: readonly, edit or full (recorded in the transcript).
+    Mode {
+        session_id: String,
+        mode: String,
+    },
     Archive {
         session_id: String,
         #[arg(long)]
@@ -405,6 +422,18 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         ProjectCommand::Check { command } => {
             crate::checks::project_check(&mut daemon, command).await?;
         }
+        ProjectCommand::Mode { project_id, mode, clear } => {
+            let target = nucleic_protocol::RulesTarget {
+                session_id: None,
+                project_id: Some(project_id.clone()),
+            };
+            if mode.is_some() || clear {
+                intent(&mut daemon, Intent::SetProjectMode { project_id, mode }).await?;
+            }
+            let listed = intent(&mut daemon, Intent::ListRules(target)).await?;
+            let mode = listed.as_ref().and_then(|v| v["projectMode"].as_str()).unwrap_or("edit");
+            println!("{mode}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -413,7 +442,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
     let mut daemon = Daemon::connect(home).await?;
     let finish = |session_id: String, action: FinishAction| Intent::Finish { session_id, action };
     let result = match command {
-        SessionCommand::New { project, base, agent, model, permission_mode, prompt } => {
+        SessionCommand::New { project, base, agent, model, permission_mode, mode, prompt } => {
             let backend = agent.map(|a| match a {
                 crate::AgentKind::Claude => Backend::ClaudeCode,
                 crate::AgentKind::Sim => Backend::Simulated,
@@ -426,6 +455,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 model,
                 permission_mode,
                 title: None,
+                mode,
                 prompt: prompt.join(" "),
             };
             let result = intent(&mut daemon, Intent::NewSession(request)).await?;
@@ -604,6 +634,14 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         }
         SessionCommand::Rename { session_id, title } => {
             intent(&mut daemon, Intent::Rename { session_id, title }).await?
+        }
+        SessionCommand::Mode { session_id, mode } => {
+            let changed = intent(&mut daemon, Intent::SetMode { session_id, mode }).await?;
+            let field = |k: &str| {
+                changed.as_ref().and_then(|v| v[k].as_str()).unwrap_or_default().to_owned()
+            };
+            println!("{} ({})", field("mode"), field("note"));
+            return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Archive { session_id, undo } => {
             intent(&mut daemon, Intent::Archive { session_id, archived: !undo }).await?

@@ -238,6 +238,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
                             model: None,
                             permission_mode: mode.map(str::to_owned),
                             title: Some((*title).to_owned()),
+                            mode: None,
                             prompt: (*prompt).to_owned(),
                         },
                         "demo",

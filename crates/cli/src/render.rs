@@ -173,10 +173,12 @@ impl Renderer {
             }
             EventKind::ReviewSent(r) => format!("· {}", r.summary()),
             EventKind::SessionUpdated(u) => format!(
-                "· {}{}by {}",
+                "· {}{}{}by {}{}",
                 u.title.as_deref().map(|t| format!("renamed to {t:?} ")).unwrap_or_default(),
                 u.archived.map(|a| if a { "archived " } else { "unarchived " }).unwrap_or_default(),
-                u.by
+                u.mode.as_deref().map(|m| format!("mode {m} ")).unwrap_or_default(),
+                u.by,
+                u.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default(),
             ),
             EventKind::Thinking(_)
             | EventKind::ToolCallStarted(_)

@@ -176,6 +176,8 @@ mod tests {
         let update = EventKind::SessionUpdated(SessionUpdated {
             title: Some("t".into()),
             archived: None,
+            mode: None,
+            note: None,
             by: "test".into(),
         });
         let written = second.append_now(vec![Draft::host(update)]).unwrap();

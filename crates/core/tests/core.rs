@@ -488,6 +488,8 @@ async fn a_kept_open_session_records_host_events_after_the_agent_exits() {
     let update = EventKind::SessionUpdated(nucleic_protocol::SessionUpdated {
         title: Some("renamed".into()),
         archived: None,
+        mode: None,
+        note: None,
         by: "desk".into(),
     });
     r.session.record(update).await.unwrap();

@@ -90,7 +90,9 @@ impl Host {
         let transcript = PathBuf::from(&row.transcript);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
-        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
+        let rules = self
+            .session_rules(id, row.backend, row.project_id.as_deref(), &cwd, row.mode.as_deref())
+            .await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,
@@ -199,13 +201,21 @@ impl Host {
         let update = SessionUpdated {
             title: Some(title.trim().to_owned()),
             archived: None,
+            mode: None,
+            note: None,
             by: by.to_owned(),
         };
         self.record(id, EventKind::SessionUpdated(update)).await
     }
 
     pub async fn archive(&self, id: &str, archived: bool, by: &str) -> Result<(), HostError> {
-        let update = SessionUpdated { title: None, archived: Some(archived), by: by.to_owned() };
+        let update = SessionUpdated {
+            title: None,
+            archived: Some(archived),
+            mode: None,
+            note: None,
+            by: by.to_owned(),
+        };
         self.record(id, EventKind::SessionUpdated(update)).await
     }
 }

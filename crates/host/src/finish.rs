@@ -135,6 +135,8 @@ impl Host {
                     read_only: false,
                     continues_session_id: Some(id.to_owned()),
                     created_by: Some(by.to_owned()),
+                    // The continued session keeps the mode it was in.
+                    mode: row.mode.clone(),
                 };
                 // A backend that cannot fork starts a fresh conversation on the kept changes.
                 let forked = row
@@ -353,6 +355,24 @@ impl Host {
             }
             Intent::SetPermissionMode { session_id, mode } => {
                 self.set_permission_mode(&session_id, &mode).await.map(|()| None)
+            }
+            Intent::SetMode { session_id, mode } => {
+                Ok(json_of(&self.set_session_mode(&session_id, &mode, by).await?))
+            }
+            Intent::SetProjectMode { project_id, mode } => {
+                let mode = self.set_project_mode(&project_id, mode.as_deref()).await?;
+                Ok(Some(json!({ "projectID": project_id, "mode": mode.as_str() })))
+            }
+            Intent::ListRules(target) => Ok(json_of(&self.list_rules(&target).await?)),
+            Intent::AddRule { session_id, project_id, scope, behaviour, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let added = self.add_rule(&target, scope, behaviour, &rule).await?;
+                Ok(Some(json!({ "added": added })))
+            }
+            Intent::RemoveRule { session_id, project_id, scope, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let removed = self.remove_rule(&target, scope, &rule).await?;
+                Ok(Some(json!({ "removed": removed })))
             }
             Intent::Rename { session_id, title } => {
                 self.rename(&session_id, &title, by).await.map(|()| None)

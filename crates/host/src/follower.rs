@@ -81,5 +81,6 @@ pub(crate) fn summary_of(row: &SessionRow) -> SessionSummary {
         read_only: row.read_only,
         disk: row.disk,
         worktree_reclaimed: row.worktree_reclaimed,
+        mode: row.mode.clone(),
     }
 }

@@ -51,6 +51,8 @@ pub struct Host {
     pub(crate) pools: crate::pool::Pools,
     /// Checks running per session, and their stop switches (`checks.rs`).
     pub(crate) checks: crate::checks::CheckRuns,
+    /// The policies of sessions whose agent runs, by session id (`policy.rs`: modes, rules).
+    pub(crate) policies: crate::policy::LivePolicies,
     /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
     /// the checks and report that follow turns.
     pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
@@ -120,6 +122,7 @@ impl Host {
             keepers: Arc::default(),
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),
+            policies: crate::policy::LivePolicies::default(),
             turns,
             disk_moves: tokio::sync::Mutex::default(),
             reply_turns: crate::reply_turns::ReplyTurns::default(),
@@ -363,6 +366,8 @@ impl Host {
             setup,
         };
         let backend = request.backend.unwrap_or(project.settings.default_backend);
+        // An unknown mode, or a mode for a session without a policy, is refused here.
+        let mode = self.start_mode(backend, &project.id, request.mode.as_deref())?;
         let agent = AgentRequest {
             model: request.model.clone(),
             permission_mode: request.permission_mode.clone(),
@@ -412,6 +417,7 @@ impl Host {
             read_only: false,
             continues_session_id: None,
             created_by: Some(by.to_owned()),
+            mode,
         };
         let launch = Launch {
             session_id,
@@ -436,7 +442,15 @@ impl Host {
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
-        let rules = self.session_rules(backend, created.project_id.as_deref(), &cwd).await;
+        let rules = self
+            .session_rules(
+                &session_id,
+                backend,
+                created.project_id.as_deref(),
+                &cwd,
+                created.mode.as_deref(),
+            )
+            .await;
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,
@@ -518,6 +532,7 @@ impl Host {
             read_only: false,
             continues_session_id: None,
             created_by: Some(by.to_owned()),
+            mode: None,
         };
         let message =
             format!("the project's setup script failed, so no agent was started: {error}");

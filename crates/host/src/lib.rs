@@ -28,6 +28,7 @@ mod recovery;
 mod reply_turns;
 mod report;
 mod review;
+mod rule_intents;
 pub mod rules;
 mod shutdown;
 mod turns;

@@ -2,8 +2,9 @@
 //! loaded when its agent starts, judging every approval request (`nucleic-policy`) before a
 //! person sees one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
@@ -62,25 +63,28 @@ pub struct SessionPolicy {
     sources: Sources,
     /// Each rule file's (modification time, size) when last read.
     stamps: Mutex<Vec<Option<(SystemTime, u64)>>>,
-    /// "Always" rules of this session (in memory; kept across reloads).
-    session_rules: Mutex<Vec<String>>,
+    /// Rules of this session ("always", or added from a client; in memory, kept across reloads).
+    session_rules: Mutex<Vec<(Behaviour, String)>>,
     place: SessionPlace,
     home: PathBuf,
     data_dir: PathBuf,
-    mode: Mode,
+    /// The session's mode: switchable while the agent runs (`Host::set_session_mode`).
+    mode: Mutex<Mode>,
 }
 
 impl SessionPolicy {
     /// Loads every rule file for `place`; the warnings name each file that is wrong (its rules
-    /// are ignored, the other files still apply).
+    /// are ignored, the other files still apply). The session runs in `mode`, else in its
+    /// project's default mode (Nucleic's rule files), else in `edit`.
     pub fn load(
         config: &HostConfig,
         place: SessionPlace,
+        mode: Option<Mode>,
     ) -> (Arc<SessionPolicy>, Vec<LoadWarning>) {
         let sources = sources(config, &place);
         let stamps = stamps(&sources);
         let (policy, warnings) = Policy::load(&sources);
-        let mode = policy.default_mode.unwrap_or_default();
+        let mode = Mutex::new(mode.or(policy.default_mode).unwrap_or_default());
         let session = SessionPolicy {
             policy: RwLock::new(policy),
             sources,
@@ -102,8 +106,10 @@ impl SessionPolicy {
             return;
         }
         let (mut policy, _) = Policy::load(&self.sources);
-        for rule in self.session_rules.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            let _ = policy.add_rule(Scope::Session, Behaviour::Allow, rule);
+        for (behaviour, rule) in
+            self.session_rules.lock().unwrap_or_else(PoisonError::into_inner).iter()
+        {
+            let _ = policy.add_rule(Scope::Session, *behaviour, rule);
         }
         *self.policy.write().unwrap_or_else(PoisonError::into_inner) = policy;
         *seen = now;
@@ -117,7 +123,7 @@ impl SessionPolicy {
             home: self.home.clone(),
             data_dir: self.data_dir.clone(),
             extra_write_roots: Vec::new(),
-            mode: self.mode,
+            mode: self.mode(),
             resolver: &FsResolver,
         }
     }
@@ -198,7 +204,7 @@ impl SessionPolicy {
                     policy
                         .add_rule(Scope::Session, Behaviour::Allow, rule)
                         .map_err(|e| e.to_string())?;
-                    kept.push(rule.clone());
+                    kept.push((Behaviour::Allow, rule.clone()));
                 }
             }
             Some(file) => {
@@ -212,6 +218,79 @@ impl SessionPolicy {
         }
         Ok(rules)
     }
+}
+
+impl SessionPolicy {
+    /// The mode the session's calls are judged in now.
+    pub fn mode(&self) -> Mode {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Judges every later call in `mode`.
+    pub fn set_mode(&self, mode: Mode) {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// The rule files this session reads, by scope.
+    pub fn files(&self) -> Vec<(Scope, PathBuf)> {
+        self.sources.files()
+    }
+
+    /// This session's own rules (in memory).
+    pub fn session_rules(&self) -> Vec<(Behaviour, String)> {
+        self.session_rules.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Adds a rule for this session only; false when it was there already. A rule that does not
+    /// parse is refused with the parser's message.
+    pub fn add_session_rule(&self, behaviour: Behaviour, rule: &str) -> Result<bool, String> {
+        let text = nucleic_policy::Rule::parse(rule).map_err(|e| e.to_string())?.text;
+        let mut kept = self.session_rules.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.iter().any(|(b, r)| *b == behaviour && *r == text) {
+            return Ok(false);
+        }
+        let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
+        policy.add_rule(Scope::Session, behaviour, &text).map_err(|e| e.to_string())?;
+        kept.push((behaviour, text));
+        Ok(true)
+    }
+
+    /// Removes a rule of this session (whatever its behaviour); how many entries went.
+    pub fn remove_session_rule(&self, rule: &str) -> usize {
+        let rule = rule.trim();
+        let mut kept = self.session_rules.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = kept.len();
+        kept.retain(|(_, r)| r != rule);
+        let mut policy = self.policy.write().unwrap_or_else(PoisonError::into_inner);
+        policy.remove_rule(Scope::Session, rule);
+        before - kept.len()
+    }
+}
+
+/// The policies of the sessions whose agents run, by session id (dropped with their writer).
+#[derive(Debug, Default)]
+pub(crate) struct LivePolicies(Mutex<HashMap<String, Weak<SessionPolicy>>>);
+
+impl LivePolicies {
+    fn insert(&self, id: &str, policy: &Arc<SessionPolicy>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.retain(|_, p| p.strong_count() > 0);
+        map.insert(id.to_owned(), Arc::downgrade(policy));
+    }
+
+    /// The running session's policy, if its agent runs with one.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<SessionPolicy>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(id).and_then(Weak::upgrade)
+    }
+}
+
+/// `readonly`, `edit` or `full`; anything else is refused naming the three.
+pub fn parse_mode(name: &str) -> Result<Mode, crate::HostError> {
+    Mode::parse(name.trim()).ok_or_else(|| {
+        crate::HostError::Invalid(format!(
+            "unknown mode {name:?}: a mode is readonly, edit or full"
+        ))
+    })
 }
 
 /// (modification time, size) of each rule file; `None` for a missing one.
@@ -289,9 +368,11 @@ impl crate::host::Host {
     /// of its rule files, and its approval timeout.
     pub(crate) async fn session_rules(
         &self,
+        session_id: &str,
         backend: nucleic_protocol::Backend,
         project_id: Option<&str>,
         cwd: &Path,
+        mode: Option<&str>,
     ) -> SessionRules {
         let mut rules = SessionRules {
             policy: None,
@@ -330,10 +411,80 @@ impl crate::host::Host {
             worktree: cwd.to_owned(),
         };
         let config = self.config.clone();
-        let loaded = tokio::task::spawn_blocking(move || SessionPolicy::load(&config, place)).await;
+        let mode = mode.and_then(Mode::parse);
+        let loaded =
+            tokio::task::spawn_blocking(move || SessionPolicy::load(&config, place, mode)).await;
         let Ok((policy, warnings)) = loaded else { return rules };
         rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
+        self.policies.insert(session_id, &policy);
         rules.policy = Some(policy);
         rules
+    }
+
+    /// Whether sessions of `backend` are judged by a policy (and so have a mode).
+    pub(crate) fn has_policy(&self, backend: nucleic_protocol::Backend) -> bool {
+        self.config.policy && backend != nucleic_protocol::Backend::Simulated
+    }
+
+    /// The mode a new session of `backend` in `project_id` starts in: `requested`, else the
+    /// project's default. `None` for a session without a policy; asking for a mode there, or
+    /// for an unknown mode, is refused.
+    pub(crate) fn start_mode(
+        &self,
+        backend: nucleic_protocol::Backend,
+        project_id: &str,
+        requested: Option<&str>,
+    ) -> Result<Option<String>, crate::HostError> {
+        if !self.has_policy(backend) {
+            return match requested {
+                None => Ok(None),
+                Some(_) => Err(crate::HostError::Invalid(format!(
+                    "a {} session has no policy (the simulated agent, or NUCLEIC_POLICY=off), so no mode",
+                    backend.as_str()
+                ))),
+            };
+        }
+        let mode = match requested {
+            Some(name) => parse_mode(name)?,
+            None => self.project_mode(project_id)?,
+        };
+        Ok(Some(mode.as_str().to_owned()))
+    }
+
+    /// Switches session `id` to `mode` (`readonly`, `edit`, `full`): a running agent's next tool
+    /// call is judged in it at once — both backends put every call the policy could refuse to
+    /// the host (Claude through its PreToolUse hook, Codex through its approvals) — and a later
+    /// start (resume, re-adoption) keeps it. Recorded as `sessionUpdated { mode, note, by }`.
+    pub async fn set_session_mode(
+        &self,
+        id: &str,
+        mode: &str,
+        by: &str,
+    ) -> Result<nucleic_protocol::SessionUpdated, crate::HostError> {
+        let mode = parse_mode(mode)?;
+        let row = self.session_row(id).await?;
+        if row.read_only || row.project_id.is_none() || !self.has_policy(row.backend) {
+            return Err(crate::HostError::Invalid(format!(
+                "session {id} has no policy (an imported or simulated session, or NUCLEIC_POLICY=off), so no mode to set"
+            )));
+        }
+        let live = self.policies.get(id);
+        if let Some(policy) = &live {
+            policy.set_mode(mode);
+        }
+        let note = match (&live, row.backend) {
+            (None, _) => "applies when the agent next starts".to_owned(),
+            (Some(_), nucleic_protocol::Backend::Codex) => "applies at once to every command and file change codex asks about (every write and every command it does not know to be safe); codex's own sandbox stays as started".to_owned(),
+            (Some(_), _) => "applies at once: the host decides every tool call".to_owned(),
+        };
+        let update = nucleic_protocol::SessionUpdated {
+            title: None,
+            archived: None,
+            mode: Some(mode.as_str().to_owned()),
+            note: Some(note),
+            by: by.to_owned(),
+        };
+        self.record(id, nucleic_protocol::EventKind::SessionUpdated(update.clone())).await?;
+        Ok(update)
     }
 }

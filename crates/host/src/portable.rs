@@ -215,6 +215,7 @@ fn readonly_drafts(imported: ImportedSession) -> (Backend, Vec<Draft>) {
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            mode: None,
         };
         let at = imported.events.first().map_or_else(now, |e| e.at);
         drafts.push(Draft {

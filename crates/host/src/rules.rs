@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use nucleic_policy::Behaviour;
-use nucleic_policy::Rule;
+use nucleic_policy::{Mode, Rule};
 use serde_json::{Map, Value, json};
 
 use crate::config::HostConfig;
@@ -102,6 +102,32 @@ pub fn approval_timeout(path: &Path) -> Result<Option<Duration>, HostError> {
         },
     }
 }
+
+/// The default mode of new sessions a rule file sets (`"mode": "readonly" | "edit" | "full"`).
+/// `None` when the file or the key is missing; an error names the file for any other value.
+pub fn read_mode(path: &Path) -> Result<Option<Mode>, HostError> {
+    let root = read(path)?;
+    match root.get(MODE_KEY) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_str().and_then(Mode::parse).map(Some).ok_or_else(|| {
+            malformed(path, &format!("`{MODE_KEY}` is not one of readonly, edit, full: {v}"))
+        }),
+    }
+}
+
+/// Sets (or with `None` removes) the default mode in `path`, keeping everything else.
+pub fn write_mode(path: &Path, mode: Option<Mode>) -> Result<(), HostError> {
+    edit(path, |root| {
+        match mode {
+            Some(mode) => root.insert(MODE_KEY.to_owned(), json!(mode.as_str())),
+            None => root.remove(MODE_KEY),
+        };
+        Ok(())
+    })
+}
+
+/// The key of the default mode in a rule file.
+pub const MODE_KEY: &str = "mode";
 
 /// The key of the approval timeout in a rule file.
 pub const APPROVAL_TIMEOUT_KEY: &str = "approvalTimeoutSecs";
@@ -223,6 +249,22 @@ mod tests {
         assert_eq!(root["mode"], "full");
         let e = add_rule(&path, Behaviour::Allow, "Bash(ls").unwrap_err().to_string();
         assert!(!e.is_empty());
+    }
+
+    #[test]
+    fn the_default_mode_is_written_and_read_keeping_the_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = RuleFile::Project("p1".into()).path(dir.path());
+        assert_eq!(read_mode(&path).unwrap(), None);
+        add_rule(&path, Behaviour::Deny, "WebFetch").unwrap();
+        write_mode(&path, Some(Mode::Readonly)).unwrap();
+        assert_eq!(read_mode(&path).unwrap(), Some(Mode::Readonly));
+        assert_eq!(list_rules(&path).unwrap().len(), 1);
+        write_mode(&path, None).unwrap();
+        assert_eq!(read_mode(&path).unwrap(), None);
+        std::fs::write(&path, r#"{"mode": "yolo"}"#).unwrap();
+        let e = read_mode(&path).unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()) && e.contains("yolo"), "{e}");
     }
 
     #[test]

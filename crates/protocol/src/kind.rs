@@ -451,6 +451,9 @@ pub struct SessionCreated {
     /// Who asked for the session (a client's name).
     #[serde(rename = "createdBy", default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// The policy mode the session starts in (none without a policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// A session's worktree, as created.
@@ -473,6 +476,12 @@ pub struct SessionUpdated {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<bool>,
+    /// The session's new policy mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// What the change means for the agent (e.g. from when it applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Who made the change.
     pub by: String,
 }

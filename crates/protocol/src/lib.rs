@@ -43,8 +43,8 @@ pub use status::SessionStatus;
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, DiskPolicy, DiskUsage, ExportFormat,
     FEATURE_EVENT_BATCHES, FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES,
-    NewSession, PROTOCOL_VERSION, PoolSummary, ProjectSummary, ProtocolErrorCode, SessionSummary,
-    Verbosity,
+    NewSession, PROTOCOL_VERSION, PoolSummary, ProjectSummary, ProtocolErrorCode, RuleBehaviour,
+    RuleEntry, RuleList, RuleSource, RulesTarget, SessionSummary, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::approval::Decision;
+use crate::approval::{Decision, RuleScope};
 use crate::capabilities::BackendInfo;
 use crate::checks::CheckSpec;
 use crate::device::{DeviceProof, DeviceSummary};
@@ -330,6 +330,43 @@ pub enum Intent {
         session_id: String,
         mode: String,
     },
+    /// Switches the session's policy mode (`readonly`, `edit` or `full`); recorded as a
+    /// `sessionUpdated` event. See `docs/policy.md`, "Modes".
+    SetMode {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        mode: String,
+    },
+    /// Sets the mode new sessions of a project start in (`null`: back to the host's default).
+    SetProjectMode {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        #[serde(default)]
+        mode: Option<String>,
+    },
+    /// The rules that apply to a session (with its project's) or to a project, by scope;
+    /// answers with [`RuleList`].
+    ListRules(RulesTarget),
+    /// Adds a rule in Claude Code's syntax to Nucleic's rules of `scope` (`session` needs a
+    /// running session, `project` a session or project).
+    AddRule {
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+        project_id: Option<String>,
+        scope: RuleScope,
+        behaviour: RuleBehaviour,
+        rule: String,
+    },
+    /// Removes a rule (written exactly as listed) from Nucleic's rules of `scope`.
+    RemoveRule {
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+        project_id: Option<String>,
+        scope: RuleScope,
+        rule: String,
+    },
     Rename {
         #[serde(rename = "sessionID")]
         session_id: String,
@@ -412,7 +449,81 @@ pub struct NewSession {
     pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The policy mode (`readonly`, `edit`, `full`); the project's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     pub prompt: String,
+}
+
+/// Whose rules: a session's (and its project's), else a project's, else the host's alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct RulesTarget {
+    #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+}
+
+/// What a rule does to a matching call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum RuleBehaviour {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// Where a listed rule lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum RuleSource {
+    /// "Always" for this session (in memory).
+    Session,
+    /// Nucleic's rule file of the project.
+    NucleicProject,
+    /// Nucleic's rule file of the host.
+    NucleicHost,
+    /// Claude Code's `.claude/settings.local.json` of the project.
+    LocalSettings,
+    /// Claude Code's `.claude/settings.json` of the project.
+    ProjectSettings,
+    /// Claude Code's `~/.claude/settings.json` of the agents' home.
+    UserSettings,
+    /// Claude Code's managed settings.
+    PolicySettings,
+}
+
+/// One rule that applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct RuleEntry {
+    pub source: RuleSource,
+    pub behaviour: RuleBehaviour,
+    pub rule: String,
+    /// The file it is in (none for session rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Nucleic's rules can be removed here; Claude Code's files are shown read-only.
+    pub removable: bool,
+}
+
+/// The answer to `listRules`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct RuleList {
+    pub rules: Vec<RuleEntry>,
+    /// Files that could not be read (each named, with why); their rules do not apply.
+    pub problems: Vec<String>,
+    /// The session's current mode, when a session was asked about.
+    #[serde(rename = "sessionMode", default, skip_serializing_if = "Option::is_none")]
+    pub session_mode: Option<String>,
+    /// The mode new sessions of the project start in (the project's, else the host's, else
+    /// `edit`), when a project (or a session's) was asked about.
+    #[serde(rename = "projectMode", default, skip_serializing_if = "Option::is_none")]
+    pub project_mode: Option<String>,
 }
 
 /// How a session's work ends (or continues).
@@ -688,6 +799,9 @@ pub struct SessionSummary {
     /// The worktree's directory was reclaimed to free disk; it comes back on continue.
     #[serde(rename = "worktreeReclaimed", default, skip_serializing_if = "is_false")]
     pub worktree_reclaimed: bool,
+    /// The session's policy mode (`readonly`, `edit`, `full`); none without a policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// Bytes a worktree takes on disk, as measured at `measuredAt`.

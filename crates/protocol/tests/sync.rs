@@ -60,6 +60,7 @@ fn client_messages_snapshot_and_round_trip() {
                 model: None,
                 permission_mode: Some("default".into()),
                 title: None,
+                mode: None,
                 prompt: "fix the flaky test".into(),
             }),
         },
@@ -195,6 +196,7 @@ fn host_messages_snapshot() {
                     measured_at: 1_790_000_000_000,
                 }),
                 worktree_reclaimed: false,
+                mode: None,
             },
         },
     ];

@@ -106,6 +106,9 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
                 Some(false) => parts.push("unarchived".to_owned()),
                 None => {}
             }
+            if let Some(m) = &u.mode {
+                parts.push(format!("switched to mode {m}"));
+            }
             format!("session {} by {}", parts.join(", "), u.by)
         }
         EventKind::WorktreeFinished(w) => worktree_line(w),

@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { Backend, SessionSummary } from "../protocol.gen";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
+import { MODES } from "./RulesSheet";
 
 export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClose: () => void }) {
   const projects = store.projects;
@@ -34,6 +35,8 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
   }, [projectID, store.link]);
   const [model, setModel] = useState("");
   const [mode, setMode] = useState("");
+  // The policy mode; "" starts in the project's default (the simulated agent has no policy).
+  const [policyMode, setPolicyMode] = useState("");
   const [prompt, setPrompt] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -50,6 +53,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         backend,
         model: model.trim() || null,
         permissionMode: mode || null,
+        mode: backend !== "simulated" && policyMode ? policyMode : null,
         prompt,
       };
       if (store.link !== "online") {
@@ -127,6 +131,19 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
               ))}
             </select>
           </label>
+          {backend !== "simulated" && (
+            <label>
+              Mode
+              <select value={policyMode} onChange={(e) => setPolicyMode(e.currentTarget.value)} name="policyMode" data-testid="new-session-mode">
+                <option value="">project default</option>
+                {MODES.map((m) => (
+                  <option value={m} key={m}>
+                    {m}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
         </div>
         <label>
           First prompt

@@ -8,6 +8,7 @@ import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
 import { PullRequestLink } from "./PullRequest";
+import { MODES, RulesSheet } from "./RulesSheet";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -41,6 +42,7 @@ export function SessionPane({
   // On a phone the branch, model, usage and permission details fold behind one tap.
   const [detailsOpen, setDetailsOpen] = useState(false);
   const details = panes > 1 || detailsOpen;
+  const [rulesOpen, setRulesOpen] = useState(false);
   const offline = store.link !== "online";
   const live = status === "running" || status === "awaiting-approval";
 
@@ -85,6 +87,11 @@ export function SessionPane({
               </button>
             )}
             {details && <span class="backend">{summary?.backend}</span>}
+            {summary?.mode && (
+              <span class={`mode mode-${summary.mode}`} data-testid="session-mode" title="Policy mode">
+                {summary.mode}
+              </span>
+            )}
             {details && summary?.worktree && <span class="branch">{summary.worktree.branch}</span>}
             {facts.pullRequest && <PullRequestLink pr={facts.pullRequest} />}
             {details && <span class="usage" data-testid="usage" title={`${facts.usage.inputTokens} in / ${facts.usage.outputTokens} out / ${facts.usage.cachedInputTokens} cached`}>
@@ -143,6 +150,28 @@ export function SessionPane({
             ))}
           </select>
         </label>
+        {summary?.mode && (
+          <label>
+            Mode{" "}
+            <select
+              value={summary.mode}
+              disabled={offline || readOnly}
+              onChange={(e) => act({ type: "intent", intent: { kind: "setMode", sessionID, mode: e.currentTarget.value } })}
+              data-testid="policy-mode-picker"
+            >
+              {MODES.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        {!readOnly && (
+          <button class="small ghost" disabled={offline} onClick={() => setRulesOpen(true)} data-testid="open-rules">
+            Rules
+          </button>
+        )}
         {transcript.rawCount > 0 && (
           <label class="check native-toggle" title="Native lines the agent printed that have no normalized meaning">
             <input type="checkbox" checked={showNative} onChange={(e) => setShowNative(e.currentTarget.checked)} data-testid="show-native" />
@@ -180,6 +209,7 @@ export function SessionPane({
         />
       )}
       {readOnly && <p class="empty small">Imported session: read-only.</p>}
+      {rulesOpen && <RulesSheet store={store} sessionID={sessionID} onClose={() => setRulesOpen(false)} />}
     </main>
   );
 }

@@ -100,6 +100,7 @@ pub(crate) fn sim_session(project_id: &str, prompt: &str) -> NewSession {
         model: None,
         permission_mode: Some("bypassPermissions".into()),
         title: None,
+        mode: None,
         prompt: prompt.into(),
     }
 }

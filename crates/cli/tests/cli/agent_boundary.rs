@@ -163,6 +163,7 @@ async fn real_claude_sees_neither_the_token_nor_nucleic_variables() {
         model: None,
         permission_mode: None,
         title: Some("probe".into()),
+        mode: None,
         prompt: "look around".into(),
     };
     let session = host.new_session(request, "test").await.unwrap();
@@ -186,6 +187,7 @@ async fn file_views_refuse_a_worktree_the_agent_swapped_for_a_symlink() {
         model: None,
         permission_mode: None,
         title: None,
+        mode: None,
         prompt: "say hello".into(),
     };
     let session = host.new_session(request, "test").await.unwrap();

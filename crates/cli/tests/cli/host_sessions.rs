@@ -66,6 +66,7 @@ pub(crate) fn new_session(project: &str, prompt: &str) -> NewSession {
         model: None,
         permission_mode: None,
         title: None,
+        mode: None,
         prompt: prompt.into(),
     }
 }

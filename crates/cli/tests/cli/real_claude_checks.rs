@@ -69,6 +69,7 @@ async fn real_claude_session_runs_its_checks_after_the_turn() {
         model: None,
         permission_mode: None,
         title: Some("calc".into()),
+        mode: None,
         prompt: "write calc.py containing add = lambda a, b: a * b".into(),
     };
     let session = host.new_session(request, "test").await.unwrap();

@@ -70,6 +70,7 @@ async fn real_claude_keep_continue_handoff() {
         model: None,
         permission_mode: None,
         title: Some("notes".into()),
+        mode: None,
         prompt: "write some notes".into(),
     };
     let first = host.new_session(request, "test").await.unwrap();

@@ -214,6 +214,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         model: None,
         permission_mode: mode.map(Into::into),
         title: None,
+        mode: None,
         prompt: "touch it".into(),
     };
     // A mode codex has no mapping for: refused, no worktree made.

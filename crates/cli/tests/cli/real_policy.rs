@@ -19,14 +19,14 @@ use serde_json::json;
 use crate::support::nucleic;
 
 /// What one turn showed: every event, and the requests a person (the test) answered.
-struct Turn {
-    events: Vec<EventKind>,
-    asked: Vec<ApprovalRequested>,
+pub(crate) struct Turn {
+    pub(crate) events: Vec<EventKind>,
+    pub(crate) asked: Vec<ApprovalRequested>,
 }
 
 impl Turn {
     /// The resolution of the request for the tool call whose input contains `needle`.
-    fn resolution_of(&self, needle: &str) -> Option<&ApprovalResolved> {
+    pub(crate) fn resolution_of(&self, needle: &str) -> Option<&ApprovalResolved> {
         let id = self.events.iter().find_map(|k| match k {
             EventKind::ApprovalRequested(a) if a.input.to_string().contains(needle) => {
                 Some(a.request_id.clone())
@@ -43,7 +43,17 @@ impl Turn {
 /// Runs one turn of `id` to its end, answering with `answer` the requests the policy left to a
 /// person (a request the policy answered comes with its resolution in the same write).
 async fn run_turn(host: &Host, id: &str, answer: impl Fn(&ApprovalRequested) -> Decision) -> Turn {
-    let mut events = host.subscribe(id, 1).await.unwrap();
+    run_turn_from(host, id, 1, answer).await
+}
+
+/// [`run_turn`] from event `from` (a later turn of the session).
+pub(crate) async fn run_turn_from(
+    host: &Host,
+    id: &str,
+    from: u64,
+    answer: impl Fn(&ApprovalRequested) -> Decision,
+) -> Turn {
+    let mut events = host.subscribe(id, from).await.unwrap();
     let mut turn = Turn { events: Vec::new(), asked: Vec::new() };
     let mut ahead = None;
     loop {
@@ -75,7 +85,7 @@ async fn run_turn(host: &Host, id: &str, answer: impl Fn(&ApprovalRequested) -> 
     }
 }
 
-fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool) -> HostConfig {
+pub(crate) fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool) -> HostConfig {
     HostConfig {
         home: home.to_owned(),
         agents: AgentPaths {
@@ -99,7 +109,7 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
+pub(crate) fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
     NewSession {
         project_id: project.to_owned(),
         base_ref: None,
@@ -107,15 +117,16 @@ fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
         model: None,
         permission_mode: None,
         title: None,
+        mode: None,
         prompt: prompt.into(),
     }
 }
 
-fn bash(command: &str) -> ToolCall {
+pub(crate) fn bash(command: &str) -> ToolCall {
     ToolCall::new("Bash", json!({ "command": command, "description": "run it" }))
 }
 
-fn assert_by_policy(turn: &Turn, needle: &str, decision: DecisionKind, by: &str) {
+pub(crate) fn assert_by_policy(turn: &Turn, needle: &str, decision: DecisionKind, by: &str) {
     let r = turn.resolution_of(needle).unwrap_or_else(|| panic!("no answer for {needle}"));
     assert_eq!((r.decision, r.by.as_str()), (decision, by), "{needle}: {r:?}");
     assert!(
@@ -182,7 +193,7 @@ async fn real_claude_every_tool_call_passes_the_host_policy() {
     shutdown(host).await;
 }
 
-async fn shutdown(host: Arc<Host>) {
+pub(crate) async fn shutdown(host: Arc<Host>) {
     host.shutdown(Duration::from_secs(2), Duration::from_secs(8)).await;
 }
 

@@ -48,6 +48,7 @@ pub(crate) async fn agentless_session(s: &Server) -> String {
                 model: None,
                 permission_mode: None,
                 title: None,
+                mode: None,
                 prompt: "p".into(),
             },
             "test",

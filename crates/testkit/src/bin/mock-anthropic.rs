@@ -2,7 +2,8 @@
 //! tests (the cockpit's browser suite). Binds `127.0.0.1:0` (or `--port N`), prints one JSON
 //! line `{"url": "http://127.0.0.1:PORT"}`, and serves until killed: each prompt gets a `Write`
 //! of the file it names (`hello.txt` when none; the text after "containing" as content) in the
-//! agent's working directory, then a short closing message.
+//! agent's working directory, then a short closing message; a prompt saying ``run `COMMAND` ``
+//! gets a `Bash` call of that command instead.
 //!
 //! Point the agent at it with `ANTHROPIC_BASE_URL=<url>` and a dummy `ANTHROPIC_API_KEY`
 //! (see `nucleic_testkit::agents::claude_offline_env` for the whole offline environment).

@@ -18,6 +18,15 @@ pub(crate) fn resolve(reply: &Reply, body: &Value) -> Reply {
     }
     let messages = body.get("messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let prompt = last_prompt(messages);
+    if let Some(command) = named_command(&prompt) {
+        return Reply::ToolUses {
+            text: Some(format!("I'll run {command}.")),
+            calls: vec![ToolCall::new(
+                "Bash",
+                json!({ "command": command, "description": "Run the requested command" }),
+            )],
+        };
+    }
     let (path, content) = named_file(&prompt);
     let file_path = match working_directory(body.get("system")) {
         Some(cwd) => format!("{}/{path}", cwd.trim_end_matches('/')),
@@ -53,6 +62,14 @@ fn last_prompt(messages: &[Value]) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// The command of a prompt that says ``run `COMMAND` `` (a `Bash` call instead of a `Write`).
+pub fn named_command(prompt: &str) -> Option<String> {
+    let start = prompt.find("run `")? + "run `".len();
+    let len = prompt[start..].find('`')?;
+    let command = prompt[start..start + len].trim();
+    (!command.is_empty()).then(|| command.to_owned())
 }
 
 /// The file a prompt asks for and its content: the first word that looks like a relative file
@@ -115,6 +132,16 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn a_prompt_saying_run_names_a_command() {
+        assert_eq!(
+            named_command("please run `shutdown -h now` now").as_deref(),
+            Some("shutdown -h now")
+        );
+        assert_eq!(named_command("write run.txt"), None);
+        assert_eq!(named_command("run `` or `"), None);
+    }
 
     #[test]
     fn the_prompt_names_the_file_and_its_content() {

@@ -79,6 +79,7 @@ pub fn claude_transcript(text: &str, session_id: &str) -> Result<ImportedSession
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            mode: None,
         }),
     );
     for (i, (number, line, obj, error)) in lines.iter().enumerate() {

@@ -73,6 +73,7 @@ pub fn codex_rollout(text: &str, session_id: &str) -> Result<ImportedSession> {
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            mode: None,
         }),
     );
     for (number, line, obj, error) in &lines {

@@ -60,6 +60,7 @@ pub fn synthetic_events() -> Vec<Event> {
                 read_only: false,
                 continues_session_id: None,
                 created_by: None,
+                mode: None,
             }),
         ),
         (None, status(SessionStatus::Running, SessionStatus::Idle)),
@@ -229,6 +230,8 @@ pub fn synthetic_events() -> Vec<Event> {
             EventKind::SessionUpdated(SessionUpdated {
                 title: Some("Hello file".into()),
                 archived: Some(true),
+                mode: None,
+                note: None,
                 by: "mac".into(),
             }),
         ),

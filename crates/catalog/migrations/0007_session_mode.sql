@@ -1,0 +1,2 @@
+-- A session's policy mode (readonly / edit / full), from sessionCreated and sessionUpdated.
+ALTER TABLE sessions ADD COLUMN mode TEXT;
