@@ -347,7 +347,11 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
 /// Whether `decision` lets the call run.
 pub fn is_allow(decision: &Decision) -> bool {
     match decision {
-        Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => true,
+        Decision::Allow
+        | Decision::AllowEdited { .. }
+        | Decision::AllowAlways { .. }
+        | Decision::ApprovePlan { .. }
+        | Decision::Answer { .. } => true,
         Decision::Deny { .. } | Decision::DenyAndStop { .. } => false,
     }
 }

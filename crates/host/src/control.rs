@@ -86,7 +86,14 @@ impl Host {
         let transcript = PathBuf::from(&row.transcript);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
-        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
+        let rules = self
+            .session_rules(
+                row.backend,
+                row.project_id.as_deref(),
+                &cwd,
+                row.permission_mode.as_deref(),
+            )
+            .await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,

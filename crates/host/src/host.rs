@@ -425,7 +425,14 @@ impl Host {
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
-        let rules = self.session_rules(backend, created.project_id.as_deref(), &cwd).await;
+        let rules = self
+            .session_rules(
+                backend,
+                created.project_id.as_deref(),
+                &cwd,
+                agent.permission_mode.as_deref(),
+            )
+            .await;
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,

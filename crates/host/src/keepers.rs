@@ -155,7 +155,14 @@ impl Host {
         };
         let pending = self.pending_requests(id, &events).await?;
         let cwd = std::path::PathBuf::from(&row.cwd);
-        let rules = self.session_rules(row.backend, row.project_id.as_deref(), &cwd).await;
+        let rules = self
+            .session_rules(
+                row.backend,
+                row.project_id.as_deref(),
+                &cwd,
+                row.permission_mode.as_deref(),
+            )
+            .await;
         let config = SessionConfig {
             session_id: id.to_owned(),
             backend: row.backend,

@@ -3,15 +3,17 @@
 //! person sees one.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
 use nucleic_policy::{
-    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Scope, Sources,
+    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, PathResolver, Policy, Risk,
+    Scope, Sources,
 };
 use nucleic_protocol::ApprovalRequested;
-use nucleic_protocol::RuleScope;
+use nucleic_protocol::{RuleScope, SessionMode};
 use serde_json::Value;
 
 use crate::config::HostConfig;
@@ -20,6 +22,12 @@ use crate::rules::RuleFile;
 /// Tool names of Codex approvals (`nucleic_agents::codex`): a command and a file change.
 const CODEX_SHELL: &str = "shell";
 const CODEX_PATCH: &str = "apply_patch";
+
+/// Claude Code's permission mode of a session that plans before it acts.
+pub const PLAN_PERMISSION_MODE: &str = "plan";
+
+/// The tools that write the plan file while a session plans.
+const PLAN_WRITERS: &[&str] = &["Write", "Edit", "MultiEdit"];
 
 /// The home agents run with (`HOME` of `agent_env`, else the host's): its
 /// `.claude/settings.json` is the user's Claude Code settings.
@@ -67,7 +75,11 @@ pub struct SessionPolicy {
     place: SessionPlace,
     home: PathBuf,
     data_dir: PathBuf,
-    mode: Mode,
+    /// The session's Nucleic mode (switched when a plan is approved, or by a person).
+    mode: RwLock<Mode>,
+    /// Planning (Claude Code's `plan` mode): the mode is `readonly`, and the one file the agent
+    /// may write is its plan, a markdown file directly in `<agent home>/.claude/plans/`.
+    planning: AtomicBool,
 }
 
 impl SessionPolicy {
@@ -89,9 +101,49 @@ impl SessionPolicy {
             place,
             home: agent_home(config),
             data_dir: config.home.clone(),
-            mode,
+            mode: RwLock::new(mode),
+            planning: AtomicBool::new(false),
         };
         (Arc::new(session), warnings)
+    }
+
+    /// Sets the session's Nucleic mode: every later call is judged under it.
+    pub fn set_session_mode(&self, mode: Mode) {
+        *self.mode.write().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// The session's Nucleic mode now.
+    pub fn session_mode(&self) -> Mode {
+        *self.mode.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session plans before it acts: `readonly` until a plan is approved, its plan file
+    /// writable.
+    pub fn start_planning(&self) {
+        self.planning.store(true, Ordering::SeqCst);
+        self.set_session_mode(Mode::Readonly);
+    }
+
+    /// Whether the session is planning.
+    pub fn planning(&self) -> bool {
+        self.planning.load(Ordering::SeqCst)
+    }
+
+    /// A write of the session's plan file while it plans: a markdown file directly in
+    /// `<agent home>/.claude/plans/`, symlinks resolved (a plan file that is a link elsewhere is
+    /// not one).
+    fn writes_the_plan_file(&self, request: &ApprovalRequested) -> bool {
+        if !self.planning() || !PLAN_WRITERS.contains(&request.tool_name.as_str()) {
+            return false;
+        }
+        let Some(path) = request.input.get("file_path").and_then(Value::as_str) else {
+            return false;
+        };
+        let plans = FsResolver.resolve(&self.home.join(".claude/plans"));
+        let file = FsResolver.resolve(Path::new(path));
+        Path::new(path).is_absolute()
+            && file.parent() == Some(plans.as_path())
+            && file.extension().is_some_and(|e| e == "md")
     }
 
     /// Reads the rule files again if one changed since they were read.
@@ -117,7 +169,7 @@ impl SessionPolicy {
             home: self.home.clone(),
             data_dir: self.data_dir.clone(),
             extra_write_roots: Vec::new(),
-            mode: self.mode,
+            mode: self.session_mode(),
             resolver: &FsResolver,
         }
     }
@@ -135,6 +187,15 @@ impl SessionPolicy {
 
     /// The policy's decision on one request, tool names of both backends understood.
     pub fn decide(&self, request: &ApprovalRequested) -> nucleic_policy::Decision {
+        if self.writes_the_plan_file(request) {
+            return nucleic_policy::Decision {
+                behaviour: Behaviour::Allow,
+                by: "plan:plan-file".into(),
+                reason: "the session writes its plan".into(),
+                risk: Risk::Low,
+                risk_reasons: Vec::new(),
+            };
+        }
         self.refresh();
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
         let ctx = self.context();
@@ -247,6 +308,12 @@ impl ApprovalPolicy for SessionPolicy {
         SessionPolicy::remember(self, request, scope)
     }
 
+    fn set_mode(&self, mode: SessionMode) -> Result<(), String> {
+        self.planning.store(false, Ordering::SeqCst);
+        self.set_session_mode(policy_mode(mode));
+        Ok(())
+    }
+
     fn judge(&self, request: &ApprovalRequested) -> Judgement {
         let decision = self.decide(request);
         Judgement {
@@ -260,6 +327,15 @@ impl ApprovalPolicy for SessionPolicy {
             risk: wire_risk(decision.risk),
             risk_reasons: decision.risk_reasons,
         }
+    }
+}
+
+/// A Nucleic mode on the wire as the policy's.
+pub fn policy_mode(mode: SessionMode) -> Mode {
+    match mode {
+        SessionMode::Readonly => Mode::Readonly,
+        SessionMode::Edit => Mode::Edit,
+        SessionMode::Full => Mode::Full,
     }
 }
 
@@ -292,6 +368,7 @@ impl crate::host::Host {
         backend: nucleic_protocol::Backend,
         project_id: Option<&str>,
         cwd: &Path,
+        permission_mode: Option<&str>,
     ) -> SessionRules {
         let mut rules = SessionRules {
             policy: None,
@@ -333,6 +410,9 @@ impl crate::host::Host {
         let loaded = tokio::task::spawn_blocking(move || SessionPolicy::load(&config, place)).await;
         let Ok((policy, warnings)) = loaded else { return rules };
         rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
+        if permission_mode == Some(PLAN_PERMISSION_MODE) {
+            policy.start_planning();
+        }
         rules.policy = Some(policy);
         rules
     }
