@@ -21,6 +21,7 @@ mod real_claude;
 mod real_claude_checks;
 mod real_claude_demo;
 mod real_claude_host;
+mod real_claude_plan;
 mod real_claude_session;
 mod real_codex;
 mod real_codex_host;

@@ -75,7 +75,7 @@ async fn run_turn(host: &Host, id: &str, answer: impl Fn(&ApprovalRequested) -> 
     }
 }
 
-fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool) -> HostConfig {
+pub(crate) fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool) -> HostConfig {
     HostConfig {
         home: home.to_owned(),
         agents: AgentPaths {
@@ -99,7 +99,7 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
+pub(crate) fn new_session(project: &str, backend: Backend, prompt: &str) -> NewSession {
     NewSession {
         project_id: project.to_owned(),
         base_ref: None,
