@@ -7,6 +7,7 @@ import { type CockpitStore, errorText, useTranscript } from "../store";
 import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
+import { PlanCard, QuestionCard } from "./PlanQuestions";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -151,7 +152,13 @@ export function SessionPane({
           {refused ?? `${lastResolution.decision} by ${lastResolution.by}`}
         </p>
       )}
-      {pending.length > 0 && !readOnly && (
+      {pending.length > 0 && !readOnly && pending[0].toolName === "ExitPlanMode" && (
+        <PlanCard store={store} sessionID={sessionID} request={pending[0]} more={pending.length - 1} onRefused={setRefused} />
+      )}
+      {pending.length > 0 && !readOnly && pending[0].toolName === "AskUserQuestion" && (
+        <QuestionCard store={store} sessionID={sessionID} request={pending[0]} more={pending.length - 1} onRefused={setRefused} />
+      )}
+      {pending.length > 0 && !readOnly && !["ExitPlanMode", "AskUserQuestion"].includes(pending[0].toolName) && (
         <ApprovalBar
           store={store}
           sessionID={sessionID}
