@@ -226,4 +226,21 @@ mod tests {
             assert_eq!(plan_text(&input), None, "{input}");
         }
     }
+
+    #[test]
+    fn a_plan_approval_with_an_unknown_mode_does_not_decode() {
+        let ok: crate::Decision =
+            serde_json::from_value(json!({"type": "approvePlan", "mode": "full"})).unwrap();
+        assert_eq!(ok, crate::Decision::ApprovePlan { mode: SessionMode::Full });
+        let bad = serde_json::from_value::<crate::Decision>(
+            json!({"type": "approvePlan", "mode": "yolo"}),
+        );
+        let err = bad.unwrap_err().to_string();
+        assert!(
+            err.contains("unknown variant `yolo`, expected one of `readonly`, `edit`, `full`"),
+            "{err}"
+        );
+        let none = serde_json::from_value::<crate::Decision>(json!({"type": "approvePlan"}));
+        assert!(none.unwrap_err().to_string().contains("missing field `mode`"));
+    }
 }

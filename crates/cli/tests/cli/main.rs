@@ -17,6 +17,7 @@ mod host_pool;
 mod host_sessions;
 mod host_writers;
 mod keepers;
+mod plan_cli;
 mod real_claude;
 mod real_claude_checks;
 mod real_claude_demo;
