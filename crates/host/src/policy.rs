@@ -417,3 +417,85 @@ impl crate::host::Host {
         rules
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::config::{AgentPaths, Limits};
+    use serde_json::json;
+
+    fn write(tool: &str, path: &Path) -> ApprovalRequested {
+        ApprovalRequested {
+            request_id: "r".into(),
+            tool_call_id: None,
+            tool_name: tool.into(),
+            input: json!({"file_path": path, "content": "x"}),
+            description: None,
+            blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_planning_session_writes_only_its_plan_file_until_the_plan_is_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, root, worktree) =
+            (dir.path().join("agent-home"), dir.path().join("repo"), dir.path().join("wt"));
+        let plans = home.join(".claude/plans");
+        for d in [&plans, &root, &worktree] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // A plan file that is a link to a file outside is not a plan file.
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), plans.join("link.md")).unwrap();
+        let config = HostConfig {
+            home: dir.path().join("nucleic-home"),
+            agents: AgentPaths {
+                claude: None,
+                codex: None,
+                sim_program: "nucleic".into(),
+                sim_prefix: Vec::new(),
+            },
+            limits: Limits { max_live_sessions: 1, max_worktrees: 1, min_free_bytes: 0 },
+            approval_timeout: None,
+            setup_timeout: std::time::Duration::from_secs(1),
+            agent_env: vec![("HOME".into(), home.clone().into())],
+            agent_isolation: crate::AgentIsolation::Auto,
+            keepers: None,
+            policy: true,
+        };
+        let place =
+            SessionPlace { project_root: root, project_id: None, worktree: worktree.clone() };
+        let (policy, _) = SessionPolicy::load(&config, place);
+        policy.start_planning();
+        let decide = |tool: &str, path: &Path| {
+            let d = policy.decide(&write(tool, path));
+            (d.behaviour, d.by)
+        };
+        let plan_file = (Behaviour::Allow, "plan:plan-file".to_owned());
+        assert_eq!(decide("Write", &plans.join("fix-it.md")), plan_file);
+        assert_eq!(decide("Edit", &plans.join("fix-it.md")), plan_file);
+        for (tool, path) in [
+            ("Write", plans.join("link.md")),
+            ("Write", plans.join("sub/fix-it.md")),
+            ("Write", plans.join("fix-it.sh")),
+            ("Write", plans.join("../settings.json")),
+            ("Bash", plans.join("fix-it.md")),
+        ] {
+            assert_ne!(decide(tool, &path).1, plan_file.1, "{tool} {}", path.display());
+        }
+        // Readonly while planning: the worktree is not written.
+        assert_eq!(
+            decide("Write", &worktree.join("a.txt")),
+            (Behaviour::Deny, "mode:readonly".into())
+        );
+
+        // Approved into edit: the worktree is written; the plans dir is outside it again.
+        ApprovalPolicy::set_mode(&*policy, SessionMode::Edit).unwrap();
+        assert_eq!(policy.session_mode(), Mode::Edit);
+        assert_eq!(decide("Write", &worktree.join("a.txt")).0, Behaviour::Allow);
+        assert_eq!(decide("Write", &plans.join("fix-it.md")).0, Behaviour::Deny);
+    }
+}
