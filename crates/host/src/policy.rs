@@ -461,7 +461,7 @@ mod tests {
             limits: Limits { max_live_sessions: 1, max_worktrees: 1, min_free_bytes: 0 },
             approval_timeout: None,
             setup_timeout: std::time::Duration::from_secs(1),
-            agent_env: vec![("HOME".into(), home.clone().into())],
+            agent_env: vec![("HOME".into(), home.into())],
             agent_isolation: crate::AgentIsolation::Auto,
             keepers: None,
             policy: true,

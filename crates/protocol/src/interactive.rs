@@ -210,7 +210,7 @@ mod tests {
             ),
             (vec![sizes.clone()], "\"Which color?\" is not answered"),
             (vec![answer("Why?", &["Red"], None)], "no question \"Why?\" was asked"),
-            (vec![sizes.clone(), sizes.clone()], "answered twice"),
+            (vec![sizes.clone(), sizes], "answered twice"),
         ];
         for (answers, want) in cases {
             let err = answered_input(&asked(), &answers).unwrap_err();
