@@ -12,6 +12,7 @@ mod doctor;
 mod home_lock;
 mod locate;
 mod open;
+mod plan_prompt;
 mod render;
 mod rules;
 mod run;
