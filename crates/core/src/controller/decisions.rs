@@ -20,7 +20,11 @@ impl<A: AgentControl> Writer<A> {
         let request = self.approvals.check(request_id)?;
         let allows = matches!(
             decision,
-            Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
+            Decision::Allow
+                | Decision::AllowEdited { .. }
+                | Decision::AllowAlways { .. }
+                | Decision::ApprovePlan { .. }
+                | Decision::Answer { .. }
         );
         if allows && !confirmed && request.risk == Some(nucleic_protocol::Risk::Critical) {
             return Err(CoreError::NeedsConfirmation {
@@ -44,9 +48,8 @@ impl<A: AgentControl> Writer<A> {
         // a policy the agent's own session "always" stands in.
         let mut message = None;
         let to_agent = match (&decision, &self.config.policy) {
-            _ if prepared.is_some() => {
-                prepared.as_ref().map_or(Decision::Allow, |p| p.to_agent.clone())
-            }
+            // A plan or an answer, as the agent takes it.
+            _ if let Some(p) = &prepared => p.to_agent.clone(),
             (Decision::AllowAlways { scope: Some(scope) }, Some(policy)) => {
                 let request = self.approvals.check(request_id)?;
                 let rules = policy
