@@ -1,7 +1,7 @@
 /** Acting on sessions from the cockpit: deny with a reason, allow with edited input, stop,
  *  interrupt, change the permission mode, browse files and images, handoff, and background
  *  notifications — each checked against what the host and git really did. */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Browser, Page } from "playwright-core";
@@ -190,6 +190,48 @@ describe("the worktree", () => {
       id,
     );
     expect(escape).not.toBe("read");
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+});
+
+describe("disk", () => {
+  it("measures a worktree with build output apart, reclaims it, and a follow-up brings it back", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    const { id, worktree } = await create(page, "write kept.txt containing kept");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await page.click("[data-testid=allow]");
+    await status(page, id, "awaiting-input");
+    // Ignored build output (not kept through a reclaim) next to uncommitted work (kept).
+    writeFileSync(path.join(worktree, ".gitignore"), "node_modules/\n");
+    mkdirSync(path.join(worktree, "node_modules/dep"), { recursive: true });
+    writeFileSync(path.join(worktree, "node_modules/dep/index.js"), "x".repeat(250_000));
+    await page.click("[data-testid=session-menu]");
+    await page.click("[data-testid=measure-disk]");
+    await page.click("[data-testid=session-menu]");
+    await page.waitForFunction(() => /build output/.test(document.querySelector("[data-testid=disk-use]")?.textContent ?? ""));
+    const shown = (await page.textContent("[data-testid=disk-use]")) ?? "";
+    const build = Number(/\(([\d.]+) KB build output\)/.exec(shown)?.[1]);
+    expect(build, shown).toBeGreaterThanOrEqual(250);
+    // The person confirms (a native dialog would block the click in headless Chromium).
+    await page.evaluate(() => {
+      window.confirm = () => true;
+    });
+    await page.click("[data-testid=reclaim]");
+    await page.waitForFunction((sid) => (window as any).nucleic.sessions.get(sid)?.worktreeReclaimed === true, id);
+    expect(existsSync(worktree)).toBe(false);
+    await page.waitForSelector("text=Worktree reclaimed");
+    // A follow-up restores it (the agent's file, not the build output) and the agent goes on.
+    await page.fill("[data-testid=composer]", "write more.txt containing more");
+    await page.click("[data-testid=send]");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    expect(readFileSync(path.join(worktree, "kept.txt"), "utf8")).toBe("kept\n");
+    expect(existsSync(path.join(worktree, "node_modules"))).toBe(false);
+    expect(readFileSync(path.join(worktree, ".gitignore"), "utf8")).toBe("node_modules/\n");
+    await page.click("[data-testid=allow]");
+    await status(page, id, "awaiting-input");
+    expect(readFileSync(path.join(worktree, "more.txt"), "utf8")).toBe("more\n");
+    expect(await page.evaluate((sid) => (window as any).nucleic.sessions.get(sid)?.worktreeReclaimed ?? false, id)).toBe(false);
     expect(pageErrors(page)).toEqual([]);
     await context.close();
   });

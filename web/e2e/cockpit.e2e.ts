@@ -396,7 +396,9 @@ describe("bad input", () => {
     await page.waitForSelector("[data-testid=link-banner]");
     expect(await page.textContent("[data-testid=link-banner]")).toMatch(/Disconnected/);
     expect(await page.getAttribute(".shell", "class")).toContain("stale");
-    expect(await page.isDisabled("[data-testid=allow]")).toBe(true);
+    // Offline, an answer is refused on the spot (never queued for later).
+    await page.click("[data-testid=allow]");
+    expect(await page.textContent("[data-testid=approval-error]")).toMatch(/never queued or sent later/);
     const serve = await startServe(home, demo.port);
     try {
       await page.waitForSelector(".shell[data-link=online]", { timeout: 30_000 });

@@ -114,9 +114,9 @@ export class HostConnection {
     this.ws?.close();
   }
 
-  /** Sends a request and resolves with its reply (rejects on `error` / `unsupported`). */
-  request(msg: Request): Promise<HostMessage> {
-    const messageID = `${this.identity.id}-${Date.now().toString(36)}-${this.nextID++}`;
+  /** Sends a request and resolves with its reply (rejects on `error` / `unsupported`). A
+   *  caller-chosen `messageID` (the pending queue's) makes a resend idempotent across reloads. */
+  request(msg: Request, messageID = `${this.identity.id}-${Date.now().toString(36)}-${this.nextID++}`): Promise<HostMessage> {
     const full = { ...msg, messageID } as ClientMessage;
     return new Promise((resolve, reject) => {
       if (!this.ws || this.ws.readyState !== WebSocket.OPEN || this.state !== "online") {

@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -139,6 +139,32 @@ continuedIn?: string | null, by: string,
  * Merged although required checks failed: the reason given (and which failed).
  */
 forcedReason?: string | null, };
+
+export type WorktreeReclaimed = { 
+/**
+ * What the directory took (build output included).
+ */
+bytes: number, 
+/**
+ * Of which build output (`target/`, `node_modules/`, …), which is not kept.
+ */
+buildBytes: number, 
+/**
+ * Uncommitted work was kept (as a commit under `refs/nucleic/reclaimed/`) to come back
+ * with the worktree.
+ */
+keptUncommitted: boolean, 
+/**
+ * Why: `age` (finished longer ago than the project allows), `budget` (the project's
+ * worktrees over its budget) or `request` (a person asked).
+ */
+reason: string, by: string, };
+
+export type WorktreeRestored = { path: string, 
+/**
+ * The uncommitted work kept when it was reclaimed is back (uncommitted again).
+ */
+restoredUncommitted: boolean, by: string, };
 
 export type WorktreeAction = "merged" | "squashed" | "rebased" | "discarded" | "kept" | "rolledBack" | "continued";
 
@@ -353,7 +379,7 @@ checksAfterTurn?: boolean,
 /**
  * Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
  */
-poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -432,7 +458,11 @@ export type ProjectSummary = { projectID: string, name: string, root: string, de
 /**
  * The project's warm worktree pool, when the host runs pools.
  */
-pool?: PoolSummary | null, };
+pool?: PoolSummary | null, 
+/**
+ * Its worktree budget and reclaim age.
+ */
+diskPolicy?: DiskPolicy, };
 
 export type PoolSummary = { 
 /**
@@ -456,7 +486,37 @@ export type SessionSummary = { sessionID: string, projectID?: string | null, tit
 /**
  * Unix milliseconds of the last event.
  */
-updatedAt: number, worktree?: WorktreeInfo | null, outcome?: RunOutcome | null, archived: boolean, readOnly: boolean, };
+updatedAt: number, worktree?: WorktreeInfo | null, outcome?: RunOutcome | null, archived: boolean, readOnly: boolean, 
+/**
+ * What the session's worktree takes on disk, when the host last measured it.
+ */
+disk?: DiskUsage | null, 
+/**
+ * The worktree's directory was reclaimed to free disk; it comes back on continue.
+ */
+worktreeReclaimed?: boolean, };
+
+export type DiskUsage = { bytes: number, 
+/**
+ * Of which build output and caches (`target/`, `node_modules/`, virtualenvs, any
+ * directory with a `CACHEDIR.TAG`).
+ */
+buildBytes: number, 
+/**
+ * Unix milliseconds.
+ */
+measuredAt: number, };
+
+export type DiskPolicy = { 
+/**
+ * Finished sessions' worktrees are reclaimed, oldest first, while the project's worktrees
+ * take more than this.
+ */
+budgetBytes?: number | null, 
+/**
+ * Finished sessions' worktrees are reclaimed this long after their last event.
+ */
+reclaimAfterSecs?: number | null, };
 
 export type GitFacts = { baseBranch: string, baseSHA: string, 
 /**

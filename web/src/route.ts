@@ -7,17 +7,19 @@ export interface Route {
   dashboard: boolean;
   newSession: boolean;
   devices: boolean;
+  inbox: boolean;
 }
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean);
-  const r: Route = { sessionID: null, tools: false, dashboard: false, newSession: false, devices: false };
+  const r: Route = { sessionID: null, tools: false, dashboard: false, newSession: false, devices: false, inbox: false };
   if (parts[0] === "s" && parts[1]) {
     r.sessionID = decodeURIComponent(parts[1]);
     r.tools = parts[2] === "tools";
   } else if (parts[0] === "dashboard") r.dashboard = true;
   else if (parts[0] === "new") r.newSession = true;
   else if (parts[0] === "devices") r.devices = true;
+  else if (parts[0] === "inbox") r.inbox = true;
   return r;
 }
 
@@ -26,6 +28,7 @@ export function href(r: Partial<Route>): string {
   if (r.devices) return "#/devices";
   if (r.sessionID) return `#/s/${encodeURIComponent(r.sessionID)}${r.tools ? "/tools" : ""}`;
   if (r.dashboard) return "#/dashboard";
+  if (r.inbox) return "#/inbox";
   return "#/";
 }
 

@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { HostConnection, HostError, clientIdentity, type LinkState, type Prover, type Request } from "./connection";
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
+import { PendingQueue } from "./pending/queue";
 import type { BackendInfo, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
 
@@ -21,6 +22,8 @@ export class CockpitStore {
   version = 0;
   readonly identity = clientIdentity();
   readonly connection: HostConnection;
+  /** Actions written while offline, sent on reconnect (`pending/`). */
+  readonly pending: PendingQueue;
   private transcripts = new Map<string, Transcript>();
   private listeners = new Set<Listener>();
   private transcriptListeners = new Map<string, Set<Listener>>();
@@ -42,6 +45,7 @@ export class CockpitStore {
       welcome: (backends) => {
         this.backends = backends;
         void this.refresh();
+        void this.pending.flush();
       },
       events: (id, events) => {
         const t = this.transcripts.get(id);
@@ -56,9 +60,16 @@ export class CockpitStore {
         this.changed();
       },
     }, prove);
+    this.pending = new PendingQueue({
+      online: () => this.link === "online",
+      send: (msg, id) => this.connection.request(msg, id),
+      backends: () => this.backends,
+    });
+    this.pending.subscribe(() => this.changed());
   }
 
   start(): void {
+    void this.pending.load();
     this.connection.start();
   }
 

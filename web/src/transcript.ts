@@ -1,6 +1,7 @@
 /** Folds a session's events into transcript rows (messages, tool calls with their results,
  *  approvals, errors, notices) plus session-level facts (status, model, usage, pending
  *  approvals). Pure and incremental: `fold` takes the next events in seq order. */
+import { humanBytes } from "./bytes";
 import type {
   ApprovalRequested,
   ApprovalResolved,
@@ -47,6 +48,8 @@ export interface SessionFacts {
   model: string | null;
   permissionMode: string | null;
   cwd: string | null;
+  /** The agent's own conversation id (the last `sessionStarted`). */
+  backendSessionID?: string;
   /** Open approvals, oldest first. */
   pending: ApprovalRequested[];
   /** Who answered recent approvals (requestID → resolution), for "answered by". */
@@ -262,6 +265,7 @@ export class Transcript {
         return;
       }
       case "sessionStarted":
+        f.backendSessionID = k.backendSessionID;
         f.model = k.model || f.model;
         f.permissionMode = k.permissionMode ?? f.permissionMode;
         f.cwd = k.cwd;
@@ -289,6 +293,19 @@ export class Transcript {
           text: `Worktree ${k.action}${k.baseBranch ? ` into ${k.baseBranch}` : ""}${k.newTip ? ` (${k.newTip.slice(0, 8)})` : ""}`,
           detail: k.forcedReason ? `Forced past failing checks: ${k.forcedReason}` : undefined,
         });
+        return;
+      case "worktreeReclaimed":
+        this.push({
+          kind: "notice",
+          seq: e.seq,
+          rev: 0,
+          tone: "info",
+          text: `Worktree reclaimed to free ${humanBytes(k.bytes)} (${k.reason}); a follow-up brings it back`,
+          detail: k.keptUncommitted ? "Its uncommitted work is kept and comes back with it." : undefined,
+        });
+        return;
+      case "worktreeRestored":
+        this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "info", text: `Worktree restored${k.restoredUncommitted ? " with its uncommitted work" : ""}` });
         return;
       case "checkStarted": {
         const row = this.push({ kind: "check", seq: e.seq, rev: 0, name: k.name, argv: k.argv, output: "", finished: null });

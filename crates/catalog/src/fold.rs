@@ -111,6 +111,8 @@ pub(crate) fn fold(
                     r.archived = archived;
                 }
             }
+            EventKind::WorktreeReclaimed(_) => r.worktree_reclaimed = true,
+            EventKind::WorktreeRestored(_) => r.worktree_reclaimed = false,
             // Nothing the catalog indexes: they only move last_seq / updated_at.
             // (`turnCompleted` repeats the turn's usage: cost is summed from `usage` alone.)
             EventKind::UserText(_)
@@ -174,6 +176,8 @@ fn base_row(session_id: &str, transcript: &str, first: &Event) -> SessionRow {
         agent: None,
         created_at: at,
         updated_at: at,
+        disk: None,
+        worktree_reclaimed: false,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Projects: a repository root plus the defaults new sessions in it start from.
 
-use nucleic_protocol::{Backend, CheckSpec};
+use nucleic_protocol::{Backend, CheckSpec, DiskPolicy};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::Catalog;
@@ -23,6 +23,8 @@ pub struct ProjectSettings {
     pub checks_after_turn: bool,
     /// Worktrees kept prepared at the default branch's tip for new sessions (0: no pool).
     pub pool_size: u32,
+    /// Worktree budget and reclaim age of finished sessions (unset: reclaimed only on request).
+    pub disk_policy: DiskPolicy,
 }
 
 /// The pool size of a new project: small, because each pooled worktree is a full checkout.
@@ -40,6 +42,7 @@ impl ProjectSettings {
             checks: Vec::new(),
             checks_after_turn: false,
             pool_size: DEFAULT_POOL_SIZE,
+            disk_policy: DiskPolicy::default(),
         }
     }
 }
@@ -66,7 +69,7 @@ pub struct ProjectRow {
 
 const COLUMNS: &str = "id, name, root, default_branch, default_backend, setup_script, \
                        setup_timeout_secs, copy_files, created_at, checks, checks_after_turn, \
-                       pool_size";
+                       pool_size, budget_bytes, reclaim_after_secs";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
     let copy_files: String = row.get(7)?;
@@ -90,6 +93,13 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
             checks,
             checks_after_turn: row.get(10)?,
             pool_size: u32::try_from(row.get::<_, i64>(11)?).unwrap_or(0),
+            disk_policy: DiskPolicy {
+                budget_bytes: row.get::<_, Option<i64>>(12)?.map(|v| to_u64(12, v)).transpose()?,
+                reclaim_after_secs: row
+                    .get::<_, Option<i64>>(13)?
+                    .map(|v| to_u64(13, v))
+                    .transpose()?,
+            },
         },
         created_at: row.get(8)?,
     })
@@ -105,8 +115,9 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
         .map_err(|source| CatalogError::Json { what: "encode copy_files", source })?;
     let timeout = s.setup_timeout_secs.map(|t| to_i64("setup_timeout_secs", t)).transpose()?;
     let checks = encode_checks(&s.checks)?;
+    let (budget, reclaim_after) = encode_disk_policy(&s.disk_policy)?;
     conn.prepare_cached(&format!(
-        "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+        "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -122,6 +133,8 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
             checks,
             s.checks_after_turn,
             s.pool_size,
+            budget,
+            reclaim_after,
         ])
     })
     .ctx("insert project")?;
@@ -192,12 +205,13 @@ impl Catalog {
             .map_err(|source| CatalogError::Json { what: "encode copy_files", source })?;
         let timeout =
             settings.setup_timeout_secs.map(|t| to_i64("setup_timeout_secs", t)).transpose()?;
+        let (budget, reclaim_after) = encode_disk_policy(&settings.disk_policy)?;
         let conn = self.conn();
         let n = conn
             .execute(
                 "UPDATE projects SET default_branch = ?, default_backend = ?, setup_script = ?, \
                  setup_timeout_secs = ?, copy_files = ?, checks = ?, checks_after_turn = ?, \
-                 pool_size = ? WHERE id = ?",
+                 pool_size = ?, budget_bytes = ?, reclaim_after_secs = ? WHERE id = ?",
                 params![
                     settings.default_branch,
                     settings.default_backend.as_str(),
@@ -207,6 +221,8 @@ impl Catalog {
                     encode_checks(&settings.checks)?,
                     settings.checks_after_turn,
                     settings.pool_size,
+                    budget,
+                    reclaim_after,
                     id
                 ],
             )
@@ -246,4 +262,12 @@ fn encode_checks(checks: &[CheckSpec]) -> Result<String> {
 
 fn found(changed: usize, id: &str) -> Result<()> {
     if changed == 0 { Err(CatalogError::ProjectNotFound { id: id.to_owned() }) } else { Ok(()) }
+}
+
+/// The `budget_bytes` and `reclaim_after_secs` columns.
+fn encode_disk_policy(policy: &DiskPolicy) -> Result<(Option<i64>, Option<i64>)> {
+    Ok((
+        policy.budget_bytes.map(|b| to_i64("budget_bytes", b)).transpose()?,
+        policy.reclaim_after_secs.map(|s| to_i64("reclaim_after_secs", s)).transpose()?,
+    ))
 }

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use nucleic_protocol::{Backend, DecisionKind, RunOutcome, SessionStatus, WorktreeInfo};
+use nucleic_protocol::{Backend, DecisionKind, DiskUsage, RunOutcome, SessionStatus, WorktreeInfo};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::Catalog;
@@ -47,6 +47,10 @@ pub struct SessionRow {
     pub agent: Option<AgentProcess>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// What the worktree took when last measured (host-only, like `agent`).
+    pub disk: Option<DiskUsage>,
+    /// Its directory was reclaimed (folded from `worktreeReclaimed` / `worktreeRestored`).
+    pub worktree_reclaimed: bool,
 }
 
 /// Which sessions [`Catalog::list_sessions`] returns.
@@ -74,7 +78,8 @@ pub struct ApprovalRow {
 const COLUMNS: &str = "id, project_id, title, backend, model, permission_mode, status, \
     backend_session_id, cwd, worktree_path, branch, base_ref, base_sha, transcript, last_seq, \
     pending_approvals, cost_usd, outcome, archived, read_only, continues_session_id, agent_pid, \
-    agent_start_ticks, created_at, updated_at";
+    agent_start_ticks, created_at, updated_at, disk_bytes, build_bytes, disk_measured_at, \
+    worktree_reclaimed";
 
 static UPSERT: LazyLock<String> = LazyLock::new(|| {
     let updates = COLUMNS
@@ -129,6 +134,15 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         agent,
         created_at: row.get(23)?,
         updated_at: row.get(24)?,
+        disk: match (row.get::<_, Option<i64>>(25)?, row.get::<_, Option<i64>>(27)?) {
+            (Some(bytes), Some(measured_at)) => Some(DiskUsage {
+                bytes: to_u64(25, bytes)?,
+                build_bytes: to_u64(26, row.get::<_, Option<i64>>(26)?.unwrap_or(0))?,
+                measured_at,
+            }),
+            _ => None,
+        },
+        worktree_reclaimed: row.get(28)?,
     })
 }
 
@@ -142,6 +156,16 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionRow) -> Result<()> {
     };
     let last_seq = to_i64("last_seq", s.last_seq)?;
     let pending = to_i64("pending_approvals", s.pending_approvals)?;
+    let disk = s
+        .disk
+        .map(|d| {
+            Ok::<_, CatalogError>((
+                to_i64("disk_bytes", d.bytes)?,
+                to_i64("build_bytes", d.build_bytes)?,
+                d.measured_at,
+            ))
+        })
+        .transpose()?;
     conn.prepare_cached(&UPSERT)
         .and_then(|mut stmt| {
             stmt.execute(params![
@@ -170,6 +194,10 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionRow) -> Result<()> {
                 ticks,
                 s.created_at,
                 s.updated_at,
+                disk.map(|d| d.0),
+                disk.map(|d| d.1),
+                disk.map(|d| d.2),
+                s.worktree_reclaimed,
             ])
         })
         .ctx("write session")?;
@@ -221,6 +249,27 @@ impl Catalog {
             stmt.query_map(params![filter.project_id, filter.include_archived], from_row)?.collect()
         })
         .ctx("list sessions")
+    }
+
+    /// Records what the session's worktree takes on disk (only those columns).
+    pub fn set_disk(&self, id: &str, disk: DiskUsage) -> Result<()> {
+        let conn = self.conn();
+        let n = conn
+            .execute(
+                "UPDATE sessions SET disk_bytes = ?, build_bytes = ?, disk_measured_at = ? \
+                 WHERE id = ?",
+                params![
+                    to_i64("disk_bytes", disk.bytes)?,
+                    to_i64("build_bytes", disk.build_bytes)?,
+                    disk.measured_at,
+                    id
+                ],
+            )
+            .ctx("record disk use")?;
+        if n == 0 {
+            return Err(CatalogError::SessionNotFound { id: id.to_owned() });
+        }
+        Ok(())
     }
 
     /// Records (or clears, with `None`) the agent process running a session.

@@ -216,6 +216,10 @@ fn projects_round_trip_and_roots_are_unique() {
         }],
         checks_after_turn: true,
         pool_size: 0,
+        disk_policy: nucleic_protocol::DiskPolicy {
+            budget_bytes: Some(20_000_000_000),
+            reclaim_after_secs: Some(604_800),
+        },
     };
     let row = cat.update_project_settings("p1", &settings).unwrap();
     assert_eq!((row.name.as_str(), &row.settings), ("Repo", &settings));
@@ -282,8 +286,14 @@ fn events_fold_into_the_session_row() {
         agent: None,
         created_at: T0 + 1000,
         updated_at: T0 + 13_000,
+        disk: None,
+        worktree_reclaimed: false,
     };
     assert_eq!(row, expected);
+    let disk = nucleic_protocol::DiskUsage { bytes: 5_000, build_bytes: 1_000, measured_at: T0 };
+    cat.set_disk("s1", disk).unwrap();
+    assert_eq!(cat.session("s1").unwrap().unwrap().disk, Some(disk));
+    assert!(matches!(cat.set_disk("nope", disk), Err(CatalogError::SessionNotFound { .. })));
 
     let approvals = cat.approvals("s1").unwrap();
     assert_eq!(approvals.len(), 2);

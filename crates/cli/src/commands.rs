@@ -41,6 +41,20 @@ pub enum ProjectCommand {
         #[arg(long)]
         size: Option<u32>,
     },
+    /// What the project's worktrees take, and its worktree budget and reclaim age (finished
+    /// sessions' worktrees are reclaimed by `nucleic gc --apply` past either).
+    Disk {
+        project_id: String,
+        /// Reclaim finished worktrees, oldest first, while all take more than this (500M, 20G).
+        #[arg(long)]
+        budget: Option<String>,
+        /// Reclaim finished worktrees this long after their last event (12h, 7d).
+        #[arg(long)]
+        reclaim_after: Option<String>,
+        /// Remove the budget and the age first.
+        #[arg(long)]
+        clear: bool,
+    },
     /// Forget a project (refused while it has unarchived sessions).
     Rm { project_id: String },
     /// Rename a project.
@@ -219,6 +233,15 @@ pub enum SessionCommand {
         session_id: String,
         name: Option<String>,
     },
+    /// Measure what the session's worktree takes on disk now (build output counted apart).
+    Disk {
+        session_id: String,
+    },
+    /// Remove a finished session's worktree directory to free disk; its branch and uncommitted
+    /// work are kept, and a follow-up or `continue` brings it back.
+    Reclaim {
+        session_id: String,
+    },
     /// The report: the agent's claims from its last turn next to the host's facts.
     Report {
         session_id: String,
@@ -306,7 +329,8 @@ fn print_session(s: &SessionSummary) {
         String::new()
     };
     let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
-    println!("{}  {status:<17}{approvals}  {branch}  {}", s.session_id, s.title);
+    let disk = crate::disk::list_column(s);
+    println!("{}  {status:<17}{approvals}  {branch}  {disk}  {}", s.session_id, s.title);
 }
 
 pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
@@ -373,6 +397,16 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                 Some(pool) => println!("{}", pool_text(&pool)),
                 None => println!("the host runs no warm worktree pools"),
             }
+        }
+        ProjectCommand::Disk { project_id, budget, reclaim_after, clear } => {
+            return crate::disk::project_disk(
+                &mut daemon,
+                project_id,
+                budget,
+                reclaim_after,
+                clear,
+            )
+            .await;
         }
         ProjectCommand::Rm { project_id } => {
             intent(&mut daemon, Intent::RemoveProject { project_id }).await?;
@@ -567,6 +601,12 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         SessionCommand::Check { session_id, name } => {
             return crate::checks::session_check(&mut daemon, session_id, name).await;
         }
+        SessionCommand::Disk { session_id } => {
+            return crate::disk::session_disk(&mut daemon, session_id).await;
+        }
+        SessionCommand::Reclaim { session_id } => {
+            return crate::disk::session_reclaim(&mut daemon, session_id).await;
+        }
         SessionCommand::Report { session_id, json } => {
             return crate::checks::session_report(&mut daemon, session_id, json).await;
         }
@@ -647,7 +687,8 @@ pub async fn import(home: &Path, path: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `nucleic gc [--apply]`: worktrees no session owns (listed; removed with --apply).
+/// `nucleic gc [--apply]`: worktrees no session owns, stray keepers, and finished worktrees due
+/// for reclaiming (listed; removed or reclaimed with --apply).
 pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
     let mut daemon = Daemon::connect(home).await?;
     let result = intent(&mut daemon, Intent::Gc { apply }).await?.unwrap_or_default();
@@ -665,6 +706,28 @@ pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
             "{} {}",
             if apply { "removed" } else { "orphan (dry run; --apply removes)" },
             o.as_str().unwrap_or_default()
+        );
+    }
+    let reclaimable =
+        result.get("reclaimableWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    if reclaimable.is_empty() {
+        println!("no worktrees due for reclaiming");
+    }
+    for r in reclaimable {
+        let bytes = r.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+        let build = r.get("buildBytes").and_then(Value::as_u64).unwrap_or(0);
+        let what = match (apply, r.get("error").and_then(Value::as_str)) {
+            (true, Some(e)) => format!("not reclaimed ({e})"),
+            (true, None) => "reclaimed".to_owned(),
+            (false, _) => "due for reclaiming (dry run; --apply reclaims)".to_owned(),
+        };
+        println!(
+            "{what} {} {} ({}, {} build output; {})",
+            r.get("sessionID").and_then(Value::as_str).unwrap_or_default(),
+            r.get("path").and_then(Value::as_str).unwrap_or_default(),
+            nucleic_protocol::human_bytes(bytes),
+            nucleic_protocol::human_bytes(build),
+            r.get("reason").and_then(Value::as_str).unwrap_or_default(),
         );
     }
     for k in strays {

@@ -15,7 +15,7 @@ use nucleic_protocol::{Backend, NewSession, ProjectSummary, SessionStatus, Sessi
 use nucleic_server::AppState;
 use serde_json::json;
 
-use crate::home_lock::HomeLock;
+use crate::home_lock::{self, HomeLock};
 use crate::serve::{Served, force_stop_after, host_config, stop_daemon, write_daemon_file};
 use crate::signals::StopSignals;
 
@@ -190,7 +190,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .create(&home)
         .with_context(|| format!("cannot create {}", home.display()))?;
     // One host per home: a demo on a home another host runs on refuses here.
-    let lock = HomeLock::acquire(&home)?;
+    let lock = HomeLock::acquire(&home, home_lock::UNNAMED_HOLDER_WAIT)?;
     // With --home the repository lives (and stays) in it, so a demo can be stopped and started
     // again on the same home and find its project and sessions; otherwise it is temporary.
     let repo_dir = match &args.home {

@@ -5,11 +5,15 @@
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nix::fcntl::Flock;
 
 /// The lock file in `NUCLEIC_HOME`.
 pub const LOCK_FILE: &str = "host.lock";
+
+/// How long a host starting waits for a lock held by nobody named (see [`HomeLock::acquire`]).
+pub const UNNAMED_HOLDER_WAIT: Duration = Duration::from_secs(5);
 
 /// The held lock; dropping it (or exiting) releases it.
 #[derive(Debug)]
@@ -30,12 +34,24 @@ pub enum LockError {
 }
 
 impl HomeLock {
-    /// Takes the lock of `home` now, or refuses at once when a live host holds it.
-    pub fn acquire(home: &Path) -> Result<HomeLock, LockError> {
+    /// Takes the lock of `home`, or refuses at once when a live host that named itself holds it.
+    /// A lock held by nobody named — a host that crashed and is still being torn down (the
+    /// kernel releases its files only when its last thread has exited, which a thread inside a
+    /// long disk write delays), or one starting that has not written its pid yet — is waited
+    /// for up to `wait`, then refused.
+    pub fn acquire(home: &Path, wait: Duration) -> Result<HomeLock, LockError> {
         let path = home.join(LOCK_FILE);
         let io = |source: std::io::Error| LockError::Io { path: path.clone(), source };
-        let Some(mut file) = nucleic_core::try_lock_file(&path).map_err(io)? else {
-            return Err(LockError::Held { home: home.to_owned(), holder: holder(home) });
+        let deadline = Instant::now() + wait;
+        let mut file = loop {
+            if let Some(file) = nucleic_core::try_lock_file(&path).map_err(io)? {
+                break file;
+            }
+            let holder = holder(home);
+            if holder.is_some() || Instant::now() >= deadline {
+                return Err(LockError::Held { home: home.to_owned(), holder });
+            }
+            std::thread::sleep(Duration::from_millis(20));
         };
         let me = std::process::id();
         let ticks = nucleic_agents::process::proc_stat(me).map_or(0, |s| s.start_ticks);
@@ -74,12 +90,12 @@ mod tests {
     #[test]
     fn a_second_lock_is_refused_naming_the_holder_until_the_first_is_dropped() {
         let home = tempfile::tempdir().unwrap();
-        let first = HomeLock::acquire(home.path()).unwrap();
+        let first = HomeLock::acquire(home.path(), Duration::ZERO).unwrap();
         let mode = std::fs::metadata(home.path().join(LOCK_FILE)).unwrap();
         assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
         assert_eq!(holder(home.path()), Some(std::process::id()));
         // flock locks belong to the open file: a second open in the same process conflicts too.
-        match HomeLock::acquire(home.path()) {
+        match HomeLock::acquire(home.path(), Duration::ZERO) {
             Err(e @ LockError::Held { holder: Some(pid), .. }) => {
                 assert_eq!(pid, std::process::id());
                 assert!(e.to_string().contains(&format!("pid {pid}")), "{e}");
@@ -88,7 +104,29 @@ mod tests {
         }
         drop(first);
         assert_eq!(holder(home.path()), None);
-        let _again = HomeLock::acquire(home.path()).unwrap();
+        let _again = HomeLock::acquire(home.path(), Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn a_lock_held_by_nobody_named_is_waited_for_within_the_deadline() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join(LOCK_FILE);
+        // Held, with nobody named in it: like a crashed host whose last thread is still exiting.
+        let unnamed = nucleic_core::try_lock_file(&path).unwrap().unwrap();
+        let started = Instant::now();
+        match HomeLock::acquire(home.path(), Duration::from_millis(300)) {
+            Err(LockError::Held { holder: None, .. }) => {}
+            other => panic!("expected a refusal naming nobody, got {other:?}"),
+        }
+        assert!(started.elapsed() >= Duration::from_millis(300), "gave up before its deadline");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            drop(unnamed);
+        });
+        let lock = HomeLock::acquire(home.path(), Duration::from_secs(5)).unwrap();
+        assert_eq!(holder(home.path()), Some(std::process::id()));
+        release.join().unwrap();
+        drop(lock);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod commands;
 mod daemon;
 mod demo;
 mod devices;
+mod disk;
 mod doctor;
 mod home_lock;
 mod locate;

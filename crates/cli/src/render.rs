@@ -163,6 +163,8 @@ impl Renderer {
                 w.by,
                 w.base_branch.as_deref().map(|b| format!(" into {b}")).unwrap_or_default()
             ),
+            EventKind::WorktreeReclaimed(w) => format!("· {}", w.summary()),
+            EventKind::WorktreeRestored(w) => format!("· {}", w.summary()),
             EventKind::CheckStarted(c) => {
                 format!("· check {} started: {}", c.name, c.argv.join(" "))
             }

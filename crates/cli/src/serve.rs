@@ -14,7 +14,7 @@ use anyhow::Context;
 use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, KeeperSettings, Limits};
 use nucleic_server::AppState;
 
-use crate::home_lock::HomeLock;
+use crate::home_lock::{self, HomeLock};
 use crate::locate::{find_claude, find_codex};
 use crate::signals::{StopSignals, force_exit_after};
 
@@ -67,13 +67,10 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         .context("cannot catch SIGHUP")?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     // Before anything else touches the home: a second host on it refuses here.
-    let lock = HomeLock::acquire(&home)?;
+    let lock = HomeLock::acquire(&home, home_lock::UNNAMED_HOLDER_WAIT)?;
     let host = Host::open(host_config(&home)?).await?;
-    // Warm worktree pools, with `NUCLEIC_WARM_POOL=on` (off by default for now: with pools
-    // on, a daemon SIGKILLed mid-run left its home locked for the next one in
-    // `keepers::a_sigkilled_daemon_is_replaced_and_the_same_agent_finishes_its_turn`, not yet
-    // understood).
-    if std::env::var("NUCLEIC_WARM_POOL").as_deref() == Ok("on") {
+    // Warm worktree pools (`NUCLEIC_WARM_POOL=off` turns them off).
+    if std::env::var("NUCLEIC_WARM_POOL").as_deref() != Ok("off") {
         host.start_pools();
     }
     let recovery = host.recovery();

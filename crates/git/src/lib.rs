@@ -32,10 +32,12 @@
 //! Calls are synchronous and spawn processes; call them from blocking threads.
 
 mod diff;
+mod disk;
 mod error;
 mod finish;
 mod pool;
 mod provision;
+mod reclaim;
 mod repo;
 mod runner;
 mod snapshot;
@@ -43,9 +45,10 @@ mod spawn;
 mod worktree;
 
 pub use diff::{AheadBehind, Diff, FileChange, FileStatus, WorktreeFacts};
+pub use disk::{DiskUsage, disk_usage, measure as measure_disk};
 pub use error::{GitError, Result};
 pub use finish::{CheckoutPolicy, FinishMode, FinishOutcome};
-pub use pool::{POOL_BRANCH_PREFIX, POOL_DIR, PooledWorktree, disk_usage};
+pub use pool::{POOL_BRANCH_PREFIX, POOL_DIR, PooledWorktree};
 pub use provision::SetupSpec;
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::disk::disk_usage;
 use crate::error::{GitError, Result};
 use crate::provision::{SetupSpec, plan_copies};
 use crate::repo::{Repo, resolve_in};
@@ -317,24 +318,6 @@ fn status_fingerprint(checkout: &Checkout) -> Result<String> {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     Ok(format!("{}:{hash:016x}", out.len()))
-}
-
-/// Bytes allocated to the files below `dir` (symlinks not followed; `.git` files counted).
-pub fn disk_usage(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let mut total = 0u64;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(next) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&next) else { continue };
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else { continue };
-            total = total.saturating_add(meta.blocks().saturating_mul(512));
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-        }
-    }
-    total
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {

@@ -479,6 +479,48 @@ fn continue_from_carries_uncommitted_work_without_moving_the_kept_branch() {
 }
 
 #[test]
+fn a_reclaimed_worktree_keeps_its_branch_and_comes_back_with_its_uncommitted_work() {
+    let f = fixture();
+    let wt = f.worktree("reclaim");
+    let tip = commit_file(&wt.path, "done.txt", "done\n", "done");
+    write(&wt.path.join("a.txt"), "one\ntwo\nthree\nwip\n");
+    write(&wt.path.join("new.txt"), "untracked\n");
+    std::fs::remove_file(wt.path.join("done.txt")).unwrap();
+    let before = status(&wt.path);
+    let figures = |wt: &Worktree| -> Vec<(PathBuf, u64, u64)> {
+        let diff = f.repo.diff(wt).unwrap();
+        diff.files.into_iter().map(|c| (c.path, c.additions, c.deletions)).collect()
+    };
+    let diff_before = figures(&wt);
+
+    let reclaimed = f.repo.reclaim(&wt).unwrap();
+    assert!(reclaimed.uncommitted.is_some());
+    assert!(!wt.path.exists());
+    assert_eq!(f.repo.resolve("nucleic/reclaim").unwrap(), tip, "the branch did not move");
+    assert!(matches!(f.repo.diff(&wt), Err(GitError::WorktreeMissing { .. })));
+    // The kept work is reachable from a ref, not from the branch.
+    assert!(!run_git(&f.root, &["for-each-ref", "refs/nucleic/reclaimed/"]).is_empty());
+
+    assert!(f.repo.restore(&wt).unwrap(), "uncommitted work was kept");
+    assert_eq!(status(&wt.path), before);
+    assert_eq!(read(&wt.path.join("new.txt")), "untracked\n");
+    assert!(!wt.path.join("done.txt").exists());
+    assert_eq!(figures(&wt), diff_before);
+    assert_eq!(run_git(&f.root, &["for-each-ref", "refs/nucleic/reclaimed/"]), "");
+    assert!(matches!(f.repo.restore(&wt), Err(GitError::PathExists { .. })));
+
+    // A clean worktree keeps nothing; restoring it gives the branch tip.
+    let clean = f.worktree("clean");
+    assert_eq!(f.repo.reclaim(&clean).unwrap().uncommitted, None);
+    assert!(!f.repo.restore(&clean).unwrap());
+    assert_eq!(status(&clean.path), "");
+    // A branch deleted meanwhile cannot come back.
+    f.repo.reclaim(&clean).unwrap();
+    run_git(&f.root, &["branch", "-D", "nucleic/clean"]);
+    assert!(matches!(f.repo.restore(&clean), Err(GitError::UnknownRef { .. })));
+}
+
+#[test]
 fn worktree_deleted_behind_gits_back_is_prunable_and_missing() {
     let f = fixture();
     let wt = f.worktree("vanish");

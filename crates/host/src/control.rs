@@ -37,6 +37,9 @@ impl Host {
         if let Some(sent) = send_to_agent(self.live_handle(id), text).await {
             return sent;
         }
+        // A reclaimed worktree comes back before the agent resumes in it (recording that takes
+        // the writer turn, so before this takes it).
+        self.restore_if_reclaimed(id, "host").await?;
         let turn = self.writer_turns.take(id).await?;
         // Another follow-up may have resumed the session while this one waited for its turn.
         if let Some(sent) = send_to_agent(self.live_handle(id), text).await {

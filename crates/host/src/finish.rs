@@ -23,6 +23,8 @@ impl Host {
         action: FinishAction,
         by: &str,
     ) -> Result<Option<Value>, HostError> {
+        // A reclaimed worktree comes back first: every action works on the checkout.
+        self.restore_if_reclaimed(id, by).await?;
         let row = self.session_row(id).await?;
         let info = row
             .worktree
@@ -327,6 +329,17 @@ impl Host {
                     })
                     .await?;
                 Ok(json_of(&project))
+            }
+            Intent::SetDiskPolicy { project_id, policy } => {
+                Ok(json_of(&self.set_disk_policy(&project_id, policy).await?))
+            }
+            Intent::MeasureDisk { session_id } => {
+                Ok(json_of(&self.measure_disk(&session_id).await?))
+            }
+            Intent::Reclaim { session_id } => {
+                let reclaimed =
+                    self.reclaim(&session_id, crate::disk::ReclaimReason::Request, by).await?;
+                Ok(json_of(&reclaimed))
             }
             Intent::SetPoolSize { project_id, size } => {
                 let project = self.set_pool_size(&project_id, size).await?;

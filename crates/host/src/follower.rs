@@ -79,5 +79,7 @@ pub(crate) fn summary_of(row: &SessionRow) -> SessionSummary {
         outcome: row.outcome,
         archived: row.archived,
         read_only: row.read_only,
+        disk: row.disk,
+        worktree_reclaimed: row.worktree_reclaimed,
     }
 }

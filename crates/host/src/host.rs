@@ -54,6 +54,11 @@ pub struct Host {
     /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
     /// the checks and report that follow turns.
     pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
+    /// One worktree reclaim or restore at a time (`disk.rs`): two follow-ups to a reclaimed
+    /// session restore it once.
+    pub(crate) disk_moves: tokio::sync::Mutex<()>,
+    /// Message ids being answered, so a resent copy waits for the first (`reply_turns.rs`).
+    pub(crate) reply_turns: crate::reply_turns::ReplyTurns,
 }
 
 /// What a new session runs in, and with what.
@@ -114,6 +119,8 @@ impl Host {
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),
             turns,
+            disk_moves: tokio::sync::Mutex::default(),
+            reply_turns: crate::reply_turns::ReplyTurns::default(),
         });
         tokio::spawn(crate::checks::after_turns(Arc::downgrade(&host), turns_done));
         host.readopt_keepers(kept).await;
@@ -240,6 +247,7 @@ impl Host {
             checks: row.settings.checks.clone(),
             checks_after_turn: row.settings.checks_after_turn,
             pool: self.pools.summary(row),
+            disk_policy: row.settings.disk_policy,
         }
     }
 

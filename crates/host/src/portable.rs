@@ -84,7 +84,9 @@ impl Host {
     }
 
     /// Worktrees under `.nucleic/worktrees` of every project that no (unarchived or archived)
-    /// session owns; with `apply`, they are removed (worktree and branch).
+    /// session owns, stray keepers, and finished sessions' worktrees due for reclaiming under
+    /// their projects' disk policies; with `apply`, orphans and strays are removed (worktree and
+    /// branch) and due worktrees reclaimed (branch and uncommitted work kept).
     pub async fn gc(&self, apply: bool) -> Result<Value, HostError> {
         let projects = self.catalog(|c| c.list_projects()).await?;
         let sessions = self
@@ -139,7 +141,9 @@ impl Host {
             stale_pooled.extend(stale);
         }
         let strays = self.stray_keepers(apply);
+        let reclaimable = self.reclaim_due(apply, "gc").await?;
         Ok(json!({
+            "reclaimableWorktrees": reclaimable,
             "orphanWorktrees": orphans,
             "stalePooledWorktrees": stale_pooled,
             "strayKeepers": strays,

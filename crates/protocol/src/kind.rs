@@ -63,6 +63,11 @@ pub enum EventKind {
     /// The session's worktree was merged, squashed, rebased, discarded, kept, rolled back or
     /// continued — always on a person's request.
     WorktreeFinished(WorktreeFinished),
+    /// The host removed the finished session's worktree directory to free disk (its branch and
+    /// any uncommitted work are kept); it comes back when the session is continued.
+    WorktreeReclaimed(WorktreeReclaimed),
+    /// A reclaimed worktree was checked out again at its path.
+    WorktreeRestored(WorktreeRestored),
     /// The host started one of the project's checks in the session's worktree.
     CheckStarted(CheckStarted),
     /// Output of a running check, batched.
@@ -104,6 +109,8 @@ impl EventKind {
             EventKind::SessionCreated(_) => "sessionCreated",
             EventKind::SessionUpdated(_) => "sessionUpdated",
             EventKind::WorktreeFinished(_) => "worktreeFinished",
+            EventKind::WorktreeReclaimed(_) => "worktreeReclaimed",
+            EventKind::WorktreeRestored(_) => "worktreeRestored",
             EventKind::CheckStarted(_) => "checkStarted",
             EventKind::CheckOutput(_) => "checkOutput",
             EventKind::CheckFinished(_) => "checkFinished",
@@ -481,6 +488,73 @@ pub struct WorktreeFinished {
     /// Merged although required checks failed: the reason given (and which failed).
     #[serde(rename = "forcedReason", default, skip_serializing_if = "Option::is_none")]
     pub forced_reason: Option<String>,
+}
+
+/// A finished session's worktree directory removed to free disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct WorktreeReclaimed {
+    /// What the directory took (build output included).
+    pub bytes: u64,
+    /// Of which build output (`target/`, `node_modules/`, …), which is not kept.
+    #[serde(rename = "buildBytes")]
+    pub build_bytes: u64,
+    /// Uncommitted work was kept (as a commit under `refs/nucleic/reclaimed/`) to come back
+    /// with the worktree.
+    #[serde(rename = "keptUncommitted")]
+    pub kept_uncommitted: bool,
+    /// Why: `age` (finished longer ago than the project allows), `budget` (the project's
+    /// worktrees over its budget) or `request` (a person asked).
+    pub reason: String,
+    pub by: String,
+}
+
+impl WorktreeReclaimed {
+    /// One line for a person: `worktree reclaimed (1.2 GB, 900 MB of it build output; …)`.
+    pub fn summary(&self) -> String {
+        let kept = if self.kept_uncommitted { "; uncommitted work kept" } else { "" };
+        format!(
+            "worktree reclaimed ({}, {} of it build output; reason: {}{kept}) by {}",
+            human_bytes(self.bytes),
+            human_bytes(self.build_bytes),
+            self.reason,
+            self.by
+        )
+    }
+}
+
+impl WorktreeRestored {
+    /// One line for a person.
+    pub fn summary(&self) -> String {
+        let work = if self.restored_uncommitted { " with its uncommitted work" } else { "" };
+        format!("worktree restored at {}{work} by {}", self.path, self.by)
+    }
+}
+
+/// Bytes for a person: `512 B`, `3.4 KB`, `1.2 GB` (powers of 1000).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KB", "MB", "GB", "TB", "PB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A reclaimed worktree checked out again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct WorktreeRestored {
+    pub path: String,
+    /// The uncommitted work kept when it was reclaimed is back (uncommitted again).
+    #[serde(rename = "restoredUncommitted")]
+    pub restored_uncommitted: bool,
+    pub by: String,
 }
 
 /// The finishing actions.

@@ -36,14 +36,16 @@ pub use kind::{
     ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
     Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted, SessionUpdated, SettingsChanged,
     StatusChanged, StderrLine, TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted,
-    Usage, WorktreeAction, WorktreeFinished, WorktreeInfo,
+    Usage, WorktreeAction, WorktreeFinished, WorktreeInfo, WorktreeReclaimed, WorktreeRestored,
+    human_bytes,
 };
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use sync::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, ExportFormat, FEATURE_EVENT_BATCHES,
-    FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession,
-    PROTOCOL_VERSION, PoolSummary, ProjectSummary, ProtocolErrorCode, SessionSummary, Verbosity,
+    CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, DiskPolicy, DiskUsage, ExportFormat,
+    FEATURE_EVENT_BATCHES, FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES,
+    NewSession, PROTOCOL_VERSION, PoolSummary, ProjectSummary, ProtocolErrorCode, SessionSummary,
+    Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

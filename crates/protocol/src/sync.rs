@@ -312,10 +312,27 @@ pub enum Intent {
     Import {
         path: String,
     },
-    /// Worktrees under `.nucleic/worktrees` that no session owns; removed only with `apply`.
+    /// Worktrees under `.nucleic/worktrees` that no session owns, and finished sessions'
+    /// worktrees due for reclaiming (by the projects' disk policies); removed only with `apply`.
     Gc {
         #[serde(default)]
         apply: bool,
+    },
+    /// Sets a project's worktree budget and reclaim age (absent: none).
+    SetDiskPolicy {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        policy: DiskPolicy,
+    },
+    /// Measures what the session's worktree takes on disk now (the summary carries it).
+    MeasureDisk {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// Removes a finished session's worktree directory now (branch and uncommitted work kept).
+    Reclaim {
+        #[serde(rename = "sessionID")]
+        session_id: String,
     },
     /// Revoke a device (a device revoking itself is signing out): its connections close at once
     /// and its key is never accepted again.
@@ -554,6 +571,16 @@ pub struct ProjectSummary {
     /// The project's warm worktree pool, when the host runs pools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolSummary>,
+    /// Its worktree budget and reclaim age.
+    #[serde(rename = "diskPolicy", default, skip_serializing_if = "DiskPolicy::is_unset")]
+    pub disk_policy: DiskPolicy,
+}
+
+impl DiskPolicy {
+    /// Neither a budget nor an age: worktrees are only reclaimed on request.
+    pub fn is_unset(&self) -> bool {
+        self.budget_bytes.is_none() && self.reclaim_after_secs.is_none()
+    }
 }
 
 /// A project's warm worktree pool: worktrees prepared at the default branch's tip.
@@ -599,6 +626,39 @@ pub struct SessionSummary {
     pub archived: bool,
     #[serde(rename = "readOnly")]
     pub read_only: bool,
+    /// What the session's worktree takes on disk, when the host last measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskUsage>,
+    /// The worktree's directory was reclaimed to free disk; it comes back on continue.
+    #[serde(rename = "worktreeReclaimed", default, skip_serializing_if = "is_false")]
+    pub worktree_reclaimed: bool,
+}
+
+/// Bytes a worktree takes on disk, as measured at `measuredAt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct DiskUsage {
+    pub bytes: u64,
+    /// Of which build output and caches (`target/`, `node_modules/`, virtualenvs, any
+    /// directory with a `CACHEDIR.TAG`).
+    #[serde(rename = "buildBytes")]
+    pub build_bytes: u64,
+    /// Unix milliseconds.
+    #[serde(rename = "measuredAt")]
+    pub measured_at: i64,
+}
+
+/// What a project's worktrees may take, and when finished ones are reclaimed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct DiskPolicy {
+    /// Finished sessions' worktrees are reclaimed, oldest first, while the project's worktrees
+    /// take more than this.
+    #[serde(rename = "budgetBytes", default, skip_serializing_if = "Option::is_none")]
+    pub budget_bytes: Option<u64>,
+    /// Finished sessions' worktrees are reclaimed this long after their last event.
+    #[serde(rename = "reclaimAfterSecs", default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_after_secs: Option<u64>,
 }
 
 /// What a session's worktree changed, live.

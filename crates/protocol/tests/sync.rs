@@ -189,6 +189,12 @@ fn host_messages_snapshot() {
                 outcome: None,
                 archived: false,
                 read_only: false,
+                disk: Some(nucleic_protocol::DiskUsage {
+                    bytes: 1_200_000_000,
+                    build_bytes: 900_000_000,
+                    measured_at: 1_790_000_000_000,
+                }),
+                worktree_reclaimed: false,
             },
         },
     ];

@@ -344,7 +344,7 @@ async fn handshake(
             backends: state.host.backends(),
         })
         .await;
-    Some(Client { id: client_id, principal })
+    Some(Client::new(&client_id, principal))
 }
 
 /// "10 s", "0.5 s".

@@ -33,6 +33,18 @@ impl Principal {
     }
 }
 
+impl Client {
+    /// A client as it named itself in `hello`, its id scoped by who it authenticated as: a
+    /// device that claims another device's client id gets its own replies, never the other's.
+    pub fn new(client_id: &str, principal: Principal) -> Client {
+        let id = match principal.device_id() {
+            Some(device) => format!("device:{device}/{client_id}"),
+            None => format!("token/{client_id}"),
+        };
+        Client { id, principal }
+    }
+}
+
 /// Who sent a request.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -102,6 +114,11 @@ pub async fn answer(host: &Host, client: &Client, message: ClientMessage) -> Hos
     if !changes_something(&message) {
         return carry_out(host, client, &id, message).await;
     }
+    // A copy that arrives while the first is being carried out waits for its reply.
+    let _turn = match host.reply_turn(&client.id, &id).await {
+        Ok(turn) => turn,
+        Err(e) => return host_error(&id, &e),
+    };
     if let Ok(Some(previous)) = host.recall_reply(&client.id, &id).await
         && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
     {

@@ -36,7 +36,7 @@ pub async fn message(
     match parse(&body) {
         Ok(message) => {
             let reply = match client_id {
-                Some(id) => answer(&state.host, &Client { id, principal }, message).await,
+                Some(id) => answer(&state.host, &Client::new(&id, principal), message).await,
                 None => {
                     let client = Client { id: String::new(), principal };
                     answer_once(&state.host, &client, message).await

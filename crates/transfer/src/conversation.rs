@@ -109,6 +109,8 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
             format!("session {} by {}", parts.join(", "), u.by)
         }
         EventKind::WorktreeFinished(w) => worktree_line(w),
+        EventKind::WorktreeReclaimed(w) => w.summary(),
+        EventKind::WorktreeRestored(w) => w.summary(),
         EventKind::CheckStarted(c) => format!("check {} started: {}", c.name, c.argv.join(" ")),
         EventKind::CheckOutput(c) => {
             format!("check {} output: {}", c.name, cut(&c.text, RAW_LIMIT))

@@ -3,11 +3,14 @@ import { Suspense, lazy } from "preact/compat";
 import { useState } from "preact/hooks";
 
 import { go, useRoute, usePanes } from "../route";
+import { useBadge } from "../inbox";
 import { type CockpitStore, useStore } from "../store";
 import { Dashboard } from "./Dashboard";
 import { DevicesSheet } from "./DevicesSheet";
+import { Inbox } from "./Inbox";
 import { LinkBanner } from "./LinkBanner";
 import { NewSessionSheet } from "./NewSessionSheet";
+import { PendingTray } from "./PendingTray";
 import { SessionList } from "./SessionList";
 import { SessionPane } from "./SessionPane";
 
@@ -31,6 +34,7 @@ export function App({ store }: { store: CockpitStore }) {
   const [toolsCollapsed, setToolsCollapsed] = useState(false);
   const id = route.sessionID && store.sessions.has(route.sessionID) ? route.sessionID : route.sessionID;
   const stale = store.link !== "online";
+  useBadge(store);
 
   let content;
   if (panes === 1) {
@@ -38,6 +42,7 @@ export function App({ store }: { store: CockpitStore }) {
     if (id && route.tools) content = <ToolPane store={store} sessionID={id} onClose={() => go({ sessionID: id })} />;
     else if (id) content = <SessionPane store={store} sessionID={id} panes={1} onBack={() => go({})} toolsOpen={false} />;
     else if (route.dashboard) content = <Dashboard store={store} onBack={() => go({})} />;
+    else if (route.inbox) content = <Inbox store={store} onBack={() => go({})} />;
     else content = <SessionList store={store} selected={null} />;
   } else if (panes === 2) {
     // Two panes: list + session; opening the tool pane collapses the list.
@@ -47,6 +52,8 @@ export function App({ store }: { store: CockpitStore }) {
         {!showTools && <SessionList store={store} selected={id} />}
         {id ? (
           <SessionPane store={store} sessionID={id} panes={2} toolsOpen={showTools} />
+        ) : route.inbox ? (
+          <Inbox store={store} />
         ) : (
           <Dashboard store={store} />
         )}
@@ -73,6 +80,8 @@ export function App({ store }: { store: CockpitStore }) {
             toolsOpen={showTools}
             onToggleTools={() => setToolsCollapsed(!toolsCollapsed)}
           />
+        ) : route.inbox ? (
+          <Inbox store={store} />
         ) : (
           <Dashboard store={store} />
         )}
@@ -84,6 +93,7 @@ export function App({ store }: { store: CockpitStore }) {
   return (
     <div class={`shell panes-${panes}${stale ? " stale" : ""}`} data-panes={panes} data-link={store.link}>
       <LinkBanner store={store} />
+      <PendingTray store={store} />
       <div class="panes">{content}</div>
       {route.newSession && <NewSessionSheet store={store} onClose={() => history.back()} />}
       {route.devices && <DevicesSheet store={store} onClose={() => history.back()} />}

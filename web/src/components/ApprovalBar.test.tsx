@@ -8,9 +8,9 @@ import type { ApprovalRequested } from "../protocol.gen";
 import type { CockpitStore } from "../store";
 import { ApprovalBar } from "./ApprovalBar";
 
-function setup(request: ApprovalRequested) {
+function setup(request: ApprovalRequested, link = "online") {
   const sent: unknown[] = [];
-  const store = { link: "online", request: async (m: unknown) => void sent.push(m) } as unknown as CockpitStore;
+  const store = { link, request: async (m: unknown) => void sent.push(m) } as unknown as CockpitStore;
   const root = document.createElement("div");
   document.body.append(root);
   act(() => {
@@ -54,5 +54,17 @@ describe("ApprovalBar", () => {
     await click("allow-always");
     await click("always-project");
     expect(sent[1]).toEqual({ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allowAlways", scope: "project" } });
+  });
+
+  it("offline, an answer is refused with a clear message and nothing is sent or kept", async () => {
+    const { root, sent, click } = setup(ask("medium"), "offline");
+    await click("allow");
+    expect(sent).toEqual([]);
+    expect(root.querySelector("[data-testid=approval-error]")?.textContent).toMatch(/offline.*never queued or sent later/);
+    // A critical allow offline is refused before its second confirmation, too.
+    const critical = setup({ ...ask("critical"), requestID: "r2" }, "offline");
+    await critical.click("allow");
+    expect(critical.root.querySelector("[data-testid=confirm-critical]")).toBeNull();
+    expect(critical.sent).toEqual([]);
   });
 });

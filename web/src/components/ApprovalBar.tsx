@@ -8,6 +8,10 @@ import type { ApprovalRequested, Capabilities, Decision, RuleScope } from "../pr
 import { type CockpitStore, errorText } from "../store";
 import { patchChanges, relative, toolSummary } from "../transcript";
 
+/** What tapping an answer says while the host is unreachable. */
+export const OFFLINE_REFUSAL =
+  "You are offline: approval answers are never queued or sent later. Answer again once the host is reachable.";
+
 export function ApprovalBar({
   store,
   sessionID,
@@ -44,6 +48,13 @@ export function ApprovalBar({
 
   const critical = request.risk === "critical";
   const decide = async (decision: Decision) => {
+    if (store.link !== "online") {
+      // Never queued, never replayed: an answer given blind could approve what the agent no
+      // longer asks, or what another client already refused.
+      setConfirming(null);
+      setOutcome(OFFLINE_REFUSAL);
+      return;
+    }
     const allows = decision.type === "allow" || decision.type === "allowEdited" || decision.type === "allowAlways";
     if (critical && allows && confirming === null) {
       setConfirming(decision);
@@ -63,8 +74,7 @@ export function ApprovalBar({
       setBusy(false);
     }
   };
-  const offline = store.link !== "online";
-  const disabled = busy || offline;
+  const disabled = busy;
   const input = request.input as Record<string, unknown> | null;
   const changes = patchChanges(request.input);
   const preview = changes.length > 0

@@ -1,7 +1,18 @@
-/** The follow-up composer (Enter sends, Shift+Enter breaks the line). */
+/** The follow-up composer (Enter sends, Shift+Enter breaks the line). Offline, the text is
+ *  queued (`pending/`) with the seq it was written against, and sent on reconnect unless the
+ *  session moved on meanwhile. */
 import { useState } from "preact/hooks";
 
 import { type CockpitStore, errorText } from "../store";
+
+/** Queues a follow-up written offline: `queue` while a turn runs (meant to follow it),
+ *  `resume` when the agent has ended, `input` otherwise. */
+async function queueInput(store: CockpitStore, sessionID: string, text: string): Promise<void> {
+  const facts = store.transcript(sessionID).facts;
+  const status = store.sessions.get(sessionID)?.status ?? facts.status;
+  const kind = status === "running" ? "queue" : status === "finished" || status === "error" ? "resume" : "input";
+  await store.pending.addInput(kind, sessionID, text, store.connection.cursor(sessionID), facts.backendSessionID ?? null);
+}
 
 export function Composer({ store, sessionID, disabledReason }: { store: CockpitStore; sessionID: string; disabledReason: string | null }) {
   const [text, setText] = useState("");
@@ -12,6 +23,12 @@ export function Composer({ store, sessionID, disabledReason }: { store: CockpitS
     setBusy(true);
     setError(null);
     try {
+      if (store.link !== "online") {
+        await queueInput(store, sessionID, text);
+        setText("");
+        return;
+      }
+      store.pending.noteSent(sessionID, text);
       await store.request({ type: "sendInput", sessionID, text });
       setText("");
     } catch (e) {
@@ -20,7 +37,8 @@ export function Composer({ store, sessionID, disabledReason }: { store: CockpitS
       setBusy(false);
     }
   };
-  const disabled = busy || store.link !== "online" || disabledReason !== null;
+  const offline = store.link !== "online";
+  const disabled = busy || disabledReason !== null;
   return (
     <form
       class="composer"
@@ -37,7 +55,7 @@ export function Composer({ store, sessionID, disabledReason }: { store: CockpitS
       <textarea
         rows={2}
         value={text}
-        placeholder={disabledReason ?? "Message the agent…"}
+        placeholder={disabledReason ?? (offline ? "Offline: your message is queued and sent on reconnect…" : "Message the agent…")}
         disabled={disabledReason !== null}
         onInput={(e) => setText(e.currentTarget.value)}
         onKeyDown={(e) => {
@@ -49,7 +67,7 @@ export function Composer({ store, sessionID, disabledReason }: { store: CockpitS
         data-testid="composer"
       />
       <button class="primary" type="submit" disabled={disabled || !text.trim()} data-testid="send">
-        Send
+        {offline ? "Queue" : "Send"}
       </button>
     </form>
   );

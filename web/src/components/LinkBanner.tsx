@@ -14,7 +14,7 @@ export function LinkBanner({ store }: { store: CockpitStore }) {
     <div class="banner warn" role="status" data-testid="link-banner">
       {store.link === "connecting" && !since
         ? "Connecting to the host…"
-        : `Disconnected from the host${since ? ` since ${since}` : ""} — reconnecting. What you see may be stale; actions are disabled.`}
+        : `Disconnected from the host${since ? ` since ${since}` : ""} — reconnecting. What you see may be stale; messages, starts and renames are queued, approvals wait for the link.`}
     </div>
   );
 }

@@ -47,18 +47,21 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
     setBusy(true);
     setError(null);
     try {
-      const reply = await store.request({
-        type: "intent",
-        intent: {
-          kind: "newSession",
-          projectID,
-          baseRef: baseRef.trim() || null,
-          backend,
-          model: model.trim() || null,
-          permissionMode: planFirst && canPlan ? "plan" : mode || null,
-          prompt,
-        },
-      });
+      const session = {
+        projectID,
+        baseRef: baseRef.trim() || null,
+        backend,
+        model: model.trim() || null,
+        permissionMode: planFirst && canPlan ? "plan" : mode || null,
+        prompt,
+      };
+      if (store.link !== "online") {
+        // Queued: started on reconnect if the project and options are still valid.
+        await store.pending.addStart(session);
+        onClose();
+        return;
+      }
+      const reply = await store.request({ type: "intent", intent: { kind: "newSession", ...session } });
       const result = reply.type === "ack" ? (reply.result as SessionSummary | null) : null;
       if (result?.sessionID) {
         store.sessions.set(result.sessionID, result);
@@ -142,8 +145,8 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
           <button type="button" class="ghost" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" class="primary" disabled={busy || !prompt.trim() || !projectID || store.link !== "online"} data-testid="create-session">
-            {busy ? "Starting…" : "Start session"}
+          <button type="submit" class="primary" disabled={busy || !prompt.trim() || !projectID} data-testid="create-session">
+            {busy ? "Starting…" : store.link === "online" ? "Start session" : "Queue the start"}
           </button>
         </footer>
       </form>

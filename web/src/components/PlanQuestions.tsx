@@ -5,8 +5,9 @@
 import { useEffect, useState } from "preact/hooks";
 
 import { renderMarkdown } from "../markdown";
-import type { ApprovalRequested, Decision, QuestionAnswer, SessionMode } from "../protocol.gen";
+import type { ApprovalRequested, Capabilities, Decision, QuestionAnswer, SessionMode } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
+import { ApprovalBar } from "./ApprovalBar";
 
 type Props = {
   store: CockpitStore;
@@ -16,6 +17,13 @@ type Props = {
   /** The host refused our answer (e.g. another client answered first). */
   onRefused: (message: string) => void;
 };
+
+/** The card for one pending request: a plan, questions, or the approval bar for anything else. */
+export function PendingRequest(props: Props & { caps: Capabilities | null; cwd: string | null }) {
+  if (props.request.toolName === "ExitPlanMode") return <PlanCard {...props} />;
+  if (props.request.toolName === "AskUserQuestion") return <QuestionCard {...props} />;
+  return <ApprovalBar {...props} />;
+}
 
 /** Sends a decision; returns the host's refusal, if any. */
 async function send(store: CockpitStore, sessionID: string, requestID: string, decision: Decision): Promise<string | null> {

@@ -1,6 +1,7 @@
 /** The left pane: projects → sessions with live status, pending approvals, cost, activity. */
 import type { SessionSummary } from "../protocol.gen";
 import { go, href } from "../route";
+import { inboxCount } from "../inbox";
 import { byUrgency, type CockpitStore } from "../store";
 import { SessionMeta, StatusBadge } from "./Badges";
 import { NotifyButton } from "./NotifyButton";
@@ -31,10 +32,13 @@ export function SessionList({
     <nav class="pane list-pane" aria-label="Sessions" data-testid="session-list">
       <header class="pane-head">
         <strong class="brand">Nucleic</strong>
+        <a class="button small" href={href({ inbox: true })} data-testid="open-inbox" aria-label={`Inbox: ${inboxCount(store)} waiting`}>
+          Inbox{inboxCount(store) > 0 && <span class="badge pending" data-testid="inbox-badge">{inboxCount(store)}</span>}
+        </a>
         <a class="button small" href={href({ dashboard: true })} data-testid="open-dashboard">
           All{needYou > 0 && <span class="badge pending">{needYou}</span>}
         </a>
-        <button class="primary small" onClick={() => go({ newSession: true })} data-testid="new-session" disabled={store.link !== "online"}>
+        <button class="primary small" onClick={() => go({ newSession: true })} data-testid="new-session" disabled={store.link === "signedOut"}>
           New
         </button>
         <NotifyButton />

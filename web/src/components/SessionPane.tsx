@@ -4,10 +4,9 @@ import { useEffect, useState } from "preact/hooks";
 
 import { go } from "../route";
 import { type CockpitStore, errorText, useTranscript } from "../store";
-import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
-import { PlanCard, QuestionCard } from "./PlanQuestions";
+import { PendingRequest } from "./PlanQuestions";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -38,6 +37,9 @@ export function SessionPane({
   const status = summary?.status ?? facts.status;
   const [error, setError] = useState<string | null>(null);
   const [showNative, setShowNative] = useState(false);
+  // On a phone the branch, model, usage and permission details fold behind one tap.
+  const [detailsOpen, setDetailsOpen] = useState(false);
+  const details = panes > 1 || detailsOpen;
   const offline = store.link !== "online";
   const live = status === "running" || status === "awaiting-approval";
 
@@ -76,12 +78,17 @@ export function SessionPane({
           <h1 title={summary?.title}>{summary?.title ?? sessionID}</h1>
           <div class="sub">
             <StatusBadge status={status} />
-            <span class="backend">{summary?.backend}</span>
-            {summary?.worktree && <span class="branch">{summary.worktree.branch}</span>}
-            <span class="usage" data-testid="usage" title={`${facts.usage.inputTokens} in / ${facts.usage.outputTokens} out / ${facts.usage.cachedInputTokens} cached`}>
+            {panes === 1 && (
+              <button class="ghost small details-toggle" aria-expanded={detailsOpen} onClick={() => setDetailsOpen(!detailsOpen)} data-testid="toggle-details">
+                {detailsOpen ? "Less" : "Details"}
+              </button>
+            )}
+            {details && <span class="backend">{summary?.backend}</span>}
+            {details && summary?.worktree && <span class="branch">{summary.worktree.branch}</span>}
+            {details && <span class="usage" data-testid="usage" title={`${facts.usage.inputTokens} in / ${facts.usage.outputTokens} out / ${facts.usage.cachedInputTokens} cached`}>
               {tokens(facts.usage.inputTokens + facts.usage.cachedInputTokens)} in · {tokens(facts.usage.outputTokens)} out ·{" "}
               {cost(Math.max(summary?.costUSD ?? 0, facts.costUSD))}
-            </span>
+            </span>}
           </div>
         </div>
         <div class="head-actions">
@@ -101,7 +108,7 @@ export function SessionPane({
           <SessionMenu store={store} sessionID={sessionID} onError={setError} />
         </div>
       </header>
-      <div class="settings-bar">
+      {details && <div class="settings-bar" data-testid="settings-bar">
         <label>
           Model{" "}
           <select
@@ -140,7 +147,7 @@ export function SessionPane({
             native lines ({transcript.rawCount})
           </label>
         )}
-      </div>
+      </div>}
       {error && (
         <p class="error banner-inline" role="alert">
           {error}
@@ -152,14 +159,8 @@ export function SessionPane({
           {refused ?? `${lastResolution.decision} by ${lastResolution.by}`}
         </p>
       )}
-      {pending.length > 0 && !readOnly && pending[0].toolName === "ExitPlanMode" && (
-        <PlanCard store={store} sessionID={sessionID} request={pending[0]} more={pending.length - 1} onRefused={setRefused} />
-      )}
-      {pending.length > 0 && !readOnly && pending[0].toolName === "AskUserQuestion" && (
-        <QuestionCard store={store} sessionID={sessionID} request={pending[0]} more={pending.length - 1} onRefused={setRefused} />
-      )}
-      {pending.length > 0 && !readOnly && !["ExitPlanMode", "AskUserQuestion"].includes(pending[0].toolName) && (
-        <ApprovalBar
+      {pending.length > 0 && !readOnly && (
+        <PendingRequest
           store={store}
           sessionID={sessionID}
           request={pending[0]}

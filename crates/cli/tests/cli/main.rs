@@ -12,6 +12,7 @@ mod daemon;
 mod demo;
 mod dev_loop;
 mod doc_play;
+mod host_disk;
 mod host_hostile_git;
 mod host_pool;
 mod host_sessions;

@@ -310,3 +310,27 @@ async fn a_revoked_device_waiting_for_a_request_slot_is_closed_at_once() {
     s.host.revoke_device(&device.id).await.unwrap();
     assert_eq!(close_code(&mut socket).await, Some(4401));
 }
+
+#[tokio::test]
+async fn a_device_claiming_another_devices_client_id_never_gets_its_remembered_replies() {
+    let s = start().await;
+    let a = s.sign_in("phone a").await;
+    let b = s.sign_in("phone b").await;
+    let mut socket_a = browser_ws(&s).await;
+    assert_eq!(device_hello(&mut socket_a, a.proof(&s.challenge().await)).await["type"], "welcome");
+    let add = json!({"type": "intent", "messageID": "m1", "intent": {"kind": "addProject", "path": s.repo}});
+    send(&mut socket_a, add.clone()).await;
+    let first = recv(&mut socket_a).await;
+    assert_eq!(first["type"], "ack", "{first}");
+    // The same client id ("b1", as device_hello names every client) and message id from
+    // another device: carried out as its own request, not answered from device a's memory.
+    let mut socket_b = browser_ws(&s).await;
+    assert_eq!(device_hello(&mut socket_b, b.proof(&s.challenge().await)).await["type"], "welcome");
+    send(&mut socket_b, add.clone()).await;
+    let second = recv(&mut socket_b).await;
+    assert_eq!(second["type"], "error", "device b got device a's reply: {second}");
+    assert!(second["message"].as_str().unwrap().contains("already"), "{second}");
+    // Device a's own resend still gets its remembered reply.
+    send(&mut socket_a, add).await;
+    assert_eq!(recv(&mut socket_a).await, first);
+}

@@ -105,6 +105,35 @@ async fn a_resent_message_id_gets_the_same_reply_without_doing_the_work_twice() 
     assert_eq!(dup["type"], "error", "{dup}");
 }
 
+/// Two tabs of one browser (one client id) flushing the same queued action, or a resend while
+/// the first copy is still being carried out: the work is done once, every copy gets its reply.
+/// Before copies waited for the first, each one that arrived before the first reply was
+/// remembered ran again (here: "already registered" errors).
+#[tokio::test]
+async fn copies_of_a_message_id_in_flight_at_once_run_once() {
+    let s = start().await;
+    let mut sockets = Vec::new();
+    for _ in 0..8 {
+        let mut socket = ws(&s).await;
+        hello(&mut socket).await;
+        sockets.push(socket);
+    }
+    let add = json!({"type": "intent", "messageID": "flush-1", "intent": {"kind": "addProject", "path": s.repo}});
+    let text = add.to_string();
+    // Every copy is on the wire before any reply is read.
+    futures_util::future::join_all(
+        sockets.iter_mut().map(|socket| socket.send(Message::Text(text.clone().into()))),
+    )
+    .await;
+    let replies = futures_util::future::join_all(sockets.iter_mut().map(recv)).await;
+    for reply in &replies {
+        assert_eq!(reply, &replies[0], "every copy gets the first copy's reply");
+    }
+    assert_eq!(replies[0]["type"], "ack", "{}", replies[0]);
+    send(&mut sockets[0], json!({"type": "listProjects", "messageID": "l"})).await;
+    assert_eq!(recv(&mut sockets[0]).await["projects"].as_array().unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn http_one_shots_share_the_protocol() {
     let s = start().await;
