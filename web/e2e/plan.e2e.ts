@@ -1,7 +1,8 @@
 /** Plan, then confirm, in a real browser against a real host running simulated agents: a
  *  session started with "Plan first" shows its plan as a rendered card, a rejected plan's
  *  feedback is recorded, the next plan is approved into a chosen mode and the agent goes on;
- *  an agent's questions are answered from the cockpit with their choices and free text. */
+ *  an agent's questions are answered from the cockpit (the session, then the inbox) with their
+ *  choices and free text. */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
@@ -87,16 +88,21 @@ describe("plan, then confirm", () => {
     await page.click("[data-testid=choice][data-label=Blue]");
     await page.click("[data-testid=send-answers]");
 
-    await page.waitForSelector("[data-testid=question][data-question='Which sizes?']", { timeout: 60_000 });
-    await page.click("[data-testid=choice][data-label=S]");
-    await page.click("[data-testid=choice][data-label=L]");
-    await page.fill("[data-testid=other]", "XL");
-    await page.click("[data-testid=send-answers]");
+    // The second question is answered from the inbox, without opening the session.
+    await page.goto(`${demo.origin}/#/inbox`);
+    const item = `[data-testid=inbox-item][data-session="${id}"]`;
+    await page.waitForSelector(`${item} [data-testid=question][data-question='Which sizes?']`, { timeout: 60_000 });
+    await page.click(`${item} [data-testid=choice][data-label=S]`);
+    await page.click(`${item} [data-testid=choice][data-label=L]`);
+    await page.fill(`${item} [data-testid=other]`, "XL");
+    await page.click(`${item} [data-testid=send-answers]`);
     await page.waitForFunction(
       (sid) => (window as any).nucleic.sessions.get(sid)?.pendingApprovals === 0 && (window as any).nucleic.sessions.get(sid)?.status === "awaiting-input",
       id,
       { timeout: 60_000 },
     );
+    await page.goto(`${demo.origin}/#/s/${id}`);
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=approval-outcome]").length >= 2, null, { timeout: 30_000 });
     const recorded = await outcomes(page);
     expect(recorded.filter((t) => t.includes("answered by phone")).length).toBe(2);
     // What the agent got, in Claude Code's words (the simulated agent writes them as its tool result).
