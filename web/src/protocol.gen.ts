@@ -361,15 +361,35 @@ updatedInput?: JsonValue | null,
  * The reason given to the model on a deny, why the host cancelled, or the rules an
  * "always" in a scope kept.
  */
-message?: string | null, };
+message?: string | null, 
+/**
+ * An approved plan: the mode the session executes it in (switched before the agent went on).
+ */
+mode?: SessionMode | null, };
 
-export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled";
+export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled" | "approvePlan" | "answered";
 
-export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, };
+export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, } | { "type": "approvePlan", mode: SessionMode, } | { "type": "answer", answers: Array<QuestionAnswer>, };
 
 export type Risk = "low" | "medium" | "high" | "critical";
 
 export type RuleScope = "session" | "project" | "host";
+
+export type SessionMode = "readonly" | "edit" | "full";
+
+export type QuestionAnswer = { 
+/**
+ * The question's text, exactly as asked.
+ */
+question: string, 
+/**
+ * The labels of the chosen options (at most one unless the question is multi-select).
+ */
+choices?: Array<string>, 
+/**
+ * Free text instead of (or besides) the options: the "Other" answer.
+ */
+other?: string | null, };
 
 export type ClientMessage = { "type": "hello", clientID: string, clientName: string, protocolVersion: number, 
 /**

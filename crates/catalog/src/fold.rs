@@ -99,6 +99,10 @@ pub(crate) fn fold(
                 approvals_touched = true;
             }
             EventKind::ApprovalResolved(a) => {
+                // An approved plan runs in the mode chosen with it (kept across a resume).
+                if let Some(mode) = a.mode {
+                    r.mode = Some(mode.as_str().to_owned());
+                }
                 resolved(conn, session_id, a, event.seq)?;
                 approvals_touched = true;
             }

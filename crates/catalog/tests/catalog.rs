@@ -88,6 +88,7 @@ fn answer(id: &str, decision: DecisionKind) -> EventKind {
         by: "phone".to_owned(),
         updated_input: None,
         message: None,
+        mode: None,
     })
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use nucleic_protocol::{
-    ApprovalRequested, ClientMessage, EventKind, HostMessage, SessionSummary, Verbosity,
+    ApprovalRequested, ClientMessage, EventKind, HostMessage, QuestionAnswer, SessionSummary,
+    Verbosity,
 };
 use serde_json::{Value, json};
 
@@ -111,6 +112,43 @@ pub fn as_json(a: &ApprovalRequested) -> Value {
     v
 }
 
+/// The answers to the questions of `asked` (an AskUserQuestion request) from the command
+/// line: one per question, in order — an option's label, labels joined by ",", or
+/// "other:<text>". Whether the choices exist is the host's check (it names the choices).
+pub fn answers(asked: &ApprovalRequested, given: &[String]) -> anyhow::Result<Vec<QuestionAnswer>> {
+    if asked.tool_name != nucleic_protocol::ASK_USER_QUESTION {
+        bail!(
+            "request {} is a {} approval, not questions: use approve or deny",
+            asked.request_id,
+            asked.tool_name
+        );
+    }
+    let questions = nucleic_protocol::questions(&asked.input).map_err(anyhow::Error::msg)?;
+    if questions.len() != given.len() {
+        let list: Vec<String> = questions.iter().map(|q| format!("{:?}", q.question)).collect();
+        bail!(
+            "{} question(s) asked ({}), {} answer(s) given: give one per question, in order",
+            questions.len(),
+            list.join(", "),
+            given.len()
+        );
+    }
+    Ok(questions
+        .iter()
+        .zip(given)
+        .map(|(q, text)| {
+            let (choices, other) = if let Some(other) = text.strip_prefix("other:") {
+                (Vec::new(), Some(other.trim().to_owned()))
+            } else if q.options.contains(text) {
+                (vec![text.clone()], None)
+            } else {
+                (text.split(',').map(|c| c.trim().to_owned()).collect(), None)
+            };
+            QuestionAnswer { question: q.question.clone(), choices, other }
+        })
+        .collect())
+}
+
 /// The summary of session `session_id` (archived ones included).
 pub async fn summary(daemon: &mut Daemon, session_id: &str) -> anyhow::Result<SessionSummary> {
     let message_id = daemon.id();
@@ -152,5 +190,43 @@ mod tests {
         assert!(
             two.contains("r1  Write file_path=a.txt") && two.contains("r2  Write file_path=b.txt")
         );
+    }
+
+    #[test]
+    fn answers_are_read_one_per_question_in_order() {
+        let mut asked = ask("q1", "x");
+        asked.tool_name = "AskUserQuestion".into();
+        asked.input = json!({"questions": [
+            {"question": "Color?", "header": "C", "multiSelect": false,
+             "options": [{"label": "Red, dark"}, {"label": "Blue"}]},
+            {"question": "Sizes?", "header": "S", "multiSelect": true,
+             "options": [{"label": "S"}, {"label": "M"}]},
+            {"question": "Name?", "header": "N", "multiSelect": false,
+             "options": [{"label": "a"}, {"label": "b"}]},
+        ]});
+        let given: Vec<String> = ["Red, dark", "S, M", "other: Nucleic"].map(String::from).into();
+        let got = answers(&asked, &given).unwrap();
+        let shape: Vec<(&str, Vec<&str>, Option<&str>)> = got
+            .iter()
+            .map(|a| {
+                (
+                    a.question.as_str(),
+                    a.choices.iter().map(String::as_str).collect(),
+                    a.other.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("Color?", vec!["Red, dark"], None),
+                ("Sizes?", vec!["S", "M"], None),
+                ("Name?", vec![], Some("Nucleic"))
+            ]
+        );
+        let few = answers(&asked, &["Blue".into()]).unwrap_err().to_string();
+        assert!(few.starts_with("3 question(s) asked"), "{few}");
+        let write = answers(&ask("w1", "a.txt"), &["x".into()]).unwrap_err().to_string();
+        assert!(write.contains("not questions"), "{write}");
     }
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::Subcommand;
 use nucleic_protocol::{
     Backend, ClientMessage, FinishAction, HostMessage, Intent, NewSession, SessionSummary,
@@ -100,6 +100,10 @@ pub enum SessionCommand {
         /// The policy mode: readonly, edit or full (default: the project's, see `project mode`).
         #[arg(long)]
         mode: Option<String>,
+        /// Plan first (Claude Code's `plan` mode, read-only): the agent submits a plan to approve
+        /// (`session approve … --mode edit`) or reject with feedback (`session deny`).
+        #[arg(long, conflicts_with = "permission_mode")]
+        plan: bool,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
     },
@@ -143,6 +147,20 @@ pub enum SessionCommand {
         /// Needed to allow a request the host rates critical (the second, explicit confirmation).
         #[arg(long)]
         confirm_critical: bool,
+        /// Approve a plan (ExitPlanMode) and execute it in this mode: readonly, edit or full.
+        #[arg(long, value_parser = parse_mode, conflicts_with_all = ["always", "scope"])]
+        mode: Option<nucleic_protocol::SessionMode>,
+    },
+    /// Answer the agent's questions (AskUserQuestion): one ANSWER per question, in order — an
+    /// option's label, several labels joined by "," where the question takes several, or
+    /// "other:<free text>".
+    Answer {
+        session_id: String,
+        /// Which request (`session show` lists them); may be left out when only one is pending.
+        #[arg(long)]
+        request: Option<String>,
+        #[arg(value_name = "ANSWER", required = true, num_args = 1..)]
+        answers: Vec<String>,
     },
     /// Deny a pending approval, with the reason the model will see: `deny SESSION [REQUEST]
     /// REASON` (the request id may be left out when only one is pending).
@@ -301,6 +319,11 @@ pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Resul
 }
 
 /// Answers approval `request_id` of a session, or its only pending one.
+fn parse_mode(text: &str) -> Result<nucleic_protocol::SessionMode, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected readonly, edit or full"))
+}
+
 fn parse_scope(text: &str) -> Result<nucleic_protocol::RuleScope, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned()))
         .map_err(|_| format!("{text:?}: expected session, project or host"))
@@ -442,7 +465,17 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
     let mut daemon = Daemon::connect(home).await?;
     let finish = |session_id: String, action: FinishAction| Intent::Finish { session_id, action };
     let result = match command {
-        SessionCommand::New { project, base, agent, model, permission_mode, mode, prompt } => {
+        SessionCommand::New {
+            project,
+            base,
+            agent,
+            model,
+            permission_mode,
+            mode,
+            plan,
+            prompt,
+        } => {
+            let permission_mode = if plan { Some("plan".to_owned()) } else { permission_mode };
             let backend = agent.map(|a| match a {
                 crate::AgentKind::Claude => Backend::ClaudeCode,
                 crate::AgentKind::Sim => Backend::Simulated,
@@ -499,8 +532,17 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 .await?;
             None
         }
-        SessionCommand::Approve { session_id, request_id, always, scope, confirm_critical } => {
-            let decision = if always || scope.is_some() {
+        SessionCommand::Approve {
+            session_id,
+            request_id,
+            always,
+            scope,
+            confirm_critical,
+            mode,
+        } => {
+            let decision = if let Some(mode) = mode {
+                nucleic_protocol::Decision::ApprovePlan { mode }
+            } else if always || scope.is_some() {
                 nucleic_protocol::Decision::AllowAlways { scope }
             } else {
                 nucleic_protocol::Decision::Allow
@@ -511,6 +553,14 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 Some(id) => id,
                 None => crate::approvals::only(&open, &session_id)?,
             };
+            let is_plan = open.iter().any(|a| {
+                a.request_id == request_id && a.tool_name == nucleic_protocol::EXIT_PLAN_MODE
+            });
+            if is_plan && mode.is_none() {
+                bail!(
+                    "approval {request_id} is a plan: approve it with --mode readonly|edit|full (the mode it runs in), or reject it with `session deny` and your feedback"
+                );
+            }
             let critical = open.iter().find(|a| {
                 a.risk == Some(nucleic_protocol::Risk::Critical) && a.request_id == request_id
             });
@@ -538,6 +588,21 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 nucleic_protocol::Decision::Deny { message: reason }
             };
             decide(&mut daemon, session_id, request_id, decision, false).await?;
+            None
+        }
+        SessionCommand::Answer { session_id, request, answers } => {
+            let summary = crate::approvals::summary(&mut daemon, &session_id).await?;
+            let open = crate::approvals::pending(&mut daemon, &summary).await?;
+            let request_id = match request {
+                Some(id) => id,
+                None => crate::approvals::only(&open, &session_id)?,
+            };
+            let asked = open.iter().find(|a| a.request_id == request_id).with_context(|| {
+                format!("session {session_id} has no pending request {request_id}")
+            })?;
+            let answers = crate::approvals::answers(asked, &answers)?;
+            let decision = nucleic_protocol::Decision::Answer { answers };
+            decide(&mut daemon, session_id, Some(request_id), decision, false).await?;
             None
         }
         SessionCommand::Interrupt { session_id } => {

@@ -13,6 +13,7 @@ mod doctor;
 mod home_lock;
 mod locate;
 mod open;
+mod plan_prompt;
 mod pull_request;
 mod render;
 mod review;

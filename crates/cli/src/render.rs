@@ -102,6 +102,12 @@ impl Renderer {
                     DecisionKind::Deny => "denied",
                     DecisionKind::DenyAndStop => "denied and stopped",
                     DecisionKind::Cancelled => "cancelled",
+                    DecisionKind::ApprovePlan => "plan approved",
+                    DecisionKind::Answered => "answered",
+                };
+                let what = match r.mode {
+                    Some(mode) => format!("{what} (executing in {} mode)", mode.as_str()),
+                    None => what.to_owned(),
                 };
                 match &r.message {
                     Some(m) => format!("  {what} by {}: {m}", r.by),

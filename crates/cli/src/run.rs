@@ -297,21 +297,37 @@ pub async fn ask_terminal(request: &ApprovalRequested) -> Decision {
         .unwrap_or_else(|| Decision::Deny { message: "no answer: the terminal closed".into() })
 }
 
+/// Reads one line typed after `prompt` (one prompt at a time); `None` once the terminal closed.
+async fn read_answer(prompt: &str) -> Option<String> {
+    let mut lines = terminal_lines().lock().await;
+    let mut err = std::io::stderr();
+    let _ = write!(err, "{prompt}");
+    let _ = err.flush();
+    lines.recv().await
+}
+
 /// Asks on the terminal; `None` when it closed before an answer.
 pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
+    use crate::plan_prompt::{plan_decision, plan_prompt, question_prompt, typed_answer};
+    if request.tool_name == nucleic_protocol::EXIT_PLAN_MODE {
+        return Some(plan_decision(&read_answer(&plan_prompt(request)).await?));
+    }
+    if request.tool_name == nucleic_protocol::ASK_USER_QUESTION {
+        let mut typed = Vec::new();
+        while let Some(prompt) = question_prompt(request, typed.len()) {
+            typed.push(typed_answer(request, typed.len(), &read_answer(&prompt).await?));
+        }
+        return Some(match crate::approvals::answers(request, &typed) {
+            Ok(answers) => Decision::Answer { answers },
+            Err(e) => Decision::Deny { message: format!("no usable answer: {e}") },
+        });
+    }
     let prompt = format!(
         "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
         request.tool_name,
         summarize_input(&request.input, 80)
     );
-    let read = {
-        let mut lines = terminal_lines().lock().await;
-        let mut err = std::io::stderr();
-        let _ = write!(err, "{prompt}");
-        let _ = err.flush();
-        lines.recv().await
-    };
-    let line = read?;
+    let line = read_answer(&prompt).await?;
     let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let reason = if rest.trim().is_empty() {
         "denied by the user".to_owned()
@@ -332,13 +348,7 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
         "This is CRITICAL ({}). Type \"allow\" to confirm, anything else denies: ",
         request.risk_reasons.join(", ")
     );
-    let again = {
-        let mut lines = terminal_lines().lock().await;
-        let mut err = std::io::stderr();
-        let _ = write!(err, "{confirm}");
-        let _ = err.flush();
-        lines.recv().await
-    };
+    let again = read_answer(&confirm).await;
     Some(match again?.trim() {
         "allow" => decision,
         _ => Decision::Deny { message: "denied: a critical call was not confirmed".into() },
@@ -348,7 +358,11 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
 /// Whether `decision` lets the call run.
 pub fn is_allow(decision: &Decision) -> bool {
     match decision {
-        Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => true,
+        Decision::Allow
+        | Decision::AllowEdited { .. }
+        | Decision::AllowAlways { .. }
+        | Decision::ApprovePlan { .. }
+        | Decision::Answer { .. } => true,
         Decision::Deny { .. } | Decision::DenyAndStop { .. } => false,
     }
 }

@@ -68,6 +68,7 @@ impl ApprovalCoordinator {
                     by: "host".into(),
                     updated_input: None,
                     message: Some(why.to_owned()),
+                    mode: None,
                 };
                 self.close(&r);
                 r

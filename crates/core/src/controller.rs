@@ -23,6 +23,7 @@ use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
 
 mod decisions;
+mod plans;
 
 /// Most events folded into one transcript write.
 const MAX_BATCH: usize = 1024;
@@ -299,6 +300,10 @@ impl<A: AgentControl> Writer<A> {
             };
             let id = request.request_id.clone();
             let precheck = self.agent.is_precheck(native_request_id(&id));
+            if let Some(refusal) = plans::refusal(request) {
+                self.answer_for_host(draft, refusal, &mut ready).await;
+                continue;
+            }
             let judgement = self.config.policy.as_ref().map(|p| p.judge(request));
             let verdict = judgement.as_ref().map_or(Verdict::Ask, |j| j.verdict);
             if let Some(j) = &judgement {
@@ -321,23 +326,38 @@ impl<A: AgentControl> Writer<A> {
                 (Verdict::Allow, Some(j)) => (Decision::Allow, j.by),
                 (Verdict::Deny, Some(j)) => (Decision::Deny { message: j.reason }, j.by),
             };
-            let (decision, by) = decision;
-            match self.agent.respond(native_request_id(&id), &decision).await {
-                Ok(()) => {
-                    self.settled.insert(id.clone());
-                    ready.push(draft);
-                    let resolution = decision.resolution(&id, &by);
-                    ready.push(Draft::host(EventKind::ApprovalResolved(resolution)));
-                }
-                Err(e) => {
-                    // Left to a person (the request stays pending), with why.
-                    ready.push(draft);
-                    let message = format!("answering for the policy ({by}) failed: {e}");
-                    ready.push(Draft::host(host_error(ErrorCode::AgentExited, message)));
-                }
-            }
+            self.answer_for_host(draft, decision, &mut ready).await;
         }
         self.append(ready);
+    }
+
+    /// Answers the request of `draft` without a person (the policy's or the host's own
+    /// answer) and queues it with its resolution; a failed answer leaves it to a person.
+    async fn answer_for_host(
+        &mut self,
+        draft: Draft,
+        (decision, by): (Decision, String),
+        ready: &mut Vec<Draft>,
+    ) {
+        let EventKind::ApprovalRequested(request) = &draft.kind else {
+            ready.push(draft);
+            return;
+        };
+        let id = request.request_id.clone();
+        match self.agent.respond(native_request_id(&id), &decision).await {
+            Ok(()) => {
+                self.settled.insert(id.clone());
+                ready.push(draft);
+                let resolution = decision.resolution(&id, &by);
+                ready.push(Draft::host(EventKind::ApprovalResolved(resolution)));
+            }
+            Err(e) => {
+                // Left to a person (the request stays pending), with why.
+                ready.push(draft);
+                let message = format!("answering for the policy ({by}) failed: {e}");
+                ready.push(Draft::host(host_error(ErrorCode::AgentExited, message)));
+            }
+        }
     }
 
     fn finish(&mut self, finished: RunFinished) {

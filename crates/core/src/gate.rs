@@ -1,6 +1,6 @@
 //! The host's say on every approval before a person sees it: a policy that may answer itself.
 
-use nucleic_protocol::{ApprovalRequested, Risk, RuleScope};
+use nucleic_protocol::{ApprovalRequested, Risk, RuleScope, SessionMode};
 
 /// What the host's policy says about one approval request (see `nucleic-policy`, which the host
 /// plugs in; the core only carries the answer out).
@@ -38,6 +38,10 @@ pub trait ApprovalPolicy: Send + Sync + std::fmt::Debug {
         request: &ApprovalRequested,
         scope: RuleScope,
     ) -> Result<Vec<String>, String>;
+
+    /// Switches the session to Nucleic mode `mode` (an approved plan runs in the mode the
+    /// person chose): every later call is judged under it.
+    fn set_mode(&self, mode: SessionMode) -> Result<(), String>;
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use nucleic_agents::{AgentControl, AgentError, AgentOutput, Capabilities, NativeEvent};
 use nucleic_protocol::{
-    ApprovalRequested, Backend, Decision, DecisionKind, Event, EventKind, Risk, RuleScope,
-    RunFinished, RunOutcome,
+    ApprovalRequested, Backend, Decision, DecisionKind, Event, EventKind, QuestionAnswer, Risk,
+    RuleScope, RunFinished, RunOutcome, SessionMode,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -23,6 +23,8 @@ struct Agent {
     responded: Arc<Mutex<Vec<(String, Decision)>>>,
     deferred: Arc<Mutex<Vec<String>>>,
     prechecks: Arc<Mutex<HashSet<String>>>,
+    /// Every mode switch and answer, the policy's and the agent's, in order.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl AgentControl for Agent {
@@ -45,6 +47,11 @@ impl AgentControl for Agent {
     }
     async fn respond(&self, id: &str, d: &Decision) -> Result<(), AgentError> {
         self.responded.lock().unwrap().push((id.into(), d.clone()));
+        self.log.lock().unwrap().push(format!("agent: answer {id} {:?}", d.kind()));
+        Ok(())
+    }
+    async fn set_permission_mode(&self, mode: &str) -> Result<(), AgentError> {
+        self.log.lock().unwrap().push(format!("agent: permission mode {mode}"));
         Ok(())
     }
     fn is_precheck(&self, id: &str) -> bool {
@@ -65,6 +72,7 @@ impl AgentControl for Agent {
 #[derive(Debug, Default)]
 struct Policy {
     remembered: Mutex<Vec<(String, RuleScope)>>,
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl ApprovalPolicy for Policy {
@@ -95,6 +103,10 @@ impl ApprovalPolicy for Policy {
         let rule = format!("Bash({})", request.input["command"].as_str().unwrap_or_default());
         self.remembered.lock().unwrap().push((rule.clone(), scope));
         Ok(vec![rule])
+    }
+    fn set_mode(&self, mode: SessionMode) -> Result<(), String> {
+        self.log.lock().unwrap().push(format!("policy: mode {}", mode.as_str()));
+        Ok(())
     }
 }
 
@@ -227,4 +239,117 @@ async fn a_critical_request_answered_allow_once_stays_pending() {
     let twice = session.decide_confirmed("c1", Decision::Allow, "phone", true).await.unwrap();
     assert_eq!((twice.decision, twice.by.as_str()), (DecisionKind::Allow, "phone"));
     assert_eq!(*agent.responded.lock().unwrap(), [("c1".to_owned(), Decision::Allow)]);
+}
+
+fn tool_request(id: &str, tool: &str, input: serde_json::Value) -> EventKind {
+    EventKind::ApprovalRequested(ApprovalRequested {
+        request_id: id.into(),
+        tool_call_id: None,
+        tool_name: tool.into(),
+        input,
+        description: None,
+        blocked_path: None,
+        risk: None,
+        risk_reasons: Vec::new(),
+    })
+}
+
+fn questions() -> serde_json::Value {
+    json!({"questions": [{"question": "Which color?", "header": "Color", "multiSelect": false,
+        "options": [{"label": "Red", "description": ""}, {"label": "Blue", "description": ""}]}]})
+}
+
+#[tokio::test]
+async fn plans_switch_the_mode_first_and_questions_are_answered_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent { log: log.clone(), ..Agent::default() };
+    let policy = Arc::new(Policy { log: log.clone(), ..Policy::default() });
+    let (tx, rx) = mpsc::channel(16);
+    let config = SessionConfig {
+        session_id: "s1".into(),
+        backend: Backend::ClaudeCode,
+        transcript: dir.path().join("s1/transcript.jsonl"),
+        approval_timeout: None,
+        created: None,
+        keep_open: false,
+        policy: Some(policy),
+    };
+    let session = SessionController::start(config, agent.clone(), rx).unwrap();
+    let mut sub = session.subscribe(1).unwrap();
+    let kinds = vec![
+        tool_request("empty", "ExitPlanMode", json!({})),
+        tool_request("plan", "ExitPlanMode", json!({"plan": "# Plan\n1. write a.txt"})),
+        tool_request("ask", "AskUserQuestion", questions()),
+    ];
+    tx.send(AgentOutput::Events(NativeEvent::from_line("x", kinds))).await.unwrap();
+    while !matches!(sub.next().await.unwrap().unwrap().kind, EventKind::ApprovalRequested(ref a) if a.request_id == "ask")
+    {
+    }
+    // Bad answers are refused with why, and the requests stay pending.
+    let refused = [
+        ("plan", Decision::Allow, "approvePlan"),
+        ("ask", Decision::ApprovePlan { mode: SessionMode::Edit }, "not AskUserQuestion"),
+        ("ask", Decision::Allow, "answered with answer"),
+        (
+            "ask",
+            Decision::Answer {
+                answers: vec![QuestionAnswer {
+                    question: "Which color?".into(),
+                    choices: vec!["Green".into()],
+                    other: None,
+                }],
+            },
+            "has no choice \"Green\"",
+        ),
+    ];
+    for (id, decision, why) in refused {
+        let e = session.decide(id, decision, "phone").await.unwrap_err().to_string();
+        assert!(e.contains(why), "{e} (wanted {why})");
+    }
+    assert_eq!(session.state().pending_approvals, 2);
+
+    let approved = Decision::ApprovePlan { mode: SessionMode::Edit };
+    let r = session.decide("plan", approved, "phone").await.unwrap();
+    assert_eq!((r.decision, r.mode), (DecisionKind::ApprovePlan, Some(SessionMode::Edit)));
+    let answer = QuestionAnswer {
+        question: "Which color?".into(),
+        choices: vec!["Blue".into()],
+        other: None,
+    };
+    let r = session.decide("ask", Decision::Answer { answers: vec![answer] }, "laptop").await;
+    let r = r.unwrap();
+    assert_eq!(r.decision, DecisionKind::Answered);
+    assert_eq!(r.updated_input.as_ref().unwrap()["answers"], json!({"Which color?": "Blue"}));
+
+    // The empty plan was refused by the host with guidance; the plan's mode was switched (the
+    // policy's, then the agent's) before the agent was told to go on.
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "agent: answer empty Deny",
+            "policy: mode edit",
+            "agent: permission mode default",
+            "agent: answer plan Allow",
+            "agent: answer ask AllowEdited",
+        ]
+    );
+    let responded = agent.responded.lock().unwrap().clone();
+    let Decision::Deny { message } = &responded[0].1 else { panic!("{responded:?}") };
+    assert!(message.contains("plan is empty") && message.contains("ExitPlanMode again"));
+    let Decision::AllowEdited { updated_input } = &responded[2].1 else { panic!() };
+    assert_eq!(updated_input["answers"]["Which color?"], "Blue");
+    assert_eq!(updated_input["questions"], questions()["questions"]);
+    tx.send(AgentOutput::Exited(RunFinished::new(RunOutcome::Completed, None, Some(0))))
+        .await
+        .unwrap();
+    drop(tx);
+    let empty = events(&session).await.into_iter().find_map(|e| match e.kind {
+        EventKind::ApprovalResolved(r) if r.request_id == "empty" => Some(r),
+        _ => None,
+    });
+    assert_eq!(
+        empty.map(|r| (r.decision, r.by)),
+        Some((DecisionKind::Deny, "host:empty-plan".into()))
+    );
 }

@@ -91,7 +91,14 @@ impl Host {
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let rules = self
-            .session_rules(id, row.backend, row.project_id.as_deref(), &cwd, row.mode.as_deref())
+            .session_rules(
+                id,
+                row.backend,
+                row.project_id.as_deref(),
+                &cwd,
+                row.mode.as_deref(),
+                row.permission_mode.as_deref(),
+            )
             .await;
         let config = SessionConfig {
             session_id: id.to_owned(),

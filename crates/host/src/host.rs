@@ -449,6 +449,7 @@ impl Host {
                 created.project_id.as_deref(),
                 &cwd,
                 created.mode.as_deref(),
+                agent.permission_mode.as_deref(),
             )
             .await;
         let config = SessionConfig {

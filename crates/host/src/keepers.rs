@@ -156,7 +156,14 @@ impl Host {
         let pending = self.pending_requests(id, &events).await?;
         let cwd = std::path::PathBuf::from(&row.cwd);
         let rules = self
-            .session_rules(id, row.backend, row.project_id.as_deref(), &cwd, row.mode.as_deref())
+            .session_rules(
+                id,
+                row.backend,
+                row.project_id.as_deref(),
+                &cwd,
+                row.mode.as_deref(),
+                row.permission_mode.as_deref(),
+            )
             .await;
         let config = SessionConfig {
             session_id: id.to_owned(),

@@ -4,15 +4,17 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
 use nucleic_policy::{
-    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, Policy, Risk, Scope, Sources,
+    Behaviour, CodexCommand, Context, FsResolver, LoadWarning, Mode, PathResolver, Policy, Risk,
+    Scope, Sources,
 };
 use nucleic_protocol::ApprovalRequested;
-use nucleic_protocol::RuleScope;
+use nucleic_protocol::{RuleScope, SessionMode};
 use serde_json::Value;
 
 use crate::config::HostConfig;
@@ -21,6 +23,12 @@ use crate::rules::RuleFile;
 /// Tool names of Codex approvals (`nucleic_agents::codex`): a command and a file change.
 const CODEX_SHELL: &str = "shell";
 const CODEX_PATCH: &str = "apply_patch";
+
+/// Claude Code's permission mode of a session that plans before it acts.
+pub const PLAN_PERMISSION_MODE: &str = "plan";
+
+/// The tools that write the plan file while a session plans.
+const PLAN_WRITERS: &[&str] = &["Write", "Edit", "MultiEdit"];
 
 /// The home agents run with (`HOME` of `agent_env`, else the host's): its
 /// `.claude/settings.json` is the user's Claude Code settings.
@@ -68,8 +76,11 @@ pub struct SessionPolicy {
     place: SessionPlace,
     home: PathBuf,
     data_dir: PathBuf,
-    /// The session's mode: switchable while the agent runs (`Host::set_session_mode`).
-    mode: Mutex<Mode>,
+    /// The session's Nucleic mode (switched when a plan is approved, or by a person).
+    mode: RwLock<Mode>,
+    /// Planning (Claude Code's `plan` mode): the mode is `readonly`, and the one file the agent
+    /// may write is its plan, a markdown file directly in `<agent home>/.claude/plans/`.
+    planning: AtomicBool,
 }
 
 impl SessionPolicy {
@@ -84,7 +95,7 @@ impl SessionPolicy {
         let sources = sources(config, &place);
         let stamps = stamps(&sources);
         let (policy, warnings) = Policy::load(&sources);
-        let mode = Mutex::new(mode.or(policy.default_mode).unwrap_or_default());
+        let mode = mode.or(policy.default_mode).unwrap_or_default();
         let session = SessionPolicy {
             policy: RwLock::new(policy),
             sources,
@@ -93,9 +104,49 @@ impl SessionPolicy {
             place,
             home: agent_home(config),
             data_dir: config.home.clone(),
-            mode,
+            mode: RwLock::new(mode),
+            planning: AtomicBool::new(false),
         };
         (Arc::new(session), warnings)
+    }
+
+    /// Sets the session's Nucleic mode: every later call is judged under it.
+    pub fn set_session_mode(&self, mode: Mode) {
+        *self.mode.write().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// The session's Nucleic mode now.
+    pub fn session_mode(&self) -> Mode {
+        *self.mode.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session plans before it acts: `readonly` until a plan is approved, its plan file
+    /// writable.
+    pub fn start_planning(&self) {
+        self.planning.store(true, Ordering::SeqCst);
+        self.set_session_mode(Mode::Readonly);
+    }
+
+    /// Whether the session is planning.
+    pub fn planning(&self) -> bool {
+        self.planning.load(Ordering::SeqCst)
+    }
+
+    /// A write of the session's plan file while it plans: a markdown file directly in
+    /// `<agent home>/.claude/plans/`, symlinks resolved (a plan file that is a link elsewhere is
+    /// not one).
+    fn writes_the_plan_file(&self, request: &ApprovalRequested) -> bool {
+        if !self.planning() || !PLAN_WRITERS.contains(&request.tool_name.as_str()) {
+            return false;
+        }
+        let Some(path) = request.input.get("file_path").and_then(Value::as_str) else {
+            return false;
+        };
+        let plans = FsResolver.resolve(&self.home.join(".claude/plans"));
+        let file = FsResolver.resolve(Path::new(path));
+        Path::new(path).is_absolute()
+            && file.parent() == Some(plans.as_path())
+            && file.extension().is_some_and(|e| e == "md")
     }
 
     /// Reads the rule files again if one changed since they were read.
@@ -123,7 +174,7 @@ impl SessionPolicy {
             home: self.home.clone(),
             data_dir: self.data_dir.clone(),
             extra_write_roots: Vec::new(),
-            mode: self.mode(),
+            mode: self.session_mode(),
             resolver: &FsResolver,
         }
     }
@@ -141,6 +192,15 @@ impl SessionPolicy {
 
     /// The policy's decision on one request, tool names of both backends understood.
     pub fn decide(&self, request: &ApprovalRequested) -> nucleic_policy::Decision {
+        if self.writes_the_plan_file(request) {
+            return nucleic_policy::Decision {
+                behaviour: Behaviour::Allow,
+                by: "plan:plan-file".into(),
+                reason: "the session writes its plan".into(),
+                risk: Risk::Low,
+                risk_reasons: Vec::new(),
+            };
+        }
         self.refresh();
         let policy = self.policy.read().unwrap_or_else(PoisonError::into_inner);
         let ctx = self.context();
@@ -223,12 +283,12 @@ impl SessionPolicy {
 impl SessionPolicy {
     /// The mode the session's calls are judged in now.
     pub fn mode(&self) -> Mode {
-        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+        self.session_mode()
     }
 
     /// Judges every later call in `mode`.
     pub fn set_mode(&self, mode: Mode) {
-        *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+        self.set_session_mode(mode);
     }
 
     /// The rule files this session reads, by scope.
@@ -326,6 +386,12 @@ impl ApprovalPolicy for SessionPolicy {
         SessionPolicy::remember(self, request, scope)
     }
 
+    fn set_mode(&self, mode: SessionMode) -> Result<(), String> {
+        self.planning.store(false, Ordering::SeqCst);
+        self.set_session_mode(policy_mode(mode));
+        Ok(())
+    }
+
     fn judge(&self, request: &ApprovalRequested) -> Judgement {
         let decision = self.decide(request);
         Judgement {
@@ -339,6 +405,15 @@ impl ApprovalPolicy for SessionPolicy {
             risk: wire_risk(decision.risk),
             risk_reasons: decision.risk_reasons,
         }
+    }
+}
+
+/// A Nucleic mode on the wire as the policy's.
+pub fn policy_mode(mode: SessionMode) -> Mode {
+    match mode {
+        SessionMode::Readonly => Mode::Readonly,
+        SessionMode::Edit => Mode::Edit,
+        SessionMode::Full => Mode::Full,
     }
 }
 
@@ -373,6 +448,7 @@ impl crate::host::Host {
         project_id: Option<&str>,
         cwd: &Path,
         mode: Option<&str>,
+        permission_mode: Option<&str>,
     ) -> SessionRules {
         let mut rules = SessionRules {
             policy: None,
@@ -417,6 +493,9 @@ impl crate::host::Host {
         let Ok((policy, warnings)) = loaded else { return rules };
         rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
         self.policies.insert(session_id, &policy);
+        if permission_mode == Some(PLAN_PERMISSION_MODE) {
+            policy.start_planning();
+        }
         rules.policy = Some(policy);
         rules
     }
@@ -486,5 +565,87 @@ impl crate::host::Host {
         };
         self.record(id, nucleic_protocol::EventKind::SessionUpdated(update.clone())).await?;
         Ok(update)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::config::{AgentPaths, Limits};
+    use serde_json::json;
+
+    fn write(tool: &str, path: &Path) -> ApprovalRequested {
+        ApprovalRequested {
+            request_id: "r".into(),
+            tool_call_id: None,
+            tool_name: tool.into(),
+            input: json!({"file_path": path, "content": "x"}),
+            description: None,
+            blocked_path: None,
+            risk: None,
+            risk_reasons: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_planning_session_writes_only_its_plan_file_until_the_plan_is_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, root, worktree) =
+            (dir.path().join("agent-home"), dir.path().join("repo"), dir.path().join("wt"));
+        let plans = home.join(".claude/plans");
+        for d in [&plans, &root, &worktree] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // A plan file that is a link to a file outside is not a plan file.
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), plans.join("link.md")).unwrap();
+        let config = HostConfig {
+            home: dir.path().join("nucleic-home"),
+            agents: AgentPaths {
+                claude: None,
+                codex: None,
+                sim_program: "nucleic".into(),
+                sim_prefix: Vec::new(),
+            },
+            limits: Limits { max_live_sessions: 1, max_worktrees: 1, min_free_bytes: 0 },
+            approval_timeout: None,
+            setup_timeout: std::time::Duration::from_secs(1),
+            agent_env: vec![("HOME".into(), home.into())],
+            agent_isolation: crate::AgentIsolation::Auto,
+            keepers: None,
+            policy: true,
+        };
+        let place =
+            SessionPlace { project_root: root, project_id: None, worktree: worktree.clone() };
+        let (policy, _) = SessionPolicy::load(&config, place, None);
+        policy.start_planning();
+        let decide = |tool: &str, path: &Path| {
+            let d = policy.decide(&write(tool, path));
+            (d.behaviour, d.by)
+        };
+        let plan_file = (Behaviour::Allow, "plan:plan-file".to_owned());
+        assert_eq!(decide("Write", &plans.join("fix-it.md")), plan_file);
+        assert_eq!(decide("Edit", &plans.join("fix-it.md")), plan_file);
+        for (tool, path) in [
+            ("Write", plans.join("link.md")),
+            ("Write", plans.join("sub/fix-it.md")),
+            ("Write", plans.join("fix-it.sh")),
+            ("Write", plans.join("../settings.json")),
+            ("Bash", plans.join("fix-it.md")),
+        ] {
+            assert_ne!(decide(tool, &path).1, plan_file.1, "{tool} {}", path.display());
+        }
+        // Readonly while planning: the worktree is not written.
+        assert_eq!(
+            decide("Write", &worktree.join("a.txt")),
+            (Behaviour::Deny, "mode:readonly".into())
+        );
+
+        // Approved into edit: the worktree is written; the plans dir is outside it again.
+        ApprovalPolicy::set_mode(&*policy, SessionMode::Edit).unwrap();
+        assert_eq!(policy.session_mode(), Mode::Edit);
+        assert_eq!(decide("Write", &worktree.join("a.txt")).0, Behaviour::Allow);
+        assert_eq!(decide("Write", &plans.join("fix-it.md")).0, Behaviour::Deny);
     }
 }

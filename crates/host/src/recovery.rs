@@ -157,6 +157,7 @@ pub(crate) fn close_interrupted(
                 by: "host".into(),
                 updated_input: None,
                 message: Some("the host stopped before an answer".into()),
+                mode: None,
             })
         })
         .collect();

@@ -14,26 +14,43 @@ pub trait PathResolver: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsResolver;
 
+/// Symlinks followed through dangling links before a path is taken as written.
+const MAX_DANGLING_LINKS: usize = 40;
+
 impl PathResolver for FsResolver {
     fn resolve(&self, path: &Path) -> PathBuf {
-        let path = normalize(path);
-        let mut existing = path.as_path();
-        let mut rest = Vec::new();
-        loop {
-            if let Ok(real) = std::fs::canonicalize(existing) {
-                let mut out = real;
-                for part in rest.iter().rev() {
-                    out.push(part);
-                }
-                return normalize(&out);
+        resolve_on_disk(path, 0)
+    }
+}
+
+/// [`FsResolver::resolve`], `depth` dangling links deep.
+fn resolve_on_disk(path: &Path, depth: usize) -> PathBuf {
+    let path = normalize(path);
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    let with_rest = |mut out: PathBuf, rest: &[std::ffi::OsString]| {
+        for part in rest.iter().rev() {
+            out.push(part);
+        }
+        normalize(&out)
+    };
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return with_rest(real, &rest);
+        }
+        // A dangling symlink: a write through it creates its target, so that is where it lands.
+        if depth < MAX_DANGLING_LINKS
+            && let Ok(target) = std::fs::read_link(existing)
+        {
+            let base = existing.parent().unwrap_or(Path::new("/"));
+            return with_rest(resolve_on_disk(&base.join(target), depth + 1), &rest);
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
             }
-            match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_os_string());
-                    existing = parent;
-                }
-                _ => return path,
-            }
+            _ => return path,
         }
     }
 }
@@ -149,6 +166,22 @@ mod tests {
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
         let got = FsResolver.resolve(&root.join("link/new-file"));
         assert_eq!(got, root.join("real/new-file"));
+    }
+
+    #[test]
+    fn fs_resolver_follows_a_dangling_symlink_to_where_a_write_would_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("wt")).unwrap();
+        // Writing through `wt/out.txt` creates `outside.txt`; through `wt/d/x`, `gone/x`.
+        std::os::unix::fs::symlink(root.join("outside.txt"), root.join("wt/out.txt")).unwrap();
+        std::os::unix::fs::symlink("../gone", root.join("wt/d")).unwrap();
+        std::os::unix::fs::symlink(root.join("wt/out.txt"), root.join("wt/chain")).unwrap();
+        std::os::unix::fs::symlink(root.join("wt/loop"), root.join("wt/loop")).unwrap();
+        assert_eq!(FsResolver.resolve(&root.join("wt/out.txt")), root.join("outside.txt"));
+        assert_eq!(FsResolver.resolve(&root.join("wt/d/x")), root.join("gone/x"));
+        assert_eq!(FsResolver.resolve(&root.join("wt/chain")), root.join("outside.txt"));
+        let _ = FsResolver.resolve(&root.join("wt/loop/x"));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::interactive::{QuestionAnswer, SessionMode};
+
 /// A gated tool call waits for a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
@@ -74,6 +76,9 @@ pub struct ApprovalResolved {
     /// "always" in a scope kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// An approved plan: the mode the session executes it in (switched before the agent went on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
 }
 
 /// The shape of a decision.
@@ -93,6 +98,10 @@ pub enum DecisionKind {
     DenyAndStop,
     /// Nobody answered in time, the turn ended, or the agent died: the request is void.
     Cancelled,
+    /// The agent's plan was approved, to be executed in the resolution's `mode`.
+    ApprovePlan,
+    /// The agent's questions were answered (the answers are in `updatedInput`).
+    Answered,
 }
 
 /// What a person (or policy) decided about one approval request.
@@ -118,6 +127,11 @@ pub enum Decision {
     Deny { message: String },
     /// Refuse and stop the turn.
     DenyAndStop { message: String },
+    /// Approve the agent's plan (`ExitPlanMode`) and execute it in `mode`: the session switches
+    /// to that mode before the agent goes on. (To reject a plan, `deny` with the feedback.)
+    ApprovePlan { mode: SessionMode },
+    /// Answer the agent's questions (`AskUserQuestion`): one answer per question asked.
+    Answer { answers: Vec<QuestionAnswer> },
 }
 
 impl Decision {
@@ -129,6 +143,8 @@ impl Decision {
             Decision::AllowAlways { .. } => DecisionKind::AllowAlways,
             Decision::Deny { .. } => DecisionKind::Deny,
             Decision::DenyAndStop { .. } => DecisionKind::DenyAndStop,
+            Decision::ApprovePlan { .. } => DecisionKind::ApprovePlan,
+            Decision::Answer { .. } => DecisionKind::Answered,
         }
     }
 
@@ -143,11 +159,16 @@ impl Decision {
             {
                 Err("a deny needs a reason for the model".into())
             }
+            Decision::Answer { answers } if answers.is_empty() => {
+                Err("an answer needs one answer per question".into())
+            }
             Decision::Allow
             | Decision::AllowEdited { .. }
             | Decision::AllowAlways { .. }
             | Decision::Deny { .. }
-            | Decision::DenyAndStop { .. } => Ok(()),
+            | Decision::DenyAndStop { .. }
+            | Decision::ApprovePlan { .. }
+            | Decision::Answer { .. } => Ok(()),
         }
     }
 
@@ -158,7 +179,14 @@ impl Decision {
             Decision::Deny { message } | Decision::DenyAndStop { message } => {
                 (None, Some(message.clone()))
             }
-            Decision::Allow | Decision::AllowAlways { .. } => (None, None),
+            Decision::Allow
+            | Decision::AllowAlways { .. }
+            | Decision::ApprovePlan { .. }
+            | Decision::Answer { .. } => (None, None),
+        };
+        let mode = match self {
+            Decision::ApprovePlan { mode } => Some(*mode),
+            _ => None,
         };
         ApprovalResolved {
             request_id: request_id.to_owned(),
@@ -166,6 +194,7 @@ impl Decision {
             by: by.to_owned(),
             updated_input,
             message,
+            mode,
         }
     }
 }

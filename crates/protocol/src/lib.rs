@@ -10,6 +10,7 @@ mod checks;
 mod device;
 mod event;
 mod files;
+mod interactive;
 mod kind;
 mod pull_request;
 mod raw_json;
@@ -28,6 +29,10 @@ pub use device::{DeviceProof, DeviceSummary, HELLO_PROOF_CONTEXT, hello_proof_me
 pub use event::{Backend, Event};
 pub use files::{
     FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,
+};
+pub use interactive::{
+    ASK_USER_QUESTION, EMPTY_PLAN_GUIDANCE, EXIT_PLAN_MODE, Question, QuestionAnswer, SessionMode,
+    answered_input, plan_text, questions,
 };
 pub use kind::{
     ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,

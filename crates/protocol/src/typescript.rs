@@ -59,6 +59,8 @@ fn declarations() -> Vec<String> {
         Decision::decl(),
         Risk::decl(),
         RuleScope::decl(),
+        SessionMode::decl(),
+        QuestionAnswer::decl(),
         ClientMessage::decl(),
         Verbosity::decl(),
         Intent::decl(),

@@ -64,6 +64,7 @@ fn host_made_kinds_snapshot() {
             by: "terminal".into(),
             updated_input: None,
             message: Some("not that file".into()),
+            mode: None,
         }),
         EventKind::StatusChanged(StatusChanged {
             status: SessionStatus::AwaitingApproval,

@@ -85,14 +85,17 @@ impl Policy<'_> {
     /// Decides for one call of `tool` (Write, Edit or Bash).
     pub fn gate(&self, tool: &str, input: &Value) -> Gate {
         let edit_tool = matches!(tool, "Write" | "Edit");
-        if matches!(self.mode, "bypassPermissions" | "auto")
-            || (self.mode == "acceptEdits" && edit_tool)
+        // Plans and questions are always put to the person, whatever the mode or rules.
+        let interactive = matches!(tool, "ExitPlanMode" | "AskUserQuestion");
+        if !interactive
+            && (matches!(self.mode, "bypassPermissions" | "auto")
+                || (self.mode == "acceptEdits" && edit_tool))
         {
             return Gate::Allow(
                 json!({"decision": "accept", "source": "config", "reason_type": "mode"}),
             );
         }
-        if self.rules.iter().any(|r| r.allows(tool, input)) {
+        if !interactive && self.rules.iter().any(|r| r.allows(tool, input)) {
             return Gate::Allow(
                 json!({"decision": "accept", "source": "config", "reason_type": "rule"}),
             );

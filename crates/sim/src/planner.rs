@@ -24,6 +24,20 @@ pub enum Action {
         /// The command line.
         command: String,
     },
+    /// Submit a plan for approval (`ExitPlanMode`).
+    Plan {
+        /// The plan's markdown.
+        plan: String,
+    },
+    /// Ask the person one question with choices (`AskUserQuestion`).
+    Ask {
+        /// The question's text.
+        question: String,
+        /// The choices' labels.
+        options: Vec<String>,
+        /// Several choices may be picked.
+        multi_select: bool,
+    },
 }
 
 impl Action {
@@ -33,6 +47,8 @@ impl Action {
             Self::Write { .. } => "Write",
             Self::Edit { .. } => "Edit",
             Self::Bash { .. } => "Bash",
+            Self::Plan { .. } => "ExitPlanMode",
+            Self::Ask { .. } => "AskUserQuestion",
         }
     }
 
@@ -42,6 +58,8 @@ impl Action {
             Self::Write { path, .. } => format!("write {path}"),
             Self::Edit { path, .. } => format!("edit {path}"),
             Self::Bash { command } => format!("run `{command}`"),
+            Self::Plan { .. } => "submit my plan".to_owned(),
+            Self::Ask { question, .. } => format!("ask: {question}"),
         }
     }
 }
@@ -211,12 +229,31 @@ fn parse_step(step: &str) -> Option<Action> {
             Some(Action::Edit { path, old, new: unescape(new.trim()) })
         }
         "run" | "bash" | "bash:" => bash_step(tail),
+        // `plan TEXT` (`\n` for new lines; an empty plan is allowed: the host refuses it).
+        "plan" | "plan:" => Some(Action::Plan { plan: unescape(tail.trim()) }),
+        // `ask [many] QUESTION? A / B / C`.
+        "ask" | "ask:" => ask_step(tail),
         _ => {
             // `bash:ls` with no space after the colon.
             let lower = rest.to_ascii_lowercase();
             if lower.starts_with("bash:") { bash_step(&rest["bash:".len()..]) } else { None }
         }
     }
+}
+
+fn ask_step(tail: &str) -> Option<Action> {
+    let (multi_select, tail) = match strip_keyword(tail, "many") {
+        Some(rest) => (true, rest),
+        None => (false, tail),
+    };
+    let (question, choices) = tail.split_once('?')?;
+    let options: Vec<String> =
+        choices.split('/').map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()).collect();
+    (options.len() >= 2).then(|| Action::Ask {
+        question: format!("{}?", question.trim()),
+        options,
+        multi_select,
+    })
 }
 
 fn bash_step(tail: &str) -> Option<Action> {
@@ -333,5 +370,23 @@ mod tests {
         assert_eq!(plan("stream 0").stream, None);
         assert!(plan("stream 20000, fast").fast && !plan("stream 5").fast);
         assert_eq!(plan("stream 999999999").stream, Some(MAX_STREAM_DELTAS));
+    }
+
+    #[test]
+    fn plans_and_questions() {
+        assert_eq!(
+            plan("plan # Steps\\n1. write a.txt").actions,
+            vec![Action::Plan { plan: "# Steps\n1. write a.txt".into() }]
+        );
+        assert_eq!(plan("plan").actions, vec![Action::Plan { plan: String::new() }]);
+        assert_eq!(
+            plan("ask many Which sizes? S / M / L then write a.txt").actions[0],
+            Action::Ask {
+                question: "Which sizes?".into(),
+                options: vec!["S".into(), "M".into(), "L".into()],
+                multi_select: true
+            }
+        );
+        assert_eq!(plan("ask Why? only one").actions, vec![]);
     }
 }

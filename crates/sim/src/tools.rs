@@ -31,6 +31,37 @@ impl Outcome {
 const MODIFIED: &str = " The user modified your proposed content before accepting it.";
 const CURRENT: &str = " (file state is current in your context — no need to Read it back)";
 
+/// An approved plan, in the real CLI's words.
+pub fn plan_approved(input: &Value) -> Outcome {
+    let plan = input.get("plan").and_then(Value::as_str).unwrap_or_default();
+    Outcome {
+        content: format!(
+            "User has approved your plan. You can now start coding.\n\n## Approved Plan:\n{plan}"
+        ),
+        is_error: false,
+        tool_use_result: json!({"plan": plan, "isAgent": false}),
+    }
+}
+
+/// Answered questions (`answers` in the allowed input), in the real CLI's words.
+pub fn questions_answered(input: &Value) -> Outcome {
+    let Some(answers) = input.get("answers").and_then(Value::as_object) else {
+        return Outcome::error("the questions were not answered");
+    };
+    let pairs: Vec<String> = answers
+        .iter()
+        .map(|(q, a)| format!("{q:?}={:?}", a.as_str().unwrap_or_default()))
+        .collect();
+    Outcome {
+        content: format!(
+            "Your questions have been answered: {}. You can now continue with these answers in mind.",
+            pairs.join(", ")
+        ),
+        is_error: false,
+        tool_use_result: input.clone(),
+    }
+}
+
 /// Joins `path` onto `cwd` (unless absolute) and removes `.` and `..` lexically.
 pub fn absolute(cwd: &Path, path: &str) -> PathBuf {
     let mut out = PathBuf::new();

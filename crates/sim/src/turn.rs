@@ -137,6 +137,15 @@ impl<W: Write> Session<W> {
             Action::Bash { command } => {
                 json!({"command": command, "description": format!("Run {command}")})
             }
+            // Claude Code puts the plan file's text in `plan`; without one the input is `{}`.
+            Action::Plan { plan } if plan.trim().is_empty() => json!({}),
+            Action::Plan { plan } => json!({"plan": plan}),
+            Action::Ask { question, options, multi_select } => json!({"questions": [{
+                "question": question,
+                "header": question.chars().take(12).collect::<String>(),
+                "options": options.iter().map(|o| json!({"label": o, "description": ""})).collect::<Vec<_>>(),
+                "multiSelect": multi_select,
+            }]}),
         }
     }
 
@@ -241,6 +250,13 @@ impl<W: Write> Session<W> {
         match name {
             "Write" => Ok(Some(tools::write(&self.cwd, input, modified))),
             "Edit" => Ok(Some(tools::edit(&self.cwd, input, modified))),
+            "ExitPlanMode" => {
+                if self.mode == "plan" {
+                    self.set_mode("default")?;
+                }
+                Ok(Some(tools::plan_approved(input)))
+            }
+            "AskUserQuestion" => Ok(Some(tools::questions_answered(input))),
             _ => {
                 let mut run = match BashRun::start(&self.cwd, input) {
                     Ok(run) => run,

@@ -182,6 +182,8 @@ fn decision_word(decision: DecisionKind) -> &'static str {
         DecisionKind::Deny => "deny",
         DecisionKind::DenyAndStop => "deny and stop",
         DecisionKind::Cancelled => "cancelled",
+        DecisionKind::ApprovePlan => "approve the plan",
+        DecisionKind::Answered => "answered",
     }
 }
 

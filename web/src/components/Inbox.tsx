@@ -5,7 +5,7 @@ import { useState } from "preact/hooks";
 import { inboxItems, useInboxSessions } from "../inbox";
 import { href } from "../route";
 import type { CockpitStore } from "../store";
-import { ApprovalBar } from "./ApprovalBar";
+import { PendingRequest } from "./PlanQuestions";
 
 export function Inbox({ store, onBack }: { store: CockpitStore; onBack?: () => void }) {
   const [, setTick] = useState(0);
@@ -43,7 +43,7 @@ export function Inbox({ store, onBack }: { store: CockpitStore; onBack?: () => v
                     {refused[key]}
                   </p>
                 )}
-                <ApprovalBar
+                <PendingRequest
                   store={store}
                   sessionID={item.sessionID}
                   request={item.request}

@@ -37,6 +37,9 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
   const [mode, setMode] = useState("");
   // The policy mode; "" starts in the project's default (the simulated agent has no policy).
   const [policyMode, setPolicyMode] = useState("");
+  // Plan first: the backend's `plan` permission mode (the session is read-only until a plan is approved).
+  const [planFirst, setPlanFirst] = useState(false);
+  const canPlan = (info?.permissionModes ?? []).includes("plan");
   const [prompt, setPrompt] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -52,7 +55,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         baseRef: baseRef.trim() || null,
         backend,
         model: model.trim() || null,
-        permissionMode: mode || null,
+        permissionMode: planFirst && canPlan ? "plan" : mode || null,
         mode: backend !== "simulated" && policyMode ? policyMode : null,
         prompt,
       };
@@ -122,7 +125,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
           </label>
           <label>
             Permission mode
-            <select value={mode} onChange={(e) => setMode(e.currentTarget.value)} name="mode">
+            <select value={mode} onChange={(e) => setMode(e.currentTarget.value)} name="mode" disabled={planFirst && canPlan}>
               <option value="">default</option>
               {(info?.permissionModes ?? []).filter((m) => m !== "default").map((m) => (
                 <option value={m} key={m}>
@@ -145,6 +148,11 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
             </label>
           )}
         </div>
+        {canPlan && (
+          <label class="check" title="The agent first writes a plan; you approve it (choosing the mode it runs in) or send feedback">
+            <input type="checkbox" checked={planFirst} onChange={(e) => setPlanFirst(e.currentTarget.checked)} name="plan" data-testid="plan-first" /> Plan first, then confirm
+          </label>
+        )}
         <label>
           First prompt
           <textarea value={prompt} rows={5} onInput={(e) => setPrompt(e.currentTarget.value)} name="prompt" required />

@@ -127,12 +127,13 @@ function RowImpl({ row, cwd }: { row: Row; rev: number; cwd: string | null }) {
       const r = row.resolved;
       return (
         <div class={`row approval${r ? "" : " open"}`} data-kind="approval" data-seq={row.seq}>
-          <span class="icon">{r ? (r.decision.startsWith("allow") ? "✓" : "✗") : "?"}</span>
+          <span class="icon">{r ? (r.decision.startsWith("allow") || r.decision === "approvePlan" || r.decision === "answered" ? "✓" : "✗") : "?"}</span>
           <span>
             {row.request.toolName} {toolSummary(row.request.input, cwd)} —{" "}
             {r ? (
               <span data-testid="approval-outcome">
                 {r.decision} by <strong>{r.by}</strong>
+                {r.mode ? ` (executing in ${r.mode} mode)` : ""}
                 {r.message ? `: ${r.message}` : ""}
               </span>
             ) : (

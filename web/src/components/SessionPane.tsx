@@ -4,11 +4,11 @@ import { useEffect, useState } from "preact/hooks";
 
 import { go } from "../route";
 import { type CockpitStore, errorText, useTranscript } from "../store";
-import { ApprovalBar } from "./ApprovalBar";
 import { StatusBadge, cost } from "./Badges";
 import { Composer } from "./Composer";
 import { PullRequestLink } from "./PullRequest";
 import { MODES, RulesSheet } from "./RulesSheet";
+import { PendingRequest } from "./PlanQuestions";
 import { SessionMenu } from "./SessionMenu";
 import { TranscriptView } from "./TranscriptView";
 
@@ -191,7 +191,7 @@ export function SessionPane({
         </p>
       )}
       {pending.length > 0 && !readOnly && (
-        <ApprovalBar
+        <PendingRequest
           store={store}
           sessionID={sessionID}
           request={pending[0]}

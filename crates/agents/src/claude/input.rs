@@ -53,6 +53,13 @@ pub fn permission_reply(
         Decision::DenyAndStop { message } => {
             json!({"behavior": "deny", "message": message, "interrupt": true})
         }
+        // The session controller switches the mode first; the CLI is then told plain allow.
+        Decision::ApprovePlan { .. } => json!({"behavior": "allow"}),
+        Decision::Answer { .. } => {
+            return Err(AgentError::InvalidInput(
+                "answers reach the CLI as the tool's edited input (the session builds it)".into(),
+            ));
+        }
     };
     control_success(request_id, response)
 }

@@ -205,7 +205,10 @@ impl AgentControl for ClaudeHandle {
                 Decision::Deny { message } | Decision::DenyAndStop { message } => {
                     (input::HookVerdict::Deny, message.as_str())
                 }
-                Decision::AllowEdited { .. } | Decision::AllowAlways { .. } => {
+                Decision::AllowEdited { .. }
+                | Decision::AllowAlways { .. }
+                | Decision::ApprovePlan { .. }
+                | Decision::Answer { .. } => {
                     return Err(AgentError::InvalidInput(
                         "a PreToolUse hook is answered allow or deny".into(),
                     ));

@@ -164,6 +164,8 @@ fn wire_decision(decision: &Decision) -> Result<&'static str, AgentError> {
         Decision::Deny { .. } => Ok("decline"),
         Decision::DenyAndStop { .. } => Ok("cancel"),
         Decision::AllowEdited { .. } => Err(AgentError::Unsupported("edited tool input")),
+        Decision::ApprovePlan { .. } => Err(AgentError::Unsupported("plan approvals")),
+        Decision::Answer { .. } => Err(AgentError::Unsupported("answers to questions")),
     }
 }
 

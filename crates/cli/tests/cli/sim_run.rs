@@ -208,3 +208,33 @@ async fn an_approval_nobody_answers_on_an_open_terminal_times_out_and_the_run_en
     assert!(!cwd.join("hello.txt").exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("answered without you"));
 }
+
+#[tokio::test]
+async fn sim_terminal_answers_plans_and_questions() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = "plan # P\\n1. write a.txt then ask many Which sizes? S / M / L then write a.txt containing ok";
+    let mut child = tokio::process::Command::new(nucleic())
+        .args(["run", "--agent", "sim", "--json", "--permission-mode", "plan", prompt])
+        .current_dir(dir.path())
+        .env("NUCLEIC_HOME", dir.path().join(".nh"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The plan approved into edit; sizes 1 and 3 and free text; the write allowed.
+    child.stdin.take().unwrap().write_all(b"edit\n1,3\ny\n").await.unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("--- plan ---\n# P\n1. write a.txt"), "{stderr}");
+    assert!(stderr.contains("Which sizes?\n  1. S\n  2. M\n  3. L"), "{stderr}");
+    assert!(
+        stdout.contains(r#""decision":"approvePlan","by":"terminal","mode":"edit""#),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#""answers":{"Which sizes?":"S, L"}"#), "{stdout}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "ok\n");
+}

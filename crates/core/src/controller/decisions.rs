@@ -4,7 +4,7 @@
 use nucleic_agents::{AgentControl, AgentError};
 use nucleic_protocol::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, EventKind};
 
-use super::Writer;
+use super::{Writer, plans};
 use crate::approvals::{native_request_id, reasked_id};
 use crate::error::CoreError;
 use crate::sequencer::Draft;
@@ -20,7 +20,11 @@ impl<A: AgentControl> Writer<A> {
         let request = self.approvals.check(request_id)?;
         let allows = matches!(
             decision,
-            Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
+            Decision::Allow
+                | Decision::AllowEdited { .. }
+                | Decision::AllowAlways { .. }
+                | Decision::ApprovePlan { .. }
+                | Decision::Answer { .. }
         );
         if allows && !confirmed && request.risk == Some(nucleic_protocol::Risk::Critical) {
             return Err(CoreError::NeedsConfirmation {
@@ -39,10 +43,13 @@ impl<A: AgentControl> Writer<A> {
             return Err(CoreError::Unsupported(format!("this backend does not support {what}")));
         }
         decision.validate().map_err(|m| CoreError::Agent(AgentError::InvalidInput(m)))?;
+        let prepared = plans::prepare(request, &decision)?;
         // "Always" in a scope: the rule is the host's (the agent is told plain allow); without
         // a policy the agent's own session "always" stands in.
         let mut message = None;
         let to_agent = match (&decision, &self.config.policy) {
+            // A plan or an answer, as the agent takes it.
+            _ if let Some(p) = &prepared => p.to_agent.clone(),
             (Decision::AllowAlways { scope: Some(scope) }, Some(policy)) => {
                 let request = self.approvals.check(request_id)?;
                 let rules = policy
@@ -55,10 +62,16 @@ impl<A: AgentControl> Writer<A> {
             (Decision::AllowAlways { .. }, _) => Decision::AllowAlways { scope: None },
             _ => decision.clone(),
         };
+        // An approved plan runs in its mode: switched before the agent is told to go on.
+        if let Decision::ApprovePlan { mode } = decision {
+            self.switch_mode(mode).await?;
+        }
         match self.agent.respond(native_request_id(request_id), &to_agent).await {
             Ok(()) => {
                 let mut resolution = decision.resolution(request_id, by);
                 resolution.message = resolution.message.or(message);
+                resolution.updated_input =
+                    resolution.updated_input.or_else(|| prepared.and_then(|p| p.updated_input));
                 self.append(vec![Draft::host(EventKind::ApprovalResolved(resolution.clone()))]);
                 Ok(resolution)
             }
@@ -88,6 +101,7 @@ impl<A: AgentControl> Writer<A> {
                 by: "host".into(),
                 updated_input: None,
                 message: Some("asked again: the host restarted".into()),
+                mode: None,
             })));
         }
         self.append(drafts);

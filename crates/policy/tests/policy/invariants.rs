@@ -302,3 +302,31 @@ fn a_project_inside_the_data_dir_may_be_worked_on_the_rest_of_it_stays_protected
     let token = json!({"file_path": format!("{DATA}/token")});
     assert_eq!(p.evaluate("Read", &token, &c).by, "invariant:protected-path");
 }
+
+#[test]
+fn a_write_through_a_dangling_symlink_on_disk_is_outside_the_worktree() {
+    // On the real filesystem: `out.txt` in the worktree links to a file that does not exist yet
+    // outside it; writing it (Write, or a redirection) would create that file.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let worktree = root.join("wt");
+    std::fs::create_dir(&worktree).unwrap();
+    std::os::unix::fs::symlink(root.join("planted.txt"), worktree.join("out.txt")).unwrap();
+    let fs = nucleic_policy::FsResolver;
+    let c = nucleic_policy::Context {
+        project_root: root.join("repo"),
+        worktree: worktree.clone(),
+        cwd: worktree.clone(),
+        home: root.join("home"),
+        data_dir: root.join("data"),
+        extra_write_roots: Vec::new(),
+        mode: Mode::Full,
+        resolver: &fs,
+    };
+    let p = permissive();
+    let write = json!({"file_path": worktree.join("out.txt"), "content": "x"});
+    let d = p.evaluate("Write", &write, &c);
+    assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:write-outside-worktree"));
+    let d = p.evaluate("Bash", &json!({"command": "echo x > out.txt"}), &c);
+    assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:write-outside-worktree"));
+}

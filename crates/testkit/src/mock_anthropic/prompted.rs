@@ -13,6 +13,16 @@ pub const DEFAULT_CONTENT: &str = "Hello from the mock model.\n";
 
 /// `reply` with [`Reply::WriteNamedFile`] turned into the `Write` call for this request.
 pub(crate) fn resolve(reply: &Reply, body: &Value) -> Reply {
+    if let Reply::WritePlanFile(content) = reply {
+        let file_path = plan_file(body).unwrap_or_else(|| "NO-PLAN-FILE-NAMED.md".to_owned());
+        return Reply::ToolUses {
+            text: Some("I'll write my plan.".into()),
+            calls: vec![ToolCall::new(
+                "Write",
+                json!({ "file_path": file_path, "content": content }),
+            )],
+        };
+    }
     if !matches!(reply, Reply::WriteNamedFile) {
         return reply.clone();
     }
@@ -36,6 +46,16 @@ pub(crate) fn resolve(reply: &Reply, body: &Value) -> Reply {
         text: Some(format!("I'll write {path}.")),
         calls: vec![ToolCall::new("Write", json!({ "file_path": file_path, "content": content }))],
     }
+}
+
+/// The plan file Claude Code's plan mode names in the conversation (`… create your plan at
+/// /home/x/.claude/plans/some-slug.md using the Write tool`).
+fn plan_file(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    let at = text.find("/.claude/plans/")?;
+    let start = text[..at].rfind(|c: char| c.is_whitespace() || c == '"').map_or(0, |i| i + 1);
+    let end = at + text[at..].find(".md")? + ".md".len();
+    Some(text[start..end].to_owned())
 }
 
 /// The text of the prompt that started the current turn (system reminders left out).
@@ -180,5 +200,19 @@ mod tests {
         };
         assert_eq!(calls[0].input["file_path"], DEFAULT_PATH);
         assert!(matches!(resolve(&Reply::Text("x".into()), &body), Reply::Text(t) if t == "x"));
+    }
+
+    #[test]
+    fn the_plan_file_is_the_one_plan_mode_names() {
+        let body = json!({"messages": [{"role": "user", "content": [{"type": "text",
+            "text": "<system-reminder>No plan file exists yet. You should create your plan at /h/.claude/plans/do-it-swan.md using the Write tool.</system-reminder>"}]}]});
+        let Reply::ToolUses { calls, .. } = resolve(&Reply::WritePlanFile("# P".into()), &body)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            calls[0].input,
+            json!({"file_path": "/h/.claude/plans/do-it-swan.md", "content": "# P"})
+        );
     }
 }

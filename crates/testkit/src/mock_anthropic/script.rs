@@ -34,6 +34,9 @@ pub enum Reply {
     ///
     /// [`named_file`]: super::named_file
     WriteNamedFile,
+    /// A `Write` of Claude Code's plan file (plan mode names it in the conversation:
+    /// `<home>/.claude/plans/<slug>.md`) with this content; stop_reason "tool_use".
+    WritePlanFile(String),
     /// a thinking block (with a signature) then a text block
     ThinkingThenText {
         /// Content of the thinking block.
