@@ -11,6 +11,7 @@ mod device;
 mod event;
 mod files;
 mod kind;
+mod push;
 mod raw_json;
 mod status;
 mod sync;
@@ -33,6 +34,7 @@ pub use kind::{
     StatusChanged, StderrLine, TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted,
     Usage, WorktreeAction, WorktreeFinished, WorktreeInfo,
 };
+pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
 pub use raw_json::RawJson;
 pub use status::SessionStatus;
 pub use sync::{
