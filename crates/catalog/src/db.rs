@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_device_keys.sql"),
     include_str!("../migrations/0004_project_checks.sql"),
     include_str!("../migrations/0005_pool_size.sql"),
+    include_str!("../migrations/0006_push_subscriptions.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -113,7 +114,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 5);
+        assert_eq!(SCHEMA_VERSION, 6);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

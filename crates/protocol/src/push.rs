@@ -42,7 +42,8 @@ impl QuietHours {
     /// Whether the unix-milliseconds instant `now_ms` falls in the window.
     pub fn contains(&self, now_ms: i64) -> bool {
         let day = 24 * 60;
-        let local = (now_ms.div_euclid(60_000) + i64::from(self.utc_offset_minutes)).rem_euclid(day);
+        let local =
+            (now_ms.div_euclid(60_000) + i64::from(self.utc_offset_minutes)).rem_euclid(day);
         let (from, to) = (i64::from(self.from_minute), i64::from(self.to_minute));
         if from <= to { (from..to).contains(&local) } else { local >= from || local < to }
     }

@@ -106,7 +106,8 @@ async fn post(request: &PushRequest) -> Result<u16, PushError> {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
-    let address = if authority.contains(':') { authority.to_owned() } else { format!("{authority}:80") };
+    let address =
+        if authority.contains(':') { authority.to_owned() } else { format!("{authority}:80") };
     let stream = tokio::net::TcpStream::connect(&address)
         .await
         .map_err(|e| PushError::Unreachable(format!("cannot connect to {address}: {e}")))?;

@@ -26,6 +26,37 @@ pub struct SubscriptionKeys {
     pub auth: Vec<u8>,
 }
 
+/// The keys a browser makes for a subscription, private half included: what the mock push
+/// service in tests decrypts with (a real push service never has them).
+#[derive(Clone)]
+pub struct BrowserKeys {
+    secret: SecretKey,
+    /// The public half, as the browser hands it to the host.
+    pub keys: SubscriptionKeys,
+}
+
+impl std::fmt::Debug for BrowserKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserKeys").field("keys", &self.keys).finish_non_exhaustive()
+    }
+}
+
+impl BrowserKeys {
+    /// A fresh key pair and auth secret.
+    pub fn generate() -> Result<BrowserKeys, PushError> {
+        let secret = crate::vapid::random_secret()?;
+        let mut auth = vec![0u8; 16];
+        getrandom::fill(&mut auth).map_err(|e| PushError::Random(e.to_string()))?;
+        let p256dh = secret.public_key().to_encoded_point(false).as_bytes().to_vec();
+        Ok(BrowserKeys { secret, keys: SubscriptionKeys { p256dh, auth } })
+    }
+
+    /// Decrypts a push message body made for these keys.
+    pub fn decrypt(&self, body: &[u8]) -> Result<Vec<u8>, PushError> {
+        decrypt(body, &self.secret, &self.keys.auth)
+    }
+}
+
 /// Encrypts `plaintext` for a subscription: `salt ‖ rs ‖ idlen ‖ keyid ‖ ciphertext`.
 pub fn encrypt(plaintext: &[u8], keys: &SubscriptionKeys) -> Result<Vec<u8>, PushError> {
     let mut salt = [0u8; 16];
@@ -46,7 +77,8 @@ pub fn encrypt_with(
     }
     let browser = PublicKey::from_sec1_bytes(&keys.p256dh).map_err(|_| PushError::BadKey)?;
     let sender_public = sender.public_key().to_encoded_point(false);
-    let (cek, nonce) = content_keys(sender, &browser, &keys.auth, &keys.p256dh, sender_public.as_bytes(), &salt)?;
+    let (cek, nonce) =
+        content_keys(sender, &browser, &keys.auth, &keys.p256dh, sender_public.as_bytes(), &salt)?;
     let mut record = Vec::with_capacity(plaintext.len() + 1);
     record.extend_from_slice(plaintext);
     // 0x02: the last (and only) record.
@@ -66,11 +98,7 @@ pub fn encrypt_with(
 
 /// Decrypts a body made by [`encrypt`] with the browser's private key (what a push service
 /// cannot do; the mock push service in tests does it with keys the test created).
-pub fn decrypt(
-    body: &[u8],
-    browser: &SecretKey,
-    auth: &[u8],
-) -> Result<Vec<u8>, PushError> {
+pub fn decrypt(body: &[u8], browser: &SecretKey, auth: &[u8]) -> Result<Vec<u8>, PushError> {
     if body.len() < HEADER_BYTES + 17 {
         return Err(PushError::Crypto("the body is shorter than a header and one record"));
     }
@@ -81,7 +109,14 @@ pub fn decrypt(
     let sender_bytes = &body[21..86];
     let sender = PublicKey::from_sec1_bytes(sender_bytes).map_err(|_| PushError::BadKey)?;
     let browser_public = browser.public_key().to_encoded_point(false);
-    let (cek, nonce) = content_keys_receiver(browser, &sender, auth, browser_public.as_bytes(), sender_bytes, &salt)?;
+    let (cek, nonce) = content_keys_receiver(
+        browser,
+        &sender,
+        auth,
+        browser_public.as_bytes(),
+        sender_bytes,
+        &salt,
+    )?;
     let cipher = Aes128Gcm::new_from_slice(&cek).map_err(|_| PushError::BadKey)?;
     let mut record = cipher
         .decrypt(Nonce::from_slice(&nonce), &body[HEADER_BYTES..])
@@ -153,7 +188,8 @@ mod tests {
     /// RFC 8291, Appendix A.
     #[test]
     fn the_rfc_8291_example_encrypts_to_the_same_bytes() {
-        let plaintext = b64::decode("V2hlbiBJIGdyb3cgdXAsIEkgd2FudCB0byBiZSBhIHdhdGVybWVsb24").unwrap();
+        let plaintext =
+            b64::decode("V2hlbiBJIGdyb3cgdXAsIEkgd2FudCB0byBiZSBhIHdhdGVybWVsb24").unwrap();
         assert_eq!(plaintext, b"When I grow up, I want to be a watermelon");
         let sender = SecretKey::from_slice(
             &b64::decode("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw").unwrap(),

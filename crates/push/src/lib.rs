@@ -8,7 +8,9 @@ mod ece;
 mod vapid;
 
 pub use deliver::{Delivery, PushRequest, RetryPolicy, deliver};
-pub use ece::{MAX_PLAINTEXT, RECORD_SIZE, SubscriptionKeys, decrypt, encrypt, encrypt_with};
+pub use ece::{
+    BrowserKeys, MAX_PLAINTEXT, RECORD_SIZE, SubscriptionKeys, decrypt, encrypt, encrypt_with,
+};
 pub use vapid::{JWT_LIFETIME_SECS, VAPID_KEY_FILE, VapidKey, origin, verify_authorization};
 
 use nucleic_protocol::{SessionStatus, SessionSummary};
@@ -66,19 +68,27 @@ pub enum NeedsPerson {
 }
 
 /// Whether the change `before → after` of a session's summary deserves a push (the same rule
-/// as the cockpit's in-tab notifications, `web/src/notify.ts`).
-pub fn needs_person(before: Option<&SessionSummary>, after: &SessionSummary) -> Option<NeedsPerson> {
+/// as the cockpit's in-tab notifications, `web/src/notify.ts`, except that a turn ending right
+/// after an approval counts too).
+pub fn needs_person(
+    before: Option<&SessionSummary>,
+    after: &SessionSummary,
+) -> Option<NeedsPerson> {
     let waiting = after.status == SessionStatus::AwaitingApproval || after.pending_approvals > 0;
     let Some(before) = before else {
         return waiting.then_some(NeedsPerson::Approval);
     };
     if before.status == after.status {
-        return (after.pending_approvals > before.pending_approvals).then_some(NeedsPerson::Approval);
+        return (after.pending_approvals > before.pending_approvals)
+            .then_some(NeedsPerson::Approval);
     }
     match after.status {
         SessionStatus::AwaitingApproval => Some(NeedsPerson::Approval),
+        // After an approval the summary can go straight to awaiting-input (no `running` in
+        // between): the turn ended all the same.
         SessionStatus::AwaitingInput => {
-            (before.status == SessionStatus::Running).then_some(NeedsPerson::TurnFinished)
+            matches!(before.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
+                .then_some(NeedsPerson::TurnFinished)
         }
         SessionStatus::Finished => Some(NeedsPerson::Finished),
         SessionStatus::Error => Some(NeedsPerson::Failed),
@@ -120,12 +130,28 @@ mod tests {
     fn only_moments_that_need_a_person_push() {
         use SessionStatus::*;
         let s = summary;
-        assert_eq!(needs_person(Some(&s(Running, 0)), &s(AwaitingApproval, 1)), Some(NeedsPerson::Approval));
-        assert_eq!(needs_person(Some(&s(AwaitingApproval, 1)), &s(AwaitingApproval, 2)), Some(NeedsPerson::Approval));
+        assert_eq!(
+            needs_person(Some(&s(Running, 0)), &s(AwaitingApproval, 1)),
+            Some(NeedsPerson::Approval)
+        );
+        assert_eq!(
+            needs_person(Some(&s(AwaitingApproval, 1)), &s(AwaitingApproval, 2)),
+            Some(NeedsPerson::Approval)
+        );
         assert_eq!(needs_person(Some(&s(AwaitingApproval, 2)), &s(AwaitingApproval, 1)), None);
-        assert_eq!(needs_person(Some(&s(Running, 0)), &s(AwaitingInput, 0)), Some(NeedsPerson::TurnFinished));
+        assert_eq!(
+            needs_person(Some(&s(Running, 0)), &s(AwaitingInput, 0)),
+            Some(NeedsPerson::TurnFinished)
+        );
+        assert_eq!(
+            needs_person(Some(&s(AwaitingApproval, 1)), &s(AwaitingInput, 0)),
+            Some(NeedsPerson::TurnFinished)
+        );
         assert_eq!(needs_person(Some(&s(Idle, 0)), &s(AwaitingInput, 0)), None);
-        assert_eq!(needs_person(Some(&s(Running, 0)), &s(Finished, 0)), Some(NeedsPerson::Finished));
+        assert_eq!(
+            needs_person(Some(&s(Running, 0)), &s(Finished, 0)),
+            Some(NeedsPerson::Finished)
+        );
         assert_eq!(needs_person(Some(&s(Running, 0)), &s(Error, 0)), Some(NeedsPerson::Failed));
         assert_eq!(needs_person(Some(&s(Idle, 0)), &s(Running, 0)), None);
         assert_eq!(needs_person(Some(&s(Running, 0)), &s(Running, 0)), None);

@@ -46,7 +46,9 @@ impl std::fmt::Debug for VapidKey {
 impl VapidKey {
     /// A key from its 32 secret bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<VapidKey, PushError> {
-        SecretKey::from_slice(bytes).map(|secret| VapidKey { secret }).map_err(|_| PushError::BadKey)
+        SecretKey::from_slice(bytes)
+            .map(|secret| VapidKey { secret })
+            .map_err(|_| PushError::BadKey)
     }
 
     /// Reads the key at `path`, or creates it there (mode 0600, never readable by others, not
@@ -140,10 +142,12 @@ pub fn verify_authorization(
         }
     }
     let (token, key) = (token.ok_or_else(|| bad("no t="))?, key.ok_or_else(|| bad("no k="))?);
-    let key = VerifyingKey::from_sec1_bytes(&b64::decode(key).map_err(|_| bad("k is not base64url"))?)
-        .map_err(|_| bad("k is not a P-256 key"))?;
+    let key =
+        VerifyingKey::from_sec1_bytes(&b64::decode(key).map_err(|_| bad("k is not base64url"))?)
+            .map_err(|_| bad("k is not a P-256 key"))?;
     let mut parts = token.split('.');
-    let (Some(h), Some(c), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(h), Some(c), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(bad("the JWT does not have three parts"));
     };
@@ -190,13 +194,17 @@ mod tests {
     fn a_signed_jwt_verifies_only_for_its_audience_and_time() {
         let key = VapidKey { secret: random_secret().unwrap() };
         let now = 1_800_000_000;
-        let header = key.authorization("https://push.example:8443/send/abc?x", "mailto:a@b", now).unwrap();
+        let header =
+            key.authorization("https://push.example:8443/send/abc?x", "mailto:a@b", now).unwrap();
         assert_eq!(
             verify_authorization(&header, "https://push.example:8443", now).unwrap(),
             "mailto:a@b"
         );
         assert!(verify_authorization(&header, "https://other.example", now).is_err());
-        assert!(verify_authorization(&header, "https://push.example:8443", now + JWT_LIFETIME_SECS).is_err());
+        assert!(
+            verify_authorization(&header, "https://push.example:8443", now + JWT_LIFETIME_SECS)
+                .is_err()
+        );
         // Another key's k: the signature does not verify.
         let other = VapidKey { secret: random_secret().unwrap() };
         let forged = header.replace(&key.public_key(), &other.public_key());

@@ -5,4 +5,5 @@ pub mod isolation;
 pub mod mock_anthropic;
 mod mock_http;
 pub mod mock_openai;
+pub mod mock_push;
 pub mod standalone;

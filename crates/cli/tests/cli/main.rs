@@ -14,6 +14,7 @@ mod dev_loop;
 mod doc_play;
 mod host_hostile_git;
 mod host_pool;
+mod host_push;
 mod host_sessions;
 mod host_writers;
 mod keepers;
