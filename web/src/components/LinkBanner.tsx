@@ -2,6 +2,19 @@
 import type { CockpitStore } from "../store";
 
 export function LinkBanner({ store }: { store: CockpitStore }) {
+  if (store.protocolRefused)
+    return (
+      <div class="banner error" role="alert" data-testid="link-banner">
+        This app is older than the host ({store.protocolRefused}). Updating… if nothing happens, close and reopen it.
+      </div>
+    );
+  if (store.restoredAt !== null)
+    return (
+      <div class="banner warn stale-snapshot" role="status" data-testid="link-banner" data-stale="snapshot">
+        Offline — showing what this device last saw at {new Date(store.restoredAt).toLocaleString()}. It may be out of
+        date; actions are disabled until the host is back.
+      </div>
+    );
   if (store.link === "online") return null;
   if (store.link === "signedOut")
     return (
