@@ -66,6 +66,8 @@ export class CockpitStore {
         this.repaint(id);
       },
       protocolMismatch: (message) => {
+        // Never retried with a protocol the host does not speak: the page updates or says so.
+        this.connection.close();
         if (this.protocolRefused === null) this.onProtocolMismatch?.(message);
         this.protocolRefused = message;
         this.changed();
