@@ -183,6 +183,36 @@ describe("installable app", () => {
     await context.close();
   });
 
+  it("an app the host refuses for its protocol version says so, stops retrying and looks for an update", async () => {
+    const d = demo as Demo;
+    const { context, page } = await signedInPage(browser, d.url, PHONE);
+    await controlled(page);
+    // The host of the future: it speaks another protocol version and refuses this app's hello.
+    let attempts = 0;
+    await page.routeWebSocket(/\/ws$/, (ws) => {
+      attempts++;
+      ws.onMessage((m) => {
+        const hello = JSON.parse(String(m)) as { type: string; protocolVersion: number };
+        if (hello.type !== "hello") return;
+        ws.send(
+          JSON.stringify({
+            type: "error",
+            code: "badHandshake",
+            message: `protocol version ${hello.protocolVersion} is not spoken here (host speaks ${hello.protocolVersion + 1}), or clientID is empty`,
+          }),
+        );
+        ws.close({ code: 1002, reason: "protocol version" });
+      });
+    });
+    await page.reload();
+    await page.waitForSelector("[data-testid=link-banner]:has-text('does not speak the host')");
+    // It asked the host for the current worker; the host serves the same one: it says so.
+    await page.waitForSelector("[data-testid=link-banner]:has-text('serves no newer app')", { timeout: 20_000 });
+    await page.waitForTimeout(3000);
+    expect(attempts).toBe(1);
+    await context.close();
+  });
+
   it("measures the cold start from the service worker's cache against the network (same run)", async () => {
     const d = demo as Demo;
     const { context, page } = await signedInPage(browser, d.url, PHONE);

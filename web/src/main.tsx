@@ -52,7 +52,7 @@ async function boot(): Promise<void> {
   // For tests and debugging: the live store (seq cursors, gap counters).
   (window as unknown as { nucleic: CockpitStore }).nucleic = store;
   // An older app (from the cache) than the host speaks: take the current one.
-  store.onProtocolMismatch = () => void updateForProtocol();
+  store.onProtocolMismatch = () => updateForProtocol();
   // The last known state while the host is out of reach, marked stale.
   void keepSnapshot(store);
   store.start();

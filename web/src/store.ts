@@ -22,8 +22,11 @@ export class CockpitStore {
   readonly eventTaps = new Set<(sessionID: string, events: Event[]) => void>();
   /** Set when the host refused this app's protocol version (an older app from the cache). */
   protocolRefused: string | null = null;
-  /** Called once when the host refuses this app's protocol version. */
-  onProtocolMismatch: ((message: string) => void) | null = null;
+  /** After a protocol refusal: looking for a newer app, or none was found. */
+  protocolUpdate: "checking" | "none" | null = null;
+  /** Called once when the host refuses this app's protocol version; resolves true when a newer
+   *  app takes over (the page reloads). */
+  onProtocolMismatch: ((message: string) => Promise<boolean>) | null = null;
   /** Sessions whose transcript came from the snapshot: replaced by the host's on reconnect. */
   private restoredTranscripts = new Set<string>();
   backends: BackendInfo[] = [];
@@ -68,7 +71,13 @@ export class CockpitStore {
       protocolMismatch: (message) => {
         // Never retried with a protocol the host does not speak: the page updates or says so.
         this.connection.close();
-        if (this.protocolRefused === null) this.onProtocolMismatch?.(message);
+        if (this.protocolRefused === null && this.onProtocolMismatch) {
+          this.protocolUpdate = "checking";
+          void this.onProtocolMismatch(message).then((updated) => {
+            if (!updated) this.protocolUpdate = "none";
+            this.changed();
+          });
+        }
         this.protocolRefused = message;
         this.changed();
       },

@@ -5,7 +5,10 @@ export function LinkBanner({ store }: { store: CockpitStore }) {
   if (store.protocolRefused)
     return (
       <div class="banner error" role="alert" data-testid="link-banner">
-        This app is older than the host ({store.protocolRefused}). Updating… if nothing happens, close and reopen it.
+        This app does not speak the host's protocol ({store.protocolRefused}).{" "}
+        {store.protocolUpdate === "none"
+          ? "The host serves no newer app yet: close it and open it again once the host is updated."
+          : "Looking for the current app…"}
       </div>
     );
   if (store.restoredAt !== null)

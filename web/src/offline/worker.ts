@@ -4,6 +4,7 @@
  *  version looks for a newer app, takes it and reloads — or says clearly that there is none. */
 
 let registration: ServiceWorkerRegistration | null = null;
+let registering: Promise<ServiceWorkerRegistration | null> = Promise.resolve(null);
 /** How long to wait for a newer app after a protocol refusal. */
 const UPDATE_WAIT_MS = 15_000;
 
@@ -12,7 +13,12 @@ function takeOver(worker: ServiceWorker): void {
   worker.postMessage({ type: "skipWaiting" });
 }
 
-export async function registerWorker(): Promise<ServiceWorkerRegistration | null> {
+export function registerWorker(): Promise<ServiceWorkerRegistration | null> {
+  registering = register();
+  return registering;
+}
+
+async function register(): Promise<ServiceWorkerRegistration | null> {
   if (typeof navigator === "undefined" || !("serviceWorker" in navigator)) return null;
   try {
     registration = await navigator.serviceWorker.register("/sw.js", { scope: "/" });
@@ -36,7 +42,7 @@ export function workerRegistration(): ServiceWorkerRegistration | null {
 /** After the host refused this app's protocol version: fetches the current app's worker and
  *  switches to it (the page reloads). False when the host serves no newer app. */
 export async function updateForProtocol(): Promise<boolean> {
-  const reg = registration;
+  const reg = await registering;
   if (!reg) return false;
   try {
     await reg.update();
