@@ -7,7 +7,9 @@ use std::sync::{Arc, Weak};
 
 use nucleic_catalog::PushSubscriptionRow;
 use nucleic_protocol::{PushSettings, QuietHours, SessionSummary, WebPushSubscription};
-use nucleic_push::{Delivery, PushRequest, RetryPolicy, SubscriptionKeys, VapidKey, b64};
+use nucleic_push::{
+    Delivery, PushRequest, RetryPolicy, SubscriptionKeys, Transport, VapidKey, b64,
+};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -133,6 +135,7 @@ impl Host {
     ) -> JoinHandle<()> {
         let mut changes = self.changes();
         let host = Arc::downgrade(self);
+        let transport = Transport::public();
         tokio::spawn(async move {
             let mut last: HashMap<String, SessionSummary> = HashMap::new();
             loop {
@@ -144,7 +147,8 @@ impl Host {
                 let before = last.insert(after.session_id.clone(), after.clone());
                 if nucleic_push::needs_person(before.as_ref(), &after).is_some() {
                     let Some(strong) = host.upgrade() else { return };
-                    tokio::spawn(push_to_all(strong, after.session_id, policy, reports.clone()));
+                    let (transport, reports) = (transport.clone(), reports.clone());
+                    tokio::spawn(push_to_all(strong, after.session_id, policy, transport, reports));
                 }
             }
         })
@@ -156,6 +160,7 @@ async fn push_to_all(
     host: Arc<Host>,
     session_id: String,
     policy: RetryPolicy,
+    transport: Transport,
     reports: Option<mpsc::UnboundedSender<PushReport>>,
 ) {
     let report = |device_id: &str, delivery: Delivery| {
@@ -201,9 +206,12 @@ async fn push_to_all(
                 })
             });
         match made {
-            Ok(request) => sends.push(tokio::spawn(async move {
-                (sub, nucleic_push::deliver(&request, policy).await)
-            })),
+            Ok(request) => {
+                let transport = transport.clone();
+                sends.push(tokio::spawn(async move {
+                    (sub, nucleic_push::deliver(&request, policy, &transport).await)
+                }));
+            }
             Err(e) => report(&sub.device_id, Delivery::GaveUp { tries: 0, last: e.to_string() }),
         }
     }

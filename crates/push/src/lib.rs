@@ -7,7 +7,7 @@ mod deliver;
 mod ece;
 mod vapid;
 
-pub use deliver::{Delivery, PushRequest, RetryPolicy, deliver};
+pub use deliver::{Delivery, PushRequest, RetryPolicy, Transport, deliver};
 pub use ece::{
     BrowserKeys, MAX_PLAINTEXT, RECORD_SIZE, SubscriptionKeys, decrypt, encrypt, encrypt_with,
 };
@@ -32,10 +32,6 @@ pub enum PushError {
     Vapid(String),
     #[error("not a push endpoint URL: {0}")]
     BadEndpoint(String),
-    #[error(
-        "{0}: https push services need TLS, which this build does not include yet (http endpoints only)"
-    )]
-    TlsUnsupported(String),
     #[error("push service unreachable: {0}")]
     Unreachable(String),
 }
