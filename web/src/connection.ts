@@ -45,6 +45,8 @@ export interface ConnectionEvents {
   welcome(backends: BackendInfo[]): void;
   events(sessionID: string, events: Event[]): void;
   sessionChanged(session: SessionSummary): void;
+  /** The host refused this app's protocol version in the handshake. */
+  protocolMismatch?(message: string): void;
 }
 
 interface Pending {
@@ -275,11 +277,14 @@ export class HostConnection {
       case "files":
       case "branches":
       case "devices":
+      case "push":
       case "fileContent": {
         const id = msg.messageID;
         const p = id ? this.pending.get(id) : undefined;
         if (!p || !id) {
           if (msg.type === "error" && msg.code === "unauthorized") this.signOut();
+          else if (msg.type === "error" && msg.code === "badHandshake" && msg.message.includes("protocol version"))
+            this.on.protocolMismatch?.(msg.message);
           else if (msg.type === "error") console.warn("host error", msg.code, msg.message);
           return;
         }

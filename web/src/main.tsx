@@ -5,6 +5,8 @@ import { render } from "preact";
 import { App } from "./components/App";
 import { SignedOut } from "./components/SignedOut";
 import { type StoredDevice, SignedOutError, loadDevice, proveDevice, registerDevice } from "./device";
+import { keepSnapshot } from "./offline/snapshot";
+import { registerWorker, updateForProtocol } from "./offline/worker";
 import { CockpitStore } from "./store";
 import "./styles.css";
 
@@ -30,6 +32,8 @@ async function signIn(): Promise<StoredDevice | null> {
 async function boot(): Promise<void> {
   const root = document.getElementById("app");
   if (!root) return;
+  // The app shell for next time (and offline); push needs it too.
+  void registerWorker();
   let device: StoredDevice | null;
   try {
     device = await signIn();
@@ -47,6 +51,10 @@ async function boot(): Promise<void> {
   const store = new CockpitStore(`${scheme}://${location.host}/ws`, () => proveDevice(signed), signed.deviceID);
   // For tests and debugging: the live store (seq cursors, gap counters).
   (window as unknown as { nucleic: CockpitStore }).nucleic = store;
+  // An older app (from the cache) than the host speaks: take the current one.
+  store.onProtocolMismatch = () => updateForProtocol();
+  // The last known state while the host is out of reach, marked stale.
+  void keepSnapshot(store);
   store.start();
   render(<App store={store} />, root);
 }

@@ -414,7 +414,7 @@ turn?: number | null, } | { "type": "exportSession", messageID: string, sessionI
  * The person confirmed a second time: required to allow a `critical` request (without
  * it such a decision is refused and the request stays pending).
  */
-confirmed?: boolean, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, };
+confirmed?: boolean, } | { "type": "intent", messageID: string, intent: Intent, } | { "type": "listFiles", messageID: string, sessionID: string, path: string, recursive: boolean, } | { "type": "readFile", messageID: string, sessionID: string, path: string, } | { "type": "listBranches", messageID: string, projectID: string, } | { "type": "listDevices", messageID: string, } | { "type": "getPush", messageID: string, } | { "type": "setPush", messageID: string, subscription: WebPushSubscription | null, quietHours: QuietHours | null, };
 
 export type Verbosity = "full" | "noPartials" | "summary";
 
@@ -532,7 +532,7 @@ backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: J
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
-truncated: boolean, } | { "type": "branches", messageID: string, branches: Array<string>, defaultBranch: string, } | { "type": "devices", messageID: string, devices: Array<DeviceSummary>, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
+truncated: boolean, } | { "type": "branches", messageID: string, branches: Array<string>, defaultBranch: string, } | { "type": "devices", messageID: string, devices: Array<DeviceSummary>, } | { "type": "push", messageID: string, push: PushSettings, } | { "type": "fileContent", messageID: string, file: FileContent, } | { "type": "event", event: Event, } | { "type": "events", sessionID: string, events: Array<Event>, } | { "type": "sessionChanged", session: SessionSummary, } | { "type": "error", messageID?: string | null, code: ProtocolErrorCode, message: string, 
 /**
  * For `alreadyResolved`: who answered first.
  */
@@ -559,6 +559,46 @@ pairedAt: number, lastSeenAt?: number | null, revokedAt?: number | null,
  * This is the device asking.
  */
 current: boolean, };
+
+export type WebPushSubscription = { 
+/**
+ * The push service URL messages are posted to.
+ */
+endpoint: string, keys: WebPushKeys, };
+
+export type WebPushKeys = { 
+/**
+ * The browser's P-256 public key (65 bytes uncompressed).
+ */
+p256dh: string, 
+/**
+ * The 16-byte authentication secret.
+ */
+auth: string, };
+
+export type QuietHours = { 
+/**
+ * Minutes after local midnight, 0–1439.
+ */
+fromMinute: number, 
+/**
+ * Minutes after local midnight, 0–1439 (exclusive).
+ */
+toMinute: number, 
+/**
+ * The device's offset from UTC in minutes (`+120` for UTC+2), as of setting.
+ */
+utcOffsetMinutes: number, };
+
+export type PushSettings = { 
+/**
+ * The host's VAPID public key: the browser's `applicationServerKey` (base64url).
+ */
+vapidPublicKey: string, 
+/**
+ * This device has a subscription on the host.
+ */
+subscribed: boolean, quietHours?: QuietHours | null, };
 
 export type ProjectSummary = { projectID: string, name: string, root: string, defaultBranch: string, defaultBackend: Backend, checks?: Array<CheckSpec>, checksAfterTurn?: boolean, 
 /**

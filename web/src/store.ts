@@ -6,7 +6,7 @@ import { HostConnection, HostError, clientIdentity, type LinkState, type Prover,
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import { PendingQueue } from "./pending/queue";
-import type { BackendInfo, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
+import type { BackendInfo, Event, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
 
 type Listener = () => void;
@@ -15,6 +15,21 @@ export class CockpitStore {
   link: LinkState = "connecting";
   /** When the link last went down (data older than this may be stale). */
   offlineSince: number | null = null;
+  /** When the lists on screen were saved, while they come from this device's offline snapshot
+   *  (`offline/snapshot.ts`) rather than the host; null once the host answered. */
+  restoredAt: number | null = null;
+  /** Called with every batch of events folded into an open transcript (the offline snapshot
+   *  keeps the recent ones). */
+  readonly eventTaps = new Set<(sessionID: string, events: Event[]) => void>();
+  /** Set when the host refused this app's protocol version (an older app from the cache). */
+  protocolRefused: string | null = null;
+  /** After a protocol refusal: looking for a newer app, or none was found. */
+  protocolUpdate: "checking" | "none" | null = null;
+  /** Called once when the host refuses this app's protocol version; resolves true when a newer
+   *  app takes over (the page reloads). */
+  onProtocolMismatch: ((message: string) => Promise<boolean>) | null = null;
+  /** Sessions whose transcript came from the snapshot: replaced by the host's on reconnect. */
+  private restoredTranscripts = new Set<string>();
   backends: BackendInfo[] = [];
   projects: ProjectSummary[] = [];
   sessions = new Map<string, SessionSummary>();
@@ -44,6 +59,9 @@ export class CockpitStore {
       },
       welcome: (backends) => {
         this.backends = backends;
+        // Snapshot transcripts are partial: the host's catch-up replaces them from seq 1.
+        for (const id of this.restoredTranscripts) this.transcripts.set(id, new Transcript());
+        this.restoredTranscripts.clear();
         void this.refresh();
         void this.pending.flush();
       },
@@ -51,7 +69,21 @@ export class CockpitStore {
         const t = this.transcripts.get(id);
         if (!t) return;
         t.fold(events);
+        for (const tap of this.eventTaps) tap(id, events);
         this.repaint(id);
+      },
+      protocolMismatch: (message) => {
+        // Never retried with a protocol the host does not speak: the page updates or says so.
+        this.connection.close();
+        if (this.protocolRefused === null && this.onProtocolMismatch) {
+          this.protocolUpdate = "checking";
+          void this.onProtocolMismatch(message).then((updated) => {
+            if (!updated) this.protocolUpdate = "none";
+            this.changed();
+          });
+        }
+        this.protocolRefused = message;
+        this.changed();
       },
       sessionChanged: (s) => {
         const before = this.sessions.get(s.sessionID);
@@ -84,10 +116,29 @@ export class CockpitStore {
       if (s.type === "sessions") {
         this.sessions = new Map(s.sessions.map((x) => [x.sessionID, x]));
       }
+      this.restoredAt = null;
       this.changed();
     } catch (e) {
       console.warn("refresh failed", e);
     }
+  }
+
+  /** Shows a saved snapshot (lists and recent events) until the host answers; marked stale. */
+  restore(savedAt: number, projects: ProjectSummary[], sessions: SessionSummary[], events: Record<string, Event[]>): void {
+    if (this.link === "online") return;
+    this.projects = projects;
+    this.sessions = new Map(sessions.map((x) => [x.sessionID, x]));
+    for (const [id, evs] of Object.entries(events)) {
+      // A view may already hold this session's (still empty) transcript: fill that one.
+      const t = this.transcripts.get(id) ?? new Transcript();
+      if (t.facts.lastSeq > 0) continue;
+      t.fold(evs);
+      this.transcripts.set(id, t);
+      this.restoredTranscripts.add(id);
+      this.repaint(id);
+    }
+    this.restoredAt = savedAt;
+    this.changed();
   }
 
   request(msg: Request): Promise<HostMessage> {

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_pool_size.sql"),
     include_str!("../migrations/0006_disk.sql"),
     include_str!("../migrations/0007_session_mode.sql"),
+    include_str!("../migrations/0008_push_subscriptions.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 7);
+        assert_eq!(SCHEMA_VERSION, 8);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

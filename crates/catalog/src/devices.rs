@@ -89,25 +89,36 @@ impl Catalog {
         found(n, id)
     }
 
-    /// Revokes a device at `at`; revoking again keeps the first time.
+    /// Revokes a device at `at` and drops its push subscription; revoking again keeps the
+    /// first time.
     pub fn revoke_device(&self, id: &str, at: i64) -> Result<()> {
-        let n = self
-            .conn()
+        let mut conn = self.conn();
+        let tx = conn.transaction().ctx("revoke device")?;
+        let n = tx
             .execute(
                 "UPDATE devices SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
                 params![at, id],
             )
             .ctx("revoke device")?;
+        tx.execute("DELETE FROM push_subscriptions WHERE device_id = ?", [id])
+            .ctx("drop the revoked device's push subscription")?;
+        tx.commit().ctx("revoke device")?;
         found(n, id)
     }
 }
 
 impl Catalog {
-    /// Revokes every device not yet revoked (a rotated token); returns how many.
+    /// Revokes every device not yet revoked (a rotated token) and drops every push
+    /// subscription; returns how many devices.
     pub fn revoke_all_devices(&self, at: i64) -> Result<usize> {
-        self.conn()
+        let mut conn = self.conn();
+        let tx = conn.transaction().ctx("revoke all devices")?;
+        let n = tx
             .execute("UPDATE devices SET revoked_at = ? WHERE revoked_at IS NULL", params![at])
-            .ctx("revoke all devices")
+            .ctx("revoke all devices")?;
+        tx.execute("DELETE FROM push_subscriptions", []).ctx("drop push subscriptions")?;
+        tx.commit().ctx("revoke all devices")?;
+        Ok(n)
     }
 }
 

@@ -14,6 +14,7 @@ mod devices;
 mod error;
 mod fold;
 mod projects;
+mod push;
 mod rebuild;
 mod sessions;
 mod wire;
@@ -29,6 +30,7 @@ pub use devices::{DeviceRow, NewDevice};
 pub use error::{CatalogError, Result};
 pub use fold::UNTITLED;
 pub use projects::{DEFAULT_POOL_SIZE, NewProject, ProjectRow, ProjectSettings};
+pub use push::PushSubscriptionRow;
 pub use rebuild::RebuildReport;
 pub use sessions::{AgentProcess, ApprovalRow, SessionFilter, SessionRow};
 

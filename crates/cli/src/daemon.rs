@@ -137,6 +137,7 @@ impl Daemon {
                 | HostMessage::Files { message_id, .. }
                 | HostMessage::Branches { message_id, .. }
                 | HostMessage::Devices { message_id, .. }
+                | HostMessage::Push { message_id, .. }
                 | HostMessage::FileContent { message_id, .. } => Some(message_id.clone()),
                 HostMessage::Error { message_id, .. }
                 | HostMessage::Unsupported { message_id, .. } => message_id.clone(),

@@ -13,6 +13,7 @@ mod files;
 mod interactive;
 mod kind;
 mod pull_request;
+mod push;
 mod raw_json;
 mod review;
 mod status;
@@ -42,6 +43,7 @@ pub use kind::{
     human_bytes,
 };
 pub use pull_request::PullRequestOpened;
+pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
 pub use raw_json::RawJson;
 pub use review::{CommentStatus, ReviewComment, ReviewSent, TurnSnapshot};
 pub use status::SessionStatus;

@@ -12,6 +12,7 @@ use crate::device::{DeviceProof, DeviceSummary};
 use crate::event::{Backend, Event};
 use crate::files::{FileContent, FileEntry};
 use crate::kind::{RunOutcome, WorktreeInfo};
+use crate::push::{PushSettings, QuietHours, WebPushSubscription};
 use crate::status::SessionStatus;
 
 /// Bumped on incompatible changes; `hello` carries the client's, `welcome` the host's.
@@ -40,6 +41,8 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "readFile",
     "listBranches",
     "listDevices",
+    "getPush",
+    "setPush",
 ];
 
 /// Client → host. Every request carries a `messageID` unique per client; the host answers each
@@ -178,6 +181,21 @@ pub enum ClientMessage {
         #[serde(rename = "messageID")]
         message_id: String,
     },
+    /// This device's push settings and the host's VAPID key (answered by `push`).
+    GetPush {
+        #[serde(rename = "messageID")]
+        message_id: String,
+    },
+    /// Subscribes this device to push (replacing its subscription) or, with `subscription`
+    /// null, unsubscribes it; sets its quiet hours (answered by `push`). Devices only.
+    SetPush {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        #[serde(default)]
+        subscription: Option<WebPushSubscription>,
+        #[serde(rename = "quietHours", default)]
+        quiet_hours: Option<QuietHours>,
+    },
 }
 
 impl ClientMessage {
@@ -197,7 +215,9 @@ impl ClientMessage {
             | ClientMessage::ListFiles { message_id, .. }
             | ClientMessage::ReadFile { message_id, .. }
             | ClientMessage::ListBranches { message_id, .. }
-            | ClientMessage::ListDevices { message_id } => Some(message_id),
+            | ClientMessage::ListDevices { message_id }
+            | ClientMessage::GetPush { message_id }
+            | ClientMessage::SetPush { message_id, .. } => Some(message_id),
         }
     }
 }
@@ -655,6 +675,12 @@ pub enum HostMessage {
         #[serde(rename = "messageID")]
         message_id: String,
         devices: Vec<DeviceSummary>,
+    },
+    /// This device's push settings.
+    Push {
+        #[serde(rename = "messageID")]
+        message_id: String,
+        push: PushSettings,
     },
     /// One file of a session's worktree.
     FileContent {

@@ -146,7 +146,8 @@ fn changes_something(message: &ClientMessage) -> bool {
     match message {
         ClientMessage::SendInput { .. }
         | ClientMessage::Decide { .. }
-        | ClientMessage::Intent { .. } => true,
+        | ClientMessage::Intent { .. }
+        | ClientMessage::SetPush { .. } => true,
         ClientMessage::ListProjects { .. }
         | ClientMessage::ListSessions { .. }
         | ClientMessage::GitFacts { .. }
@@ -155,10 +156,20 @@ fn changes_something(message: &ClientMessage) -> bool {
         | ClientMessage::ReadFile { .. }
         | ClientMessage::ListBranches { .. }
         | ClientMessage::ListDevices { .. }
+        | ClientMessage::GetPush { .. }
         | ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => false,
     }
+}
+
+/// The refusal of push settings to a caller that is not a device (the token).
+fn per_device(id: &str) -> HostMessage {
+    error(
+        Some(id.to_owned()),
+        ProtocolErrorCode::InvalidRequest,
+        "push is per device: sign in from the browser that should be notified",
+    )
 }
 
 async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
@@ -217,6 +228,18 @@ async fn carry_out(host: &Host, client: &Client, id: &str, message: ClientMessag
             .list_devices(client.principal.device_id())
             .await
             .map(|devices| HostMessage::Devices { message_id: id.to_owned(), devices }),
+        ClientMessage::GetPush { .. } => match client.principal.device_id() {
+            Some(device) => host.push_settings(device).await,
+            None => return per_device(id),
+        }
+        .map(|push| HostMessage::Push { message_id: id.to_owned(), push }),
+        ClientMessage::SetPush { subscription, quiet_hours, .. } => {
+            match client.principal.device_id() {
+                Some(device) => host.set_push(device, subscription, quiet_hours).await,
+                None => return per_device(id),
+            }
+            .map(|push| HostMessage::Push { message_id: id.to_owned(), push })
+        }
         ClientMessage::Hello { .. }
         | ClientMessage::Subscribe { .. }
         | ClientMessage::Unsubscribe { .. } => {

@@ -124,5 +124,9 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (limits, closing) = (state.limits, Arc::clone(&state.closing));
-    accept::serve(listener, router(state), limits, closing, shutdown).await
+    // Web Push to subscribed devices while the server runs (ends with it).
+    let push = state.host.start_push(nucleic_push::RetryPolicy::default(), None);
+    let served = accept::serve(listener, router(state), limits, closing, shutdown).await;
+    push.abort();
+    served
 }

@@ -1,6 +1,7 @@
 //! The web app, embedded in the binary (`build.rs` stages `web/dist`, or a placeholder page):
 //! files by path with their content type, `index.html` for app routes (single-page app),
-//! gzip when the browser takes it, long caching for hashed `/assets/`.
+//! gzip when the browser takes it, long caching for hashed `/assets/`; the service worker
+//! (`/sw.js`) is always revalidated (a new build takes over on the next open) and scoped to `/`.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -14,6 +15,8 @@ struct Assets;
 const INDEX: &str = "index.html";
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const NO_CACHE: &str = "no-cache";
+/// The service worker script: at the root so its scope is the whole app.
+const SERVICE_WORKER: &str = "sw.js";
 
 /// Whether the embedded app is the real one (not the "not built" placeholder page).
 pub fn app_is_built() -> bool {
@@ -62,7 +65,11 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 fn file(name: &str, headers: &HeaderMap) -> Option<Response> {
     let plain = Assets::get(name)?;
     let etag = format!("\"{}\"", hex(&plain.metadata.sha256_hash()));
-    let mime = plain.metadata.mimetype().to_owned();
+    let mime = if name.ends_with(".webmanifest") {
+        "application/manifest+json".to_owned()
+    } else {
+        plain.metadata.mimetype().to_owned()
+    };
     let cache = if name.starts_with("assets/") { IMMUTABLE } else { NO_CACHE };
     let gzipped = if accepts_gzip(headers) { Assets::get(&format!("{name}.gz")) } else { None };
     let mut builder = Response::builder()
@@ -71,6 +78,9 @@ fn file(name: &str, headers: &HeaderMap) -> Option<Response> {
         .header(header::ETAG, &etag)
         .header(header::VARY, "Accept-Encoding")
         .header(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if name == SERVICE_WORKER {
+        builder = builder.header("service-worker-allowed", "/");
+    }
     let unchanged = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())

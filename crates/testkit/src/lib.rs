@@ -6,4 +6,5 @@ pub mod mock_anthropic;
 pub mod mock_github;
 mod mock_http;
 pub mod mock_openai;
+pub mod mock_push;
 pub mod standalone;

@@ -33,7 +33,7 @@ export function App({ store }: { store: CockpitStore }) {
   const [listCollapsed, setListCollapsed] = useState(false);
   const [toolsCollapsed, setToolsCollapsed] = useState(false);
   const id = route.sessionID && store.sessions.has(route.sessionID) ? route.sessionID : route.sessionID;
-  const stale = store.link !== "online";
+  const stale = store.link !== "online" || store.restoredAt !== null;
   useBadge(store);
 
   let content;

@@ -2,6 +2,22 @@
 import type { CockpitStore } from "../store";
 
 export function LinkBanner({ store }: { store: CockpitStore }) {
+  if (store.protocolRefused)
+    return (
+      <div class="banner error" role="alert" data-testid="link-banner">
+        This app does not speak the host's protocol ({store.protocolRefused}).{" "}
+        {store.protocolUpdate === "none"
+          ? "The host serves no newer app yet: close it and open it again once the host is updated."
+          : "Looking for the current app…"}
+      </div>
+    );
+  if (store.restoredAt !== null)
+    return (
+      <div class="banner warn stale-snapshot" role="status" data-testid="link-banner" data-stale="snapshot">
+        Offline — showing what this device last saw at {new Date(store.restoredAt).toLocaleString()}. It may be out of
+        date; actions are disabled until the host is back.
+      </div>
+    );
   if (store.link === "online") return null;
   if (store.link === "signedOut")
     return (

@@ -16,6 +16,7 @@ mod host_disk;
 mod host_hostile_git;
 mod host_modes;
 mod host_pool;
+mod host_push;
 mod host_review;
 mod host_sessions;
 mod host_writers;

@@ -8,5 +8,6 @@ mod doc_examples;
 mod files;
 mod limits;
 mod protocol;
+mod push;
 mod support;
 mod web;
