@@ -47,6 +47,26 @@ enum Commands {
         /// Where data lives (default: $NUCLEIC_HOME, else the XDG data dir).
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
+        /// Reach paired devices through this relay (`relay/`, e.g. wss://relay.example): the
+        /// daemon dials out; nothing listens publicly. `nucleic pair` then pairs a phone.
+        #[arg(long, env = "NUCLEIC_RELAY")]
+        relay: Option<String>,
+        /// Where devices load the cockpit from (the pairing link's base; default: the relay's
+        /// http(s) address).
+        #[arg(long, env = "NUCLEIC_APP_URL", requires = "relay")]
+        app_url: Option<String>,
+    },
+    /// Pair a phone through the relay: prints a QR code and a one-time link (10 minutes,
+    /// single use). The daemon must run with `--relay`.
+    Pair {
+        /// The name the device is recorded under (`nucleic device list`).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print the link and its details as one JSON line instead of the QR code.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
     },
     /// A demo: the host on a throwaway repository with three simulated sessions, served with a
     /// sign-in link (no API key, no agent CLI). Ctrl-C stops it and removes what it created.
@@ -206,8 +226,15 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(serve::serve(home, bind)),
+        Commands::Serve { bind, home, relay, app_url } => match locate::nucleic_home(home) {
+            Some(home) => {
+                let remote = relay.map(|relay| serve::RemoteArgs { relay, app_url });
+                block_on(serve::serve(home, bind, remote))
+            }
+            None => no_home(),
+        },
+        Commands::Pair { name, json, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::pair(&home, name, json)),
             None => no_home(),
         },
         Commands::Demo(args) => block_on(demo::demo(*args)),

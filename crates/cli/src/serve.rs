@@ -55,8 +55,22 @@ const AGENTS_WITHIN: Duration = Duration::from_secs(7);
 /// Open connections get this long to close once the daemon stopped listening.
 const SERVER_WITHIN: Duration = Duration::from_secs(2);
 
+/// `--relay` and `--app-url`.
+#[derive(Debug, Clone)]
+pub struct RemoteArgs {
+    pub relay: String,
+    pub app_url: Option<String>,
+}
+
+/// The longest wait between two attempts to reach the relay.
+const RELAY_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
 /// Runs the daemon until Ctrl-C or SIGTERM.
-pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> {
+pub async fn serve(
+    home: PathBuf,
+    bind: SocketAddr,
+    remote: Option<RemoteArgs>,
+) -> anyhow::Result<ExitCode> {
     if !bind.ip().is_loopback() {
         eprintln!(
             "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
@@ -96,7 +110,23 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;
     let addr = listener.local_addr()?;
-    let state = AppState::new(Arc::clone(&host), addr);
+    let mut state = AppState::new(Arc::clone(&host), addr);
+    if let Some(remote) = remote {
+        let remote = nucleic_server::remote::Remote::new(nucleic_server::remote::RemoteConfig {
+            relay: remote.relay,
+            app: remote.app_url,
+            home: home.clone(),
+            max_backoff: RELAY_MAX_BACKOFF,
+        })?;
+        println!(
+            "nucleic: remote access through {} as host {} (`nucleic pair` pairs a phone)",
+            remote.status().relay,
+            remote.host_id()
+        );
+        state = state.with_remote(remote);
+    }
+    let (relay_stop, relay_stopped) = tokio::sync::watch::channel(false);
+    let relay = tokio::spawn(state.clone().run_relay(relay_stopped));
     let mut served = Served::start(listener, state.clone());
     write_daemon_file(&home, addr)?;
     println!(
@@ -116,6 +146,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
             println!("nucleic: SIGHUP received: handing over (agents keep running under their keepers; the next `nucleic serve` re-adopts them)");
             let Served { mut server, stop } = served;
             let _ = stop.send(());
+            stop_relay(&relay_stop, relay).await;
             if tokio::time::timeout(SERVER_WITHIN, &mut server).await.is_err() {
                 server.abort();
             }
@@ -140,6 +171,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         }),
     };
     force_stop_after(signals, &home, Arc::clone(&host));
+    stop_relay(&relay_stop, relay).await;
     let complete = stop_daemon(&host, served, &home).await;
     drop(state);
     drop(lock);
@@ -148,6 +180,12 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         None if complete => Ok(ExitCode::SUCCESS),
         None => Ok(ExitCode::FAILURE),
     }
+}
+
+/// Closes the relay connection (its devices are told the host stops), waiting at most 1 s.
+async fn stop_relay(stop: &tokio::sync::watch::Sender<bool>, relay: tokio::task::JoinHandle<()>) {
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(1), relay).await;
 }
 
 /// The HTTP server of a daemon, running on its own task.

@@ -28,7 +28,7 @@ mod shutdown;
 mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
-pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
+pub use credentials::{ChannelDevice, Revocation, TOKEN_FILE, load_or_create_token};
 pub use error::HostError;
 pub use files::Listing;
 pub use host::Host;

@@ -15,8 +15,10 @@ mod headers;
 mod http;
 mod limits;
 mod outbox;
+pub mod remote;
 mod signin;
 mod web;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,6 +53,8 @@ pub struct AppState {
     closing: Arc<tokio::sync::watch::Sender<bool>>,
     /// Connection cap, timeouts, per-client bounds.
     limits: ServerLimits,
+    /// Remote access through a relay (`nucleic serve --relay`), if on.
+    remote: Option<Arc<remote::Remote>>,
 }
 
 impl AppState {
@@ -70,6 +74,27 @@ impl AppState {
             challenges: Arc::default(),
             closing: Arc::new(tokio::sync::watch::Sender::new(false)),
             limits: ServerLimits::default(),
+            remote: None,
+        }
+    }
+
+    /// The same state with remote access on: pairing links can be opened, and
+    /// [`AppState::run_relay`] serves devices through the relay.
+    pub fn with_remote(mut self, remote: Arc<remote::Remote>) -> AppState {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Remote access, if on.
+    pub fn remote(&self) -> Option<&Arc<remote::Remote>> {
+        self.remote.as_ref()
+    }
+
+    /// Keeps the daemon connected to its relay (reconnecting with backoff) until `stop` turns
+    /// true; returns at once when remote access is off.
+    pub async fn run_relay(self, stop: tokio::sync::watch::Receiver<bool>) {
+        if let Some(remote) = self.remote.clone() {
+            remote::run_relay(remote, self, stop).await;
         }
     }
 
