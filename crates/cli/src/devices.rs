@@ -67,9 +67,14 @@ pub async fn device(home: &Path, command: DeviceCommand) -> anyhow::Result<ExitC
 }
 
 /// `nucleic pair`: opens a pairing at the daemon and shows its link as a QR code.
-pub async fn pair(home: &Path, name: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn pair(
+    home: &Path,
+    name: Option<String>,
+    ttl_secs: Option<u32>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let mut daemon = Daemon::connect(home).await?;
-    let result = intent(&mut daemon, Intent::PairDevice { name }).await?;
+    let result = intent(&mut daemon, Intent::PairDevice { name, ttl_secs }).await?;
     let Some(link) = result.as_ref().and_then(|v| v.get("link")).and_then(|l| l.as_str()) else {
         bail!("the daemon answered without a link");
     };

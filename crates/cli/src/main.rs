@@ -65,6 +65,9 @@ enum Commands {
         /// Print the link and its details as one JSON line instead of the QR code.
         #[arg(long)]
         json: bool,
+        /// Seconds the link stays valid (at most and by default 600).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=600))]
+        ttl_secs: Option<u32>,
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
@@ -233,8 +236,8 @@ fn main() -> ExitCode {
             }
             None => no_home(),
         },
-        Commands::Pair { name, json, home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(devices::pair(&home, name, json)),
+        Commands::Pair { name, json, ttl_secs, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::pair(&home, name, ttl_secs, json)),
             None => no_home(),
         },
         Commands::Demo(args) => block_on(demo::demo(*args)),

@@ -334,6 +334,9 @@ pub enum Intent {
         /// The name the paired device is recorded under (default: "paired device").
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// A shorter life than the default 600 s (capped at 600).
+        #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
+        ttl_secs: Option<u32>,
     },
 }
 

@@ -248,8 +248,14 @@ pub async fn run(mut stream: impl wire::Source, sink: impl wire::Sink, state: Ap
                     }
                 }
             }
-            ClientMessage::Intent { message_id, intent: Intent::PairDevice { name } } => {
-                let reply = crate::remote::pairing::answer(&state, &message_id, name, through_channel);
+            ClientMessage::Intent { message_id, intent: Intent::PairDevice { name, ttl_secs } } => {
+                let reply = crate::remote::pairing::answer(
+                    &state,
+                    &message_id,
+                    name,
+                    ttl_secs,
+                    through_channel,
+                );
                 let _ = out.send(reply).await;
             }
             ClientMessage::Unsubscribe { message_id, session_id } => {

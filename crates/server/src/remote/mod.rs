@@ -98,9 +98,9 @@ impl Remote {
         self.status.now()
     }
 
-    /// Opens a pairing (10 minutes, single use) and returns its link.
-    pub fn open_pairing(&self, name: &str) -> Result<PairingLink, RemoteError> {
-        let secret = self.pairing.open(name, PAIRING_TTL)?;
+    /// Opens a pairing (single use, for `ttl`: at most [`PAIRING_TTL`]) and returns its link.
+    pub fn open_pairing(&self, name: &str, ttl: Duration) -> Result<PairingLink, RemoteError> {
+        let secret = self.pairing.open(name, ttl.min(PAIRING_TTL))?;
         let app = self.config.app.clone().unwrap_or_else(|| {
             self.relay.replacen("ws://", "http://", 1).replacen("wss://", "https://", 1)
         });

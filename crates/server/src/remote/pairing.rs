@@ -117,6 +117,7 @@ pub fn answer(
     state: &crate::AppState,
     message_id: &str,
     name: Option<String>,
+    ttl_secs: Option<u32>,
     through_channel: bool,
 ) -> nucleic_protocol::HostMessage {
     use nucleic_protocol::{HostMessage, ProtocolErrorCode};
@@ -140,11 +141,12 @@ pub fn answer(
     if name.chars().count() > 64 {
         return refuse(ProtocolErrorCode::InvalidRequest, "a device name is at most 64 characters");
     }
-    match remote.open_pairing(&name) {
+    let ttl = ttl_secs.map_or(PAIRING_TTL, |s| Duration::from_secs(u64::from(s)).min(PAIRING_TTL));
+    match remote.open_pairing(&name, ttl) {
         Ok(link) => {
             let url = link.url();
             let expires_at = std::time::SystemTime::now()
-                .checked_add(PAIRING_TTL)
+                .checked_add(ttl)
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_millis());
             HostMessage::Ack {
