@@ -36,7 +36,8 @@ export class Daemon {
     readonly child: ChildProcess,
   ) {}
 
-  static async start(relayUrl: string): Promise<Daemon> {
+  /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket. */
+  static async start(relayUrl: string, opts: { tcp?: boolean } = {}): Promise<Daemon> {
     const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
     const home = path.join(dir, "home");
     const repo = path.join(dir, "MARKER-repo");
@@ -44,7 +45,8 @@ export class Daemon {
     writeFileSync(path.join(repo, "README.md"), "MARKER-readme-content\n");
     execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "."]);
     execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
-    const child = spawn(NUCLEIC, ["serve", "--bind", "127.0.0.1:0", "--relay", relayUrl], {
+    const listen = opts.tcp === false ? ["--no-tcp"] : ["--bind", "127.0.0.1:0"];
+    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl], {
       env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off" },
       stdio: ["ignore", "pipe", "pipe"],
     });

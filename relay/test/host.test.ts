@@ -38,7 +38,9 @@ async function newSession(device: Device, prompt: string, title: string): Promis
 }
 
 it("pairs by the link through the relay, works a session, and loses access at once on revoke", async () => {
-  daemon = await Daemon.start(relay.url(""));
+  daemon = await Daemon.start(relay.url(""), { tcp: false });
+  // The host listens on nothing: no TCP socket of its own in LISTEN (its CLI uses a Unix socket).
+  expect(daemon.listeningSockets()).toEqual([]);
   const { link, secret, hostID } = pairLink(daemon);
   const { device, secret: parsed } = Device.fromLink(link);
   await device.open({ mode: "pair", secret: parsed });
@@ -97,6 +99,8 @@ it("pairs by the link through the relay, works a session, and loses access at on
 
 it("a paired device reconnects with IK after a relay restart and catches up with no gap and no duplicate", async () => {
   daemon = await Daemon.start(relay.url(""));
+  // The listening check sees a TCP listener when there is one.
+  expect(daemon.listeningSockets().length).toBe(1);
   const { link } = pairLink(daemon);
   const { device, secret } = Device.fromLink(link);
   await device.open({ mode: "pair", secret });

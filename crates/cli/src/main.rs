@@ -55,6 +55,10 @@ enum Commands {
         /// http(s) address).
         #[arg(long, env = "NUCLEIC_APP_URL", requires = "relay")]
         app_url: Option<String>,
+        /// Listen on no TCP port at all: local clients (this CLI) use the Unix socket
+        /// `$NUCLEIC_HOME/daemon.sock` (0600); devices come through the relay.
+        #[arg(long, conflicts_with = "bind")]
+        no_tcp: bool,
     },
     /// Pair a phone through the relay: prints a QR code and a one-time link (10 minutes,
     /// single use). The daemon must run with `--relay`.
@@ -229,9 +233,10 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home, relay, app_url } => match locate::nucleic_home(home) {
+        Commands::Serve { bind, home, relay, app_url, no_tcp } => match locate::nucleic_home(home) {
             Some(home) => {
                 let remote = relay.map(|relay| serve::RemoteArgs { relay, app_url });
+                let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
                 block_on(serve::serve(home, bind, remote))
             }
             None => no_home(),

@@ -27,6 +27,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use nucleic_host::Host;
 
+pub use accept::Listener;
 pub use auth::{TOKEN_FILE, load_or_create_token};
 /// A client's share of a session's written batch, and the frames its connection sends for
 /// queued shares (for the fan-out bench).
@@ -144,7 +145,7 @@ pub fn router(state: AppState) -> Router {
 /// in flight finish, and connections get a few seconds to end. Connections beyond the cap are
 /// refused with `503`; headers that do not arrive in time close the connection.
 pub async fn serve(
-    listener: tokio::net::TcpListener,
+    listener: impl Listener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
