@@ -5,6 +5,7 @@ import { render } from "preact";
 import { App } from "./components/App";
 import { SignedOut } from "./components/SignedOut";
 import { type StoredDevice, SignedOutError, loadDevice, proveDevice, registerDevice } from "./device";
+import { remoteDialer } from "./remote/boot";
 import { CockpitStore } from "./store";
 import "./styles.css";
 
@@ -30,6 +31,21 @@ async function signIn(): Promise<StoredDevice | null> {
 async function boot(): Promise<void> {
   const root = document.getElementById("app");
   if (!root) return;
+  // Through the relay: a pairing link, or a host paired before.
+  let remote;
+  try {
+    remote = await remoteDialer();
+  } catch (e) {
+    render(<SignedOut reason="badLink" detail={e instanceof Error ? e.message : String(e)} />, root);
+    return;
+  }
+  if (remote) {
+    const store = new CockpitStore("", undefined, undefined, remote);
+    (window as unknown as { nucleic: CockpitStore }).nucleic = store;
+    store.start();
+    render(<App store={store} />, root);
+    return;
+  }
   let device: StoredDevice | null;
   try {
     device = await signIn();

@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { HostConnection, HostError, clientIdentity, type LinkState, type Prover, type Request } from "./connection";
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
+import type { RemoteDialer } from "./remote/boot";
 import type { BackendInfo, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
 
@@ -29,12 +30,13 @@ export class CockpitStore {
   private repaintScheduled = false;
 
   /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
-  constructor(url: string, prove?: Prover, readonly deviceID?: string) {
+  /** `remote`: the host is reached through the relay (the carrier and what revocation forgets). */
+  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
         this.link = s;
         // Revoked, rotated out or signed out: the key is useless now; a new link starts over.
-        if (s === "signedOut") void forgetDevice();
+        if (s === "signedOut") void (remote ? remote.forget() : forgetDevice());
         if (s === "online") this.offlineSince = null;
         else if (this.offlineSince === null) this.offlineSince = Date.now();
         this.changed();
@@ -55,7 +57,7 @@ export class CockpitStore {
         notifyTransition(before, s);
         this.changed();
       },
-    }, prove);
+    }, prove, remote ? () => remote.dial() : undefined);
   }
 
   start(): void {

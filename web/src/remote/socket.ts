@@ -60,9 +60,14 @@ export class ChannelSocket {
    * device's side before the host checked the secret (message 3), so a close before that is a
    * refusal too. */
   private heard = false;
+  /** True once the host answered over the open channel (a pairing then surely succeeded);
+   * false if it closed before. */
+  readonly accepted: Promise<boolean>;
+  private settle: (ok: boolean) => void = () => {};
   private timer: ReturnType<typeof setTimeout>;
 
   constructor(host: RemoteHost, key: StaticKey, opening: Opening, Ctor: RawSocketCtor = WebSocket as unknown as RawSocketCtor) {
+    this.accepted = new Promise((resolve) => (this.settle = resolve));
     const p = prologue(host.hostID);
     this.handshake =
       opening.mode === "pair" ? Handshake.pairInitiator(key, opening.secret, host.hostKey, p) : Handshake.connectInitiator(key, host.hostKey, p);
@@ -112,6 +117,7 @@ export class ChannelSocket {
     }
     const message = this.transport.open(bytes);
     this.heard = true;
+    this.settle(true);
     if (!message) return;
     const frame = decode(message);
     if (!frame) throw new Error("malformed channel message");
@@ -169,6 +175,7 @@ export class ChannelSocket {
     clearTimeout(this.timer);
     this.readyState = ChannelSocket.CLOSED;
     this.transport = null;
+    this.settle(false);
     this.onclose?.(this.closedWith ?? e);
   }
 }
