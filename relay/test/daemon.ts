@@ -38,6 +38,7 @@ export class Daemon {
 
   /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket. */
   static async start(relayUrl: string, opts: { tcp?: boolean; app?: string } = {}): Promise<Daemon> {
+    if (!existsSync(NUCLEIC)) throw new Error(`${NUCLEIC} is missing: cargo build -p nucleic-cli first`);
     const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
     const home = path.join(dir, "home");
     const repo = path.join(dir, "MARKER-repo");
@@ -72,6 +73,12 @@ export class Daemon {
 
   cli(...args: string[]): string {
     return execFileSync(NUCLEIC, args, { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 15_000 });
+  }
+
+  /** The loopback origin of a daemon started with TCP. */
+  origin(): string {
+    const { port } = JSON.parse(readFileSync(path.join(this.home, "daemon.json"), "utf8"));
+    return `http://127.0.0.1:${port}`;
   }
 
   token(): string {

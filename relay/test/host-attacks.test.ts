@@ -1,6 +1,6 @@
 // Attacks on a real daemon through the relay: a used or expired pairing link, a wrong
 // pre-shared key, a replayed handshake and replayed frames, garbage and oversized frames, a
-// device that claims to be the host. Each is refused, and the paired device keeps working.
+// device that claims to be the host, a paired phone minting pairing links. Each is refused, and the paired device keeps working.
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 
 import { Daemon, Device, sleep } from "./daemon";
@@ -109,4 +109,7 @@ it("garbage and oversized frames, and a device claiming to be the host, are refu
   expect(await impostor.closed("the impostor", 5000)).toBe(4401);
   expect(daemon.relayState()).toBe("connected");
   await stillWorks(device);
+  // A paired phone cannot mint pairing links (a stolen phone must not invite more devices).
+  const mint = await device.request({ type: "intent", intent: { kind: "pairDevice" } });
+  expect(mint).toMatchObject({ type: "error", code: "unauthorized" });
 }, 60_000);

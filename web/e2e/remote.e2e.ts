@@ -9,12 +9,12 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { AddressInfo } from "node:net";
 
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 
 import { Daemon } from "../../relay/test/daemon";
 import { Relay } from "../../relay/test/support";
-import { WEB, git, launch, pageErrors, waitOnline } from "./harness";
+import { WEB, git, launch, loginLink, pageErrors, signedInPage, waitOnline } from "./harness";
 
 const DIST = path.join(WEB, "dist");
 const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".json": "application/json", ".webmanifest": "application/manifest+json" };
@@ -56,12 +56,15 @@ afterEach(async () => {
   daemon = null;
 });
 
-async function phone(link: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+async function phone(link: string, context?: BrowserContext): Promise<Page> {
+  context ??= await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
   const lines: string[] = [];
   (page as unknown as { consoleLines: string[] }).consoleLines = lines;
   page.on("console", (m) => lines.push(m.text()));
+  const errors: string[] = [];
+  (page as unknown as { errors: string[] }).errors = errors;
+  page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(link);
   await waitOnline(page, 30_000);
   return page;
@@ -140,10 +143,9 @@ it("a relay restart mid-stream: the page reconnects and catches up with no gap a
   await relay.restart();
   await page.waitForSelector(".shell:not([data-link=online])", { timeout: 10_000 });
   await waitOnline(page, 30_000);
-  await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 60_000 }).catch(async () => {
-    await page.goto(`${appURL}/#/`);
-    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 60_000 });
-  });
+  // The list (one pane on a phone) shows the turn ending.
+  await page.goto(`${appURL}/#/`);
+  await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 60_000 });
   const last = JSON.parse(daemon.cli("session", "show", id)).lastSeq as number;
   await page.waitForFunction(([sid, n]) => (window as any).nucleic.connection.cursor(sid) === n, [id, last] as const, { timeout: 30_000 });
   const { gaps, dups } = await page.evaluate(() => ({ gaps: (window as any).nucleic.connection.gaps, dups: (window as any).nucleic.connection.duplicatesDropped }));
@@ -151,4 +153,35 @@ it("a relay restart mid-stream: the page reconnects and catches up with no gap a
   expect(dups).toBe(0);
   console.log(`caught up to seq ${await cursor()} (the host's last ${last}); duplicates dropped on resubscribe: ${dups}`);
   expect(pageErrors(page)).toEqual([]);
+});
+
+it("the host's own cockpit opens a pairing; a phone keeps two hosts and switches between them", async () => {
+  daemon = await Daemon.start(relay.url(""), { app: appURL });
+  const other = await Daemon.start(relay.url(""), { tcp: false, app: appURL });
+  try {
+    // On the host's machine: the devices sheet's "Pair a phone" shows a QR code and the link.
+    const desk = await signedInPage(browser, await loginLink({ home: daemon.home, origin: daemon.origin() }));
+    await desk.page.goto(`${daemon.origin()}/#/devices`);
+    await desk.page.click("[data-testid=open-pairing]");
+    await desk.page.waitForSelector("[data-testid=pairing] img");
+    const link = (await desk.page.textContent("[data-testid=pairing-link]"))!.trim();
+    const phonePage = await phone(link);
+    const first = JSON.parse(daemon.cli("pair", "--json")).hostID as string;
+    const hostOf = (p: Page) => p.evaluate(() => (window as any).nucleic.remote.host.hostID as string);
+    expect(await hostOf(phonePage)).toBe(first);
+    // A second host: its link, in the same phone.
+    await phonePage.goto(JSON.parse(other.cli("pair", "--json")).link);
+    await phonePage.reload();
+    await waitOnline(phonePage, 30_000);
+    const second = await hostOf(phonePage);
+    expect(second).not.toBe(first);
+    await phonePage.goto(`${appURL}/#/devices`);
+    await phonePage.waitForSelector("[data-testid=remote-host] >> nth=1");
+    await phonePage.click("[data-testid=switch-host]");
+    await waitOnline(phonePage, 30_000);
+    expect(await hostOf(phonePage)).toBe(first);
+    expect(pageErrors(phonePage)).toEqual([]);
+  } finally {
+    await other.stop();
+  }
 });

@@ -333,7 +333,15 @@ checksAfterTurn?: boolean,
 /**
  * Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
  */
-poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" };
+poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: number, } | { "kind": "setProjectChecks", projectID: string, checks: Array<CheckSpec>, checksAfterTurn?: boolean | null, } | { "kind": "runChecks", sessionID: string, name?: string | null, } | { "kind": "report", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
+/**
+ * The name the paired device is recorded under (default: "paired device").
+ */
+name?: string | null, 
+/**
+ * A shorter life than the default 600 s (capped at 600).
+ */
+ttlSecs?: number | null, };
 
 export type ExportFormat = "markdown" | "jsonl";
 

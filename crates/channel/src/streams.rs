@@ -131,9 +131,14 @@ impl DeviceStreams {
                 let (mut hs, secret) = match mode {
                     MODE_PAIR => {
                         let secret = devices.pairing_secret().ok_or(ChannelError::NoPairingOpen)?;
-                        (Handshake::pair_responder(&self.local, &secret, &self.prologue)?, Some(secret))
+                        (
+                            Handshake::pair_responder(&self.local, &secret, &self.prologue)?,
+                            Some(secret),
+                        )
                     }
-                    MODE_CONNECT => (Handshake::connect_responder(&self.local, &self.prologue)?, None),
+                    MODE_CONNECT => {
+                        (Handshake::connect_responder(&self.local, &self.prologue)?, None)
+                    }
                     _ => return Err(ChannelError::Malformed("unknown stream mode")),
                 };
                 hs.read_message(msg1)?;

@@ -17,7 +17,10 @@ use crate::serve::DAEMON_FILE;
 
 /// A byte stream to the daemon: TCP on loopback, or its Unix socket (`serve --no-tcp`).
 trait Duplex: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug> Duplex for T {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug> Duplex
+    for T
+{
+}
 
 type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Duplex>>;
 

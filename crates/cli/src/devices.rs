@@ -90,7 +90,9 @@ pub async fn pair(
         println!("{qr}");
     }
     println!("Scan the code, or open this link on the phone (once, within 10 minutes):\n{link}");
-    println!("Then `nucleic device list` shows it; `nucleic device revoke <id>` cuts it off at once.");
+    println!(
+        "Then `nucleic device list` shows it; `nucleic device revoke <id>` cuts it off at once."
+    );
     Ok(ExitCode::SUCCESS)
 }
 

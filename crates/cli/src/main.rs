@@ -233,14 +233,16 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home, relay, app_url, no_tcp } => match locate::nucleic_home(home) {
-            Some(home) => {
-                let remote = relay.map(|relay| serve::RemoteArgs { relay, app_url });
-                let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
-                block_on(serve::serve(home, bind, remote))
+        Commands::Serve { bind, home, relay, app_url, no_tcp } => {
+            match locate::nucleic_home(home) {
+                Some(home) => {
+                    let remote = relay.map(|relay| serve::RemoteArgs { relay, app_url });
+                    let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
+                    block_on(serve::serve(home, bind, remote))
+                }
+                None => no_home(),
             }
-            None => no_home(),
-        },
+        }
         Commands::Pair { name, json, ttl_secs, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(devices::pair(&home, name, ttl_secs, json)),
             None => no_home(),

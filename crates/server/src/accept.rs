@@ -129,7 +129,11 @@ async fn connection<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 
 /// Answers a connection over the cap with `503` and closes it; reads what the client sent for
 /// a moment so the close is not a reset that could hide the answer.
-async fn refuse<T: AsyncRead + AsyncWrite + Unpin>(mut tcp: T, cap: usize, _permit: OwnedSemaphorePermit) {
+async fn refuse<T: AsyncRead + AsyncWrite + Unpin>(
+    mut tcp: T,
+    cap: usize,
+    _permit: OwnedSemaphorePermit,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = format!("the host has {cap} connections open, its limit; try again later\n");
     let response = format!(

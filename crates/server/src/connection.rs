@@ -13,8 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
-    ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION,
-    ProtocolErrorCode,
+    ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION, ProtocolErrorCode,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -113,7 +112,12 @@ fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
 }
 
 /// Serves one client on `stream` / `sink` until it leaves, is revoked, or the server stops.
-pub async fn run(mut stream: impl wire::Source, sink: impl wire::Sink, state: AppState, auth: Auth) {
+pub async fn run(
+    mut stream: impl wire::Source,
+    sink: impl wire::Sink,
+    state: AppState,
+    auth: Auth,
+) {
     let limits = state.limits();
     let through_channel = matches!(auth, Auth::Channel(_));
     let (out, inbox) = outbox::outbox(limits.max_outbox_bytes);
@@ -355,7 +359,8 @@ async fn handshake(
         (Auth::Token, _) => Principal::Token,
         (Auth::Channel(principal), None) => principal,
         (Auth::Channel(_), Some(_)) => {
-            let why = "this channel already authenticated the device: send no proof in hello".to_owned();
+            let why =
+                "this channel already authenticated the device: send no proof in hello".to_owned();
             return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
         (Auth::Hello, Some(proof)) => match crate::devices::verify(state, &proof).await {

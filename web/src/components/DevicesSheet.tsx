@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 
 import type { DeviceSummary } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
+import { RemotePanel } from "./RemotePanel";
 
 function when(ms: number | null | undefined): string {
   return ms ? new Date(ms).toLocaleString() : "never";
@@ -66,6 +67,7 @@ export function DevicesSheet({ store, onClose }: { store: CockpitStore; onClose:
             {revoked.length > 0 && <li class="muted">{revoked.length} revoked</li>}
           </ul>
         )}
+        <RemotePanel store={store} />
         <p class="muted">
           The CLI uses the host's token; <code>nucleic token rotate</code> signs every device out.
         </p>

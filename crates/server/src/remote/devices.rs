@@ -104,10 +104,7 @@ impl wire::Sink for ChannelSink {
 }
 
 fn known_by_key(devices: Vec<ChannelDevice>) -> HashMap<PublicKey, ChannelDevice> {
-    devices
-        .into_iter()
-        .filter_map(|d| Some((PublicKey::from_slice(&d.key).ok()?, d)))
-        .collect()
+    devices.into_iter().filter_map(|d| Some((PublicKey::from_slice(&d.key).ok()?, d))).collect()
 }
 
 impl Devices {
@@ -193,7 +190,10 @@ impl Devices {
 
     async fn send_relay(socket: &mut RelaySocket, frames: Vec<Vec<u8>>) -> Result<(), String> {
         for frame in frames {
-            socket.send(Message::binary(frame)).await.map_err(|e| format!("relay connection lost: {e}"))?;
+            socket
+                .send(Message::binary(frame))
+                .await
+                .map_err(|e| format!("relay connection lost: {e}"))?;
         }
         Ok(())
     }
@@ -202,7 +202,8 @@ impl Devices {
         if matches!(RelayFrame::parse(bytes), Ok(RelayFrame::Challenge(_) | RelayFrame::Ready)) {
             return Ok(());
         }
-        let mut registry = Registry { remote: &self.remote, known: &self.known, paired: Vec::new() };
+        let mut registry =
+            Registry { remote: &self.remote, known: &self.known, paired: Vec::new() };
         let step = self
             .streams
             .on_relay_frame(bytes, &mut registry)
@@ -218,7 +219,11 @@ impl Devices {
                         .map_or_else(|| "paired device".to_owned(), |(_, n)| n.clone());
                     match self.state.host.register_device(&name, device.as_bytes().to_vec()).await {
                         Ok(row) => {
-                            let d = ChannelDevice { id: row.id, name: row.name, key: device.as_bytes().to_vec() };
+                            let d = ChannelDevice {
+                                id: row.id,
+                                name: row.name,
+                                key: device.as_bytes().to_vec(),
+                            };
                             self.known.insert(device, d.clone());
                             self.open(stream, d);
                         }
@@ -227,7 +232,8 @@ impl Devices {
                         }
                     }
                 }
-                StreamEvent::Connected { stream, device } => match self.known.get(&device).cloned() {
+                StreamEvent::Connected { stream, device } => match self.known.get(&device).cloned()
+                {
                     Some(d) => {
                         let _ = self.state.host.touch_device(&d.id).await;
                         self.open(stream, d);
@@ -269,7 +275,12 @@ impl Devices {
     }
 
     /// A frame of a device's connection: sealed into its channel; a close also ends the stream.
-    async fn to_device(&mut self, stream: u32, frame: OutFrame, socket: &mut RelaySocket) -> Result<(), String> {
+    async fn to_device(
+        &mut self,
+        stream: u32,
+        frame: OutFrame,
+        socket: &mut RelaySocket,
+    ) -> Result<(), String> {
         if !self.conns.contains_key(&stream) {
             return Ok(());
         }
@@ -290,7 +301,13 @@ impl Devices {
     }
 
     /// Tells the device why (inside its channel), then closes its stream at the relay.
-    async fn close(&mut self, stream: u32, code: u16, reason: &str, socket: &mut RelaySocket) -> Result<(), String> {
+    async fn close(
+        &mut self,
+        stream: u32,
+        code: u16,
+        reason: &str,
+        socket: &mut RelaySocket,
+    ) -> Result<(), String> {
         let message = framing::encode(&OutFrame::Close { code, reason: reason.to_owned() });
         if let Ok(frames) = self.streams.send(stream, &message) {
             Self::send_relay(socket, frames).await?;
@@ -307,11 +324,13 @@ impl Devices {
             Ok(Revocation::Device(id)) => self.known.retain(|_, d| d.id != id),
             Ok(Revocation::All) => self.known.clear(),
             Err(broadcast::error::RecvError::Lagged(_)) => {
-                self.known = known_by_key(self.state.host.channel_devices().await.unwrap_or_default());
+                self.known =
+                    known_by_key(self.state.host.channel_devices().await.unwrap_or_default());
             }
             Err(broadcast::error::RecvError::Closed) => return Err("the host is gone".to_owned()),
         }
-        let ids: std::collections::HashSet<&str> = self.known.values().map(|d| d.id.as_str()).collect();
+        let ids: std::collections::HashSet<&str> =
+            self.known.values().map(|d| d.id.as_str()).collect();
         let gone: Vec<u32> = self
             .conns
             .iter()

@@ -33,7 +33,9 @@ struct Stored {
 pub enum IdentityError {
     #[error("cannot read or write {path}: {source}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path} is damaged ({why}); move it aside to make a new identity (paired devices must then pair again)")]
+    #[error(
+        "{path} is damaged ({why}); move it aside to make a new identity (paired devices must then pair again)"
+    )]
     Damaged { path: String, why: String },
     #[error("cannot make keys: {0}")]
     Keys(#[from] nucleic_channel::ChannelError),
@@ -63,10 +65,12 @@ impl Identity {
         let shown = path.display().to_string();
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let damaged = |why: &str| IdentityError::Damaged { path: shown.clone(), why: why.into() };
+                let damaged =
+                    |why: &str| IdentityError::Damaged { path: shown.clone(), why: why.into() };
                 let stored: Stored =
                     serde_json::from_str(&text).map_err(|e| damaged(&e.to_string()))?;
-                let private = unhex(&stored.noise_private).ok_or_else(|| damaged("noisePrivate"))?;
+                let private =
+                    unhex(&stored.noise_private).ok_or_else(|| damaged("noisePrivate"))?;
                 let public = unhex(&stored.noise_public).ok_or_else(|| damaged("noisePublic"))?;
                 let relay: [u8; 32] = unhex(&stored.relay_key)
                     .and_then(|k| k.try_into().ok())
@@ -110,9 +114,6 @@ mod tests {
         let mode = std::fs::metadata(dir.path().join(IDENTITY_FILE)).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         std::fs::write(dir.path().join(IDENTITY_FILE), "{").unwrap();
-        assert!(matches!(
-            Identity::load_or_create(dir.path()),
-            Err(IdentityError::Damaged { .. })
-        ));
+        assert!(matches!(Identity::load_or_create(dir.path()), Err(IdentityError::Damaged { .. })));
     }
 }

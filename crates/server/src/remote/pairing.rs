@@ -72,10 +72,18 @@ fn encode_component(text: &str) -> String {
 
 impl Pairing {
     /// Opens a pairing (replacing one still open): its secret, valid for `ttl`.
-    pub fn open(&self, name: &str, ttl: Duration) -> Result<PairingSecret, nucleic_channel::ChannelError> {
+    pub fn open(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<PairingSecret, nucleic_channel::ChannelError> {
         let secret = PairingSecret::generate()?;
         let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *open = Some(Open { secret: secret.clone(), name: name.to_owned(), expires: Instant::now() + ttl });
+        *open = Some(Open {
+            secret: secret.clone(),
+            name: name.to_owned(),
+            expires: Instant::now() + ttl,
+        });
         Ok(secret)
     }
 

@@ -91,7 +91,12 @@ async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     let url = format!("{}/v1/rooms/{}/host", remote.relay, remote.host_id());
     let (mut socket, _) =
         match tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(&url)).await {
-            Err(_) => return Err(format!("the relay did not answer within {} s", CONNECT_WITHIN.as_secs())),
+            Err(_) => {
+                return Err(format!(
+                    "the relay did not answer within {} s",
+                    CONNECT_WITHIN.as_secs()
+                ));
+            }
             Ok(Err(e)) => return Err(format!("cannot reach the relay at {url}: {e}")),
             Ok(Ok(s)) => s,
         };
@@ -110,7 +115,9 @@ async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     match tokio::time::timeout(AUTH_WITHIN, proved).await {
         Ok(Ok(())) => Ok(socket),
         Ok(Err(why)) => Err(why),
-        Err(_) => Err(format!("the relay did not accept the host within {} s", AUTH_WITHIN.as_secs())),
+        Err(_) => {
+            Err(format!("the relay did not accept the host within {} s", AUTH_WITHIN.as_secs()))
+        }
     }
 }
 
@@ -125,7 +132,11 @@ async fn next_frame(socket: &mut RelaySocket) -> Result<Option<RelayFrame>, Stri
                 return RelayFrame::parse(&b).map(Some).map_err(|e| format!("relay: {e}"));
             }
             Some(Ok(Message::Close(Some(c)))) => {
-                return Err(format!("the relay closed the connection ({}: {})", u16::from(c.code), c.reason));
+                return Err(format!(
+                    "the relay closed the connection ({}: {})",
+                    u16::from(c.code),
+                    c.reason
+                ));
             }
             Some(Ok(Message::Close(None))) => return Ok(None),
             Some(Ok(Message::Text(_))) => return Err("the relay sent a text frame".to_owned()),
