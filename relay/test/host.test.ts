@@ -5,9 +5,8 @@
 // none of the test's markers. Attacks on pairing and reconnects are refused.
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 
-import { generateKeyPair, staticKey } from "../../web/src/channel/noise";
 import { Daemon, Device, sleep, until } from "./daemon";
-import { Client, Relay, data } from "./support";
+import { Relay } from "./support";
 
 let relay: Relay;
 let daemon: Daemon | null = null;

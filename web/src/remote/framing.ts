@@ -35,7 +35,7 @@ export function decode(m: Uint8Array): ChannelFrame | null {
   switch (m[0]) {
     case TEXT:
       try {
-        return { kind: "text", text: new TextDecoder("utf-8", { fatal: true }).decode(m.subarray(1)) };
+        return { kind: "text", text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(m.subarray(1)) };
       } catch {
         return null;
       }

@@ -151,12 +151,12 @@ impl Devices {
                         Some(Ok(Message::Text(_))) => break "the relay sent a text frame".to_owned(),
                         Some(Ok(_)) => continue,
                     };
-                    if let Err(why) = self.from_relay(&bytes, &mut socket).await {
+                    if let Err(why) = self.on_relay_frame(&bytes, &mut socket).await {
                         break why;
                     }
                 }
                 Some((stream, frame)) = self.out_rx.recv() => {
-                    if let Err(why) = self.to_device(stream, frame, &mut socket).await {
+                    if let Err(why) = self.on_outgoing(stream, frame, &mut socket).await {
                         break why;
                     }
                 }
@@ -198,7 +198,11 @@ impl Devices {
         Ok(())
     }
 
-    async fn from_relay(&mut self, bytes: &[u8], socket: &mut RelaySocket) -> Result<(), String> {
+    async fn on_relay_frame(
+        &mut self,
+        bytes: &[u8],
+        socket: &mut RelaySocket,
+    ) -> Result<(), String> {
         if matches!(RelayFrame::parse(bytes), Ok(RelayFrame::Challenge(_) | RelayFrame::Ready)) {
             return Ok(());
         }
@@ -275,7 +279,7 @@ impl Devices {
     }
 
     /// A frame of a device's connection: sealed into its channel; a close also ends the stream.
-    async fn to_device(
+    async fn on_outgoing(
         &mut self,
         stream: u32,
         frame: OutFrame,
