@@ -184,7 +184,11 @@ export class Device {
     this.wake();
   }
 
+  /** Called with every batch of events as it arrives (for timing). */
+  onEvents: ((session: string, events: Message[]) => void) | null = null;
+
   private note(session: string, events: Message[]): void {
+    this.onEvents?.(session, events);
     const list = this.events.get(session) ?? [];
     list.push(...events);
     this.events.set(session, list);
