@@ -37,7 +37,7 @@ export class Daemon {
   ) {}
 
   /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket. */
-  static async start(relayUrl: string, opts: { tcp?: boolean; app?: string } = {}): Promise<Daemon> {
+  static async start(relayUrl: string, opts: { tcp?: boolean; app?: string; lan?: string[] } = {}): Promise<Daemon> {
     if (!existsSync(NUCLEIC)) throw new Error(`${NUCLEIC} is missing: cargo build -p nucleic-cli first`);
     const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
     const home = path.join(dir, "home");
@@ -48,7 +48,7 @@ export class Daemon {
     execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
     const listen = opts.tcp === false ? ["--no-tcp"] : ["--bind", "127.0.0.1:0"];
     const app = opts.app ? ["--app-url", opts.app] : [];
-    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app], {
+    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app, ...(opts.lan ?? [])], {
       env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -59,6 +59,14 @@ enum Commands {
         /// `$NUCLEIC_HOME/daemon.sock` (0600); devices come through the relay.
         #[arg(long, conflicts_with = "bind")]
         no_tcp: bool,
+        /// Also accept devices directly on this address (e.g. 0.0.0.0:7879): only the Noise
+        /// channel is served there, end-to-end encrypted like through the relay.
+        #[arg(long, requires = "relay")]
+        lan: Option<std::net::SocketAddr>,
+        /// `Host` names the LAN listener answers to besides its address (a reverse proxy or
+        /// tunnel such as `tailscale serve`); offered in pairing links as `ws://NAME`.
+        #[arg(long = "allow-host", requires = "lan")]
+        allow_host: Vec<String>,
     },
     /// Pair a phone through the relay: prints a QR code and a one-time link (10 minutes,
     /// single use). The daemon must run with `--relay`.
@@ -233,10 +241,11 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home, relay, app_url, no_tcp } => {
+        Commands::Serve { bind, home, relay, app_url, no_tcp, lan, allow_host } => {
             match locate::nucleic_home(home) {
                 Some(home) => {
-                    let remote = relay.map(|relay| serve::RemoteArgs { relay, app_url });
+                    let remote =
+                        relay.map(|relay| serve::RemoteArgs { relay, app_url, lan, allow_host });
                     let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
                     block_on(serve::serve(home, bind, remote))
                 }

@@ -71,6 +71,10 @@ const SERVER_WITHIN: Duration = Duration::from_secs(2);
 pub struct RemoteArgs {
     pub relay: String,
     pub app_url: Option<String>,
+    /// `--lan`: the direct listener's address.
+    pub lan: Option<SocketAddr>,
+    /// `--allow-host`: more `Host` names for it.
+    pub allow_host: Vec<String>,
 }
 
 /// The longest wait between two attempts to reach the relay.
@@ -138,12 +142,28 @@ pub async fn serve(
         }
     };
     let mut state = AppState::new(Arc::clone(&host), addr);
+    let mut lan = None;
     if let Some(remote) = remote {
+        let mut direct = Vec::new();
+        if let Some(bind) = remote.lan {
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("cannot listen on {bind} (--lan)"))?;
+            let at = listener.local_addr()?;
+            let mut hosts = remote.allow_host.clone();
+            if !at.ip().is_unspecified() {
+                hosts.push(at.to_string());
+            }
+            direct = hosts.iter().map(|h| format!("ws://{h}")).collect();
+            println!("nucleic: devices can also connect directly on {at} (the Noise channel only)");
+            lan = Some((listener, hosts));
+        }
         let remote = nucleic_server::remote::Remote::new(nucleic_server::remote::RemoteConfig {
             relay: remote.relay,
             app: remote.app_url,
             home: home.clone(),
             max_backoff: RELAY_MAX_BACKOFF,
+            lan: direct,
         })?;
         println!(
             "nucleic: remote access through {} as host {} (`nucleic pair` pairs a phone)",
@@ -155,6 +175,12 @@ pub async fn serve(
     let (relay_stop, relay_stopped) = tokio::sync::watch::channel(false);
     let relay = tokio::spawn(state.clone().run_relay(relay_stopped));
     let mut served = Served::start(listener, state.clone());
+    if let Some((listener, hosts)) = lan {
+        let mut stopping = state.closing_signal();
+        tokio::spawn(nucleic_server::serve_lan(listener, state.clone(), hosts, async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        }));
+    }
     write_daemon_file(&home, addr, socket.as_deref())?;
     match &socket {
         Some(path) => println!(

@@ -86,6 +86,11 @@ impl AppState {
         self
     }
 
+    /// Turns true when the server shuts down (other listeners stop with it).
+    pub fn closing_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
     /// Remote access, if on.
     pub fn remote(&self) -> Option<&Arc<remote::Remote>> {
         self.remote.as_ref()
@@ -139,6 +144,19 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(nucleic_protocol::MAX_CLIENT_MESSAGE_BYTES))
         .layer(axum::middleware::from_fn(headers::harden))
         .with_state(state)
+}
+
+/// Serves the LAN listener (`nucleic serve --lan`): the Noise channel only, for `Host` values in
+/// `allowed_hosts`; until `shutdown` resolves.
+pub async fn serve_lan(
+    listener: impl Listener,
+    state: AppState,
+    allowed_hosts: Vec<String>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (limits, closing) = (state.limits, Arc::clone(&state.closing));
+    accept::serve(listener, remote::lan::router(state, allowed_hosts), limits, closing, shutdown)
+        .await
 }
 
 /// Serves until `shutdown` resolves; then open WebSockets are closed ("going away"), requests

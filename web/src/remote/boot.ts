@@ -5,7 +5,7 @@
 import { generateDeviceKey, webCryptoStaticKey } from "../channel/webcrypto";
 import { parsePairingLink } from "./link";
 import { currentHostID, forgetHost, pairedHosts, rememberHost, type PairedHost } from "./hosts";
-import { ChannelSocket } from "./socket";
+import { ChannelSocket, type RemoteHost } from "./socket";
 
 /** How the cockpit connects when it talks to a host through the relay. */
 export interface RemoteDialer {
@@ -14,6 +14,20 @@ export interface RemoteDialer {
   /** The host revoked this device: its key is useless, forget the host. */
   forget(): Promise<void>;
   host: { hostID: string; name: string };
+}
+
+/** Which way to dial: a direct address of the host (LAN, tunnel) first while it works, else
+ *  the relay; a failure to open moves on to the next. */
+function routes(host: PairedHost): { next(): RemoteHost; watch(s: ChannelSocket): void } {
+  const ways: RemoteHost[] = [...(host.lan ?? []).map((direct) => ({ ...host, direct })), host];
+  let at = 0;
+  return {
+    next: () => ways[at % ways.length],
+    watch: (s) =>
+      void s.accepted.then((ok) => {
+        if (!ok) at++;
+      }),
+  };
 }
 
 /** Null when this page is not a remote cockpit (no pairing link, no paired host): the local
@@ -29,15 +43,18 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
       hostID: link.hostID,
       hostKey: link.hostKey,
       name: link.name,
+      lan: link.lan,
       pairedAt: Date.now(),
       privateKey: key.privateKey,
       publicKey: key.publicKey,
     };
     let paired = false;
+    const route = routes(host);
     return {
       host,
       dial: () => {
-        const s = new ChannelSocket(host, key.key, paired ? { mode: "connect" } : { mode: "pair", secret: link.secret });
+        const s = new ChannelSocket(route.next(), key.key, paired ? { mode: "connect" } : { mode: "pair", secret: link.secret });
+        route.watch(s);
         // Remembered only once the host answered over the channel (it accepted the pairing).
         void s.accepted.then((ok) => {
           if (ok && !paired) {
@@ -55,9 +72,14 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
   const host = hosts.find((h) => h.hostID === current) ?? hosts[0];
   if (!host) return null;
   const key = webCryptoStaticKey(host.privateKey, host.publicKey);
+  const route = routes(host);
   return {
     host,
-    dial: () => new ChannelSocket(host, key, { mode: "connect" }),
+    dial: () => {
+      const s = new ChannelSocket(route.next(), key, { mode: "connect" });
+      route.watch(s);
+      return s;
+    },
     forget: () => forgetHost(host.hostID),
   };
 }

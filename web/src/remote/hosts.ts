@@ -9,6 +9,8 @@ const STORE = "hosts";
 const CURRENT = "nucleic.remoteHost";
 
 export interface PairedHost extends RemoteHost {
+  /** The host's direct addresses (LAN listener, tunnel), tried before the relay. */
+  lan?: string[];
   /** The name the host recorded this device under. */
   name: string;
   pairedAt: number;

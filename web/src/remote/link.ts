@@ -1,4 +1,4 @@
-// A pairing link (`nucleic pair`): `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>`,
+// A pairing link (`nucleic pair`): `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>[&l=<lan>…]`,
 // keys in base64url. Everything is in the fragment, which a browser never sends to a server.
 
 export interface PairingLink {
@@ -7,6 +7,8 @@ export interface PairingLink {
   hostKey: Uint8Array;
   secret: Uint8Array;
   name: string;
+  /** The host's direct (LAN or tunnel) addresses, `ws://…`, if it listens on one. */
+  lan: string[];
 }
 
 export function fromBase64Url(s: string): Uint8Array {
@@ -33,7 +35,8 @@ export function parsePairingLink(hash: string): PairingLink | null {
     const secret = fromBase64Url(p.get("s") ?? "");
     if (!/^wss?:\/\/[^\s]+$/.test(relay) || !/^[0-9a-f]{64}$/.test(hostID)) return null;
     if (hostKey.length !== 32 || secret.length !== 32) return null;
-    return { relay, hostID, hostKey, secret, name: p.get("n") ?? "paired device" };
+    const lan = p.getAll("l").filter((l) => /^wss?:\/\/[^\s/]+$/.test(l));
+    return { relay, hostID, hostKey, secret, name: p.get("n") ?? "paired device", lan };
   } catch {
     return null;
   }

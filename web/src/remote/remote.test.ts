@@ -15,6 +15,9 @@ describe("pairing links", () => {
     expect(l.hostKey).toEqual(key);
     expect(l.secret).toEqual(secret);
     expect(l.name).toBe("my phone");
+    expect(l.lan).toEqual([]);
+    const withLan = parsePairingLink(`${good}&l=ws%3A%2F%2F192.168.1.5%3A7879&l=javascript%3Aalert(1)&l=ws%3A%2F%2Fbox.tail.ts.net`)!;
+    expect(withLan.lan).toEqual(["ws://192.168.1.5:7879", "ws://box.tail.ts.net"]);
   });
 
   it("refuses malformed links", () => {

@@ -32,6 +32,8 @@ export interface RemoteHost {
   relay: string;
   hostID: string;
   hostKey: Uint8Array;
+  /** Connect directly to the host's LAN listener (`ws://…`) instead of the relay. */
+  direct?: string;
 }
 
 export type Opening = { mode: "pair"; secret: Uint8Array } | { mode: "connect" };
@@ -72,7 +74,7 @@ export class ChannelSocket {
     this.handshake =
       opening.mode === "pair" ? Handshake.pairInitiator(key, opening.secret, host.hostKey, p) : Handshake.connectInitiator(key, host.hostKey, p);
     const mode = opening.mode === "pair" ? MODE_PAIR : MODE_CONNECT;
-    this.ws = new Ctor(`${host.relay}/v1/rooms/${host.hostID}/device`);
+    this.ws = new Ctor(host.direct ? `${host.direct}/v1/channel` : `${host.relay}/v1/rooms/${host.hostID}/device`);
     this.ws.binaryType = "arraybuffer";
     this.timer = setTimeout(() => this.fail(4408, "the host did not finish the handshake in time"), HANDSHAKE_TIMEOUT_MS);
     this.ws.onopen = () => {

@@ -8,17 +8,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use nucleic_channel::relay::RelayFrame;
 use nucleic_channel::streams::{DeviceRegistry, DeviceStreams, StreamEvent};
 use nucleic_channel::{PairingSecret, PublicKey};
 use nucleic_host::{ChannelDevice, Revocation};
 use tokio::sync::{broadcast, mpsc, watch};
-use tokio_tungstenite::tungstenite::Message;
 
 use super::Remote;
 use super::framing;
-use super::relay::RelaySocket;
 use crate::AppState;
 use crate::connection::{self, Auth, CLOSE_UNAUTHORIZED};
 use crate::dispatch::Principal;
@@ -32,6 +29,16 @@ const INBOUND_QUEUE: usize = 64;
 const RELAY_PING: Duration = Duration::from_secs(20);
 const RELAY_IDLE: Duration = Duration::from_secs(60);
 const STOPPED: &str = "the host stopped";
+
+/// What carries the relay's frames (`relay/src/wire.ts`): the relay connection itself, or one
+/// direct connection on the LAN listener presented as a single stream (`lan`).
+pub(super) trait Carrier: Send {
+    /// The next frame (`None`: nothing to act on, e.g. a pong); `Err` with why it ended.
+    fn next(&mut self) -> impl Future<Output = Result<Option<Vec<u8>>, String>> + Send;
+    fn send(&mut self, frame: Vec<u8>) -> impl Future<Output = Result<(), String>> + Send;
+    fn ping(&mut self) -> impl Future<Output = Result<(), String>> + Send;
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
 
 /// One device's connection.
 struct Conn {
@@ -129,7 +136,7 @@ impl Devices {
     /// Serves the devices until the relay connection ends (the reason) or `stop`.
     pub(super) async fn serve(
         &mut self,
-        mut socket: RelaySocket,
+        mut socket: impl Carrier,
         stop: &mut watch::Receiver<bool>,
     ) -> String {
         let mut revocations = self.state.host.revocations();
@@ -141,15 +148,9 @@ impl Devices {
                 frame = socket.next() => {
                     heard = Instant::now();
                     let bytes = match frame {
-                        None => break "the relay closed the connection".to_owned(),
-                        Some(Err(e)) => break format!("relay connection lost: {e}"),
-                        Some(Ok(Message::Binary(b))) => b,
-                        Some(Ok(Message::Close(c))) => break match c {
-                            Some(c) => format!("the relay closed the connection ({}: {})", u16::from(c.code), c.reason),
-                            None => "the relay closed the connection".to_owned(),
-                        },
-                        Some(Ok(Message::Text(_))) => break "the relay sent a text frame".to_owned(),
-                        Some(Ok(_)) => continue,
+                        Ok(Some(bytes)) => bytes,
+                        Ok(None) => continue,
+                        Err(why) => break why,
                     };
                     if let Err(why) = self.on_relay_frame(&bytes, &mut socket).await {
                         break why;
@@ -169,8 +170,8 @@ impl Devices {
                     if heard.elapsed() > RELAY_IDLE {
                         break format!("nothing from the relay for {} s", RELAY_IDLE.as_secs());
                     }
-                    if let Err(e) = socket.send(Message::Ping(Default::default())).await {
-                        break format!("relay connection lost: {e}");
+                    if let Err(why) = socket.ping().await {
+                        break why;
                     }
                 }
                 () = super::stopped(stop) => break STOPPED.to_owned(),
@@ -181,19 +182,16 @@ impl Devices {
             for stream in streams {
                 let _ = self.close(stream, 1001, "the host is stopping", &mut socket).await;
             }
-            let _ = socket.close(None).await;
+            socket.close().await;
         }
         // Every device's connection ends with the relay connection (their input closes).
         self.conns.clear();
         why
     }
 
-    async fn send_relay(socket: &mut RelaySocket, frames: Vec<Vec<u8>>) -> Result<(), String> {
+    async fn send_relay(socket: &mut impl Carrier, frames: Vec<Vec<u8>>) -> Result<(), String> {
         for frame in frames {
-            socket
-                .send(Message::binary(frame))
-                .await
-                .map_err(|e| format!("relay connection lost: {e}"))?;
+            socket.send(frame).await?;
         }
         Ok(())
     }
@@ -201,7 +199,7 @@ impl Devices {
     async fn on_relay_frame(
         &mut self,
         bytes: &[u8],
-        socket: &mut RelaySocket,
+        socket: &mut impl Carrier,
     ) -> Result<(), String> {
         if matches!(RelayFrame::parse(bytes), Ok(RelayFrame::Challenge(_) | RelayFrame::Ready)) {
             return Ok(());
@@ -283,7 +281,7 @@ impl Devices {
         &mut self,
         stream: u32,
         frame: OutFrame,
-        socket: &mut RelaySocket,
+        socket: &mut impl Carrier,
     ) -> Result<(), String> {
         if !self.conns.contains_key(&stream) {
             return Ok(());
@@ -299,7 +297,7 @@ impl Devices {
         Ok(())
     }
 
-    async fn drop_stream(&mut self, stream: u32, socket: &mut RelaySocket) -> Result<(), String> {
+    async fn drop_stream(&mut self, stream: u32, socket: &mut impl Carrier) -> Result<(), String> {
         self.conns.remove(&stream);
         Self::send_relay(socket, vec![self.streams.close(stream)]).await
     }
@@ -310,7 +308,7 @@ impl Devices {
         stream: u32,
         code: u16,
         reason: &str,
-        socket: &mut RelaySocket,
+        socket: &mut impl Carrier,
     ) -> Result<(), String> {
         let message = framing::encode(&OutFrame::Close { code, reason: reason.to_owned() });
         if let Ok(frames) = self.streams.send(stream, &message) {
@@ -322,7 +320,7 @@ impl Devices {
     async fn on_revocation(
         &mut self,
         revocation: Result<Revocation, broadcast::error::RecvError>,
-        socket: &mut RelaySocket,
+        socket: &mut impl Carrier,
     ) -> Result<(), String> {
         match revocation {
             Ok(Revocation::Device(id)) => self.known.retain(|_, d| d.id != id),

@@ -7,6 +7,7 @@
 mod devices;
 pub mod framing;
 pub mod identity;
+pub mod lan;
 pub mod pairing;
 mod relay;
 mod status;
@@ -32,6 +33,8 @@ pub struct RemoteConfig {
     pub home: PathBuf,
     /// Longest wait between two attempts to reach the relay.
     pub max_backoff: Duration,
+    /// Direct addresses of the LAN listener (`ws://host:port`), offered in pairing links.
+    pub lan: Vec<String>,
 }
 
 /// The daemon's remote side, shared by the relay connection and the server.
@@ -111,6 +114,7 @@ impl Remote {
             host_key: self.identity.noise.public(),
             secret,
             name: name.to_owned(),
+            lan: self.config.lan.clone(),
         })
     }
 }

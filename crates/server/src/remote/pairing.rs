@@ -40,20 +40,28 @@ pub struct PairingLink {
     pub secret: PairingSecret,
     /// The name the device is recorded under.
     pub name: String,
+    /// Direct addresses of the host's LAN listener (`ws://…`), if it has one.
+    pub lan: Vec<String>,
 }
 
 impl PairingLink {
-    /// `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>` (keys base64url).
+    /// `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>[&l=<lan>…]` (keys
+    /// base64url).
     pub fn url(&self) -> String {
         let app = self.app.trim_end_matches('/');
-        format!(
+        let mut url = format!(
             "{app}/#pair&r={}&h={}&k={}&s={}&n={}",
             encode_component(&self.relay),
             self.host_id,
             URL_SAFE_NO_PAD.encode(self.host_key.as_bytes()),
             URL_SAFE_NO_PAD.encode(self.secret.0),
             encode_component(&self.name),
-        )
+        );
+        for lan in &self.lan {
+            url.push_str("&l=");
+            url.push_str(&encode_component(lan));
+        }
+        url
     }
 }
 
@@ -164,6 +172,7 @@ pub fn answer(
                     "hostID": link.host_id,
                     "hostKey": URL_SAFE_NO_PAD.encode(link.host_key.as_bytes()),
                     "relay": link.relay,
+                    "lan": link.lan,
                     "expiresAt": expires_at,
                     "qrSvg": qr_svg(&url),
                 })),
@@ -204,10 +213,11 @@ mod tests {
             host_key: PublicKey([1; 32]),
             secret: PairingSecret([2; 32]),
             name: "my phone".into(),
+            lan: vec!["ws://192.168.1.5:7879".into()],
         };
         let url = link.url();
         assert!(url.starts_with("https://relay.example/#pair&r=wss%3A%2F%2Frelay.example&h=abab"));
-        assert!(url.ends_with("&n=my%20phone"));
+        assert!(url.ends_with("&n=my%20phone&l=ws%3A%2F%2F192.168.1.5%3A7879"));
         assert!(url.contains(&URL_SAFE_NO_PAD.encode([2u8; 32])));
         assert!(qr_terminal(&url).unwrap().lines().count() > 20);
         assert!(qr_svg(&url).unwrap().starts_with("<?xml"));

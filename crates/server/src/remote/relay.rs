@@ -20,6 +20,40 @@ use crate::AppState;
 pub(super) type RelaySocket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+impl super::devices::Carrier for RelaySocket {
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, String> {
+        match StreamExt::next(self).await {
+            None => Err("the relay closed the connection".to_owned()),
+            Some(Err(e)) => Err(format!("relay connection lost: {e}")),
+            Some(Ok(Message::Binary(b))) => Ok(Some(b.to_vec())),
+            Some(Ok(Message::Close(Some(c)))) => Err(format!(
+                "the relay closed the connection ({}: {})",
+                u16::from(c.code),
+                c.reason
+            )),
+            Some(Ok(Message::Close(None))) => Err("the relay closed the connection".to_owned()),
+            Some(Ok(Message::Text(_))) => Err("the relay sent a text frame".to_owned()),
+            Some(Ok(_)) => Ok(None),
+        }
+    }
+
+    async fn send(&mut self, frame: Vec<u8>) -> Result<(), String> {
+        SinkExt::send(self, Message::binary(frame))
+            .await
+            .map_err(|e| format!("relay connection lost: {e}"))
+    }
+
+    async fn ping(&mut self) -> Result<(), String> {
+        SinkExt::send(self, Message::Ping(Default::default()))
+            .await
+            .map_err(|e| format!("relay connection lost: {e}"))
+    }
+
+    async fn close(&mut self) {
+        let _ = SinkExt::close(self).await;
+    }
+}
+
 /// Dialling and opening the WebSocket.
 const CONNECT_WITHIN: Duration = Duration::from_secs(10);
 /// From the upgrade to the relay's READY (challenge, answer, check).
