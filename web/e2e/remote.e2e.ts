@@ -143,10 +143,17 @@ it("a relay restart mid-stream: the page reconnects and catches up with no gap a
   await relay.restart();
   await page.waitForSelector(".shell:not([data-link=online])", { timeout: 10_000 });
   await waitOnline(page, 30_000);
-  // The list (one pane on a phone) shows the turn ending.
-  await page.goto(`${appURL}/#/`);
-  await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 60_000 });
-  const last = JSON.parse(daemon.cli("session", "show", id)).lastSeq as number;
+  // The turn ends at the host (the session pane stays open, so the page stays subscribed) …
+  const host = daemon;
+  const deadline = Date.now() + 60_000;
+  let shown = JSON.parse(host.cli("session", "show", id));
+  while (shown.status === "running" && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    shown = JSON.parse(host.cli("session", "show", id));
+  }
+  expect(shown.status).toBe("awaiting-input");
+  const last = shown.lastSeq as number;
+  // … and the page has every event up to its last.
   await page.waitForFunction(([sid, n]) => (window as any).nucleic.connection.cursor(sid) === n, [id, last] as const, { timeout: 30_000 });
   const { gaps, dups } = await page.evaluate(() => ({ gaps: (window as any).nucleic.connection.gaps, dups: (window as any).nucleic.connection.duplicatesDropped }));
   expect(gaps).toBe(0);
