@@ -56,6 +56,8 @@ pub(super) struct Devices {
     conns: HashMap<u32, Conn>,
     out_tx: mpsc::Sender<(u32, OutFrame)>,
     out_rx: mpsc::Receiver<(u32, OutFrame)>,
+    /// Whether these are the relay connection's devices (else one direct LAN connection).
+    through_relay: bool,
 }
 
 /// What the handshakes ask of the host.
@@ -115,7 +117,11 @@ fn known_by_key(devices: Vec<ChannelDevice>) -> HashMap<PublicKey, ChannelDevice
 }
 
 impl Devices {
-    pub(super) async fn new(remote: &Arc<Remote>, state: &AppState) -> Devices {
+    pub(super) async fn new(
+        remote: &Arc<Remote>,
+        state: &AppState,
+        through_relay: bool,
+    ) -> Devices {
         let known = known_by_key(state.host.channel_devices().await.unwrap_or_default());
         let (out_tx, out_rx) = mpsc::channel(256);
         Devices {
@@ -130,6 +136,7 @@ impl Devices {
             conns: HashMap::new(),
             out_tx,
             out_rx,
+            through_relay,
         }
     }
 
@@ -259,8 +266,16 @@ impl Devices {
                 }
             }
         }
-        self.remote.status.update(|s| s.devices = self.conns.len());
+        self.note_count();
         Ok(())
+    }
+
+    /// The relay connection's open channels, for `nucleic doctor` (a LAN connection's one
+    /// channel is not the relay's).
+    fn note_count(&self) {
+        if self.through_relay {
+            self.remote.status.update(|s| s.devices = self.conns.len());
+        }
     }
 
     /// Starts the sync-protocol connection of an open channel.
@@ -342,7 +357,7 @@ impl Devices {
         for stream in gone {
             self.close(stream, CLOSE_UNAUTHORIZED, "device revoked: pair again", socket).await?;
         }
-        self.remote.status.update(|s| s.devices = self.conns.len());
+        self.note_count();
         Ok(())
     }
 }

@@ -54,7 +54,7 @@ async fn upgrade(State(lan): State<Lan>, ws: WebSocketUpgrade) -> Response {
     };
     ws.max_message_size(nucleic_channel::MAX_FRAME).on_upgrade(move |socket| async move {
         let mut stop = lan.state.closing.subscribe();
-        let mut devices = Devices::new(&remote, &lan.state).await;
+        let mut devices = Devices::new(&remote, &lan.state, false).await;
         let _ = devices.serve(Direct { ws: socket, opened: false }, &mut stop).await;
     })
 }

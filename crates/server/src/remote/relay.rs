@@ -80,7 +80,7 @@ pub async fn run(remote: Arc<Remote>, state: AppState, mut stop: watch::Receiver
                     s.attempts = 0;
                     s.last_error = None;
                 });
-                let mut devices = Devices::new(&remote, &state).await;
+                let mut devices = Devices::new(&remote, &state, true).await;
                 let why = devices.serve(socket, &mut stop).await;
                 remote.status.update(|s| s.devices = 0);
                 why
