@@ -22,6 +22,10 @@ export type Prover = () => Promise<DeviceProof>;
 
 export type LinkState = "connecting" | "online" | "offline" | "signedOut";
 
+/** Opens the carrier of one connection instead of a WebSocket to `url`: the Noise channel
+ *  through the relay (web/src/remote/socket.ts) has the same shape. */
+export type Dial = () => Pick<WebSocket, "send" | "close" | "readyState" | "onopen" | "onmessage" | "onclose">;
+
 /** A request without its messageID (the connection assigns one). */
 export type Request = ClientMessage extends infer M
   ? M extends { messageID: string }
@@ -104,6 +108,7 @@ export class HostConnection {
     private readonly identity: { id: string; name: string },
     private readonly on: ConnectionEvents,
     private readonly prove?: Prover,
+    private readonly dial?: Dial,
   ) {}
 
   start(): void {
@@ -188,7 +193,7 @@ export class HostConnection {
   private connect(device: DeviceProof | undefined): void {
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.url);
+      ws = (this.dial ? this.dial() : new WebSocket(this.url)) as WebSocket;
     } catch {
       this.scheduleReconnect();
       return;

@@ -7,6 +7,7 @@ import { SignedOut } from "./components/SignedOut";
 import { type StoredDevice, SignedOutError, loadDevice, proveDevice, registerDevice } from "./device";
 import { keepSnapshot } from "./offline/snapshot";
 import { registerWorker, updateForProtocol } from "./offline/worker";
+import { remoteDialer } from "./remote/boot";
 import { CockpitStore } from "./store";
 import "./styles.css";
 
@@ -34,6 +35,21 @@ async function boot(): Promise<void> {
   if (!root) return;
   // The app shell for next time (and offline); push needs it too.
   void registerWorker();
+  // Through the relay: a pairing link, or a host paired before.
+  let remote;
+  try {
+    remote = await remoteDialer();
+  } catch (e) {
+    render(<SignedOut reason="badLink" detail={e instanceof Error ? e.message : String(e)} />, root);
+    return;
+  }
+  if (remote) {
+    const store = new CockpitStore("", undefined, undefined, remote);
+    (window as unknown as { nucleic: CockpitStore }).nucleic = store;
+    store.start();
+    render(<App store={store} />, root);
+    return;
+  }
   let device: StoredDevice | null;
   try {
     device = await signIn();

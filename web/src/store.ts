@@ -6,6 +6,7 @@ import { HostConnection, HostError, clientIdentity, type LinkState, type Prover,
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import { PendingQueue } from "./pending/queue";
+import type { RemoteDialer } from "./remote/boot";
 import type { BackendInfo, Event, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
 
@@ -47,12 +48,13 @@ export class CockpitStore {
   private repaintScheduled = false;
 
   /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
-  constructor(url: string, prove?: Prover, readonly deviceID?: string) {
+  /** `remote`: the host is reached through the relay (the carrier and what revocation forgets). */
+  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
         this.link = s;
         // Revoked, rotated out or signed out: the key is useless now; a new link starts over.
-        if (s === "signedOut") void forgetDevice();
+        if (s === "signedOut") void (remote ? remote.forget() : forgetDevice());
         if (s === "online") this.offlineSince = null;
         else if (this.offlineSince === null) this.offlineSince = Date.now();
         this.changed();
@@ -91,7 +93,7 @@ export class CockpitStore {
         notifyTransition(before, s);
         this.changed();
       },
-    }, prove);
+    }, prove, remote ? () => remote.dial() : undefined);
     this.pending = new PendingQueue({
       online: () => this.link === "online",
       send: (msg, id) => this.connection.request(msg, id),

@@ -23,9 +23,9 @@ pub const MODE_CONNECT: u8 = 0x02;
 pub trait DeviceRegistry {
     /// The pairing secret on offer, if a pairing link is open and unexpired.
     fn pairing_secret(&self) -> Option<PairingSecret>;
-    /// A device proved the secret: record it and spend the secret. False if it was spent
-    /// meanwhile (another device finished first): the stream is then closed.
-    fn complete_pairing(&mut self, device: &PublicKey) -> bool;
+    /// A device proved `secret`: record it and spend the secret. False if it was spent or
+    /// replaced meanwhile (another device finished first): the stream is then closed.
+    fn complete_pairing(&mut self, device: &PublicKey, secret: &PairingSecret) -> bool;
     /// Whether this key is a paired, unrevoked device.
     fn is_paired(&self, device: &PublicKey) -> bool;
 }
@@ -46,7 +46,8 @@ pub enum StreamEvent {
 enum Stream {
     /// Opened by the relay; the mode byte and message 1 are awaited.
     New,
-    Handshaking(Box<Handshake>),
+    /// Pairing, with the secret it was started with (spent when it finishes).
+    Handshaking(Box<Handshake>, PairingSecret),
     Open(Box<Transport>),
 }
 
@@ -127,12 +128,17 @@ impl DeviceStreams {
             Stream::New => {
                 let (&mode, msg1) =
                     payload.split_first().ok_or(ChannelError::Malformed("empty first frame"))?;
-                let mut hs = match mode {
+                let (mut hs, secret) = match mode {
                     MODE_PAIR => {
                         let secret = devices.pairing_secret().ok_or(ChannelError::NoPairingOpen)?;
-                        Handshake::pair_responder(&self.local, &secret, &self.prologue)?
+                        (
+                            Handshake::pair_responder(&self.local, &secret, &self.prologue)?,
+                            Some(secret),
+                        )
                     }
-                    MODE_CONNECT => Handshake::connect_responder(&self.local, &self.prologue)?,
+                    MODE_CONNECT => {
+                        (Handshake::connect_responder(&self.local, &self.prologue)?, None)
+                    }
                     _ => return Err(ChannelError::Malformed("unknown stream mode")),
                 };
                 hs.read_message(msg1)?;
@@ -144,20 +150,23 @@ impl DeviceStreams {
                     hs.accept_remote()?;
                 }
                 step.to_relay.push(data_frame(stream, &hs.write_message(b"")?));
-                if hs.is_finished() {
-                    let t = hs.into_transport()?;
-                    step.events.push(StreamEvent::Connected { stream, device: t.remote_static() });
-                    Stream::Open(Box::new(t))
-                } else {
-                    Stream::Handshaking(Box::new(hs))
+                match secret {
+                    None if hs.is_finished() => {
+                        let t = hs.into_transport()?;
+                        step.events
+                            .push(StreamEvent::Connected { stream, device: t.remote_static() });
+                        Stream::Open(Box::new(t))
+                    }
+                    Some(secret) if !hs.is_finished() => Stream::Handshaking(Box::new(hs), secret),
+                    _ => return Err(ChannelError::HandshakeUnfinished),
                 }
             }
-            Stream::Handshaking(mut hs) => {
+            Stream::Handshaking(mut hs, secret) => {
                 // Only pairing has a third message.
                 hs.read_message(payload)?;
                 let t = hs.into_transport()?;
                 let device = t.remote_static();
-                if !devices.complete_pairing(&device) {
+                if !devices.complete_pairing(&device, &secret) {
                     return Err(ChannelError::NoPairingOpen);
                 }
                 step.events.push(StreamEvent::Paired { stream, device });
@@ -206,6 +215,12 @@ impl DeviceStreams {
                 close_frame(id)
             })
             .collect()
+    }
+
+    /// Closes one stream (the host ends that device's connection): the relay frame to send.
+    pub fn close(&mut self, stream: u32) -> Vec<u8> {
+        self.streams.remove(&stream);
+        close_frame(stream)
     }
 
     /// Open streams (handshakes finished).

@@ -15,8 +15,14 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use crate::home_lock;
 use crate::serve::DAEMON_FILE;
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+/// A byte stream to the daemon: TCP on loopback, or its Unix socket (`serve --no-tcp`).
+trait Duplex: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::Debug> Duplex
+    for T
+{
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Duplex>>;
 
 /// A connection to the daemon.
 #[derive(Debug)]
@@ -32,27 +38,31 @@ pub struct Daemon {
 /// Longest wait for a daemon to accept a connection, and then to welcome it.
 const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 
-fn daemon_port(home: &Path) -> Option<u16> {
+/// The daemon's port (0 with `--no-tcp`) and its Unix socket, if it serves on one.
+fn daemon_port(home: &Path) -> Option<(u16, Option<PathBuf>)> {
     let text = std::fs::read_to_string(home.join(DAEMON_FILE)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    u16::try_from(v.get("port")?.as_u64()?).ok()
+    let socket = v.get("socket").and_then(|s| s.as_str()).map(PathBuf::from);
+    Some((u16::try_from(v.get("port")?.as_u64()?).ok()?, socket))
 }
 
-async fn connect(home: &Path, port: u16) -> anyhow::Result<Socket> {
+async fn connect(home: &Path, port: u16, unix: Option<&Path>) -> anyhow::Result<Socket> {
     let token =
         std::fs::read_to_string(home.join(nucleic_server::TOKEN_FILE)).context("no token file")?;
     let mut request = format!("ws://127.0.0.1:{port}/ws").into_client_request()?;
     request.headers_mut().insert("authorization", format!("Bearer {}", token.trim()).parse()?);
-    let (socket, _) =
-        tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(request))
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!(
-                    "the daemon on port {port} did not answer within {} s",
-                    CONNECT_WITHIN.as_secs()
-                )
-            })??;
-    Ok(socket)
+    let open = async {
+        let stream: Box<dyn Duplex> = match unix {
+            Some(path) => Box::new(tokio::net::UnixStream::connect(path).await?),
+            None => Box::new(tokio::net::TcpStream::connect(("127.0.0.1", port)).await?),
+        };
+        let (socket, _) = tokio_tungstenite::client_async(request, stream).await?;
+        Ok::<_, anyhow::Error>(socket)
+    };
+    let at = unix.map_or_else(|| format!("on port {port}"), |p| format!("at {}", p.display()));
+    tokio::time::timeout(CONNECT_WITHIN, open).await.map_err(|_| {
+        anyhow::anyhow!("the daemon {at} did not answer within {} s", CONNECT_WITHIN.as_secs())
+    })?
 }
 
 impl Daemon {
@@ -196,8 +206,8 @@ async fn find_or_start(home: &Path) -> anyhow::Result<(Socket, u16)> {
     let mut started: Option<std::process::Child> = None;
     let mut ours_gone_since: Option<Instant> = None;
     loop {
-        if let Some(port) = daemon_port(home)
-            && let Ok(socket) = connect(home, port).await
+        if let Some((port, unix)) = daemon_port(home)
+            && let Ok(socket) = connect(home, port, unix.as_deref()).await
         {
             return Ok((socket, port));
         }

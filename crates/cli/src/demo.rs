@@ -222,7 +222,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         state = state.with_login_link_ttl(Duration::from_secs(secs));
     }
     let served = Served::start(listener, state.clone());
-    write_daemon_file(&home, addr)?;
+    write_daemon_file(&home, addr, None)?;
 
     let outcome = async {
         let project = demo_project(&host, &repo).await?;

@@ -66,6 +66,36 @@ pub async fn device(home: &Path, command: DeviceCommand) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
+/// `nucleic pair`: opens a pairing at the daemon and shows its link as a QR code.
+pub async fn pair(
+    home: &Path,
+    name: Option<String>,
+    ttl_secs: Option<u32>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    let result = intent(&mut daemon, Intent::PairDevice { name, ttl_secs }).await?;
+    let Some(link) = result.as_ref().and_then(|v| v.get("link")).and_then(|l| l.as_str()) else {
+        bail!("the daemon answered without a link");
+    };
+    if json {
+        let mut v = result.clone().unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("qrSvg");
+        }
+        println!("{v}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(qr) = nucleic_server::remote::pairing::qr_terminal(link) {
+        println!("{qr}");
+    }
+    println!("Scan the code, or open this link on the phone (once, within 10 minutes):\n{link}");
+    println!(
+        "Then `nucleic device list` shows it; `nucleic device revoke <id>` cuts it off at once."
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn token(home: &Path, command: TokenCommand) -> anyhow::Result<ExitCode> {
     let mut daemon = Daemon::connect(home).await?;
     match command {

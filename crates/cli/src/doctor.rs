@@ -102,6 +102,31 @@ fn git_confinement() {
     }
 }
 
+/// Prints the state of the daemon's relay connection, when it runs with `--relay`.
+fn relay() {
+    let Some(home) = crate::locate::nucleic_home(std::env::var_os("NUCLEIC_HOME").map(Into::into))
+    else {
+        return;
+    };
+    let Some(status) = nucleic_server::remote::read_relay_status(&home) else { return };
+    if !std::path::Path::new(&format!("/proc/{}", status.pid)).exists() {
+        return;
+    }
+    use nucleic_server::remote::RelayState;
+    let state = match status.state {
+        RelayState::Connected => format!("connected, {} device channel(s) open", status.devices),
+        RelayState::Connecting => "connecting".to_owned(),
+        RelayState::Retrying => format!(
+            "UNREACHABLE (attempt {}, next in {:.1} s): {}",
+            status.attempts,
+            status.retry_in_ms.unwrap_or(0) as f64 / 1000.0,
+            status.last_error.as_deref().unwrap_or("?")
+        ),
+        RelayState::Stopped => "stopped".to_owned(),
+    };
+    println!("relay   {} — host {} — {state}", status.relay, status.host_id);
+}
+
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
 pub fn doctor() -> ExitCode {
     let findings = [
@@ -161,6 +186,7 @@ pub fn doctor() -> ExitCode {
     missing_required |= !isolation();
     keepers();
     git_confinement();
+    relay();
     if missing_required {
         println!("verdict: not ready — install what is marked MISSING");
         ExitCode::from(1)

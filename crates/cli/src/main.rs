@@ -51,6 +51,41 @@ enum Commands {
         /// Where data lives (default: $NUCLEIC_HOME, else the XDG data dir).
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
+        /// Reach paired devices through this relay (`relay/`, e.g. wss://relay.example): the
+        /// daemon dials out; nothing listens publicly. `nucleic pair` then pairs a phone.
+        #[arg(long, env = "NUCLEIC_RELAY")]
+        relay: Option<String>,
+        /// Where devices load the cockpit from (the pairing link's base; default: the relay's
+        /// http(s) address).
+        #[arg(long, env = "NUCLEIC_APP_URL", requires = "relay")]
+        app_url: Option<String>,
+        /// Listen on no TCP port at all: local clients (this CLI) use the Unix socket
+        /// `$NUCLEIC_HOME/daemon.sock` (0600); devices come through the relay.
+        #[arg(long, conflicts_with = "bind")]
+        no_tcp: bool,
+        /// Also accept devices directly on this address (e.g. 0.0.0.0:7879): only the Noise
+        /// channel is served there, end-to-end encrypted like through the relay.
+        #[arg(long, requires = "relay")]
+        lan: Option<std::net::SocketAddr>,
+        /// `Host` names the LAN listener answers to besides its address (a reverse proxy or
+        /// tunnel such as `tailscale serve`); offered in pairing links as `ws://NAME`.
+        #[arg(long = "allow-host", requires = "lan")]
+        allow_host: Vec<String>,
+    },
+    /// Pair a phone through the relay: prints a QR code and a one-time link (10 minutes,
+    /// single use). The daemon must run with `--relay`.
+    Pair {
+        /// The name the device is recorded under (`nucleic device list`).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print the link and its details as one JSON line instead of the QR code.
+        #[arg(long)]
+        json: bool,
+        /// Seconds the link stays valid (at most and by default 600).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=600))]
+        ttl_secs: Option<u32>,
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
     },
     /// A demo: the host on a throwaway repository with three simulated sessions, served with a
     /// sign-in link (no API key, no agent CLI). Ctrl-C stops it and removes what it created.
@@ -210,8 +245,19 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(serve::serve(home, bind)),
+        Commands::Serve { bind, home, relay, app_url, no_tcp, lan, allow_host } => {
+            match locate::nucleic_home(home) {
+                Some(home) => {
+                    let remote =
+                        relay.map(|relay| serve::RemoteArgs { relay, app_url, lan, allow_host });
+                    let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
+                    block_on(serve::serve(home, bind, remote))
+                }
+                None => no_home(),
+            }
+        }
+        Commands::Pair { name, json, ttl_secs, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(devices::pair(&home, name, ttl_secs, json)),
             None => no_home(),
         },
         Commands::Demo(args) => block_on(demo::demo(*args)),

@@ -21,6 +21,17 @@ use crate::signals::{StopSignals, force_exit_after};
 /// The file a running daemon writes its address into.
 pub const DAEMON_FILE: &str = "daemon.json";
 
+/// The daemon's Unix socket with `--no-tcp`.
+pub const DAEMON_SOCKET: &str = "daemon.sock";
+
+/// Where the daemon listens.
+#[derive(Debug, Clone, Copy)]
+pub enum Bind {
+    Tcp(SocketAddr),
+    /// No TCP port: `$NUCLEIC_HOME/daemon.sock` only.
+    UnixOnly,
+}
+
 /// Host settings for `home`, with agents found the usual way.
 pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
     let program = std::env::current_exe().context("cannot find the nucleic executable")?;
@@ -55,9 +66,29 @@ const AGENTS_WITHIN: Duration = Duration::from_secs(7);
 /// Open connections get this long to close once the daemon stopped listening.
 const SERVER_WITHIN: Duration = Duration::from_secs(2);
 
+/// `--relay` and `--app-url`.
+#[derive(Debug, Clone)]
+pub struct RemoteArgs {
+    pub relay: String,
+    pub app_url: Option<String>,
+    /// `--lan`: the direct listener's address.
+    pub lan: Option<SocketAddr>,
+    /// `--allow-host`: more `Host` names for it.
+    pub allow_host: Vec<String>,
+}
+
+/// The longest wait between two attempts to reach the relay.
+const RELAY_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
 /// Runs the daemon until Ctrl-C or SIGTERM.
-pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> {
-    if !bind.ip().is_loopback() {
+pub async fn serve(
+    home: PathBuf,
+    bind: Bind,
+    remote: Option<RemoteArgs>,
+) -> anyhow::Result<ExitCode> {
+    if let Bind::Tcp(bind) = bind
+        && !bind.ip().is_loopback()
+    {
         eprintln!(
             "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
         );
@@ -89,20 +120,81 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
                 .unwrap_or_default()
         );
     }
-    let listener = tokio::net::TcpListener::bind(bind)
-        .await
-        .with_context(|| format!("cannot listen on {bind}"))?;
-    let addr = listener.local_addr()?;
-    let state = AppState::new(Arc::clone(&host), addr);
+    let (listener, addr, socket) = match bind {
+        Bind::Tcp(bind) => {
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("cannot listen on {bind}"))?;
+            let addr = listener.local_addr()?;
+            (Listening::Tcp(listener), addr, None)
+        }
+        Bind::UnixOnly => {
+            let path = home.join(DAEMON_SOCKET);
+            // A socket file left by a dead daemon (the home lock says none runs now).
+            let _ = std::fs::remove_file(&path);
+            let listener = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("cannot listen on {}", path.display()))?;
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+            (Listening::Unix(listener), SocketAddr::from(([127, 0, 0, 1], 0)), Some(path))
+        }
+    };
+    let mut state = AppState::new(Arc::clone(&host), addr);
+    let mut lan = None;
+    if let Some(remote) = remote {
+        let mut direct = Vec::new();
+        if let Some(bind) = remote.lan {
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("cannot listen on {bind} (--lan)"))?;
+            let at = listener.local_addr()?;
+            let mut hosts = remote.allow_host.clone();
+            if !at.ip().is_unspecified() {
+                hosts.push(at.to_string());
+            }
+            direct = hosts.iter().map(|h| format!("ws://{h}")).collect();
+            println!("nucleic: devices can also connect directly on {at} (the Noise channel only)");
+            lan = Some((listener, hosts));
+        }
+        let remote = nucleic_server::remote::Remote::new(nucleic_server::remote::RemoteConfig {
+            relay: remote.relay,
+            app: remote.app_url,
+            home: home.clone(),
+            max_backoff: RELAY_MAX_BACKOFF,
+            lan: direct,
+        })?;
+        println!(
+            "nucleic: remote access through {} as host {} (`nucleic pair` pairs a phone)",
+            remote.status().relay,
+            remote.host_id()
+        );
+        state = state.with_remote(remote);
+    }
+    let (relay_stop, relay_stopped) = tokio::sync::watch::channel(false);
+    let relay = tokio::spawn(state.clone().run_relay(relay_stopped));
     let mut served = Served::start(listener, state.clone());
-    write_daemon_file(&home, addr)?;
-    println!(
-        "nucleic: serving on http://{addr} (token in {})",
-        home.join(nucleic_server::TOKEN_FILE).display()
-    );
-    match state.login_link() {
-        Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
-        Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
+    if let Some((listener, hosts)) = lan {
+        let mut stopping = state.closing_signal();
+        tokio::spawn(nucleic_server::serve_lan(listener, state.clone(), hosts, async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        }));
+    }
+    write_daemon_file(&home, addr, socket.as_deref())?;
+    match &socket {
+        Some(path) => println!(
+            "nucleic: serving on {} only, no TCP port (token in {})",
+            path.display(),
+            home.join(nucleic_server::TOKEN_FILE).display()
+        ),
+        None => {
+            println!(
+                "nucleic: serving on http://{addr} (token in {})",
+                home.join(nucleic_server::TOKEN_FILE).display()
+            );
+            match state.login_link() {
+                Ok(url) => println!("nucleic: sign a browser in (once, within 10 minutes): {url}"),
+                Err(e) => eprintln!("nucleic: cannot mint a sign-in link: {e}"),
+            }
+        }
     }
     let failed = tokio::select! {
         _ = hangup.recv() => {
@@ -113,6 +205,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
             println!("nucleic: SIGHUP received: handing over (agents keep running under their keepers; the next `nucleic serve` re-adopts them)");
             let Served { mut server, stop } = served;
             let _ = stop.send(());
+            stop_relay(&relay_stop, relay).await;
             if tokio::time::timeout(SERVER_WITHIN, &mut server).await.is_err() {
                 server.abort();
             }
@@ -137,6 +230,7 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
         }),
     };
     force_stop_after(signals, &home, Arc::clone(&host));
+    stop_relay(&relay_stop, relay).await;
     let complete = stop_daemon(&host, served, &home).await;
     drop(state);
     drop(lock);
@@ -147,6 +241,12 @@ pub async fn serve(home: PathBuf, bind: SocketAddr) -> anyhow::Result<ExitCode> 
     }
 }
 
+/// Closes the relay connection (its devices are told the host stops), waiting at most 1 s.
+async fn stop_relay(stop: &tokio::sync::watch::Sender<bool>, relay: tokio::task::JoinHandle<()>) {
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(1), relay).await;
+}
+
 /// The HTTP server of a daemon, running on its own task.
 #[derive(Debug)]
 pub(crate) struct Served {
@@ -154,12 +254,23 @@ pub(crate) struct Served {
     stop: tokio::sync::oneshot::Sender<()>,
 }
 
+/// The listener of `serve`: TCP, or the Unix socket alone.
+#[derive(Debug)]
+pub(crate) enum Listening {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
 impl Served {
-    pub(crate) fn start(listener: tokio::net::TcpListener, state: AppState) -> Served {
+    pub(crate) fn start(listener: impl Into<Listening>, state: AppState) -> Served {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(nucleic_server::serve(listener, state, async move {
+        let shutdown = async move {
             let _ = stopped.await;
-        }));
+        };
+        let server = match listener.into() {
+            Listening::Tcp(l) => tokio::spawn(nucleic_server::serve(l, state, shutdown)),
+            Listening::Unix(l) => tokio::spawn(nucleic_server::serve(l, state, shutdown)),
+        };
         Served { server, stop }
     }
 }
@@ -219,18 +330,37 @@ pub(crate) async fn stop_daemon(host: &Host, served: Served, home: &Path) -> boo
 /// Removes `daemon.json` if it still names this process.
 pub(crate) fn remove_daemon_file_if_ours(home: &Path) {
     let path = home.join(DAEMON_FILE);
-    let ours = std::fs::read_to_string(&path)
+    let file = std::fs::read_to_string(&path)
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let ours = file
+        .as_ref()
         .and_then(|v| v.get("pid")?.as_u64())
         .is_some_and(|pid| pid == u64::from(std::process::id()));
     if ours {
+        if file.as_ref().and_then(|v| v.get("socket")).is_some() {
+            let _ = std::fs::remove_file(home.join(DAEMON_SOCKET));
+        }
         let _ = std::fs::remove_file(path);
     }
 }
 
-pub(crate) fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
-    let body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() }).to_string();
+impl From<tokio::net::TcpListener> for Listening {
+    fn from(l: tokio::net::TcpListener) -> Listening {
+        Listening::Tcp(l)
+    }
+}
+
+pub(crate) fn write_daemon_file(
+    home: &Path,
+    addr: SocketAddr,
+    socket: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut body = serde_json::json!({ "port": addr.port(), "pid": std::process::id() });
+    if let Some(socket) = socket {
+        body["socket"] = serde_json::Value::from(socket.display().to_string());
+    }
+    let body = body.to_string();
     nucleic_host::write_private_file(&home.join(DAEMON_FILE), body.as_bytes())?;
     Ok(())
 }

@@ -16,6 +16,18 @@ use crate::host::Host;
 /// The token file's name inside `$NUCLEIC_HOME`.
 pub const TOKEN_FILE: &str = "token";
 
+/// Length of a device key paired over the Noise channel (X25519).
+const CHANNEL_KEY_LEN: usize = 32;
+
+/// A device paired over the Noise channel (`nucleic pair`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelDevice {
+    pub id: String,
+    pub name: String,
+    /// Its X25519 static key.
+    pub key: Vec<u8>,
+}
+
 /// Something that ends connections: one device revoked, or every credential (a rotated token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Revocation {
@@ -126,6 +138,26 @@ impl Host {
             Ok(Some(row))
         })
         .await
+    }
+
+    /// Unrevoked devices paired over the Noise channel (their key is a 32-byte X25519 key, not
+    /// an ECDSA SubjectPublicKeyInfo): what the relay connection accepts.
+    pub async fn channel_devices(&self) -> Result<Vec<ChannelDevice>, HostError> {
+        let rows = self.catalog(|c| c.list_devices()).await?;
+        Ok(rows
+            .into_iter()
+            .filter(|d| d.revoked_at.is_none())
+            .filter_map(|d| {
+                let key = d.public_key.filter(|k| k.len() == CHANNEL_KEY_LEN)?;
+                Some(ChannelDevice { id: d.id, name: d.name, key })
+            })
+            .collect())
+    }
+
+    /// Notes that channel device `id` connected now.
+    pub async fn touch_device(&self, id: &str) -> Result<(), HostError> {
+        let id = id.to_owned();
+        self.catalog(move |c| c.touch_device(&id, unix_millis())).await
     }
 
     /// Every device, revoked ones too; `current` is marked as the one asking.

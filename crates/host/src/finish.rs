@@ -392,6 +392,9 @@ impl Host {
                 let revoked = self.rotate_token().await?;
                 Ok(Some(serde_json::json!({ "devicesRevoked": revoked })))
             }
+            Intent::PairDevice { .. } => Err(HostError::Invalid(
+                "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
+            )),
         }
     }
 }

@@ -36,7 +36,7 @@ mod turns;
 mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
-pub use credentials::{Revocation, TOKEN_FILE, load_or_create_token};
+pub use credentials::{ChannelDevice, Revocation, TOKEN_FILE, load_or_create_token};
 pub use disk::ReclaimReason;
 pub use error::HostError;
 pub use files::Listing;

@@ -438,6 +438,18 @@ pub enum Intent {
     /// A new host token: every device is revoked and every connection closed; clients holding
     /// the token read the new one from `$NUCLEIC_HOME/token`.
     RotateToken,
+    /// Opens a pairing for a new device (`nucleic pair`): answers a one-time link — the relay,
+    /// the host's id and static key, a pairing secret (10 minutes, single use) — and its
+    /// expiry. Only for the host's own machine (the token or a local browser), never through
+    /// the relay; needs `nucleic serve --relay`.
+    PairDevice {
+        /// The name the paired device is recorded under (default: "paired device").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// A shorter life than the default 600 s (capped at 600).
+        #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
+        ttl_secs: Option<u32>,
+    },
 }
 
 /// Export document formats.

@@ -1,6 +1,7 @@
 //! The accept loop: HTTP/1.1 connections served by hyper with a header-read timeout, at most
 //! `max_connections` open at once (one more gets `503` and is closed), and a graceful shutdown
-//! that waits a bounded time for the connections to end.
+//! that waits a bounded time for the connections to end. Connections come from a TCP listener
+//! or from the daemon's Unix socket (`serve --no-tcp`: no TCP port at all).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::limits::ServerLimits;
@@ -23,11 +24,35 @@ const MAX_REFUSING: usize = 64;
 /// How long a refused connection is kept to deliver its `503`.
 const REFUSAL_GRACE: Duration = Duration::from_secs(1);
 
+/// Where connections come from.
+pub trait Listener: Send + 'static {
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn accept(&self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+}
+
+impl Listener for TcpListener {
+    type Io = TcpStream;
+    async fn accept(&self) -> std::io::Result<TcpStream> {
+        let (tcp, _) = TcpListener::accept(self).await?;
+        // Events are small and latency-sensitive: without TCP_NODELAY, Nagle plus delayed ACKs
+        // added ~40 ms stalls (see docs/benchmarks.md).
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
+    }
+}
+
+impl Listener for UnixListener {
+    type Io = UnixStream;
+    async fn accept(&self) -> std::io::Result<UnixStream> {
+        UnixListener::accept(self).await.map(|(stream, _)| stream)
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves; then tells `closing` (open WebSockets
 /// close), stops accepting, lets requests in flight finish and waits for connections to end
 /// ([`DRAIN_DEADLINE`] at most).
 pub async fn serve(
-    listener: TcpListener,
+    listener: impl Listener,
     app: Router,
     limits: ServerLimits,
     closing: Arc<watch::Sender<bool>>,
@@ -40,7 +65,7 @@ pub async fn serve(
     loop {
         let tcp = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok(tcp) => tcp,
                 Err(e) if is_per_connection(&e) => continue,
                 // Out of file descriptors and the like: wait a little instead of spinning.
                 Err(_) => {
@@ -52,9 +77,6 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        // Events are small and latency-sensitive: without TCP_NODELAY, Nagle plus delayed ACKs
-        // added ~40 ms stalls (see docs/benchmarks.md).
-        let _ = tcp.set_nodelay(true);
         match Arc::clone(&slots).try_acquire_owned() {
             Ok(slot) => {
                 let io = Counted { tcp, _slot: slot };
@@ -82,8 +104,8 @@ fn is_per_connection(e: &std::io::Error) -> bool {
 }
 
 /// One connection: HTTP/1.1 with upgrades (the WebSocket keeps the connection's slot).
-async fn connection(
-    io: Counted,
+async fn connection<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: Counted<T>,
     app: Router,
     limits: ServerLimits,
     mut stopped: watch::Receiver<bool>,
@@ -107,7 +129,11 @@ async fn connection(
 
 /// Answers a connection over the cap with `503` and closes it; reads what the client sent for
 /// a moment so the close is not a reset that could hide the answer.
-async fn refuse(mut tcp: TcpStream, cap: usize, _permit: OwnedSemaphorePermit) {
+async fn refuse<T: AsyncRead + AsyncWrite + Unpin>(
+    mut tcp: T,
+    cap: usize,
+    _permit: OwnedSemaphorePermit,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = format!("the host has {cap} connections open, its limit; try again later\n");
     let response = format!(
@@ -128,12 +154,12 @@ async fn refuse(mut tcp: TcpStream, cap: usize, _permit: OwnedSemaphorePermit) {
 /// A TCP stream that holds one of the connection slots until it is dropped (after an upgrade
 /// too: hyper hands the stream itself to the WebSocket).
 #[derive(Debug)]
-struct Counted {
-    tcp: TcpStream,
+struct Counted<T> {
+    tcp: T,
     _slot: OwnedSemaphorePermit,
 }
 
-impl AsyncRead for Counted {
+impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -143,7 +169,7 @@ impl AsyncRead for Counted {
     }
 }
 
-impl AsyncWrite for Counted {
+impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -1,5 +1,6 @@
-//! One WebSocket client: the hello handshake (the token on the upgrade, or a device proof in
-//! hello), then requests and replies, event streams for its subscriptions (filtered by
+//! One client connection, on a WebSocket or a device's Noise channel (`wire`): the hello
+//! handshake (the token on the upgrade, a device proof in hello, or the device the channel
+//! authenticated), then requests and replies, event streams for its subscriptions (filtered by
 //! verbosity), and session summaries as they change — until its credential is revoked.
 
 use std::collections::HashMap;
@@ -7,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
-    ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, PROTOCOL_VERSION, ProtocolErrorCode,
+    ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION, ProtocolErrorCode,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -22,6 +23,7 @@ use crate::auth::{Bearer, bearer_token};
 use crate::dispatch::{Client, Principal, answer, error, parse};
 use crate::follow;
 use crate::outbox::{self, Outbox};
+use crate::wire::{self, InFrame};
 use nucleic_host::Revocation;
 
 /// Frames larger than this close the connection (smaller over-limit ones get `tooLarge`).
@@ -48,12 +50,29 @@ pub async fn upgrade(
         }
         Bearer::Absent => false,
     };
-    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run(socket, state, token))
+    let auth = if token { Auth::Token } else { Auth::Hello };
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run_socket(socket, state, auth))
+}
+
+/// How a connection authenticates.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// The host's token came with the upgrade.
+    Token,
+    /// The client must prove a device key in `hello`.
+    Hello,
+    /// The carrier already authenticated the client (a paired device's Noise channel).
+    Channel(Principal),
+}
+
+async fn run_socket(socket: WebSocket, state: AppState, auth: Auth) {
+    let (sink, stream) = socket.split();
+    run(stream, sink, state, auth).await;
 }
 
 /// What woke the connection's loop.
 enum Step {
-    Frame(Option<Result<Message, axum::Error>>),
+    Frame(Option<InFrame>),
     Closing,
     Revocation(Result<Revocation, tokio::sync::broadcast::error::RecvError>),
     /// A slot for one more request (none: the semaphore is gone).
@@ -92,9 +111,15 @@ fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
     }
 }
 
-async fn run(socket: WebSocket, state: AppState, token: bool) {
+/// Serves one client on `stream` / `sink` until it leaves, is revoked, or the server stops.
+pub async fn run(
+    mut stream: impl wire::Source,
+    sink: impl wire::Sink,
+    state: AppState,
+    auth: Auth,
+) {
     let limits = state.limits();
-    let (sink, mut stream) = socket.split();
+    let through_channel = matches!(auth, Auth::Channel(_));
     let (out, inbox) = outbox::outbox(limits.max_outbox_bytes);
     // Set by the handshake when the client takes `events` batches.
     let batching = Arc::new(AtomicBool::new(false));
@@ -105,7 +130,7 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
     let mut closing = state.closing.subscribe();
     let handshake = tokio::time::timeout(
         limits.hello_timeout,
-        handshake(&mut stream, &out, &state, token, &batching),
+        handshake(&mut stream, &out, &state, auth, &batching),
     );
     let client = tokio::select! {
         client = handshake => client.unwrap_or_else(|_| {
@@ -168,17 +193,17 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
                 continue;
             }
         };
-        let Some(Ok(frame)) = frame else { break };
+        let Some(frame) = frame else { break };
         let text = match frame {
-            Message::Text(t) => t.to_string(),
-            Message::Binary(_) => {
+            InFrame::Text(t) => t,
+            InFrame::Binary => {
                 let _ = out
                     .send(error(None, ProtocolErrorCode::BadMessage, "send JSON text frames"))
                     .await;
                 continue;
             }
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => continue,
+            InFrame::Close => break,
+            InFrame::Alive => continue,
         };
         let message = match parse(&text) {
             Ok(m) => m,
@@ -226,6 +251,16 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
                             .await;
                     }
                 }
+            }
+            ClientMessage::Intent { message_id, intent: Intent::PairDevice { name, ttl_secs } } => {
+                let reply = crate::remote::pairing::answer(
+                    &state,
+                    &message_id,
+                    name,
+                    ttl_secs,
+                    through_channel,
+                );
+                let _ = out.send(reply).await;
             }
             ClientMessage::Unsubscribe { message_id, session_id } => {
                 if let Some(task) = subscriptions.remove(&session_id) {
@@ -284,17 +319,17 @@ async fn run(socket: WebSocket, state: AppState, token: bool) {
 /// Waits for `hello` and authenticates it: the token on the upgrade, or a valid device proof.
 /// Answers `welcome`; or `badHandshake` / `unauthorized`, closes (1002 / 4401) and gives up.
 async fn handshake(
-    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    stream: &mut impl wire::Source,
     out: &Outbox,
     state: &AppState,
-    token: bool,
+    auth: Auth,
     batching: &AtomicBool,
 ) -> Option<Client> {
     let frame = loop {
         match stream.next().await? {
-            Ok(Message::Text(t)) => break t.to_string(),
-            Ok(Message::Ping(_) | Message::Pong(_)) => {}
-            Ok(_) | Err(_) => return None,
+            InFrame::Text(t) => break t,
+            InFrame::Alive => {}
+            InFrame::Binary | InFrame::Close => return None,
         }
     };
     let refuse = |code: ProtocolErrorCode, why: String, close: u16| async move {
@@ -320,16 +355,22 @@ async fn handshake(
             return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
     };
-    let principal = match (token, device) {
-        (true, _) => Principal::Token,
-        (false, Some(proof)) => match crate::devices::verify(state, &proof).await {
+    let principal = match (auth, device) {
+        (Auth::Token, _) => Principal::Token,
+        (Auth::Channel(principal), None) => principal,
+        (Auth::Channel(_), Some(_)) => {
+            let why =
+                "this channel already authenticated the device: send no proof in hello".to_owned();
+            return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
+        }
+        (Auth::Hello, Some(proof)) => match crate::devices::verify(state, &proof).await {
             Ok(device) => Principal::Device { id: device.id, name: device.name },
             Err(e) => {
                 return refuse(ProtocolErrorCode::Unauthorized, e.to_string(), CLOSE_UNAUTHORIZED)
                     .await;
             }
         },
-        (false, None) => {
+        (Auth::Hello, None) => {
             let why = "no credential: send the token (Authorization: Bearer …) on the upgrade, or a device proof in hello".to_owned();
             return refuse(ProtocolErrorCode::Unauthorized, why, CLOSE_UNAUTHORIZED).await;
         }

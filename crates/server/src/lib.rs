@@ -15,8 +15,10 @@ mod headers;
 mod http;
 mod limits;
 mod outbox;
+pub mod remote;
 mod signin;
 mod web;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use nucleic_host::Host;
 
+pub use accept::Listener;
 pub use auth::{TOKEN_FILE, load_or_create_token};
 /// A client's share of a session's written batch, and the frames its connection sends for
 /// queued shares (for the fan-out bench).
@@ -51,6 +54,8 @@ pub struct AppState {
     closing: Arc<tokio::sync::watch::Sender<bool>>,
     /// Connection cap, timeouts, per-client bounds.
     limits: ServerLimits,
+    /// Remote access through a relay (`nucleic serve --relay`), if on.
+    remote: Option<Arc<remote::Remote>>,
 }
 
 impl AppState {
@@ -70,6 +75,32 @@ impl AppState {
             challenges: Arc::default(),
             closing: Arc::new(tokio::sync::watch::Sender::new(false)),
             limits: ServerLimits::default(),
+            remote: None,
+        }
+    }
+
+    /// The same state with remote access on: pairing links can be opened, and
+    /// [`AppState::run_relay`] serves devices through the relay.
+    pub fn with_remote(mut self, remote: Arc<remote::Remote>) -> AppState {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Turns true when the server shuts down (other listeners stop with it).
+    pub fn closing_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// Remote access, if on.
+    pub fn remote(&self) -> Option<&Arc<remote::Remote>> {
+        self.remote.as_ref()
+    }
+
+    /// Keeps the daemon connected to its relay (reconnecting with backoff) until `stop` turns
+    /// true; returns at once when remote access is off.
+    pub async fn run_relay(self, stop: tokio::sync::watch::Receiver<bool>) {
+        if let Some(remote) = self.remote.clone() {
+            remote::run_relay(remote, self, stop).await;
         }
     }
 
@@ -115,11 +146,24 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Serves the LAN listener (`nucleic serve --lan`): the Noise channel only, for `Host` values in
+/// `allowed_hosts`; until `shutdown` resolves.
+pub async fn serve_lan(
+    listener: impl Listener,
+    state: AppState,
+    allowed_hosts: Vec<String>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (limits, closing) = (state.limits, Arc::clone(&state.closing));
+    accept::serve(listener, remote::lan::router(state, allowed_hosts), limits, closing, shutdown)
+        .await
+}
+
 /// Serves until `shutdown` resolves; then open WebSockets are closed ("going away"), requests
 /// in flight finish, and connections get a few seconds to end. Connections beyond the cap are
 /// refused with `503`; headers that do not arrive in time close the connection.
 pub async fn serve(
-    listener: tokio::net::TcpListener,
+    listener: impl Listener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {

@@ -1,4 +1,4 @@
-//! One WebSocket's outgoing queue, bounded in bytes as well as in messages: every message is
+//! One connection's outgoing queue, bounded in bytes as well as in messages: every message is
 //! serialized when queued (events share the JSON their session's writer made) and holds its
 //! size from a byte budget until it is on the socket, so producers (replies, event streams)
 //! wait while the client is behind. The writer pings, and drops a client that does not take a
@@ -8,15 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use futures_util::SinkExt;
-use futures_util::stream::SplitSink;
+use axum::extract::ws::close_code;
 use nucleic_core::{EventBatch, EventSlice};
 use nucleic_protocol::{Event, HostMessage, Verbosity};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::batch::{self, EventRun};
 use crate::limits::ServerLimits;
+use crate::wire::{self, OutFrame};
 
 /// Messages queued at most, whatever their size.
 const MAX_QUEUED: usize = 1024;
@@ -166,15 +165,15 @@ impl Inbox {
 }
 
 /// Why the writer closed the connection.
-fn close_frame(code: u16, reason: &str) -> Message {
-    Message::Close(Some(CloseFrame { code, reason: reason.into() }))
+fn close_frame(code: u16, reason: &str) -> OutFrame {
+    OutFrame::Close { code, reason: reason.into() }
 }
 
 /// Writes queued messages to `sink` until the queue ends or asks to close, pinging every
 /// `ping_interval`; a message the client does not take within `send_timeout` drops the
 /// connection (close 1008). Ends with a close frame (1001 when the queue simply ended).
 pub async fn write(
-    mut sink: SplitSink<WebSocket, Message>,
+    mut sink: impl wire::Sink,
     mut inbox: Inbox,
     batching: Arc<AtomicBool>,
     limits: ServerLimits,
@@ -187,7 +186,7 @@ pub async fn write(
         let queued = tokio::select! {
             queued = inbox.next() => queued,
             _ = ping.tick() => {
-                match tokio::time::timeout(send_timeout, sink.send(Message::Ping(Default::default()))).await {
+                match tokio::time::timeout(send_timeout, sink.send(OutFrame::Ping)).await {
                     Ok(Ok(())) => continue,
                     Ok(Err(_)) => break None,
                     Err(_) => break Some(slow_reader(send_timeout)),
@@ -211,7 +210,7 @@ pub async fn write(
                 (text, shares)
             }
         };
-        match tokio::time::timeout(send_timeout, sink.send(Message::Text(text.into()))).await {
+        match tokio::time::timeout(send_timeout, sink.send(OutFrame::Text(text))).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) => break None,
             Err(_) => break Some(slow_reader(send_timeout)),
@@ -223,7 +222,7 @@ pub async fn write(
     }
 }
 
-fn slow_reader(after: Duration) -> Message {
+fn slow_reader(after: Duration) -> OutFrame {
     close_frame(
         close_code::POLICY,
         &format!("slow reader: a message waited {} s unread", after.as_secs_f32()),

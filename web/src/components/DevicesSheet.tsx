@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { DeviceSummary } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
 import { PushSettingsPanel } from "./PushSettingsPanel";
+import { RemotePanel } from "./RemotePanel";
 
 function when(ms: number | null | undefined): string {
   return ms ? new Date(ms).toLocaleString() : "never";
@@ -68,6 +69,7 @@ export function DevicesSheet({ store, onClose }: { store: CockpitStore; onClose:
           </ul>
         )}
         <PushSettingsPanel store={store} />
+        <RemotePanel store={store} />
         <p class="muted">
           The CLI uses the host's token; <code>nucleic token rotate</code> signs every device out.
         </p>

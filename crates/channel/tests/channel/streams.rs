@@ -21,7 +21,7 @@ impl DeviceRegistry for Registry {
     fn pairing_secret(&self) -> Option<PairingSecret> {
         self.secret.clone()
     }
-    fn complete_pairing(&mut self, device: &PublicKey) -> bool {
+    fn complete_pairing(&mut self, device: &PublicKey, _secret: &PairingSecret) -> bool {
         if self.secret.take().is_none() {
             return false;
         }

@@ -1,0 +1,135 @@
+//! Remote access: the daemon dials out to a relay (`relay/`), proves its room, and serves every
+//! paired device over its own Noise channel inside that one connection — the same sync
+//! protocol as `/ws`, carried by `wire`. Nothing listens on a public address. Pairing links are
+//! opened here (`pairing`); the keys live in `identity`; the relay connection in `relay`, each
+//! device's stream in `devices`, the framing inside a channel message in `framing`.
+
+mod devices;
+pub mod framing;
+pub mod identity;
+pub mod lan;
+pub mod pairing;
+mod relay;
+mod status;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use identity::{IDENTITY_FILE, Identity, IdentityError};
+pub use pairing::{PAIRING_TTL, Pairing, PairingLink};
+pub use relay::run as run_relay;
+pub use status::{RELAY_STATUS_FILE, RelayState, RelayStatus, read as read_relay_status};
+
+/// How the daemon reaches devices from afar.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// The relay's base URL (`ws://…` or `wss://…`; `http(s)://` is taken as its WebSocket twin).
+    pub relay: String,
+    /// Where the cockpit is served for devices (the pairing link's base). Default: the relay's
+    /// `http(s)` twin.
+    pub app: Option<String>,
+    /// `$NUCLEIC_HOME`, where the identity and the relay's status are kept.
+    pub home: PathBuf,
+    /// Longest wait between two attempts to reach the relay.
+    pub max_backoff: Duration,
+    /// Direct addresses of the LAN listener (`ws://host:port`), offered in pairing links.
+    pub lan: Vec<String>,
+}
+
+/// The daemon's remote side, shared by the relay connection and the server.
+#[derive(Debug)]
+pub struct Remote {
+    pub(crate) config: RemoteConfig,
+    pub(crate) identity: Identity,
+    /// The relay's WebSocket base URL, normalised.
+    pub(crate) relay: String,
+    pub(crate) pairing: Pairing,
+    pub(crate) status: status::StatusBoard,
+}
+
+/// A refused remote setting.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("relay URL {0:?}: expected ws://, wss://, http:// or https:// and a host")]
+    BadRelay(String),
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    #[error("cannot make a pairing secret: {0}")]
+    Random(#[from] nucleic_channel::ChannelError),
+}
+
+/// Resolves once `stop` turns true (or its sender is gone); holds no borrow of the value.
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// `http(s)://x` → `ws(s)://x`, trailing slashes dropped; anything else refused.
+fn websocket_url(url: &str) -> Result<String, RemoteError> {
+    let url = url.trim().trim_end_matches('/');
+    let rest = ["ws://", "wss://", "http://", "https://"]
+        .iter()
+        .find_map(|p| url.strip_prefix(p).map(|r| (*p, r)));
+    match rest {
+        Some((scheme, host)) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            let scheme = match scheme {
+                "http://" | "ws://" => "ws://",
+                _ => "wss://",
+            };
+            Ok(format!("{scheme}{host}"))
+        }
+        _ => Err(RemoteError::BadRelay(url.to_owned())),
+    }
+}
+
+impl Remote {
+    /// Reads (or makes) the host's identity and checks the relay URL.
+    pub fn new(config: RemoteConfig) -> Result<Arc<Remote>, RemoteError> {
+        let relay = websocket_url(&config.relay)?;
+        let identity = Identity::load_or_create(&config.home)?;
+        let status = status::StatusBoard::new(&config.home, &relay, &identity.host_id());
+        Ok(Arc::new(Remote { config, identity, relay, pairing: Pairing::default(), status }))
+    }
+
+    /// The host id (its room at the relay).
+    pub fn host_id(&self) -> String {
+        self.identity.host_id()
+    }
+
+    /// The relay connection's state now.
+    pub fn status(&self) -> RelayStatus {
+        self.status.now()
+    }
+
+    /// Opens a pairing (single use, for `ttl`: at most [`PAIRING_TTL`]) and returns its link.
+    pub fn open_pairing(&self, name: &str, ttl: Duration) -> Result<PairingLink, RemoteError> {
+        let secret = self.pairing.open(name, ttl.min(PAIRING_TTL))?;
+        let app = self.config.app.clone().unwrap_or_else(|| {
+            self.relay.replacen("ws://", "http://", 1).replacen("wss://", "https://", 1)
+        });
+        Ok(PairingLink {
+            app,
+            relay: self.relay.clone(),
+            host_id: self.host_id(),
+            host_key: self.identity.noise.public(),
+            secret,
+            name: name.to_owned(),
+            lan: self.config.lan.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_urls_are_normalised_or_refused() {
+        assert_eq!(websocket_url("http://127.0.0.1:8787/").unwrap(), "ws://127.0.0.1:8787");
+        assert_eq!(websocket_url("https://relay.example").unwrap(), "wss://relay.example");
+        assert_eq!(websocket_url("wss://r.example/x").unwrap(), "wss://r.example/x");
+        assert!(websocket_url("relay.example").is_err());
+        assert!(websocket_url("ftp://x").is_err());
+        assert!(websocket_url("ws://").is_err());
+    }
+}

@@ -1,0 +1,231 @@
+// A real `nucleic serve --relay` (target/debug/nucleic, built by `cargo build -p nucleic-cli`)
+// on a throwaway home and git repository, and a device speaking the sync protocol to it through
+// the relay inside the Noise channel (web/src/remote/socket.ts), as the cockpit does.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, readlinkSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import WebSocket from "ws";
+
+import { generateKeyPair, staticKey } from "../../web/src/channel/noise";
+import type { StaticKey } from "../../web/src/channel/noise";
+import { parsePairingLink } from "../../web/src/remote/link";
+import { ChannelSocket, type Opening, type RawSocketCtor, type RemoteHost } from "../../web/src/remote/socket";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const NUCLEIC = process.env.NUCLEIC_BIN ?? path.join(repoRoot, "target/debug/nucleic");
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(what: string, ms: number, probe: () => T | undefined | null | false): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+export class Daemon {
+  out = "";
+  private constructor(
+    readonly home: string,
+    readonly repo: string,
+    readonly child: ChildProcess,
+  ) {}
+
+  /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket. */
+  static async start(relayUrl: string, opts: { tcp?: boolean; app?: string; lan?: string[] } = {}): Promise<Daemon> {
+    if (!existsSync(NUCLEIC)) throw new Error(`${NUCLEIC} is missing: cargo build -p nucleic-cli first`);
+    const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
+    const home = path.join(dir, "home");
+    const repo = path.join(dir, "MARKER-repo");
+    execFileSync("git", ["init", "-q", "-b", "main", repo]);
+    writeFileSync(path.join(repo, "README.md"), "MARKER-readme-content\n");
+    execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "."]);
+    execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    const listen = opts.tcp === false ? ["--no-tcp"] : ["--bind", "127.0.0.1:0"];
+    const app = opts.app ? ["--app-url", opts.app] : [];
+    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app, ...(opts.lan ?? [])], {
+      env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const d = new Daemon(home, repo, child);
+    child.stdout!.on("data", (b: Buffer) => (d.out += b.toString()));
+    child.stderr!.on("data", (b: Buffer) => (d.out += b.toString()));
+    await until("the daemon's relay connection", 15_000, () => d.relayState() === "connected");
+    return d;
+  }
+
+  relayStatus(): { state: string; devices: number; lastError?: string; attempts: number } | null {
+    try {
+      return JSON.parse(readFileSync(path.join(this.home, "relay-status.json"), "utf8"));
+    } catch {
+      return null;
+    }
+  }
+
+  relayState(): string | undefined {
+    return this.relayStatus()?.state;
+  }
+
+  cli(...args: string[]): string {
+    return execFileSync(NUCLEIC, args, { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 15_000 });
+  }
+
+  /** The loopback origin of a daemon started with TCP. */
+  origin(): string {
+    const { port } = JSON.parse(readFileSync(path.join(this.home, "daemon.json"), "utf8"));
+    return `http://127.0.0.1:${port}`;
+  }
+
+  token(): string {
+    return readFileSync(path.join(this.home, "token"), "utf8").trim();
+  }
+
+  /** TCP sockets of the daemon in LISTEN state (from /proc/net/tcp{,6} and its fds). */
+  listeningSockets(): string[] {
+    const pid = this.child.pid!;
+    const inodes = new Set(
+      readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return readlinkSync(`/proc/${pid}/fd/${fd}`);
+          } catch {
+            return "";
+          }
+        })
+        .map((l) => /^socket:\[(\d+)\]$/.exec(l)?.[1])
+        .filter((x): x is string => !!x),
+    );
+    const out: string[] = [];
+    for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+      if (!existsSync(table)) continue;
+      for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+        const f = line.trim().split(/\s+/);
+        if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) out.push(`${table} ${f[1]}`);
+      }
+    }
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null) {
+      this.child.kill("SIGTERM");
+      await until("the daemon to stop", 12_000, () => this.child.exitCode !== null || this.child.signalCode !== null);
+    }
+    rmSync(path.dirname(this.home), { recursive: true, force: true });
+  }
+}
+
+type Message = Record<string, any>;
+
+/** A device: its key, the host it paired with, and the sync protocol over a ChannelSocket. */
+export class Device {
+  socket: ChannelSocket | null = null;
+  closed: { code: number; reason: string } | null = null;
+  closedAt = 0;
+  readonly events = new Map<string, Message[]>();
+  readonly received: Message[] = [];
+  private pending = new Map<string, (m: Message) => void>();
+  private next = 1;
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    readonly key: StaticKey,
+    readonly host: RemoteHost,
+  ) {}
+
+  static fromLink(link: string): { device: Device; secret: Uint8Array } {
+    const parsed = parsePairingLink(new URL(link).hash);
+    if (!parsed) throw new Error(`not a pairing link: ${link}`);
+    const device = new Device(staticKey(generateKeyPair()), { relay: parsed.relay, hostID: parsed.hostID, hostKey: parsed.hostKey });
+    return { device, secret: parsed.secret };
+  }
+
+  /** Opens the channel (pairing or reconnect) and says hello; rejects with the close reason. */
+  async open(opening: Opening, host: RemoteHost = this.host): Promise<void> {
+    this.closed = null;
+    const s = new ChannelSocket(host, this.key, opening, WebSocket as unknown as RawSocketCtor);
+    this.socket = s;
+    s.onmessage = (m) => this.receive(JSON.parse(m.data));
+    s.onclose = (e) => {
+      this.closed = e;
+      this.closedAt = performance.now();
+      this.wake();
+    };
+    await new Promise<void>((resolve, reject) => {
+      s.onopen = () => resolve();
+      const prev = s.onclose!;
+      s.onclose = (e) => {
+        prev(e);
+        reject(new Error(`closed ${e.code}: ${e.reason}`));
+      };
+    });
+    const welcome = this.wait("welcome", 5000, () => this.received.find((m) => m.type === "welcome"));
+    s.send(JSON.stringify({ type: "hello", clientID: "test-device", clientName: "test device", protocolVersion: 1, features: ["eventBatches"] }));
+    await welcome;
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private receive(m: Message): void {
+    this.received.push(m);
+    if (m.type === "event") this.note(m.event.sessionID, [m.event]);
+    else if (m.type === "events") this.note(m.sessionID, m.events);
+    else if (m.messageID && this.pending.has(m.messageID)) {
+      this.pending.get(m.messageID)!(m);
+      this.pending.delete(m.messageID);
+    }
+    this.wake();
+  }
+
+  /** Called with every batch of events as it arrives (for timing). */
+  onEvents: ((session: string, events: Message[]) => void) | null = null;
+
+  private note(session: string, events: Message[]): void {
+    this.onEvents?.(session, events);
+    const list = this.events.get(session) ?? [];
+    list.push(...events);
+    this.events.set(session, list);
+  }
+
+  async wait<T>(what: string, ms: number, probe: () => T | undefined | null | false): Promise<T> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const v = probe();
+      if (v) return v;
+      if (this.closed && !what.startsWith("close")) throw new Error(`${what}: the channel closed (${this.closed.code} ${this.closed.reason})`);
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+  }
+
+  request(m: Message, ms = 15_000): Promise<Message> {
+    const messageID = `t-${this.next++}`;
+    const reply = new Promise<Message>((resolve, reject) => {
+      this.pending.set(messageID, resolve);
+      setTimeout(() => reject(new Error(`${m.type} ${m.intent?.kind ?? ""}: no reply within ${ms} ms`)), ms);
+    });
+    this.socket!.send(JSON.stringify({ ...m, messageID }));
+    return reply;
+  }
+
+  async ok(m: Message, ms?: number): Promise<Message> {
+    const r = await this.request(m, ms);
+    if (r.type === "error" || r.type === "unsupported") throw new Error(`${m.type}: ${JSON.stringify(r)}`);
+    return r;
+  }
+
+  /** Seq numbers received for a session, in arrival order. */
+  seqs(session: string): number[] {
+    return (this.events.get(session) ?? []).map((e) => e.seq);
+  }
+}
