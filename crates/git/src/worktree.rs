@@ -157,8 +157,20 @@ impl Repo {
 
     /// All worktrees git knows, main checkout first (`git worktree list --porcelain -z`).
     pub fn list_worktrees(&self) -> Result<Vec<WorktreeEntry>> {
-        let out =
-            git(self.main()).args(["worktree", "list", "--porcelain", "-z"]).read_only().run()?;
+        let list = || git(self.main()).args(["worktree", "list", "--porcelain", "-z"]).read_only();
+        // `git worktree add` writes a new admin dir's files one by one, and a list running at
+        // that moment fails ("failed to read …/worktrees/<name>/commondir") — with warm pools
+        // filling in the background this happens. A few short, bounded retries, then the error.
+        let mut attempt = 0;
+        let out = loop {
+            match list().run() {
+                Err(e) if attempt < 10 && is_half_made_admin_dir(&e) => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
         let mut entries = Vec::new();
         let mut current: Option<WorktreeEntry> = None;
         for field in nul_fields(&out) {
@@ -384,4 +396,10 @@ fn records(admin: &Path, path: &Path) -> bool {
     }
     let real = |p: &Path| std::fs::canonicalize(p).ok();
     recorded.parent().and_then(real).is_some_and(|r| Some(r) == real(path))
+}
+
+/// A `git worktree list` failure caused by another worktree's admin dir being written right then.
+fn is_half_made_admin_dir(error: &GitError) -> bool {
+    let text = error.to_string();
+    text.contains("failed to read") && text.contains("/worktrees/")
 }

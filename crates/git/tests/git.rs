@@ -573,3 +573,23 @@ fn three_worktrees_have_independent_diffs() {
     assert_eq!(listed.len(), 4);
     assert!(trees.iter().all(|t| listed.contains(&t.path)));
 }
+
+#[test]
+fn listing_worktrees_while_another_is_being_added_does_not_fail() {
+    let f = fixture();
+    let root = f.root.clone();
+    let adder = std::thread::spawn(move || {
+        for i in 0..30 {
+            let path = root.join(format!(".nucleic/pool/p{i}"));
+            run_git(&root, &["worktree", "add", "-q", "--detach", path.to_str().unwrap(), "HEAD"]);
+        }
+    });
+    let mut lists = 0;
+    while !adder.is_finished() {
+        f.repo.list_worktrees().expect("a list during another worktree's creation");
+        lists += 1;
+    }
+    adder.join().unwrap();
+    assert!(lists > 0);
+    assert_eq!(f.repo.list_worktrees().unwrap().len(), 31);
+}
