@@ -14,6 +14,7 @@ mod home_lock;
 mod locate;
 mod open;
 mod plan_prompt;
+mod project_commands;
 mod pull_request;
 mod render;
 mod review;
@@ -120,7 +121,7 @@ enum Commands {
     /// Projects: git repositories sessions run in.
     Project {
         #[command(subcommand)]
-        command: commands::ProjectCommand,
+        command: project_commands::ProjectCommand,
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
@@ -284,7 +285,7 @@ fn main() -> ExitCode {
             None => no_home(),
         },
         Commands::Project { command, home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(commands::project(&home, command)),
+            Some(home) => block_on(project_commands::project(&home, command)),
             None => no_home(),
         },
         Commands::Session { command, home } => match locate::nucleic_home(home) {

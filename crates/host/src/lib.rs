@@ -31,6 +31,7 @@ mod report;
 mod review;
 mod rule_intents;
 pub mod rules;
+mod session_policy;
 mod shutdown;
 mod turns;
 mod writing;

@@ -1,0 +1,183 @@
+//! `nucleic project …`: adding, listing and configuring projects (pool, checks, disk, mode), as
+//! a thin client of the daemon's sync protocol.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Subcommand;
+use nucleic_protocol::{ClientMessage, HostMessage, Intent};
+use serde_json::Value;
+
+use crate::commands::intent;
+use crate::daemon::Daemon;
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// Register a git repository.
+    Add {
+        path: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Shell script run in every new worktree (e.g. "npm ci").
+        #[arg(long)]
+        setup: Option<String>,
+        /// Gitignored files to copy into new worktrees (e.g. .env); repeatable.
+        #[arg(long = "copy")]
+        copy_files: Vec<String>,
+        /// Worktrees kept prepared for new sessions (default 2; 0: no pool).
+        #[arg(long = "pool")]
+        pool_size: Option<u32>,
+    },
+    /// List projects.
+    List,
+    /// Show a project's warm worktree pool (ready, disk, error); --size changes it.
+    Pool {
+        project_id: String,
+        /// Worktrees to keep prepared (0 turns the pool off and removes them).
+        #[arg(long)]
+        size: Option<u32>,
+    },
+    /// What the project's worktrees take, and its worktree budget and reclaim age (finished
+    /// sessions' worktrees are reclaimed by `nucleic gc --apply` past either).
+    Disk {
+        project_id: String,
+        /// Reclaim finished worktrees, oldest first, while all take more than this (500M, 20G).
+        #[arg(long)]
+        budget: Option<String>,
+        /// Reclaim finished worktrees this long after their last event (12h, 7d).
+        #[arg(long)]
+        reclaim_after: Option<String>,
+        /// Remove the budget and the age first.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Forget a project (refused while it has unarchived sessions).
+    Rm { project_id: String },
+    /// Rename a project.
+    Rename { project_id: String, name: String },
+    /// Show the mode new sessions of a project start in; with MODE (readonly, edit, full) set
+    /// it, with --clear fall back to the host's default.
+    Mode {
+        project_id: String,
+        #[arg(conflicts_with = "clear")]
+        mode: Option<String>,
+        #[arg(long)]
+        clear: bool,
+    },
+    /// A project's checks: commands the host runs itself (tests, lint, build).
+    Check {
+        #[command(subcommand)]
+        command: crate::checks::CheckCommand,
+    },
+}
+
+/// `2/2 ready, 41.3 MiB` (+ `; stopped: <error>`).
+fn pool_text(pool: &nucleic_protocol::PoolSummary) -> String {
+    let mib = pool.disk_bytes as f64 / f64::from(1u32 << 20);
+    let mut text = format!("{}/{} ready, {mib:.1} MiB on disk", pool.ready, pool.size);
+    if let Some(error) = &pool.error {
+        text.push_str(&format!("; stopped: {error}"));
+    }
+    text
+}
+
+pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    match command {
+        ProjectCommand::Add { path, name, setup, copy_files, pool_size } => {
+            let path = std::fs::canonicalize(&path)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(path);
+            let result = intent(
+                &mut daemon,
+                Intent::AddProject {
+                    path,
+                    name,
+                    setup_script: setup,
+                    copy_files,
+                    default_backend: None,
+                    checks: Vec::new(),
+                    checks_after_turn: false,
+                    pool_size,
+                },
+            )
+            .await?;
+            let id = result
+                .as_ref()
+                .and_then(|r| r.get("projectID"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            println!("{id}");
+        }
+        ProjectCommand::List => {
+            let message_id = daemon.id();
+            if let HostMessage::Projects { projects, .. } =
+                daemon.request(ClientMessage::ListProjects { message_id }).await?
+            {
+                for p in projects {
+                    let pool = p.pool.as_ref().map(pool_text).unwrap_or_default();
+                    println!(
+                        "{}  {}  {} ({}){}",
+                        p.project_id,
+                        p.name,
+                        p.root,
+                        p.default_branch,
+                        if pool.is_empty() { String::new() } else { format!("  pool: {pool}") }
+                    );
+                }
+            }
+        }
+        ProjectCommand::Pool { project_id, size } => {
+            if let Some(size) = size {
+                intent(&mut daemon, Intent::SetPoolSize { project_id: project_id.clone(), size })
+                    .await?;
+            }
+            let message_id = daemon.id();
+            let HostMessage::Projects { projects, .. } =
+                daemon.request(ClientMessage::ListProjects { message_id }).await?
+            else {
+                bail!("the daemon did not list its projects");
+            };
+            let Some(project) = projects.into_iter().find(|p| p.project_id == project_id) else {
+                bail!("project {project_id} not found");
+            };
+            match project.pool {
+                Some(pool) => println!("{}", pool_text(&pool)),
+                None => println!("the host runs no warm worktree pools"),
+            }
+        }
+        ProjectCommand::Disk { project_id, budget, reclaim_after, clear } => {
+            return crate::disk::project_disk(
+                &mut daemon,
+                project_id,
+                budget,
+                reclaim_after,
+                clear,
+            )
+            .await;
+        }
+        ProjectCommand::Rm { project_id } => {
+            intent(&mut daemon, Intent::RemoveProject { project_id }).await?;
+        }
+        ProjectCommand::Rename { project_id, name } => {
+            intent(&mut daemon, Intent::RenameProject { project_id, name }).await?;
+        }
+        ProjectCommand::Check { command } => {
+            crate::checks::project_check(&mut daemon, command).await?;
+        }
+        ProjectCommand::Mode { project_id, mode, clear } => {
+            let target = nucleic_protocol::RulesTarget {
+                session_id: None,
+                project_id: Some(project_id.clone()),
+            };
+            if mode.is_some() || clear {
+                intent(&mut daemon, Intent::SetProjectMode { project_id, mode }).await?;
+            }
+            let listed = intent(&mut daemon, Intent::ListRules(target)).await?;
+            let mode = listed.as_ref().and_then(|v| v["projectMode"].as_str()).unwrap_or("edit");
+            println!("{mode}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
