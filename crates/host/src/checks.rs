@@ -36,6 +36,8 @@ struct SessionChecks {
 impl CheckRuns {
     fn of(&self, id: &str) -> SessionChecks {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        // Forget sessions with no check running (a running one holds its `turn`).
+        sessions.retain(|_, s| Arc::strong_count(&s.turn) > 1);
         sessions
             .entry(id.to_owned())
             .or_insert_with(|| SessionChecks {

@@ -22,6 +22,8 @@ pub(crate) struct SessionLocks {
 impl SessionLocks {
     pub(crate) fn of(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        // Forget sessions nobody holds a lock of (the map would otherwise grow per session).
+        sessions.retain(|_, lock| Arc::strong_count(lock) > 1);
         sessions.entry(id.to_owned()).or_default().clone()
     }
 }

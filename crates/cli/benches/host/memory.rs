@@ -17,7 +17,7 @@ use nucleic_protocol::FinishAction;
 use crate::{Res, env_usize, git, proc_status_kb, sim_session, stop_all, wait_turns};
 
 /// Host RSS (MiB) that 100 idle and 20 streaming sessions must stay under.
-const RSS_BOUND_MIB: f64 = 256.0;
+const RSS_BOUND_MIB: f64 = 96.0;
 /// RSS growth (MiB) allowed over the churn soak after its first tenth (allocator noise).
 const CHURN_GROWTH_MIB: f64 = 24.0;
 
