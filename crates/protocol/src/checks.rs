@@ -1,6 +1,7 @@
 //! Project checks (commands the host runs itself: tests, lint, build) and the report that puts
 //! an agent's claims next to the host's facts. See `docs/dev-loop.md`.
 
+use crate::is_false;
 use serde::{Deserialize, Serialize};
 
 /// A named command a project declares; run by the host in a session's worktree.
@@ -272,10 +273,6 @@ pub struct Contradiction {
     pub claim: String,
     /// What the host found.
     pub fact: String,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 fn is_zero(n: &u64) -> bool {

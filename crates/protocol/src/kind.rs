@@ -1,5 +1,6 @@
 //! Event kinds: the closed set of things that can happen in a session, tagged by `type`.
 
+use crate::is_false;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -237,10 +238,6 @@ pub struct TurnCompleted {
     pub result: Option<String>,
     #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// The end of the agent process.

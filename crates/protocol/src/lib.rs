@@ -16,7 +16,9 @@ mod pull_request;
 mod push;
 mod raw_json;
 mod review;
+mod rule_list;
 mod status;
+mod summaries;
 mod sync;
 mod timestamp;
 
@@ -46,12 +48,15 @@ pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
 pub use raw_json::RawJson;
 pub use review::{CommentStatus, ReviewComment, ReviewSent, TurnSnapshot};
+pub use rule_list::{RuleBehaviour, RuleEntry, RuleList, RuleSource, RulesTarget};
 pub use status::SessionStatus;
+pub use summaries::{
+    DiffFile, DiskPolicy, DiskUsage, GitFacts, PoolSummary, ProjectSummary, SessionSummary,
+};
 pub use sync::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, DiffFile, DiskPolicy, DiskUsage, ExportFormat,
-    FEATURE_EVENT_BATCHES, FinishAction, GitFacts, HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES,
-    NewSession, PROTOCOL_VERSION, PoolSummary, ProjectSummary, ProtocolErrorCode, RuleBehaviour,
-    RuleEntry, RuleList, RuleSource, RulesTarget, SessionSummary, Verbosity,
+    CLIENT_MESSAGE_TYPES, ClientMessage, ExportFormat, FEATURE_EVENT_BATCHES, FinishAction,
+    HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession, PROTOCOL_VERSION, ProtocolErrorCode,
+    Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 
@@ -60,3 +65,8 @@ mod typescript;
 
 #[cfg(test)]
 mod json_schema;
+
+/// `skip_serializing_if` for flags that are omitted when false.
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}

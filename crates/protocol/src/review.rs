@@ -2,6 +2,7 @@
 //! each turn boundary) and review comments on lines of the diff, sent to the agent as one
 //! follow-up. See `docs/dev-loop.md`.
 
+use crate::is_false;
 use serde::{Deserialize, Serialize};
 
 /// One turn of a session whose worktree the host snapshotted at its start (and, once it ended,
@@ -86,10 +87,6 @@ impl ReviewSent {
         let cited: Vec<String> = self.comments.iter().map(ReviewComment::citation).collect();
         format!("review sent by {}: {}", self.by, cited.join(", "))
     }
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 #[cfg(test)]
