@@ -87,7 +87,8 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn unix_millis() -> i64 {
+/// Now, in Unix milliseconds.
+pub(crate) fn unix_millis() -> i64 {
     let now = time::OffsetDateTime::now_utc();
     i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use nucleic_catalog::{SessionFilter, SessionRow};
 use nucleic_git::{Repo, SetupSpec, Worktree};
 use nucleic_protocol::{
-    DiskPolicy, DiskUsage, EventKind, ProjectSummary, SessionStatus, WorktreeReclaimed,
-    WorktreeRestored,
+    DiskPolicy, DiskUsage, EventKind, ProjectSummary, SessionStatus, WorktreeInfo,
+    WorktreeReclaimed, WorktreeRestored,
 };
 use serde_json::{Value, json};
 
@@ -40,20 +40,19 @@ impl ReclaimReason {
     }
 }
 
-/// The git worktree a session row records.
-fn worktree_of(row: &SessionRow) -> Option<Worktree> {
-    row.worktree.as_ref().map(|info| Worktree {
+/// The git worktree a session's recorded worktree is.
+pub(crate) fn worktree_from(info: &WorktreeInfo) -> Worktree {
+    Worktree {
         path: PathBuf::from(&info.path),
         branch: info.branch.clone(),
         base_ref: info.base_ref.clone(),
         base_sha: info.base_sha.clone(),
-    })
+    }
 }
 
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+/// The git worktree a session row records.
+fn worktree_of(row: &SessionRow) -> Option<Worktree> {
+    row.worktree.as_ref().map(worktree_from)
 }
 
 impl Host {
@@ -80,7 +79,7 @@ impl Host {
         let disk = DiskUsage {
             bytes: measured.bytes,
             build_bytes: measured.build_bytes,
-            measured_at: now_millis(),
+            measured_at: crate::credentials::unix_millis(),
         };
         let key = id.to_owned();
         self.catalog(move |c| c.set_disk(&key, disk)).await?;
@@ -226,7 +225,7 @@ impl Host {
         let filter = SessionFilter { project_id: None, include_archived: true };
         let sessions = self.catalog(move |c| c.list_sessions(&filter)).await?;
         let projects = self.catalog(|c| c.list_projects()).await?;
-        let now = now_millis();
+        let now = crate::credentials::unix_millis();
         let mut due = Vec::new();
         for project in projects {
             let policy = project.settings.disk_policy;

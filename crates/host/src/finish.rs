@@ -31,12 +31,7 @@ impl Host {
             .worktree
             .clone()
             .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
-        let worktree = Worktree {
-            path: PathBuf::from(&info.path),
-            branch: info.branch.clone(),
-            base_ref: info.base_ref.clone(),
-            base_sha: info.base_sha.clone(),
-        };
+        let worktree = crate::disk::worktree_from(&info);
         let root = match &row.project_id {
             Some(p) => PathBuf::from(self.project(p).await?.root),
             None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),

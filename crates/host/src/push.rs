@@ -32,12 +32,6 @@ pub struct PushReport {
     pub delivery: Delivery,
 }
 
-fn unix_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// A subscription as the browser sent it, checked: an `http(s)` endpoint, a P-256 key and a
 /// 16-byte secret.
 fn checked(
@@ -70,7 +64,7 @@ fn checked(
         p256dh: keys.p256dh,
         auth: keys.auth,
         quiet_hours: quiet,
-        created_at: unix_millis(),
+        created_at: crate::credentials::unix_millis(),
     })
 }
 
@@ -188,7 +182,7 @@ async fn push_to_all(
             }
         };
     let subject = std::env::var("NUCLEIC_VAPID_SUBJECT").unwrap_or_else(|_| DEFAULT_SUBJECT.into());
-    let now = unix_millis();
+    let now = crate::credentials::unix_millis();
     let weak: Weak<Host> = Arc::downgrade(&host);
     drop(host);
     let mut sends = Vec::new();

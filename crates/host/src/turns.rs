@@ -80,12 +80,7 @@ impl Host {
         Ok(SessionWorktree {
             root,
             base_branch: info.base_ref.clone(),
-            worktree: Worktree {
-                path: PathBuf::from(&info.path),
-                branch: info.branch,
-                base_ref: info.base_ref,
-                base_sha: info.base_sha,
-            },
+            worktree: crate::disk::worktree_from(&info),
         })
     }
 
