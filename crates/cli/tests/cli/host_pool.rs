@@ -254,7 +254,9 @@ async fn a_restarted_host_finds_its_pool_and_removes_what_it_did_not_record() {
     host.recheck_pools().await;
     assert_eq!(pooled_dirs(&root), before, "the recorded ones are kept, the leftover removed");
     assert_eq!(pool_branches(&root).len(), 2);
-    assert_eq!(pool(&host, &id).await.ready, 2);
+    // The host's own first tending round may hold the worktrees (out of the ready list) while it
+    // checks them again: wait for it rather than read the count mid-round.
+    wait_pool(&host, &id, "ready again", |p| p.ready == 2).await;
     let gc = host.gc(true).await.unwrap();
     assert_eq!(gc["stalePooledWorktrees"], serde_json::json!([]), "{gc}");
     assert_eq!(pooled_dirs(&root), before, "gc leaves the live pool alone");
