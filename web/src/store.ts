@@ -6,6 +6,7 @@ import { HostConnection, HostError, clientIdentity, type LinkState, type Prover,
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import { PendingQueue } from "./pending/queue";
+import type { PendingStorage } from "./pending/storage";
 import type { RemoteDialer } from "./remote/boot";
 import type { BackendInfo, Event, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
@@ -49,7 +50,9 @@ export class CockpitStore {
 
   /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
   /** `remote`: the host is reached through the relay (the carrier and what revocation forgets). */
-  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer) {
+  /** `queue`: where offline actions are kept; the inbox's stores of other hosts get one of
+   *  their own in memory, so they never flush the page host's persisted actions. */
+  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer, queue?: PendingStorage) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
         this.link = s;
@@ -98,7 +101,7 @@ export class CockpitStore {
       online: () => this.link === "online",
       send: (msg, id) => this.connection.request(msg, id),
       backends: () => this.backends,
-    });
+    }, queue);
     this.pending.subscribe(() => this.changed());
   }
 
