@@ -43,6 +43,7 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
       hostID: link.hostID,
       hostKey: link.hostKey,
       name: link.name,
+      hostName: link.hostName,
       lan: link.lan,
       pairedAt: Date.now(),
       privateKey: key.privateKey,
