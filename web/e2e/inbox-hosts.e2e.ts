@@ -3,8 +3,10 @@
 // inbox lists them all, names each one's host, and answers each in place over that host's own
 // Noise channel (an allow on each, a deny with a reason on one) without opening any session,
 // and the agents go on. (The simulated agent's requests carry no risk class; the critical second
-// confirmation through another host's store is covered by components/Inbox.test.tsx.) A host that stops shows as unreachable, not as "nothing pending".
+// confirmation through another host's store is covered by components/Inbox.test.tsx.) A host
+// that stops shows as unreachable, not as "nothing pending".
 import type { Server } from "node:http";
+import { hostname } from "node:os";
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
@@ -95,7 +97,7 @@ it("answers approvals of two hosts from one inbox without opening a session; a s
     await page.waitForSelector(item(h, s), { timeout: 30_000 });
   // Each entry names its host; the badge counts every host.
   expect(await page.textContent(`${item(a.hostID, onA)} [data-testid=inbox-item-host]`)).toContain(a.hostID.slice(0, 8));
-  expect(await page.textContent(`${item(b.hostID, onB)} [data-testid=inbox-item-host]`)).toContain(b.hostID.slice(0, 8));
+  expect(await page.textContent(`${item(b.hostID, onB)} [data-testid=inbox-item-host]`)).toBe(`${hostname()} · ${b.hostID.slice(0, 8)}`);
   expect(await page.textContent(`${item(a.hostID, onA)}`)).toContain("alpha.txt");
   await page.waitForFunction(() => document.title.startsWith("(3) "));
 

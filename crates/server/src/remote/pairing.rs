@@ -253,7 +253,7 @@ mod tests {
         let url = link.url();
         assert!(url.starts_with("https://relay.example/#pair&r=wss%3A%2F%2Frelay.example&h=abab"));
         assert!(url.ends_with("&n=my%20phone&l=ws%3A%2F%2F192.168.1.5%3A7879&m=studio%20box"));
-        let nameless = PairingLink { host_name: None, ..link.clone() }.url();
+        let nameless = PairingLink { host_name: None, ..link }.url();
         assert!(!nameless.contains("&m="), "{nameless}");
         assert!(url.contains(&URL_SAFE_NO_PAD.encode([2u8; 32])));
         assert!(qr_terminal(&url).unwrap().lines().count() > 20);

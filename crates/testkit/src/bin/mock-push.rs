@@ -18,7 +18,9 @@ async fn main() -> ExitCode {
         _ => None,
     };
     let Some(count) = count else {
-        eprintln!("usage: mock-push --subscriptions N   (N ≤ 100; prints them, serves until killed)");
+        eprintln!(
+            "usage: mock-push --subscriptions N   (N ≤ 100; prints them, serves until killed)"
+        );
         return ExitCode::from(2);
     };
     let service = match MockPushService::start().await {
