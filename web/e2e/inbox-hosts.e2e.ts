@@ -123,12 +123,16 @@ it("answers approvals of two hosts from one inbox without opening a session; a s
   const later = session(a.daemon, a.project, "write gamma.txt containing three");
   await settled(a.daemon, later, "awaiting-approval");
   await page.waitForSelector(item(a.hostID, later), { timeout: 30_000 });
+  await page.waitForFunction(() => document.title.startsWith("(1) "));
   await a.daemon.stop();
   daemons.splice(daemons.indexOf(a.daemon), 1);
   const gone = `[data-testid=inbox-host][data-host="${a.hostID}"][data-state=unreachable]`;
   await page.waitForSelector(gone, { timeout: 30_000 });
   expect(await page.textContent(gone)).toContain("unreachable");
   expect(await page.textContent("[data-testid=inbox]")).not.toContain("Nothing waits for you.");
+  // Its last-known request is withdrawn from the list and the badge (it may be answered elsewhere).
+  expect(await page.$(item(a.hostID, later))).toBeNull();
+  await page.waitForFunction(() => !/^\(\d+\) /.test(document.title));
   // B, still in reach, is not marked.
   expect(await page.$(`[data-testid=inbox-host][data-host="${b.hostID}"]`)).toBeNull();
   expect(pageErrors(page)).toEqual([]);

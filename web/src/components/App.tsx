@@ -4,7 +4,7 @@ import { useState } from "preact/hooks";
 
 import { go, useRoute, usePanes } from "../route";
 import { useBadge } from "../inbox";
-import { type HostFleet, useFleet } from "../remote/fleet";
+import { type HostFleet, listed, useFleet } from "../remote/fleet";
 import { type CockpitStore, useStore } from "../store";
 import { Dashboard } from "./Dashboard";
 import { DevicesSheet } from "./DevicesSheet";
@@ -37,7 +37,7 @@ export function App({ store, fleet }: { store: CockpitStore; fleet?: HostFleet }
   const [toolsCollapsed, setToolsCollapsed] = useState(false);
   const id = route.sessionID && store.sessions.has(route.sessionID) ? route.sessionID : route.sessionID;
   const stale = store.link !== "online" || store.restoredAt !== null;
-  useBadge(hosts.map((h) => h.store));
+  useBadge(listed(hosts).map((h) => h.store));
 
   let content;
   if (panes === 1) {

@@ -70,6 +70,7 @@ describe("Inbox across hosts", () => {
     expect(line?.textContent).toContain("studio · bbbbbbbb");
     expect(line?.textContent).toContain("unreachable");
     expect([...root.querySelectorAll("[data-testid=inbox-item]")].map((i) => i.getAttribute("data-request"))).toEqual(["ra"]);
+    expect(root.querySelector("[data-testid=inbox-count]")?.textContent).toBe("1");
     fleet.close();
   });
 

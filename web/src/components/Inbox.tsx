@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 
 import { hostsInboxItems, useInboxSessions } from "../inbox";
-import { type FleetHost, type HostFleet, reach, useFleet } from "../remote/fleet";
+import { type FleetHost, type HostFleet, listed, reach, useFleet } from "../remote/fleet";
 import { setCurrentHost } from "../remote/hosts";
 import { href } from "../route";
 import type { CockpitStore } from "../store";
@@ -47,9 +47,7 @@ export function Inbox({ store, fleet, onBack }: { store: CockpitStore; fleet?: H
     hosts.map((h) => h.store),
     () => setTick((t) => t + 1),
   );
-  // With several hosts, one out of reach lists nothing it last knew (it may have been answered
-  // elsewhere since): its line says why instead.
-  const items = hostsInboxItems(several ? hosts.filter((h) => reach(h.store) === "online") : hosts);
+  const items = hostsInboxItems(listed(hosts));
   const labelOf = new Map(hosts.map((h) => [h.hostID, h]));
   return (
     <main class="pane inbox-pane" data-testid="inbox" aria-label="Inbox">

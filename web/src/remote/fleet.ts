@@ -37,6 +37,13 @@ export function reach(store: CockpitStore): "online" | "connecting" | "unreachab
   return store.offlineSince === null ? "connecting" : "unreachable";
 }
 
+/** The hosts whose requests are listed and counted: with several, those in reach (one out of
+ *  reach lists nothing it last knew — it may have been answered elsewhere since — and says so
+ *  instead); a lone host as before, its last-known state included. */
+export function listed(hosts: FleetHost[]): FleetHost[] {
+  return hosts.length > 1 ? hosts.filter((h) => reach(h.store) === "online") : hosts;
+}
+
 export class HostFleet {
   readonly hosts: FleetHost[];
   private listeners = new Set<() => void>();
