@@ -71,7 +71,29 @@ describe("Inbox across hosts", () => {
     expect(line?.textContent).toContain("unreachable");
     expect([...root.querySelectorAll("[data-testid=inbox-item]")].map((i) => i.getAttribute("data-request"))).toEqual(["ra"]);
     expect(root.querySelector("[data-testid=inbox-count]")?.textContent).toBe("1");
+    // Revoked there: said so, not "unreachable".
+    b.store.link = "signedOut";
+    await act(async () => {
+      changed(b.store);
+      await Promise.resolve();
+    });
+    const revoked = root.querySelector("[data-testid=inbox-host]");
+    expect(revoked?.getAttribute("data-state")).toBe("signedOut");
+    expect(revoked?.textContent).toContain("revoked");
     fleet.close();
+  });
+
+  it("a host still connecting says so", async () => {
+    const a = hostStore("sa", "ra", "low");
+    const b = hostStore("sb", "rb", "low");
+    b.store.link = "connecting";
+    const fleet = new HostFleet(a.store);
+    fleet.add("c".repeat(64), "host cccccccc", b.store);
+    const root = document.createElement("div");
+    document.body.append(root);
+    await act(async () => render(<Inbox store={a.store} fleet={fleet} />, root));
+    expect(root.querySelector("[data-testid=inbox-host]")?.getAttribute("data-state")).toBe("connecting");
+    expect(root.querySelectorAll("[data-testid=inbox-item]")).toHaveLength(1);
   });
 
   it("with one host, lists as before: no host names, no host lines", async () => {
