@@ -124,10 +124,12 @@ it("answers approvals of two hosts from one inbox without opening a session; a s
   await settled(a.daemon, later, "awaiting-approval");
   await page.waitForSelector(item(a.hostID, later), { timeout: 30_000 });
   await page.waitForFunction(() => document.title.startsWith("(1) "));
+  const t0 = Date.now();
   await a.daemon.stop();
   daemons.splice(daemons.indexOf(a.daemon), 1);
   const gone = `[data-testid=inbox-host][data-host="${a.hostID}"][data-state=unreachable]`;
   await page.waitForSelector(gone, { timeout: 30_000 });
+  console.log(`host A shown unreachable ${Date.now() - t0} ms after its stop began`);
   expect(await page.textContent(gone)).toContain("unreachable");
   expect(await page.textContent("[data-testid=inbox]")).not.toContain("Nothing waits for you.");
   // Its last-known request is withdrawn from the list and the badge (it may be answered elsewhere).
