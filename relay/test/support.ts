@@ -48,6 +48,10 @@ export interface RelayOptions {
   record?: boolean;
   /** Serve over HTTPS with this certificate (then `url()` is `wss://localhost:<port>`). */
   tls?: TlsFiles;
+  /** Serve this directory (a built web/dist) as the app shell, as `[assets]` in wrangler.toml. */
+  app?: string;
+  /** More worker variables (`[vars]`). */
+  vars?: Record<string, string>;
 }
 
 /** workerd's output, minus the two lines it logs for every TLS handshake a client refused (the
@@ -78,7 +82,11 @@ export class Relay {
       script: await workerScript(),
       compatibilityDate: "2026-04-20",
       durableObjects: { ROOMS: "Room" },
-      bindings: { RELAY_LIMITS: JSON.stringify(TEST_LIMITS), ...(record ? { RELAY_DEBUG_RECORD: "1" } : {}) },
+      bindings: { RELAY_LIMITS: JSON.stringify(TEST_LIMITS), ...(record ? { RELAY_DEBUG_RECORD: "1" } : {}), ...opts.vars },
+      // wrangler.toml's `[assets]` with `run_worker_first = true`: the worker routes every request.
+      ...(opts.app
+        ? { assets: { directory: opts.app, binding: "ASSETS", routerConfig: { has_user_worker: true, invoke_user_worker_ahead_of_assets: true } } }
+        : {}),
       host: "127.0.0.1",
       port: opts.port ?? 0,
     });
@@ -102,8 +110,17 @@ export class Relay {
     return r.json();
   }
 
+  /** The relay's http(s) origin (the app's, when it serves one). */
+  origin(): string {
+    return this.opts.tls ? `https://localhost:${this.port}` : `http://127.0.0.1:${this.port}`;
+  }
+
   async httpStatus(path: string, init?: RequestInit): Promise<number> {
-    return (await fetch(`http://127.0.0.1:${this.port}${path}`, init)).status;
+    return (await this.http(path, init)).status;
+  }
+
+  http(path: string, init?: RequestInit): Promise<Response> {
+    return fetch(`http://127.0.0.1:${this.port}${path}`, init);
   }
 
   stop(): Promise<void> {
