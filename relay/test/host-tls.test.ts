@@ -5,7 +5,7 @@
 // refused with its reason in `nucleic doctor`, retried with backoff, and never sent in plaintext
 // (a TCP proxy in front of the relay sees a TLS ClientHello open every connection). A plain
 // `ws://` relay on another machine is refused at startup unless explicitly allowed.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 
 import type { RawSocketCtor } from "../../web/src/remote/socket";
+import { makeCert } from "./certs";
 import { Daemon, Device, NUCLEIC, until } from "./daemon";
 import { Relay, type TlsFiles } from "./support";
 
@@ -21,23 +22,14 @@ let dir: string;
 let caPath: string;
 let certs: Record<"good" | "otherName" | "rogue", TlsFiles>;
 
-/** `openssl req -x509` in `dir`: `<name>.pem` and `<name>.key`, self-signed or signed by `ca`. */
-function makeCert(name: string, altName: string, ca?: string): TlsFiles {
-  const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"];
-  args.push("-subj", `/CN=nucleic relay test ${name}`, "-keyout", `${name}.key`, "-out", `${name}.pem`, "-addext", `subjectAltName=${altName}`);
-  if (ca) args.push("-CA", `${ca}.pem`, "-CAkey", `${ca}.key`, "-addext", "basicConstraints=CA:FALSE");
-  execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  return { cert: readFileSync(path.join(dir, `${name}.pem`), "utf8"), key: readFileSync(path.join(dir, `${name}.key`), "utf8") };
-}
-
 beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), "nucleic-relay-tls-"));
-  makeCert("ca", "DNS:ca.invalid");
-  makeCert("rogue-ca", "DNS:ca.invalid");
+  makeCert(dir, "ca", "DNS:ca.invalid");
+  makeCert(dir, "rogue-ca", "DNS:ca.invalid");
   certs = {
-    good: makeCert("good", "DNS:localhost", "ca"),
-    otherName: makeCert("other", "DNS:other.example", "ca"),
-    rogue: makeCert("rogue", "DNS:localhost", "rogue-ca"),
+    good: makeCert(dir, "good", "DNS:localhost", "ca"),
+    otherName: makeCert(dir, "other", "DNS:other.example", "ca"),
+    rogue: makeCert(dir, "rogue", "DNS:localhost", "rogue-ca"),
   };
   caPath = path.join(dir, "ca.pem");
 });
