@@ -1,34 +1,35 @@
-// One inbox across hosts: a phone-sized Chromium paired through the relay (workerd) with two
-// real daemons that listen on no TCP port. Sessions on both wait for a person; the phone's
+// One inbox across hosts: a phone-sized Chromium, the app loaded from the relay's own origin,
+// paired through that relay (workerd) with two real daemons that listen on no TCP port. Sessions on both wait for a person; the phone's
 // inbox lists them all, names each one's host, and answers each in place over that host's own
 // Noise channel (an allow on each, a deny with a reason on one) without opening any session,
 // and the agents go on. (The simulated agent's requests carry no risk class; the critical second
 // confirmation through another host's store is covered by components/Inbox.test.tsx.) A host
 // that stops shows as unreachable, not as "nothing pending".
-import type { Server } from "node:http";
+import { existsSync } from "node:fs";
 import { hostname } from "node:os";
+import path from "node:path";
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 
 import { Daemon, until } from "../../relay/test/daemon";
 import { Relay } from "../../relay/test/support";
-import { launch, pageErrors, waitOnline } from "./harness";
-import { staticApp } from "./static-app";
+import { WEB, launch, pageErrors, waitOnline } from "./harness";
+
+const DIST = path.join(WEB, "dist");
 
 let relay: Relay;
-let app: Server;
 let appURL: string;
 let browser: Browser;
 const daemons: Daemon[] = [];
 
 beforeAll(async () => {
-  relay = await Relay.start();
-  ({ server: app, url: appURL } = await staticApp());
+  if (!existsSync(path.join(DIST, "index.html"))) throw new Error("web/dist is not built: npm --prefix web run build");
+  relay = await Relay.start({ app: DIST });
+  appURL = relay.origin();
 });
 afterAll(async () => {
   await relay?.stop();
-  await new Promise((r) => app?.close(r));
 });
 beforeEach(async () => {
   browser = await launch();
@@ -39,7 +40,7 @@ afterEach(async () => {
 });
 
 async function host(): Promise<{ daemon: Daemon; project: string; hostID: string; link: string }> {
-  const daemon = await Daemon.start(relay.url(""), { tcp: false, app: appURL });
+  const daemon = await Daemon.start(relay.url(""), { tcp: false });
   daemons.push(daemon);
   const project = daemon.cli("project", "add", daemon.repo).trim();
   const { link, hostID } = JSON.parse(daemon.cli("pair", "--json", "--name", "phone"));
