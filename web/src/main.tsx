@@ -47,6 +47,8 @@ async function boot(): Promise<void> {
   if (remote) {
     const store = new CockpitStore("", undefined, undefined, remote);
     (window as unknown as { nucleic: CockpitStore }).nucleic = store;
+    // What this device last saw of this host (filed under its id: never another host's).
+    void keepSnapshot(store);
     store.start();
     render(<App store={store} fleet={startFleet(store)} />, root);
     return;

@@ -6,7 +6,8 @@ import { HostConnection, HostError, clientIdentity, type LinkState, type Prover,
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import { PendingQueue } from "./pending/queue";
-import type { PendingStorage } from "./pending/storage";
+import { type PendingStorage, hostStorage } from "./pending/storage";
+import { LOCAL_HOST } from "./remote/local";
 import type { RemoteDialer } from "./remote/boot";
 import type { BackendInfo, Event, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
@@ -50,8 +51,9 @@ export class CockpitStore {
 
   /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
   /** `remote`: the host is reached through the relay (the carrier and what revocation forgets). */
-  /** `queue`: where offline actions are kept; the inbox's stores of other hosts get one of
-   *  their own in memory, so they never flush the page host's persisted actions. */
+  /** `queue`: where offline actions are kept: by default this host's share of the origin's
+   *  stored actions, adopting those stored before actions had a host (the page's host); the
+   *  fleet's stores of other hosts pass their own host's share. */
   constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer, queue?: PendingStorage) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
@@ -101,8 +103,13 @@ export class CockpitStore {
       online: () => this.link === "online",
       send: (msg, id) => this.connection.request(msg, id),
       backends: () => this.backends,
-    }, queue);
+    }, queue ?? hostStorage(this.hostID, true));
     this.pending.subscribe(() => this.changed());
+  }
+
+  /** The relay id of this store's host, or `LOCAL_HOST` for the page's own origin. */
+  get hostID(): string {
+    return this.remote?.host.hostID ?? LOCAL_HOST;
   }
 
   start(): void {

@@ -96,7 +96,7 @@ export function App({ store, fleet }: { store: CockpitStore; fleet?: HostFleet }
   return (
     <div class={`shell panes-${panes}${stale ? " stale" : ""}`} data-panes={panes} data-link={store.link}>
       <LinkBanner store={store} />
-      <PendingTray store={store} />
+      <PendingTray hosts={hosts} />
       <div class="panes">{content}</div>
       {route.newSession && <NewSessionSheet store={store} onClose={() => history.back()} />}
       {route.devices && <DevicesSheet store={store} onClose={() => history.back()} />}

@@ -1,9 +1,11 @@
 /** The pending actions: what waits for the link, and what the person must decide about — a
- *  conflict (resend, edit, drop) or a failure (retry, drop). */
+ *  conflict (resend, edit, drop) or a failure (retry, drop). With several hosts, every host's
+ *  are listed, each labelled with its host and handled by that host's own queue. */
 import { useState } from "preact/hooks";
 
 import { describe } from "../pending/queue";
 import type { PendingAction } from "../pending/rules";
+import type { FleetHost } from "../remote/fleet";
 import { type CockpitStore, errorText } from "../store";
 
 function editableText(a: PendingAction): string {
@@ -12,7 +14,8 @@ function editableText(a: PendingAction): string {
   return a.text;
 }
 
-function Item({ store, action }: { store: CockpitStore; action: PendingAction }) {
+/** `host`: the label of the action's host when the page is on another one. */
+function Item({ store, action, host }: { store: CockpitStore; action: PendingAction; host?: string }) {
   const [editing, setEditing] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const q = store.pending;
@@ -27,12 +30,23 @@ function Item({ store, action }: { store: CockpitStore; action: PendingAction })
   const title = action.kind === "start" ? null : store.sessions.get(action.sessionID)?.title;
   const waiting = action.state === "queued" || action.state === "sending";
   return (
-    <li class={`pending-item ${action.state}`} data-testid="pending-item" data-state={action.state} data-kind={action.kind}>
+    <li
+      class={`pending-item ${action.state}`}
+      data-testid="pending-item"
+      data-state={action.state}
+      data-kind={action.kind}
+      data-host={store.hostID}
+    >
       <div>
+        {host && (
+          <span class="badge" data-testid="pending-host">
+            {host}
+          </span>
+        )}{" "}
         <strong>{describe(action)}</strong>
         {title && <span class="small muted"> · {title}</span>}
       </div>
-      {waiting && <div class="small muted">{action.state === "sending" ? "Sending…" : "Waits for the host"}</div>}
+      {waiting && <div class="small muted">{action.state === "sending" ? "Sending…" : `Waits for ${host ?? "the host"}`}</div>}
       {action.reason && (
         <div class="reason" role="status" data-testid="pending-reason">
           {action.reason}
@@ -79,23 +93,25 @@ function Item({ store, action }: { store: CockpitStore; action: PendingAction })
   );
 }
 
-export function PendingTray({ store }: { store: CockpitStore }) {
-  const actions = store.pending.actions;
-  if (actions.length === 0 && !store.pending.lastError) return null;
-  const decide = actions.filter((a) => a.state === "conflict" || a.state === "failed").length;
+/** `hosts`: the fleet (the page's host first); a page without one passes its store alone. */
+export function PendingTray({ hosts }: { hosts: Pick<FleetHost, "store" | "label" | "primary">[] }) {
+  const all = hosts.flatMap((h) => h.store.pending.actions.map((a) => ({ h, a })));
+  const errors = hosts.map((h) => h.store.pending.lastError).filter((e): e is string => !!e);
+  if (all.length === 0 && errors.length === 0) return null;
+  const decide = all.filter(({ a }) => a.state === "conflict" || a.state === "failed").length;
   return (
     <section class={`pending-tray${decide > 0 ? " attention" : ""}`} aria-label="Pending actions" data-testid="pending-tray">
       <h2 class="small">
-        {decide > 0 ? `${decide} pending action${decide === 1 ? "" : "s"} need${decide === 1 ? "s" : ""} you` : `${actions.length} waiting for the host`}
+        {decide > 0 ? `${decide} pending action${decide === 1 ? "" : "s"} need${decide === 1 ? "s" : ""} you` : `${all.length} waiting for the host`}
       </h2>
-      {store.pending.lastError && (
-        <p class="error" role="alert">
-          {store.pending.lastError}
+      {errors.map((e) => (
+        <p class="error" role="alert" key={e}>
+          {e}
         </p>
-      )}
+      ))}
       <ul>
-        {actions.map((a) => (
-          <Item key={a.id} store={store} action={a} />
+        {all.map(({ h, a }) => (
+          <Item key={a.id} store={h.store} action={a} host={h.primary ? undefined : h.label} />
         ))}
       </ul>
     </section>

@@ -1,12 +1,15 @@
 /** The offline snapshot: the session list and the recent events of the sessions last opened,
  *  kept in IndexedDB so the app opens without the host showing the last known state (marked
  *  stale). Saved a moment after changes; a full quota drops the events, then gives up quietly. */
+import { LOCAL_HOST } from "../remote/local";
 import type { CockpitStore } from "../store";
 import type { Event, ProjectSummary, SessionSummary } from "../protocol.gen";
 
 const DB = "nucleic-offline";
 const STORE = "snapshot";
-const KEY = "last";
+/** The key of the local origin's host (as before snapshots had a host), and of a relay host's. */
+const LOCAL_KEY = "last";
+const keyOf = (hostID: string | undefined) => (hostID === undefined || hostID === LOCAL_HOST ? LOCAL_KEY : `host:${hostID}`);
 /** Events kept per session, and sessions kept. */
 export const RECENT_EVENTS = 200;
 export const RECENT_SESSIONS = 5;
@@ -16,6 +19,9 @@ export interface Snapshot {
   savedAt: number;
   /** The host's origin: a snapshot is never shown for another host. */
   origin: string;
+  /** The host's relay id (every relay host shares the relay's origin), or "local" — absent in
+   *  snapshots saved before they had one, which are the local origin's. */
+  hostID?: string;
   projects: ProjectSummary[];
   sessions: SessionSummary[];
   /** sessionID → its last events, for the sessions opened most recently. */
@@ -45,10 +51,11 @@ async function run<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBReq
   }
 }
 
-export async function loadSnapshot(): Promise<Snapshot | null> {
+/** What this device last saw of `hostID` on this origin (never another host's). */
+export async function loadSnapshot(hostID: string = LOCAL_HOST): Promise<Snapshot | null> {
   try {
-    const s = (await run("readonly", (st) => st.get(KEY))) as Snapshot | undefined;
-    return s && s.origin === location.origin ? s : null;
+    const s = (await run("readonly", (st) => st.get(keyOf(hostID)))) as Snapshot | undefined;
+    return s && s.origin === location.origin && (s.hostID ?? LOCAL_HOST) === hostID ? s : null;
   } catch {
     return null;
   }
@@ -61,7 +68,7 @@ function isQuota(e: unknown): boolean {
 /** Writes `snapshot`; over quota, tries once more without events. Returns what was kept. */
 export async function saveSnapshot(snapshot: Snapshot): Promise<"full" | "listsOnly" | "none"> {
   try {
-    await run("readwrite", (st) => st.put(snapshot, KEY));
+    await run("readwrite", (st) => st.put(snapshot, keyOf(snapshot.hostID)));
     return "full";
   } catch (e) {
     if (!isQuota(e)) {
@@ -70,7 +77,7 @@ export async function saveSnapshot(snapshot: Snapshot): Promise<"full" | "listsO
     }
   }
   try {
-    await run("readwrite", (st) => st.put({ ...snapshot, events: {} }, KEY));
+    await run("readwrite", (st) => st.put({ ...snapshot, events: {} }, keyOf(snapshot.hostID)));
     return "listsOnly";
   } catch (e) {
     console.warn("offline snapshot not saved (storage quota exceeded)", e);
@@ -78,9 +85,9 @@ export async function saveSnapshot(snapshot: Snapshot): Promise<"full" | "listsO
   }
 }
 
-export async function clearSnapshot(): Promise<void> {
+export async function clearSnapshot(hostID: string = LOCAL_HOST): Promise<void> {
   try {
-    await run("readwrite", (st) => st.delete(KEY));
+    await run("readwrite", (st) => st.delete(keyOf(hostID)));
   } catch {
     /* nothing to clear */
   }
@@ -90,7 +97,8 @@ export async function clearSnapshot(): Promise<void> {
  *  up to date from then on. */
 export async function keepSnapshot(store: CockpitStore): Promise<void> {
   const recent = new Map<string, Event[]>();
-  const saved = await loadSnapshot();
+  const hostID = store.hostID;
+  const saved = await loadSnapshot(hostID);
   if (saved) {
     for (const [id, evs] of Object.entries(saved.events)) recent.set(id, evs);
     store.restore(saved.savedAt, saved.projects, saved.sessions, saved.events);
@@ -104,6 +112,7 @@ export async function keepSnapshot(store: CockpitStore): Promise<void> {
       void saveSnapshot({
         savedAt: Date.now(),
         origin: location.origin,
+        hostID,
         projects: store.projects,
         sessions: [...store.sessions.values()],
         events: Object.fromEntries(recent),
@@ -122,7 +131,7 @@ export async function keepSnapshot(store: CockpitStore): Promise<void> {
   });
   store.subscribe(() => {
     // A signed-out (revoked) browser keeps nothing of the host.
-    if (store.link === "signedOut") void clearSnapshot();
+    if (store.link === "signedOut") void clearSnapshot(hostID);
     else schedule();
   });
 }

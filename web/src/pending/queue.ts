@@ -60,7 +60,10 @@ export class PendingQueue {
   ) {
     if (typeof BroadcastChannel !== "undefined") {
       this.channel = new BroadcastChannel(CHANNEL);
-      this.channel.onmessage = () => void this.load();
+      // Another host's queue changing (another tab, or the fleet in this one) is not ours.
+      this.channel.onmessage = (e: MessageEvent) => {
+        if (e.data === this.scope) void this.load();
+      };
     }
   }
 
@@ -136,7 +139,8 @@ export class PendingQueue {
   flush(): Promise<void> {
     const run = () => this.flushLocked();
     const locks = typeof navigator !== "undefined" ? (navigator as Navigator & { locks?: LockManager }).locks : undefined;
-    if (locks) return locks.request(LOCK, run) as Promise<unknown> as Promise<void>;
+    // One lock per host: a host's queue is flushed by one tab at a time, another host's alongside.
+    if (locks) return locks.request(`${LOCK}:${this.scope}`, run) as Promise<unknown> as Promise<void>;
     const next = this.localChain.then(run, run);
     this.localChain = next;
     return next;
@@ -264,8 +268,13 @@ export class PendingQueue {
     this.actions = this.actions.filter((x) => x.id !== id);
   }
 
+  /** Which host's actions these are (the lock and the change notices are per host). */
+  private get scope(): string {
+    return this.storage.hostID ?? "";
+  }
+
   private changed(): void {
-    this.channel?.postMessage("changed");
+    this.channel?.postMessage(this.scope);
     this.emit();
   }
 

@@ -4,6 +4,8 @@
 import type { PendingAction } from "./rules";
 
 export interface PendingStorage {
+  /** The host these actions are for (`hostStorage`); unscoped stores have none. */
+  readonly hostID?: string;
   all(): Promise<PendingAction[]>;
   /** Writes (or replaces) one action; throws `StorageFullError` when the quota is exceeded. */
   put(action: PendingAction): Promise<void>;
@@ -96,4 +98,53 @@ export class IdbStorage implements PendingStorage {
 /** IndexedDB when the browser has it, else memory. */
 export function defaultStorage(): PendingStorage {
   return typeof indexedDB === "undefined" ? new MemoryStorage() : new IdbStorage();
+}
+
+/** An action as stored: with the id of the host it is for (none before actions were scoped). */
+type Stored = PendingAction & { hostID?: string };
+
+/** One host's share of the origin's pending actions. Every paired host of a relay-served app
+ *  shares one origin, hence one IndexedDB: each action is stored with its host's id and each
+ *  host's queue reads, sends and deletes only its own, so an action written on host A is never
+ *  flushed to host B. Actions stored before scoping (no host id) are the page's host's: the
+ *  first queue that `adoptsUnscoped` (the page's own, never a fleet connection's) stamps them. */
+export class HostStorage implements PendingStorage {
+  constructor(
+    private readonly shared: PendingStorage,
+    readonly hostID: string,
+    private readonly adoptsUnscoped: boolean,
+  ) {}
+
+  async all(): Promise<PendingAction[]> {
+    const mine: PendingAction[] = [];
+    for (const a of (await this.shared.all()) as Stored[]) {
+      if (a.hostID === this.hostID) mine.push(a);
+      else if (a.hostID === undefined && this.adoptsUnscoped) {
+        const stamped: Stored = { ...a, hostID: this.hostID };
+        await this.shared.put(stamped);
+        mine.push(stamped);
+      }
+    }
+    return mine;
+  }
+
+  put(action: PendingAction): Promise<void> {
+    return this.shared.put({ ...action, hostID: this.hostID } as Stored);
+  }
+
+  async delete(id: string): Promise<void> {
+    // Only its own: an id of another host's action is left alone.
+    const a = ((await this.shared.all()) as Stored[]).find((x) => x.id === id);
+    if (a && (a.hostID === this.hostID || (a.hostID === undefined && this.adoptsUnscoped))) await this.shared.delete(id);
+  }
+}
+
+/** The queue storage of one host on this origin (see `HostStorage`). */
+export function hostStorage(hostID: string, adoptsUnscoped: boolean): PendingStorage {
+  return new HostStorage(defaultStorage(), hostID, adoptsUnscoped);
+}
+
+/** Drops every action stored for a host this device forgot (revoked: they can never be sent). */
+export async function dropHostActions(hostID: string, shared: PendingStorage = defaultStorage()): Promise<void> {
+  for (const a of (await shared.all()) as Stored[]) if (a.hostID === hostID) await shared.delete(a.id);
 }

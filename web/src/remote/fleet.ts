@@ -4,13 +4,13 @@
  *  handshake each time). Each host's approvals are answered over that host's own channel. */
 import { useEffect, useState } from "preact/hooks";
 
-import { MemoryStorage } from "../pending/storage";
+import { hostStorage } from "../pending/storage";
 import { CockpitStore } from "../store";
 import { dialerFor } from "./boot";
 import { type PairedHost, pairedHosts } from "./hosts";
+import { LOCAL_HOST } from "./local";
 
-/** A host's id for the page's own-origin host (it has no relay identity in the page). */
-export const LOCAL_HOST = "local";
+export { LOCAL_HOST };
 
 export interface FleetHost {
   /** The relay host id, or [`LOCAL_HOST`]. */
@@ -91,10 +91,12 @@ export class HostFleet {
   }
 }
 
-/** Another host's store: its own channel, and an offline queue in memory only (the persisted
- *  one belongs to the page's host; approvals are never queued anyway). */
+/** Another host's store: its own channel, and that host's share of the persisted offline
+ *  queue — what was written offline while the page was on that host is flushed to it over this
+ *  connection when it is in reach, under the same rules, whichever host the page is on now
+ *  (docs/cockpit.md, "Several hosts"). */
 function openStore(h: PairedHost): CockpitStore {
-  return new CockpitStore("", undefined, undefined, dialerFor(h), new MemoryStorage());
+  return new CockpitStore("", undefined, undefined, dialerFor(h), hostStorage(h.hostID, false));
 }
 
 /** The fleet's hosts, re-rendering the caller when any of the other hosts' lists change (the

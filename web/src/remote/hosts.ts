@@ -2,6 +2,8 @@
 // with its relay, host id and static key, and this device's own X25519 key for it — a
 // non-extractable WebCrypto key, so its private half never reaches JavaScript. A device keeps
 // several hosts and switches between them (the current one's id is in localStorage).
+import { clearSnapshot } from "../offline/snapshot";
+import { dropHostActions } from "../pending/storage";
 import type { RemoteHost } from "./socket";
 
 const DB = "nucleic-remote";
@@ -62,6 +64,9 @@ export async function forgetHost(hostID: string): Promise<void> {
   } catch {
     /* nothing stored */
   }
+  // What this device kept of the host goes with it: it can never be sent or refreshed.
+  await dropHostActions(hostID).catch(() => undefined);
+  await clearSnapshot(hostID);
   if (currentHostID() === hostID) {
     try {
       localStorage.removeItem(CURRENT);
