@@ -20,8 +20,13 @@ const LIVE = [/^\/ws$/, /^\/api\//, /^\/login$/];
 const SESSION_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 const NOTIFICATION_TITLE = "A session needs you";
+/** The relay host a push registration is for (scope `/push/<host id>/`, one per paired host,
+ *  `offline/push.ts`), or null for the app's own registration (scope `/`). A host's registration
+ *  only shows its pushes: it caches nothing (the app's registration does). */
+const HOST = /\/push\/([0-9a-f]{64})\/$/.exec(self.registration.scope)?.[1] ?? null;
 
 self.addEventListener("install", (event) => {
+  if (HOST) return;
   // No skipWaiting: an open page of the old version keeps its worker (never mid-action).
   event.waitUntil(
     caches.open(CACHE).then((cache) => cache.addAll(PRECACHE.map((url) => new Request(url, { cache: "reload" })))),
@@ -31,7 +36,7 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil(
     (async () => {
-      for (const name of await caches.keys()) {
+      for (const name of HOST ? [] : await caches.keys()) {
         if (name.startsWith(CACHE_PREFIX) && name !== CACHE) await caches.delete(name);
       }
       await self.clients.claim();
@@ -71,13 +76,15 @@ self.addEventListener("push", (event) => {
   } catch {
     /* unreadable: still tell the person (every push must show a notification) */
   }
-  const url = sessionID ? `/#/s/${encodeURIComponent(sessionID)}` : "/";
+  // A host's push opens that host (the page switches to it): `/?host=<id>#/s/<session>`.
+  const start = HOST ? `/?host=${HOST}` : "/";
+  const url = sessionID ? `${start}#/s/${encodeURIComponent(sessionID)}` : start;
   event.waitUntil(
     self.registration.showNotification(NOTIFICATION_TITLE, {
       body: "Open Nucleic to see what it is waiting for.",
       icon: "/icons/icon-192.png",
       badge: "/icons/icon-96.png",
-      tag: sessionID ? `session-${sessionID}` : "nucleic",
+      tag: `${HOST ? `${HOST.slice(0, 16)}-` : ""}${sessionID ? `session-${sessionID}` : "nucleic"}`,
       data: { url },
     }),
   );
@@ -103,7 +110,7 @@ async function openOrFocus(url: string): Promise<void> {
   } catch {
     /* focusing needs the tap's user activation */
   }
-  // A page of this worker follows the route itself (no reload); another one is navigated.
-  if (ours.includes(client)) client.postMessage({ type: "open", url });
-  else await client.navigate(url);
+  // The page follows the route itself (`offline/worker.ts`); `navigate` would be refused for a
+  // page this worker does not control (every page, for a host's push registration).
+  client.postMessage({ type: "open", url });
 }

@@ -1,6 +1,10 @@
 /** This device's Web Push: subscribing with the host's VAPID key, quiet hours, unsubscribing.
  *  The host sends only a session id, encrypted for this browser; the service worker shows
- *  "A session needs you" and opens the session (see docs/cockpit.md). */
+ *  "A session needs you" and opens the session (see docs/cockpit.md). A browser holds one
+ *  subscription per service worker registration, bound to one host's key, so every relay host
+ *  gets a registration of its own (`/sw.js` at scope `/push/<host id>/`); the page's own-origin
+ *  host keeps the app's registration (`/`). */
+import { LOCAL_HOST } from "../remote/local";
 import type { CockpitStore } from "../store";
 import type { PushSettings, QuietHours } from "../protocol.gen";
 import { workerRegistration } from "./worker";
@@ -43,17 +47,66 @@ export function quietHours(from: string, to: string): QuietHours | null {
   return { fromMinute: f, toMinute: t, utcOffsetMinutes: -new Date().getTimezoneOffset() };
 }
 
-/** Asks for permission, subscribes this browser and tells the host. */
+/** The scope of a relay host's push registration. */
+export function pushScope(hostID: string): string {
+  return `/push/${hostID}/`;
+}
+
+/** How long a new push registration may take to activate. */
+const ACTIVATE_MS = 10_000;
+
+function activated(reg: ServiceWorkerRegistration): Promise<ServiceWorkerRegistration> {
+  if (reg.active) return Promise.resolve(reg);
+  return new Promise((resolve, reject) => {
+    const worker = reg.installing ?? reg.waiting;
+    const timer = setTimeout(() => reject(new Error(`The push worker did not activate within ${ACTIVATE_MS / 1000} s.`)), ACTIVATE_MS);
+    worker?.addEventListener("statechange", () => {
+      if (reg.active) {
+        clearTimeout(timer);
+        resolve(reg);
+      } else if (worker.state === "redundant") {
+        clearTimeout(timer);
+        reject(new Error("The push worker failed to install."));
+      }
+    });
+  });
+}
+
+/** The registration holding `hostID`'s push subscription: the app's own for the own-origin
+ *  host, else that host's (made when `create`). */
+export async function hostRegistration(hostID: string, create: boolean): Promise<ServiceWorkerRegistration | null> {
+  if (hostID === LOCAL_HOST) return workerRegistration();
+  const sw = typeof navigator !== "undefined" ? navigator.serviceWorker : undefined;
+  if (!sw) return null;
+  const scope = new URL(pushScope(hostID), location.origin).href;
+  const found = (await sw.getRegistrations()).find((r) => r.scope === scope);
+  if (found || !create) return found ?? null;
+  return activated(await sw.register("/sw.js", { scope: pushScope(hostID) }));
+}
+
+function sameKey(a: ArrayBuffer | null | undefined, b: Uint8Array): boolean {
+  if (!a || a.byteLength !== b.length) return false;
+  const x = new Uint8Array(a);
+  return x.every((v, i) => v === b[i]);
+}
+
+/** Asks for permission, subscribes this browser for the store's host (on that host's own
+ *  registration) and tells the host. Other hosts' subscriptions are left as they are. */
 export async function enablePush(store: CockpitStore, quiet: QuietHours | null): Promise<PushSettings> {
-  const reg = workerRegistration();
+  if (!workerRegistration()) throw new Error("The app's service worker is not running here: push needs it.");
+  const reg = await hostRegistration(store.hostID, true);
   if (!reg) throw new Error("The app's service worker is not running here: push needs it.");
   if ((await Notification.requestPermission()) !== "granted")
     throw new Error("Notifications are blocked for this site: allow them in the browser's settings.");
   const settings = await pushSettings(store);
+  const key = bytes(settings.vapidPublicKey);
   const existing = await reg.pushManager.getSubscription();
   // A subscription made for another host key cannot be used: replace it.
   if (existing) await existing.unsubscribe();
-  const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes(settings.vapidPublicKey) });
+  // Made for this host on the app's registration before hosts had their own: moved here.
+  const root = store.hostID === LOCAL_HOST ? null : await workerRegistration()?.pushManager.getSubscription();
+  if (root && sameKey(root.options.applicationServerKey, key)) await root.unsubscribe();
+  const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
   const json = sub.toJSON();
   const reply = await store.request({
     type: "setPush",
@@ -64,9 +117,13 @@ export async function enablePush(store: CockpitStore, quiet: QuietHours | null):
   return reply.push;
 }
 
+/** Turns push off for the store's host only: its subscription goes, and a relay host's
+ *  registration with it; every other host's stays. */
 export async function disablePush(store: CockpitStore): Promise<PushSettings> {
-  const sub = await workerRegistration()?.pushManager.getSubscription();
+  const reg = await hostRegistration(store.hostID, false);
+  const sub = await reg?.pushManager.getSubscription();
   await sub?.unsubscribe();
+  if (reg && store.hostID !== LOCAL_HOST) await reg.unregister();
   const reply = await store.request({ type: "setPush", subscription: null, quietHours: null });
   if (reply.type !== "push") throw new Error(`unexpected reply ${reply.type}`);
   return reply.push;

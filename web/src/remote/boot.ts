@@ -4,7 +4,7 @@
 // the address bar at once, used or not.
 import { generateDeviceKey, webCryptoStaticKey } from "../channel/webcrypto";
 import { parsePairingLink } from "./link";
-import { currentHostID, forgetHost, pairedHosts, rememberHost, type PairedHost } from "./hosts";
+import { currentHostID, forgetHost, hostFromURL, pairedHosts, rememberHost, setCurrentHost, type PairedHost } from "./hosts";
 import { ChannelSocket, type RemoteHost } from "./socket";
 
 /** How the cockpit connects when it talks to a host through the relay. */
@@ -69,6 +69,9 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
     };
   }
   const hosts = await pairedHosts();
+  // A tap on a host's push notification opens that host (`/?host=<id>#/s/<session>`).
+  const tapped = hostFromURL();
+  if (tapped && hosts.some((h) => h.hostID === tapped)) setCurrentHost(tapped);
   const current = currentHostID();
   const host = hosts.find((h) => h.hostID === current) ?? hosts[0];
   return host ? dialerFor(host) : null;

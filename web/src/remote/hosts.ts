@@ -91,3 +91,15 @@ export function setCurrentHost(hostID: string): void {
     /* private mode: this page only */
   }
 }
+
+/** The host a notification tap asks for (`?host=<id>`, `sw.ts`), taken out of the address bar;
+ *  null when none or not a host id. */
+export function hostFromURL(): string | null {
+  const params = new URLSearchParams(location.search);
+  const id = params.get("host");
+  if (id === null) return null;
+  params.delete("host");
+  const rest = params.toString();
+  history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+  return /^[0-9a-f]{64}$/.test(id) ? id : null;
+}
