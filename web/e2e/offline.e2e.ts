@@ -408,6 +408,21 @@ describe("the inbox", () => {
 });
 
 describe("the phone at 390 px", () => {
+  it("going from one session to another shows the second one's transcript (same view, another transcript)", async () => {
+    const other = await otherClient();
+    const first = await newSession(other, "think");
+    const second = await newSession(other, "think");
+    for (const id of [first, second]) await waitStatus(other, id, "awaiting-input");
+    const p = await phone();
+    for (const id of [first, second, first]) {
+      await p.page.evaluate((sid) => (location.hash = `#/s/${sid}`), id);
+      await p.page.waitForSelector(`[data-testid=session-pane][data-session="${id}"]`);
+      // Both transcripts fold the same number of batches: an equal version must still repaint.
+      await p.page.waitForFunction(() => Number(document.querySelector("[data-testid=transcript]")?.getAttribute("data-rows")) > 0, null, { timeout: 20_000 });
+    }
+    expect(pageErrors(p.page)).toEqual([]);
+  });
+
   it("a header that fits, details behind a tap, thumb-sized targets, composer and approvals at the bottom, landscape", async () => {
     const other = await otherClient();
     const id = await newSession(other, "write phone-layout.txt containing a long enough session title to need two lines");
