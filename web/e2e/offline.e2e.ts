@@ -273,6 +273,46 @@ describe("other queued actions", () => {
     expect(await prompts(other, busy)).not.toContain("resume too late");
   });
 
+  it("resume: someone resumed the session elsewhere into another agent conversation: a conflict that says so", async () => {
+    // Its own host, whose simulated agent answers a resume under a new conversation id.
+    const shared = demo;
+    const own = await startDemo({ noSessions: true, env: { NUCLEIC_SIM_FAULT: "fork_on_resume" } });
+    demo = own;
+    try {
+      const other = await otherClient();
+      const id = await newSession(other, "think");
+      await waitStatus(other, id, "awaiting-input");
+      await ask(other, { type: "intent", intent: { kind: "stop", sessionID: id } });
+      await waitStatus(other, id, "finished");
+      const p = await phone();
+      await openSession(p.page, id);
+      await p.offline();
+      await compose(p.page, "resume on the phone");
+      expect(await p.page.getAttribute("[data-testid=pending-item]", "data-kind")).toBe("resume");
+      await ask(other, { type: "sendInput", sessionID: id, text: "laptop resumed it" });
+      await waitStatus(other, id, "awaiting-input");
+      // The host recorded the switch: two agent conversations.
+      const r = await ask(other, { type: "exportSession", sessionID: id, format: "jsonl" });
+      const conversations = new Set(
+        String((r.result as { text: string }).text)
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { kind: { type: string; backendSessionID?: string } })
+          .filter((e) => e.kind.type === "sessionStarted")
+          .map((e) => e.kind.backendSessionID),
+      );
+      expect(conversations.size).toBe(2);
+      await p.online();
+      await p.page.waitForSelector("[data-testid=pending-item][data-state=conflict]");
+      expect(await p.page.textContent("[data-testid=pending-reason]")).toMatch(/resumed elsewhere/);
+      expect(await prompts(other, id)).not.toContain("resume on the phone");
+      expect(p.sent.filter((f) => f.includes("resume on the phone"))).toEqual([]);
+    } finally {
+      demo = shared;
+      await own.stop();
+    }
+  });
+
   it("start: valid options start the session; a project removed meanwhile fails it", async () => {
     const other = await otherClient();
     const repo = tempDir("nucleic-e2e-gone-");
