@@ -140,8 +140,15 @@ mod tests {
             conn.execute_batch(sql).unwrap();
             conn.pragma_update(None, "user_version", version).unwrap();
         }
-        for (id, offset) in [("east", Some(120)), ("west", Some(-300)), ("utc", Some(0)), ("india", Some(330)), ("none", None)] {
-            conn.execute("INSERT INTO devices (id, name, paired_at) VALUES (?1, ?1, 1)", [id]).unwrap();
+        for (id, offset) in [
+            ("east", Some(120)),
+            ("west", Some(-300)),
+            ("utc", Some(0)),
+            ("india", Some(330)),
+            ("none", None),
+        ] {
+            conn.execute("INSERT INTO devices (id, name, paired_at) VALUES (?1, ?1, 1)", [id])
+                .unwrap();
             let quiet = offset.map(|_| 1320);
             conn.execute(
                 "INSERT INTO push_subscriptions (device_id, endpoint, p256dh, auth, quiet_from, quiet_to, utc_offset, created_at) \

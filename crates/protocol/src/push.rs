@@ -90,8 +90,11 @@ mod tests {
 
     #[test]
     fn quiet_hours_span_midnight_and_refuse_bad_input() {
-        let night =
-            QuietHours { from_minute: 22 * 60, to_minute: 7 * 60, time_zone: "Europe/Berlin".into() };
+        let night = QuietHours {
+            from_minute: 22 * 60,
+            to_minute: 7 * 60,
+            time_zone: "Europe/Berlin".into(),
+        };
         assert!(night.contains_minute(22 * 60 + 30));
         assert!(night.contains_minute(6 * 60 + 59));
         assert!(!night.contains_minute(7 * 60));
@@ -102,12 +105,14 @@ mod tests {
         let none = QuietHours { from_minute: 600, to_minute: 600, ..night.clone() };
         assert!(!none.contains_minute(600));
         assert!(night.problem().is_none());
-        assert!(QuietHours { from_minute: 1440, ..none.clone() }.problem().is_some());
-        for zone in ["", "../../etc/passwd", "Europe//Berlin", "Europe/Berlin\n", "/etc/localtime"] {
+        assert!(QuietHours { from_minute: 1440, ..none }.problem().is_some());
+        for zone in ["", "../../etc/passwd", "Europe//Berlin", "Europe/Berlin\n", "/etc/localtime"]
+        {
             let bad = QuietHours { time_zone: zone.into(), ..night.clone() };
             assert!(bad.problem().is_some_and(|p| p.contains("IANA")), "{zone:?}");
         }
-        for zone in ["UTC", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"] {
+        for zone in ["UTC", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"]
+        {
             assert_eq!(QuietHours { time_zone: zone.into(), ..night.clone() }.problem(), None);
         }
     }
