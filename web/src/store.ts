@@ -229,7 +229,10 @@ export function useStore(store: CockpitStore): CockpitStore {
 export function useTranscript(store: CockpitStore, sessionID: string): Transcript {
   const t = store.transcript(sessionID);
   const [, setV] = useState(0);
-  useEffect(() => store.watch(sessionID, () => setV(t.version)), [store, sessionID, t]);
+  // A counter of its own, not `t.version`: after a switch to another session (the same view,
+  // another transcript) the new transcript's version may equal the old one's, and setting an
+  // equal state would skip the repaint (the phone showed "Waiting for events…" for good).
+  useEffect(() => store.watch(sessionID, () => setV((v) => v + 1)), [store, sessionID, t]);
   return t;
 }
 
