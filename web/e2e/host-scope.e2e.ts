@@ -5,6 +5,7 @@
 // over A's own channel (the fleet's connection), exactly once; back on A, it is there and the
 // tray is empty. A's link is cut by routing the page's WebSockets for A's relay room only (closed
 // with 4500: the relay's 4000 before a handshake would mean "the host refused this device").
+// And the offline snapshot: reopened offline on B, the page shows B's last state, never A's.
 import { existsSync } from "node:fs";
 import path from "node:path";
 
@@ -178,5 +179,62 @@ it("input queued offline on host A is never sent to host B after a switch; it re
   await until(`session ${sid} to end the queued turn`, 30_000, () => JSON.parse(a.daemon.cli("session", "show", sid)).status === "awaiting-input");
   expect((await prompts(page, sid)).filter((t) => t === text)).toHaveLength(1);
   expect(await page.$("[data-testid=pending-tray]")).toBeNull();
+  expect(pageErrors(page)).toEqual([]);
+});
+
+it("the offline snapshot is per host: offline on B shows B's last state, never A's; on A, A's", async () => {
+  const a = await host();
+  const b = await host();
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  context.setDefaultTimeout(60_000);
+  const cut = new Set<string>();
+  const open = new Map<WebSocketRoute, string>();
+  await context.routeWebSocket(/\/v1\/rooms\/[0-9a-f]{64}\/device$/, (ws) => {
+    const room = /\/rooms\/([0-9a-f]{64})\//.exec(ws.url())![1];
+    if (cut.has(room)) {
+      void ws.close({ code: 4500, reason: "offline (test)" });
+      return;
+    }
+    ws.connectToServer();
+    open.set(ws, room);
+    ws.onClose(() => open.delete(ws));
+  });
+  const page: Page = await context.newPage();
+  const errors: string[] = [];
+  (page as unknown as { errors: string[] }).errors = errors;
+  page.on("pageerror", (e) => errors.push(String(e)));
+  (page as unknown as { consoleLines: string[] }).consoleLines = [];
+  const sessionsShown = () => page.evaluate(() => [...(window as any).nucleic.sessions.keys()] as string[]);
+
+  // A has a session the phone sees; B has none.
+  const sid = a.daemon.cli("session", "new", "--project", a.project, "--agent", "sim", "think").split(/\s+/)[0];
+  await page.goto(b.link);
+  await waitOnline(page, 30_000);
+  await page.goto(a.link);
+  await page.reload();
+  await waitOnline(page, 30_000);
+  await page.waitForFunction((s) => (window as any).nucleic.sessions.has(s), sid);
+  // Saved half a second after the change.
+  await page.waitForTimeout(1500);
+  await switchTo(page, b.hostID);
+  await waitOnline(page, 30_000);
+  await page.goto(`${appURL}/#/`);
+  await page.waitForTimeout(1500);
+  expect(await sessionsShown()).toEqual([]);
+
+  // Both out of reach: reopened on B, the page shows B's last state (no session), not A's.
+  cut.add(a.hostID);
+  cut.add(b.hostID);
+  for (const [ws] of [...open]) await ws.close({ code: 4500, reason: "offline (test)" });
+  await page.reload();
+  await page.waitForSelector(".shell[data-link=offline]");
+  await page.waitForTimeout(1000);
+  expect(await hostOf(page)).toBe(b.hostID);
+  expect(await sessionsShown()).toEqual([]);
+  expect(await page.$$("[data-testid=session-row]")).toHaveLength(0);
+  // On A (still offline): A's last state, marked as what this device last saw.
+  await switchTo(page, a.hostID);
+  await page.waitForFunction((s) => (window as any).nucleic.sessions.has(s), sid);
+  expect(await page.evaluate(() => (window as any).nucleic.restoredAt)).not.toBeNull();
   expect(pageErrors(page)).toEqual([]);
 });
