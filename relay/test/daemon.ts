@@ -1,7 +1,7 @@
 // A real `nucleic serve --relay` (target/debug/nucleic, built by `cargo build -p nucleic-cli`)
 // on a throwaway home and git repository, and a device speaking the sync protocol to it through
 // the relay inside the Noise channel (web/src/remote/socket.ts), as the cockpit does.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, readlinkSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -36,8 +36,13 @@ export class Daemon {
     readonly child: ChildProcess,
   ) {}
 
-  /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket. */
-  static async start(relayUrl: string, opts: { tcp?: boolean; app?: string; lan?: string[] } = {}): Promise<Daemon> {
+  /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket.
+   * `connected: false` returns without waiting for the relay (it may be down); `env` adds
+   * variables (the timing knobs of crates/cli/src/tuning.rs). */
+  static async start(
+    relayUrl: string,
+    opts: { tcp?: boolean; app?: string; lan?: string[]; connected?: boolean; env?: Record<string, string> } = {},
+  ): Promise<Daemon> {
     if (!existsSync(NUCLEIC)) throw new Error(`${NUCLEIC} is missing: cargo build -p nucleic-cli first`);
     const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
     const home = path.join(dir, "home");
@@ -49,17 +54,22 @@ export class Daemon {
     const listen = opts.tcp === false ? ["--no-tcp"] : ["--bind", "127.0.0.1:0"];
     const app = opts.app ? ["--app-url", opts.app] : [];
     const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app, ...(opts.lan ?? [])], {
-      env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off" },
+      env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off", ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const d = new Daemon(home, repo, child);
     child.stdout!.on("data", (b: Buffer) => (d.out += b.toString()));
     child.stderr!.on("data", (b: Buffer) => (d.out += b.toString()));
-    await until("the daemon's relay connection", 15_000, () => d.relayState() === "connected");
+    if (opts.connected === false) {
+      await until("the daemon's status file", 15_000, () => d.relayStatus() !== null || d.child.exitCode !== null);
+      if (d.child.exitCode !== null) throw new Error(`the daemon exited ${d.child.exitCode}: ${d.out}`);
+    } else {
+      await until("the daemon's relay connection", 15_000, () => d.relayState() === "connected");
+    }
     return d;
   }
 
-  relayStatus(): { state: string; devices: number; lastError?: string; attempts: number } | null {
+  relayStatus(): { state: string; devices: number; lastError?: string; attempts: number; retryInMs?: number; since: number } | null {
     try {
       return JSON.parse(readFileSync(path.join(this.home, "relay-status.json"), "utf8"));
     } catch {
@@ -73,6 +83,13 @@ export class Daemon {
 
   cli(...args: string[]): string {
     return execFileSync(NUCLEIC, args, { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 15_000 });
+  }
+
+  /** `nucleic doctor`'s output, whatever its verdict (it exits 1 when a required tool is missing). */
+  doctor(): string {
+    const r = spawnSync(NUCLEIC, ["doctor"], { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 30_000 });
+    if (r.error) throw r.error;
+    return r.stdout;
   }
 
   /** The loopback origin of a daemon started with TCP. */
@@ -126,6 +143,9 @@ type Message = Record<string, any>;
 export class Device {
   socket: ChannelSocket | null = null;
   closed: { code: number; reason: string } | null = null;
+  /** The raw WebSocket of the last open(), and the close code the relay gave it. */
+  raw: WebSocket | null = null;
+  rawClose: number | null = null;
   closedAt = 0;
   readonly events = new Map<string, Message[]>();
   readonly received: Message[] = [];
@@ -148,7 +168,17 @@ export class Device {
   /** Opens the channel (pairing or reconnect) and says hello; rejects with the close reason. */
   async open(opening: Opening, host: RemoteHost = this.host): Promise<void> {
     this.closed = null;
-    const s = new ChannelSocket(host, this.key, opening, WebSocket as unknown as RawSocketCtor);
+    this.rawClose = null;
+    const device = this;
+    // The raw WebSocket under the channel, kept to make the device fall silent (sleep()).
+    class Tapped extends WebSocket {
+      constructor(url: string) {
+        super(url);
+        device.raw = this;
+        this.on("close", (code) => (device.rawClose = code));
+      }
+    }
+    const s = new ChannelSocket(host, this.key, opening, Tapped as unknown as RawSocketCtor);
     this.socket = s;
     s.onmessage = (m) => this.receive(JSON.parse(m.data));
     s.onclose = (e) => {
@@ -171,6 +201,20 @@ export class Device {
 
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** A phone put to sleep: its app stops reading and writing, and no close frame or FIN is
+   * sent. The kernel still acknowledges what arrives (as a suspended phone's OS does) until its
+   * buffer fills; nothing reaches the page, so it answers no ping. */
+  sleep(): void {
+    const tcp = (this.raw as unknown as { _socket?: { pause(): void } })._socket;
+    if (!tcp) throw new Error("sleep: the device has no open socket");
+    tcp.pause();
+  }
+
+  /** Back from sleep: what the socket buffered meanwhile is read now. */
+  awake(): void {
+    (this.raw as unknown as { _socket?: { resume(): void } })._socket?.resume();
   }
 
   private receive(m: Message): void {

@@ -124,7 +124,7 @@ fn backoff(attempt: u32, max: Duration) -> Duration {
 async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     let url = format!("{}/v1/rooms/{}/host", remote.relay, remote.host_id());
     let (mut socket, _) =
-        match tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(&url)).await {
+        match tokio::time::timeout(CONNECT_WITHIN, open_socket(&url)).await {
             Err(_) => {
                 return Err(format!(
                     "the relay did not answer within {} s",
@@ -155,6 +155,16 @@ async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     }
 }
 
+/// Opens the WebSocket with TCP_NODELAY. Its frames are small and latency-bound: with Nagle's
+/// algorithm on, a frame written while the previous one was unacknowledged waited for the
+/// relay's delayed ACK (up to 40 ms on Linux), which was most of the relay's added p99
+/// (docs/benchmarks.md, "Remote access through the relay").
+async fn open_socket(
+    url: &str,
+) -> Result<(RelaySocket, tokio_tungstenite::tungstenite::handshake::client::Response), tokio_tungstenite::tungstenite::Error> {
+    tokio_tungstenite::connect_async_with_config(url, None, true).await
+}
+
 /// The next relay frame (pings skipped); `None` when the relay closed (the reason is in the
 /// error when it gave one).
 async fn next_frame(socket: &mut RelaySocket) -> Result<Option<RelayFrame>, String> {
@@ -182,6 +192,19 @@ async fn next_frame(socket: &mut RelaySocket) -> Result<Option<RelayFrame>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_relay_socket_has_nagle_off() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/v1/rooms/x/host", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            tokio_tungstenite::accept_async(tcp).await.unwrap()
+        });
+        let (socket, _) = open_socket(&url).await.unwrap();
+        let _server_side = server.await.unwrap();
+        assert!(socket.get_ref().get_ref().nodelay().unwrap());
+    }
 
     #[test]
     fn backoff_grows_and_stays_bounded() {
