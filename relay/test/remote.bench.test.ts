@@ -68,10 +68,15 @@ async function relayAlone(relay: Relay, into: number[], paceMs: number): Promise
 
 it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per idle host", async () => {
   const relay = await Relay.start({ record: false });
-  const daemon = await Daemon.start(relay.url(""));
+  const daemon = await Daemon.start(relay.url(""), { lan: ["--lan", "127.0.0.1:0"] });
   try {
-    const { device, secret } = Device.fromLink(JSON.parse(daemon.cli("pair", "--json")).link);
+    const pairing = JSON.parse(daemon.cli("pair", "--json"));
+    const { device, secret } = Device.fromLink(pairing.link);
     await device.open({ mode: "pair", secret });
+    // The same device also on the host's LAN listener: the same Noise channel and host code,
+    // without the relay — what the host's channel adds, apart from what the relay adds.
+    const lan = new Device(device.key, { ...device.host, direct: (pairing.lan as string[])[0] });
+    await lan.open({ mode: "connect" });
     const project = await device.ok({ type: "intent", intent: { kind: "addProject", path: daemon.repo } });
     const start = async (prompt: string) =>
       (await device.ok({ type: "intent", intent: { kind: "newSession", projectID: project.result.projectID, prompt, backend: "simulated", permissionMode: "default" } }))
@@ -81,7 +86,7 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
     // against its `at` (written by the host when it read the agent's line). Twice: paced one
     // delta every 250 ms, then `brisk`, one every 25 ms (a model's token pace: the connection
     // never idles long enough for the kernel to ACK at once, where Nagle's algorithm bites).
-    // Hops apart, at the same time: the relay alone (a node host client → workerd → a node
+    // Hops apart, at the same time: the channel on the LAN listener (no relay), the relay alone (a node host client → workerd → a node
     // device client, a frame of an event's size at the same pace, one clock), and the device's
     // own work (raw frame in → events out of decrypt, reassembly and JSON).
     const d = await direct(daemon);
@@ -90,7 +95,7 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
     device.raw!.on("message", () => rawTimes.push((rawAt = performance.now())));
     const measure = async (prompt: string, paceMs: number, within: number) => {
       const session = await start(prompt);
-      const lat = { relay: [] as number[], direct: [] as number[], relayAlone: [] as number[], deviceWork: [] as number[] };
+      const lat = { relay: [] as number[], lanChannel: [] as number[], direct: [] as number[], relayAlone: [] as number[], deviceWork: [] as number[] };
       const alone = await relayAlone(relay, lat.relayAlone, paceMs);
       const note = (into: number[]) => (events: any[]) => {
         const now = Date.now();
@@ -102,6 +107,8 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
         if (m.type === "event" && m.event.sessionID === session) onDirect([m.event]);
       };
       const onRelay = note(lat.relay);
+      const onLan = note(lat.lanChannel);
+      lan.onEvents = (id, events) => id === session && onLan(events);
       device.onEvents = (id, events) => {
         if (id !== session) return;
         lat.deviceWork.push(performance.now() - rawAt);
@@ -109,14 +116,19 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
       };
       d.ws.send(JSON.stringify({ type: "subscribe", messageID: `s-${session}`, sessionID: session, fromSeq: 1, verbosity: "full" }));
       await device.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
+      await lan.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
       await device.wait(`the turn of ${prompt}`, within, () => device.events.get(session)?.find((e) => e.kind.type === "turnCompleted"));
-      await until("the direct client's last event", 5000, () => lat.direct.length >= lat.relay.length);
+      await until("the other paths' last events", 5000, () => lat.direct.length >= lat.relay.length && lat.lanChannel.length >= lat.relay.length);
       device.onEvents = null;
+      lan.onEvents = null;
       d.got = () => {};
       alone.stop();
       // `at` has millisecond resolution: the end-to-end figures are ±1 ms.
       const fig = (xs: number[]) => ({ n: xs.length, p50: +pct(xs, 50).toFixed(1), p90: +pct(xs, 90).toFixed(1), p99: +pct(xs, 99).toFixed(1), max: +Math.max(...xs).toFixed(1) });
-      return { raw: lat, figures: { relay: fig(lat.relay), direct: fig(lat.direct), relayAlone: fig(lat.relayAlone), deviceWork: fig(lat.deviceWork) } };
+      return {
+        raw: lat,
+        figures: { relay: fig(lat.relay), lanChannel: fig(lat.lanChannel), direct: fig(lat.direct), relayAlone: fig(lat.relayAlone), deviceWork: fig(lat.deviceWork) },
+      };
     };
     const deltas = Number(process.env.NUCLEIC_BENCH_DELTAS ?? 400);
     const paced = await measure(`stream ${deltas}`, 250, 60_000 + deltas * 400);
@@ -155,6 +167,7 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
     const viaDirect = performance.now() - t1;
     report.catchUp = { events: last, relayMs: Math.round(viaRelay), directMs: Math.round(viaDirect), ratio: +(viaDirect / viaRelay).toFixed(2) };
     d.ws.close();
+    lan.socket!.close();
 
     // Memory: 50 idle hosts connected to the relay.
     const pids = childWorkerds();
