@@ -124,7 +124,7 @@ fn backoff(attempt: u32, max: Duration) -> Duration {
 async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     let url = format!("{}/v1/rooms/{}/host", remote.relay, remote.host_id());
     let (mut socket, _) =
-        match tokio::time::timeout(CONNECT_WITHIN, open_socket(&url)).await {
+        match tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(&url)).await {
             Err(_) => {
                 return Err(format!(
                     "the relay did not answer within {} s",
@@ -134,6 +134,10 @@ async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
             Ok(Err(e)) => return Err(format!("cannot reach the relay at {url}: {e}")),
             Ok(Ok(s)) => s,
         };
+    // Frames are small and latency-bound: with Nagle's algorithm on, a frame written while the
+    // previous one was unacknowledged waited for the relay's delayed ACK (up to 40 ms on Linux;
+    // docs/benchmarks.md, "Remote access through the relay").
+    let _ = socket.get_ref().get_ref().set_nodelay(true);
     let proved = async {
         let Some(RelayFrame::Challenge(nonce)) = next_frame(&mut socket).await? else {
             return Err("the relay did not send a challenge first".to_owned());
@@ -153,16 +157,6 @@ async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
             Err(format!("the relay did not accept the host within {} s", AUTH_WITHIN.as_secs()))
         }
     }
-}
-
-/// Opens the WebSocket with TCP_NODELAY. Its frames are small and latency-bound: with Nagle's
-/// algorithm on, a frame written while the previous one was unacknowledged waited for the
-/// relay's delayed ACK (up to 40 ms on Linux), which was most of the relay's added p99
-/// (docs/benchmarks.md, "Remote access through the relay").
-async fn open_socket(
-    url: &str,
-) -> Result<(RelaySocket, tokio_tungstenite::tungstenite::handshake::client::Response), tokio_tungstenite::tungstenite::Error> {
-    tokio_tungstenite::connect_async_with_config(url, None, true).await
 }
 
 /// The next relay frame (pings skipped); `None` when the relay closed (the reason is in the
@@ -193,16 +187,36 @@ async fn next_frame(socket: &mut RelaySocket) -> Result<Option<RelayFrame>, Stri
 mod tests {
     use super::*;
 
+    /// A relay on loopback that challenges the host and accepts any answer.
+    async fn accepting_relay() -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let relay = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+            let mut challenge = vec![0x01];
+            challenge.extend_from_slice(&[7; 32]);
+            ws.send(Message::binary(challenge)).await.unwrap();
+            let _answer = ws.next().await;
+            ws.send(Message::binary(vec![0x03])).await.unwrap();
+            let _ = ws.next().await;
+        });
+        (url, relay)
+    }
+
     #[tokio::test]
     async fn the_relay_socket_has_nagle_off() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ws://{}/v1/rooms/x/host", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            tokio_tungstenite::accept_async(tcp).await.unwrap()
-        });
-        let (socket, _) = open_socket(&url).await.unwrap();
-        let _server_side = server.await.unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let (relay, _server) = accepting_relay().await;
+        let remote = Remote::new(super::super::RemoteConfig {
+            relay,
+            app: None,
+            home: home.path().to_owned(),
+            max_backoff: Duration::from_secs(1),
+            lan: Vec::new(),
+        })
+        .unwrap();
+        let socket = dial(&remote).await.unwrap();
         assert!(socket.get_ref().get_ref().nodelay().unwrap());
     }
 
