@@ -2,9 +2,11 @@
 // WebSockets and forwards opaque frames — Noise messages it cannot read — between one host and
 // its devices. No accounts, no plaintext, nothing stored. The host proves it owns the room by
 // signing a fresh challenge with the key the room's id is the hash of; devices can only talk to
-// the host, each as its own stream.
+// the host, each as its own stream. Everything outside /v1/ is the cockpit's app shell (app.ts),
+// which never touches a room.
 import { DurableObject } from "cloudflare:workers";
 
+import { serveApp } from "./app";
 import { Bucket, type Limits, limitsFrom } from "./limits";
 import {
   AUTH,
@@ -28,6 +30,11 @@ export interface Env {
   /** "1" keeps every forwarded frame in memory, readable at /v1/rooms/<room>/debug/frames.
    * For tests only: never set it in a deployment. */
   RELAY_DEBUG_RECORD?: string;
+  /** The built cockpit (web/dist), `[assets]` in wrangler.toml; without it the relay serves no app. */
+  ASSETS?: Fetcher;
+  /** More connect-src sources for the app (space-separated ws(s):// origins: a LAN or tunnel
+   *  address of a host that pairing links offer). */
+  APP_CONNECT_SRC?: string;
 }
 
 /** WebSocket close codes the relay uses. */
@@ -49,6 +56,8 @@ export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === "/healthz") return new Response("ok\n");
+    // The app and the rooms never share a path: /v1/ is rooms only, the rest the app only.
+    if (!url.pathname.startsWith("/v1/")) return serveApp(request, url, env.ASSETS, env.APP_CONNECT_SRC);
     const m = ROUTE.exec(url.pathname);
     if (!m) return new Response("not found\n", { status: 404 });
     const [, room, what] = m;

@@ -37,11 +37,10 @@ export class Daemon {
   ) {}
 
   /** `tcp: false` runs it with `--no-tcp`: no TCP socket at all, the CLI on its Unix socket.
-   * `connected: false` returns without waiting for the relay (it may be down); `env` adds
-   * variables (the timing knobs of crates/cli/src/tuning.rs). */
+   *  `connected: false` returns once the daemon wrote its relay status, whatever the state. */
   static async start(
     relayUrl: string,
-    opts: { tcp?: boolean; app?: string; lan?: string[]; connected?: boolean; env?: Record<string, string> } = {},
+    opts: { tcp?: boolean; app?: string; lan?: string[]; args?: string[]; env?: Record<string, string>; connected?: boolean } = {},
   ): Promise<Daemon> {
     if (!existsSync(NUCLEIC)) throw new Error(`${NUCLEIC} is missing: cargo build -p nucleic-cli first`);
     const dir = mkdtempSync(path.join(tmpdir(), "nucleic-remote-"));
@@ -53,23 +52,25 @@ export class Daemon {
     execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
     const listen = opts.tcp === false ? ["--no-tcp"] : ["--bind", "127.0.0.1:0"];
     const app = opts.app ? ["--app-url", opts.app] : [];
-    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app, ...(opts.lan ?? [])], {
+    const child = spawn(NUCLEIC, ["serve", ...listen, "--relay", relayUrl, ...app, ...(opts.lan ?? []), ...(opts.args ?? [])], {
       env: { ...process.env, NUCLEIC_HOME: home, NUCLEIC_AGENT_KEEPERS: "off", NUCLEIC_AGENT_ISOLATION: "off", ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const d = new Daemon(home, repo, child);
     child.stdout!.on("data", (b: Buffer) => (d.out += b.toString()));
     child.stderr!.on("data", (b: Buffer) => (d.out += b.toString()));
-    if (opts.connected === false) {
-      await until("the daemon's status file", 15_000, () => d.relayStatus() !== null || d.child.exitCode !== null);
-      if (d.child.exitCode !== null) throw new Error(`the daemon exited ${d.child.exitCode}: ${d.out}`);
-    } else {
-      await until("the daemon's relay connection", 15_000, () => d.relayState() === "connected");
+    try {
+      if (opts.connected === false) await until("the daemon's relay status", 15_000, () => d.relayState());
+      else await until("the daemon's relay connection", 15_000, () => d.relayState() === "connected");
+    } catch (e) {
+      // Not left running when it never got there.
+      await d.stop();
+      throw new Error(`${(e as Error).message}; the daemon said: ${d.out.slice(-2000)}`);
     }
     return d;
   }
 
-  relayStatus(): { state: string; devices: number; lastError?: string; attempts: number; retryInMs?: number; since: number } | null {
+  relayStatus(): { relay: string; state: string; devices: number; lastError?: string; retryInMs?: number; attempts: number; since: number } | null {
     try {
       return JSON.parse(readFileSync(path.join(this.home, "relay-status.json"), "utf8"));
     } catch {
@@ -153,6 +154,10 @@ export class Device {
   private next = 1;
   private waiters: (() => void)[] = [];
 
+  /** The WebSocket class the channel dials with (a `wss://` relay with a test CA needs one that
+   *  passes it). */
+  webSocket: RawSocketCtor = WebSocket as unknown as RawSocketCtor;
+
   constructor(
     readonly key: StaticKey,
     readonly host: RemoteHost,
@@ -170,8 +175,9 @@ export class Device {
     this.closed = null;
     this.rawClose = null;
     const device = this;
+    const Base = this.webSocket as unknown as typeof WebSocket;
     // The raw WebSocket under the channel, kept to make the device fall silent (sleep()).
-    class Tapped extends WebSocket {
+    class Tapped extends Base {
       constructor(url: string) {
         super(url);
         device.raw = this;

@@ -4,6 +4,8 @@ import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import WebSocket from "ws";
 import { readFileSync, readdirSync } from "node:fs";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 import { AUTH, CHALLENGE, DATA, HEADER_LEN, READY, hostAuthMessage, roomOf } from "../src/wire";
@@ -36,35 +38,70 @@ async function workerScript(): Promise<string> {
   return script;
 }
 
+/** A PEM certificate (chain) and its key, for a relay served over TLS. */
+export interface TlsFiles {
+  cert: string;
+  key: string;
+}
+
+export interface RelayOptions {
+  port?: number;
+  record?: boolean;
+  /** Serve over HTTPS with this certificate (then `url()` is `wss://localhost:<port>`). */
+  tls?: TlsFiles;
+  /** Serve this directory (a built web/dist) as the app shell, as `[assets]` in wrangler.toml. */
+  app?: string;
+  /** More worker variables (`[vars]`). */
+  vars?: Record<string, string>;
+}
+
+/** workerd's output, minus the two lines it logs for every TLS handshake a client refused (the
+ *  attack tests make many on purpose). */
+function quietTlsRefusals(stdout: Readable, stderr: Readable): void {
+  stdout.pipe(process.stdout);
+  let skipStack = false;
+  createInterface({ input: stderr }).on("line", (line) => {
+    const refused = line.includes("error accepting tls connection");
+    if (!refused && !(skipStack && line.startsWith("stack:"))) process.stderr.write(`${line}\n`);
+    skipStack = refused;
+  });
+}
+
 export class Relay {
   private constructor(
     private mf: Miniflare,
     readonly port: number,
-    private readonly record: boolean,
+    private readonly opts: RelayOptions,
   ) {}
 
-  static async start(opts: { port?: number; record?: boolean } = {}): Promise<Relay> {
+  static async start(opts: RelayOptions = {}): Promise<Relay> {
     const record = opts.record ?? true;
+    const tls = opts.tls ? { https: true, httpsCert: opts.tls.cert, httpsKey: opts.tls.key, handleRuntimeStdio: quietTlsRefusals } : {};
     const mf = new Miniflare({
+      ...tls,
       modules: true,
       script: await workerScript(),
       compatibilityDate: "2026-04-20",
       durableObjects: { ROOMS: "Room" },
-      bindings: { RELAY_LIMITS: JSON.stringify(TEST_LIMITS), ...(record ? { RELAY_DEBUG_RECORD: "1" } : {}) },
+      bindings: { RELAY_LIMITS: JSON.stringify(TEST_LIMITS), ...(record ? { RELAY_DEBUG_RECORD: "1" } : {}), ...opts.vars },
+      // wrangler.toml's `[assets]` with `run_worker_first = true`: the worker routes every request.
+      ...(opts.app
+        ? { assets: { directory: opts.app, binding: "ASSETS", routerConfig: { has_user_worker: true, invoke_user_worker_ahead_of_assets: true } } }
+        : {}),
       host: "127.0.0.1",
       port: opts.port ?? 0,
     });
     const url = await mf.ready;
-    return new Relay(mf, Number(url.port), record);
+    return new Relay(mf, Number(url.port), opts);
   }
 
   url(path: string): string {
-    return `ws://127.0.0.1:${this.port}${path}`;
+    return this.opts.tls ? `wss://localhost:${this.port}${path}` : `ws://127.0.0.1:${this.port}${path}`;
   }
 
   async restart(): Promise<void> {
     await this.mf.dispose();
-    const next = await Relay.start({ port: this.port, record: this.record });
+    const next = await Relay.start({ ...this.opts, port: this.port });
     this.mf = next.mf;
   }
 
@@ -83,8 +120,17 @@ export class Relay {
     return r.json();
   }
 
+  /** The relay's http(s) origin (the app's, when it serves one). */
+  origin(): string {
+    return this.opts.tls ? `https://localhost:${this.port}` : `http://127.0.0.1:${this.port}`;
+  }
+
   async httpStatus(path: string, init?: RequestInit): Promise<number> {
-    return (await fetch(`http://127.0.0.1:${this.port}${path}`, init)).status;
+    return (await this.http(path, init)).status;
+  }
+
+  http(path: string, init?: RequestInit): Promise<Response> {
+    return fetch(`http://127.0.0.1:${this.port}${path}`, init);
   }
 
   stop(): Promise<void> {

@@ -134,7 +134,8 @@ export async function startServe(home: string, port: number, env: Record<string,
   return { process: child, stop: stopper(child), log };
 }
 
-export function launch(): Promise<Browser> {
+/** Debian's Chromium, headless; `extraArgs` for a test's own flags. */
+export function launch(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -147,6 +148,7 @@ export function launch(): Promise<Browser> {
       "--disable-component-update",
       "--disable-sync",
       "--disable-dev-shm-usage",
+      ...extraArgs,
     ],
   });
 }

@@ -1,13 +1,12 @@
-// The cockpit from afar: a phone-sized Chromium opens the link `nucleic pair` printed, on an app
-// origin that is not the host (a static server of web/dist), and reaches a host that listens on
-// no TCP port at all, through the relay running in workerd. Pair, list sessions, stream,
-// approve, read the diff, merge — then `nucleic device revoke` and the page loses access at
-// once. The relay records every frame it forwarded: none holds the test's markers. A relay
-// restart mid-stream: the page reconnects (IK) and catches up with zero gaps and duplicates.
-import { createServer, type Server } from "node:http";
-import { existsSync, readFileSync } from "node:fs";
+// The cockpit from afar: a phone-sized Chromium opens the link `nucleic pair` printed, on the
+// relay's own origin — the relay (workerd) serves the built app (web/dist) as static assets, the
+// link's default app origin — and reaches a host that listens on no TCP port at all, through
+// that relay. Pair, list sessions, stream, approve, read the diff, merge — then `nucleic device
+// revoke` and the page loses access at once. The relay records every frame it forwarded: none
+// holds the test's markers. A relay restart mid-stream: the page reconnects (IK) and catches up
+// with zero gaps and duplicates.
+import { existsSync } from "node:fs";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
 
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
@@ -17,35 +16,19 @@ import { Relay } from "../../relay/test/support";
 import { WEB, git, launch, loginLink, pageErrors, signedInPage, waitOnline } from "./harness";
 
 const DIST = path.join(WEB, "dist");
-const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".json": "application/json", ".webmanifest": "application/manifest+json" };
-
-/** web/dist on loopback: the app shell from somewhere that is not the host. */
-function staticApp(): Promise<Server> {
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    let file = path.join(DIST, path.normalize(url.pathname).replace(/^(\.\.[/\\])+/, ""));
-    if (!file.startsWith(DIST) || !existsSync(file) || url.pathname === "/") file = path.join(DIST, "index.html");
-    res.writeHead(200, { "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream" });
-    res.end(readFileSync(file));
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
 
 let relay: Relay;
-let app: Server;
 let appURL: string;
 let browser: Browser;
 let daemon: Daemon | null = null;
 
 beforeAll(async () => {
   if (!existsSync(path.join(DIST, "index.html"))) throw new Error("web/dist is not built: npm --prefix web run build");
-  relay = await Relay.start();
-  app = await staticApp();
-  appURL = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+  relay = await Relay.start({ app: DIST });
+  appURL = relay.origin();
 });
 afterAll(async () => {
   await relay?.stop();
-  await new Promise((r) => app?.close(r));
 });
 beforeEach(async () => {
   browser = await launch();
@@ -85,12 +68,23 @@ async function newSession(page: Page, prompt: string): Promise<string> {
 }
 
 it("pairs by the link, works a session from the phone through the relay, and loses access at once on revoke", async () => {
-  daemon = await Daemon.start(relay.url(""), { tcp: false, app: appURL });
+  daemon = await Daemon.start(relay.url(""), { tcp: false });
   expect(daemon.listeningSockets()).toEqual([]);
   daemon.cli("project", "add", daemon.repo, "--name", "MARKER-project");
   const { link, hostID } = pairLink(daemon);
+  // No --app-url: the link's app is the relay's own origin, which serves the shell.
   expect(link.startsWith(`${appURL}/#pair&`)).toBe(true);
   const page = await phone(link);
+  // The shell came from the relay with its policy, which let the page reach the relay, and its
+  // service worker registered there.
+  const shell = await page.request.get(`${appURL}/`);
+  expect(shell.headers()["content-security-policy"]).toContain(`connect-src 'self' ws://127.0.0.1:${relay.port};`);
+  const worker = await page.waitForFunction(
+    () => navigator.serviceWorker.getRegistration("/").then((r) => (r?.active ?? r?.waiting ?? r?.installing)?.scriptURL),
+    null,
+    { timeout: 10_000 },
+  );
+  expect(await worker.jsonValue()).toBe(`${appURL}/sw.js`);
   // The link left the address bar; the device is recorded at the host.
   expect(new URL(page.url()).hash).not.toContain("pair");
   expect(daemon.cli("device", "list")).toContain("MARKER-phone");
@@ -131,10 +125,12 @@ it("pairs by the link, works a session from the phone through the relay, and los
     for (const n of needles) expect(b.indexOf(n)).toBe(-1);
   }
   expect(pageErrors(page)).toEqual([]);
+  const consoleLines = (page as unknown as { consoleLines: string[] }).consoleLines;
+  expect(consoleLines.filter((l) => /Content Security Policy|Refused to/.test(l))).toEqual([]);
 });
 
 it("a relay restart mid-stream: the page reconnects and catches up with no gap and no duplicate", async () => {
-  daemon = await Daemon.start(relay.url(""), { tcp: false, app: appURL });
+  daemon = await Daemon.start(relay.url(""), { tcp: false });
   daemon.cli("project", "add", daemon.repo);
   const page = await phone(pairLink(daemon).link);
   const id = await newSession(page, "stream 60");
@@ -163,8 +159,8 @@ it("a relay restart mid-stream: the page reconnects and catches up with no gap a
 });
 
 it("the host's own cockpit opens a pairing; a phone keeps two hosts and switches between them", async () => {
-  daemon = await Daemon.start(relay.url(""), { app: appURL });
-  const other = await Daemon.start(relay.url(""), { tcp: false, app: appURL });
+  daemon = await Daemon.start(relay.url(""));
+  const other = await Daemon.start(relay.url(""), { tcp: false });
   try {
     // On the host's machine: the devices sheet's "Pair a phone" shows a QR code and the link.
     const desk = await signedInPage(browser, await loginLink({ home: daemon.home, origin: daemon.origin() }));

@@ -61,6 +61,15 @@ enum Commands {
         /// http(s) address).
         #[arg(long, env = "NUCLEIC_APP_URL", requires = "relay")]
         app_url: Option<String>,
+        /// A PEM file of CA certificates trusted for a wss:// relay besides the public Web PKI
+        /// (Mozilla's roots, built in): a self-hosted relay with its own CA.
+        #[arg(long, env = "NUCLEIC_RELAY_CA", requires = "relay")]
+        relay_ca: Option<PathBuf>,
+        /// Accept a plain ws:// relay on another machine (by default ws:// is accepted only on
+        /// loopback: frames stay end-to-end encrypted, but the room, sizes and timing cross the
+        /// network in the clear and anyone on the path can pose as the relay).
+        #[arg(long, requires = "relay")]
+        allow_plain_relay: bool,
         /// Listen on no TCP port at all: local clients (this CLI) use the Unix socket
         /// `$NUCLEIC_HOME/daemon.sock` (0600); devices come through the relay.
         #[arg(long, conflicts_with = "bind")]
@@ -247,17 +256,31 @@ fn main() -> ExitCode {
         },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
-        Commands::Serve { bind, home, relay, app_url, no_tcp, lan, allow_host } => {
-            match locate::nucleic_home(home) {
-                Some(home) => {
-                    let remote =
-                        relay.map(|relay| serve::RemoteArgs { relay, app_url, lan, allow_host });
-                    let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
-                    block_on(serve::serve(home, bind, remote))
-                }
-                None => no_home(),
+        Commands::Serve {
+            bind,
+            home,
+            relay,
+            app_url,
+            relay_ca,
+            allow_plain_relay,
+            no_tcp,
+            lan,
+            allow_host,
+        } => match locate::nucleic_home(home) {
+            Some(home) => {
+                let remote = relay.map(|relay| serve::RemoteArgs {
+                    relay,
+                    app_url,
+                    relay_ca,
+                    allow_plain_relay,
+                    lan,
+                    allow_host,
+                });
+                let bind = if no_tcp { serve::Bind::UnixOnly } else { serve::Bind::Tcp(bind) };
+                block_on(serve::serve(home, bind, remote))
             }
-        }
+            None => no_home(),
+        },
         Commands::Pair { name, json, ttl_secs, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(devices::pair(&home, name, ttl_secs, json)),
             None => no_home(),

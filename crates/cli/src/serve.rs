@@ -66,11 +66,15 @@ const AGENTS_WITHIN: Duration = Duration::from_secs(7);
 /// Open connections get this long to close once the daemon stopped listening.
 const SERVER_WITHIN: Duration = Duration::from_secs(2);
 
-/// `--relay` and `--app-url`.
+/// `--relay` and its settings.
 #[derive(Debug, Clone)]
 pub struct RemoteArgs {
     pub relay: String,
     pub app_url: Option<String>,
+    /// `--relay-ca`: a PEM file of extra CAs for a wss:// relay.
+    pub relay_ca: Option<PathBuf>,
+    /// `--allow-plain-relay`: ws:// to another machine.
+    pub allow_plain_relay: bool,
     /// `--lan`: the direct listener's address.
     pub lan: Option<SocketAddr>,
     /// `--allow-host`: more `Host` names for it.
@@ -160,6 +164,8 @@ pub async fn serve(
             home: home.clone(),
             max_backoff,
             lan: direct,
+            relay_ca: remote.relay_ca,
+            allow_plain_relay: remote.allow_plain_relay,
         })?;
         println!(
             "nucleic: remote access through {} as host {} (`nucleic pair` pairs a phone)",

@@ -1,10 +1,12 @@
 //! Remote access: the daemon dials out to a relay (`relay/`), proves its room, and serves every
 //! paired device over its own Noise channel inside that one connection — the same sync
 //! protocol as `/ws`, carried by `wire`. Nothing listens on a public address. Pairing links are
-//! opened here (`pairing`); the keys live in `identity`; the relay connection in `relay`, each
-//! device's stream in `devices`, the framing inside a channel message in `framing`.
+//! opened here (`pairing`); the keys live in `identity`; the relay connection in `relay` (its
+//! TCP/TLS dialling in `dial`), each device's stream in `devices`, the framing inside a channel
+//! message in `framing`.
 
 mod devices;
+mod dial;
 pub mod framing;
 pub mod identity;
 pub mod lan;
@@ -35,6 +37,12 @@ pub struct RemoteConfig {
     pub max_backoff: Duration,
     /// Direct addresses of the LAN listener (`ws://host:port`), offered in pairing links.
     pub lan: Vec<String>,
+    /// A PEM file of CA certificates trusted for a `wss://` relay besides Mozilla's roots (a
+    /// self-hosted relay with its own CA).
+    pub relay_ca: Option<PathBuf>,
+    /// Accept a plain `ws://` relay that is not on loopback (its frames are Noise-encrypted,
+    /// but the room, sizes and timing are in the clear, and anyone on the path can pose as it).
+    pub allow_plain_relay: bool,
 }
 
 /// The daemon's remote side, shared by the relay connection and the server.
@@ -46,6 +54,8 @@ pub struct Remote {
     pub(crate) relay: String,
     pub(crate) pairing: Pairing,
     pub(crate) status: status::StatusBoard,
+    /// How the relay is reached (TCP, TLS), checked when the daemon starts.
+    pub(crate) dialer: dial::Dialer,
 }
 
 /// A refused remote setting.
@@ -53,6 +63,14 @@ pub struct Remote {
 pub enum RemoteError {
     #[error("relay URL {0:?}: expected ws://, wss://, http:// or https:// and a host")]
     BadRelay(String),
+    #[error(
+        "relay URL {0:?} is plain ws:// to another machine: the room, frame sizes and timing would cross the network in the clear and anyone on the path could pose as the relay; use wss:// (or --allow-plain-relay to accept that)"
+    )]
+    PlainRelay(String),
+    #[error("relay CA file {}: {why}", path.display())]
+    RelayCa { path: PathBuf, why: String },
+    #[error("cannot set up TLS for the relay: {0}")]
+    Tls(String),
     #[error(transparent)]
     Identity(#[from] IdentityError),
     #[error("cannot make a pairing secret: {0}")]
@@ -86,9 +104,18 @@ impl Remote {
     /// Reads (or makes) the host's identity and checks the relay URL.
     pub fn new(config: RemoteConfig) -> Result<Arc<Remote>, RemoteError> {
         let relay = websocket_url(&config.relay)?;
+        let dialer =
+            dial::Dialer::new(&relay, config.relay_ca.as_deref(), config.allow_plain_relay)?;
         let identity = Identity::load_or_create(&config.home)?;
         let status = status::StatusBoard::new(&config.home, &relay, &identity.host_id());
-        Ok(Arc::new(Remote { config, identity, relay, pairing: Pairing::default(), status }))
+        Ok(Arc::new(Remote {
+            config,
+            identity,
+            relay,
+            pairing: Pairing::default(),
+            status,
+            dialer,
+        }))
     }
 
     /// The host id (its room at the relay).

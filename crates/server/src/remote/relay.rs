@@ -16,9 +16,7 @@ use super::devices::Devices;
 use super::status::RelayState;
 use crate::AppState;
 
-/// The relay's WebSocket, as dialled.
-pub(super) type RelaySocket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use super::dial::RelaySocket;
 
 impl super::devices::Carrier for RelaySocket {
     async fn next(&mut self) -> Result<Option<Vec<u8>>, String> {
@@ -54,7 +52,7 @@ impl super::devices::Carrier for RelaySocket {
     }
 }
 
-/// Dialling and opening the WebSocket.
+/// Dialling, the TLS handshake and opening the WebSocket.
 const CONNECT_WITHIN: Duration = Duration::from_secs(10);
 /// From the upgrade to the relay's READY (challenge, answer, check).
 const AUTH_WITHIN: Duration = Duration::from_secs(10);
@@ -123,21 +121,13 @@ fn backoff(attempt: u32, max: Duration) -> Duration {
 /// Dials the relay and proves the room: the socket once the relay said READY, or why not.
 async fn dial(remote: &Remote) -> Result<RelaySocket, String> {
     let url = format!("{}/v1/rooms/{}/host", remote.relay, remote.host_id());
-    let (mut socket, _) =
-        match tokio::time::timeout(CONNECT_WITHIN, tokio_tungstenite::connect_async(&url)).await {
-            Err(_) => {
-                return Err(format!(
-                    "the relay did not answer within {} s",
-                    CONNECT_WITHIN.as_secs()
-                ));
-            }
-            Ok(Err(e)) => return Err(format!("cannot reach the relay at {url}: {e}")),
-            Ok(Ok(s)) => s,
-        };
-    // Frames are small and latency-bound: with Nagle's algorithm on, a frame written while the
-    // previous one was unacknowledged waited for the relay's delayed ACK (up to 40 ms on Linux;
-    // docs/benchmarks.md, "Remote access through the relay").
-    let _ = socket.get_ref().get_ref().set_nodelay(true);
+    let mut socket = match tokio::time::timeout(CONNECT_WITHIN, remote.dialer.connect(&url)).await {
+        Err(_) => {
+            return Err(format!("the relay did not answer within {} s", CONNECT_WITHIN.as_secs()));
+        }
+        Ok(Err(why)) => return Err(why),
+        Ok(Ok(s)) => s,
+    };
     let proved = async {
         let Some(RelayFrame::Challenge(nonce)) = next_frame(&mut socket).await? else {
             return Err("the relay did not send a challenge first".to_owned());
@@ -214,10 +204,15 @@ mod tests {
             home: home.path().to_owned(),
             max_backoff: Duration::from_secs(1),
             lan: Vec::new(),
+            relay_ca: None,
+            allow_plain_relay: false,
         })
         .unwrap();
         let socket = dial(&remote).await.unwrap();
-        assert!(socket.get_ref().get_ref().nodelay().unwrap());
+        match socket.get_ref() {
+            super::super::dial::RelayStream::Plain(tcp) => assert!(tcp.nodelay().unwrap()),
+            super::super::dial::RelayStream::Tls(_) => panic!("a ws:// relay gave a TLS stream"),
+        }
     }
 
     #[test]
