@@ -157,6 +157,9 @@ export class Device {
   /** The WebSocket class the channel dials with (a `wss://` relay with a test CA needs one that
    *  passes it). */
   webSocket: RawSocketCtor = WebSocket as unknown as RawSocketCtor;
+  /** How long the channel waits for anything from the host before giving up on it (the
+   *  cockpit's default when unset). */
+  silenceMs: number | undefined = undefined;
 
   constructor(
     readonly key: StaticKey,
@@ -184,7 +187,7 @@ export class Device {
         this.on("close", (code) => (device.rawClose = code));
       }
     }
-    const s = new ChannelSocket(host, this.key, opening, Tapped as unknown as RawSocketCtor);
+    const s = new ChannelSocket(host, this.key, opening, Tapped as unknown as RawSocketCtor, { silenceMs: this.silenceMs });
     this.socket = s;
     s.onmessage = (m) => this.receive(JSON.parse(m.data));
     s.onclose = (e) => {

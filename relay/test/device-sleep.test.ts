@@ -91,3 +91,44 @@ it("a device silent mid-session is freed by the host's idle deadline, then recon
   expect(seqs.length).toBeGreaterThan(cursor);
   expect(seqs).toEqual(seqs.map((_, i) => i + 1));
 }, 120_000);
+
+it("a device whose socket never hears the close (a NAT forgot the connection) gives up on the silence itself and catches up", async () => {
+  daemon = await Daemon.start(relay.url(""), {
+    env: { NUCLEIC_PING_INTERVAL_MS: String(PING_MS), NUCLEIC_IDLE_TIMEOUT_MS: String(IDLE_MS) },
+  });
+  const { device, secret } = Device.fromLink(JSON.parse(daemon.cli("pair", "--json")).link);
+  // The cockpit waits 50 s for anything from a host that pings every 20 s; here 4 s for 1 s.
+  device.silenceMs = 4000;
+  await device.open({ mode: "pair", secret });
+  const project = await device.ok({ type: "intent", intent: { kind: "addProject", path: daemon.repo } });
+  const created = await device.ok({
+    type: "intent",
+    intent: { kind: "newSession", projectID: project.result.projectID, prompt: "stream 60 and say hi", backend: "simulated", permissionMode: "default" },
+  });
+  const session: string = created.result.sessionID;
+  await device.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
+  await device.wait("some streaming", 20_000, () => device.seqs(session).length > 10);
+  // Awake and answering pings, the watchdog never fires.
+  await sleep(5000);
+  expect(device.closed).toBeNull();
+
+  // Asleep, and the socket stays dead after waking: nothing it buffered ever reaches the page.
+  const dead = device.raw!;
+  device.sleep();
+  const asleep = performance.now();
+  await device.wait("close by the device's own silence deadline", 10_000, () => device.closed);
+  const gaveUp = performance.now() - asleep;
+  expect(device.closed!.code).toBe(4408);
+  expect(device.closed!.reason).toBe("nothing from the host for 4 s");
+  // The last frame it heard was at most a ping interval before it fell silent.
+  expect(gaveUp).toBeGreaterThanOrEqual(4000 - PING_MS - 100);
+  expect(gaveUp).toBeLessThan(4000 + 1000);
+  dead.terminate();
+
+  const cursor = Math.max(...device.seqs(session));
+  await device.open({ mode: "connect" });
+  await device.ok({ type: "subscribe", sessionID: session, fromSeq: cursor + 1, verbosity: "full" });
+  await device.wait("turnCompleted", 60_000, () => device.events.get(session)?.find((e) => e.kind.type === "turnCompleted"));
+  const seqs = device.seqs(session);
+  expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+}, 120_000);
