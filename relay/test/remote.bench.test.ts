@@ -82,7 +82,7 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
       (await device.ok({ type: "intent", intent: { kind: "newSession", projectID: project.result.projectID, prompt, backend: "simulated", permissionMode: "default" } }))
         .result.sessionID as string;
 
-    // Latency: a stream of text deltas, both paths subscribed at once; each event's arrival
+    // Latency: a stream of text deltas, all paths subscribed at once; each event's arrival
     // against its `at` (written by the host when it read the agent's line). Twice: paced one
     // delta every 250 ms, then `brisk`, one every 25 ms (a model's token pace: the connection
     // never idles long enough for the kernel to ACK at once, where Nagle's algorithm bites).
@@ -115,10 +115,20 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
         onRelay(events);
       };
       d.ws.send(JSON.stringify({ type: "subscribe", messageID: `s-${session}`, sessionID: session, fromSeq: 1, verbosity: "full" }));
+      // Each client also sends a request every 500 ms, as a phone in use does (each frame from a
+      // device crosses the host's relay loop, which once wrote its status file with an fsync).
+      let asked = 0;
+      const chatter = setInterval(() => {
+        asked++;
+        void device.request({ type: "listProjects" }).catch(() => {});
+        void lan.request({ type: "listProjects" }).catch(() => {});
+        d.ws.send(JSON.stringify({ type: "listProjects", messageID: `c-${asked}` }));
+      }, 500);
       await device.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
       await lan.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
       await device.wait(`the turn of ${prompt}`, within, () => device.events.get(session)?.find((e) => e.kind.type === "turnCompleted"));
       await until("the other paths' last events", 5000, () => lat.direct.length >= lat.relay.length && lat.lanChannel.length >= lat.relay.length);
+      clearInterval(chatter);
       device.onEvents = null;
       lan.onEvents = null;
       d.got = () => {};
