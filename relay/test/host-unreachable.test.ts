@@ -39,31 +39,30 @@ interface Retry {
   lastError: string;
 }
 
-/** The retries the daemon schedules, as its status file shows them, until `count` were seen. */
-async function retries(d: Daemon, count: number, ms: number): Promise<Retry[]> {
+/** The retries the daemon schedules, as its status file shows them (polled: under load an
+ * attempt can slip by unseen), until one at least `last` was seen. */
+async function retries(d: Daemon, last: number, ms: number): Promise<Retry[]> {
   const seen = new Map<number, Retry>();
-  await until(`${count} retries in the relay status`, ms, () => {
+  await until(`attempt ${last} in the relay status`, ms, () => {
     const s = d.relayStatus();
     if (s?.state === "retrying" && s.retryInMs !== undefined) {
       seen.set(s.attempts, { attempt: s.attempts, retryInMs: s.retryInMs, lastError: s.lastError ?? "" });
     }
-    return seen.size >= count;
+    return s?.state === "retrying" && s.attempts >= last;
   });
   return [...seen.values()].sort((a, b) => a.attempt - b.attempt);
 }
 
-/** The growth the host promises: 0.5 s first (±20 % jitter), doubling, never past the bound. */
-function expectBackoff(r: Retry[]): void {
-  expect(r[0].attempt).toBe(1);
-  expect(r[0].retryInMs).toBeGreaterThanOrEqual(400);
-  expect(r[0].retryInMs).toBeLessThanOrEqual(600);
-  for (let i = 1; i < r.length; i++) {
-    expect(r[i].attempt).toBe(r[i - 1].attempt + 1);
-    // Doubling with ±20 % jitter: each step is at least 0.8·2/1.2 ≈ 1.33× the one before,
-    // until the bound, where it stays within [0.8·bound, bound].
-    const expected = Math.min(500 * 2 ** (r[i].attempt - 1), MAX_BACKOFF_MS);
-    expect(r[i].retryInMs).toBeGreaterThanOrEqual(0.8 * expected);
-    expect(r[i].retryInMs).toBeLessThanOrEqual(MAX_BACKOFF_MS);
+/** The growth the host promises: attempt n waits 0.5 s · 2^(n-1) with ±20 % jitter, never past
+ * the bound. Seen early and late attempts both, so growth and cap both show. */
+function expectBackoff(r: Retry[], last: number): void {
+  expect(r[0].attempt).toBeLessThanOrEqual(2);
+  expect(r[r.length - 1].attempt).toBeGreaterThanOrEqual(last);
+  expect(r.length).toBeGreaterThanOrEqual(3);
+  for (const { attempt, retryInMs } of r) {
+    const expected = Math.min(500 * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+    expect(retryInMs, `attempt ${attempt}`).toBeGreaterThanOrEqual(0.8 * expected - 1);
+    expect(retryInMs, `attempt ${attempt}`).toBeLessThanOrEqual(Math.min(1.2 * expected, MAX_BACKOFF_MS) + 1);
   }
 }
 
@@ -87,8 +86,8 @@ it("a relay down at the start: the host works locally, backs off, and connects b
   const port = await freePort();
   daemon = await Daemon.start(`ws://127.0.0.1:${port}`, { tcp: false, connected: false, env });
   const r = await retries(daemon, 4, 15_000);
-  expectBackoff(r);
-  expect(r[3].lastError).toMatch(/cannot reach the relay at ws:\/\/127\.0\.0\.1:\d+/);
+  expectBackoff(r, 4);
+  expect(r[r.length - 1].lastError).toMatch(/cannot reach the relay at ws:\/\/127\.0\.0\.1:\d+/);
   // Doctor shows it, from the status file (the daemon is not asked).
   expect(doctorRelay(daemon)).toMatch(/^relay\s+ws:\/\/127\.0\.0\.1:\d+ — host [0-9a-f]{64} — UNREACHABLE \(attempt \d+, next in \d+\.\d s\): cannot reach the relay/);
   // Meanwhile the host works for the local CLI (over its Unix socket: it has no TCP port).
@@ -120,8 +119,7 @@ it("a relay killed mid-run: doctor shows the retries, the backoff grows to its b
   await device.wait("close when the relay dies", 5000, () => device.closed);
   // Seven attempts: 0.5, 1, 2 (bound), 2, 2, 2, 2 s with jitter — the bound holds.
   const r = await retries(daemon, 7, 30_000);
-  expectBackoff(r);
-  expect(r.slice(2).every((x) => x.retryInMs >= 0.8 * MAX_BACKOFF_MS && x.retryInMs <= MAX_BACKOFF_MS)).toBe(true);
+  expectBackoff(r, 7);
   const line = doctorRelay(daemon);
   expect(line).toMatch(/UNREACHABLE \(attempt \d+, next in \d+\.\d s\): cannot reach the relay/);
   const shown = Number(/attempt (\d+)/.exec(line)![1]);
