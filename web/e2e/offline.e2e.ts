@@ -3,13 +3,14 @@
  *  a non-conflict case for input), approval answers are refused offline and never sent later,
  *  two tabs flush a queued action once, and the inbox answers approvals of three sessions in
  *  two projects without opening any of them. The link is cut with `routeWebSocket`. */
-import { existsSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
-import { type Demo, git, launch, loginLink, pageErrors, signedInPage, startDemo, tempDir, waitOnline } from "./harness";
+import { type Demo, git, launch, loginLink, pageErrors, signedInPage, startDemo, startServe, tempDir, waitOnline } from "./harness";
 
 let browser: Browser;
 let demo: Demo;
@@ -272,6 +273,46 @@ describe("other queued actions", () => {
     expect(await prompts(other, busy)).not.toContain("resume too late");
   });
 
+  it("resume: someone resumed the session elsewhere into another agent conversation: a conflict that says so", async () => {
+    // Its own host, whose simulated agent answers a resume under a new conversation id.
+    const shared = demo;
+    const own = await startDemo({ noSessions: true, env: { NUCLEIC_SIM_FAULT: "fork_on_resume" } });
+    demo = own;
+    try {
+      const other = await otherClient();
+      const id = await newSession(other, "think");
+      await waitStatus(other, id, "awaiting-input");
+      await ask(other, { type: "intent", intent: { kind: "stop", sessionID: id } });
+      await waitStatus(other, id, "finished");
+      const p = await phone();
+      await openSession(p.page, id);
+      await p.offline();
+      await compose(p.page, "resume on the phone");
+      expect(await p.page.getAttribute("[data-testid=pending-item]", "data-kind")).toBe("resume");
+      await ask(other, { type: "sendInput", sessionID: id, text: "laptop resumed it" });
+      await waitStatus(other, id, "awaiting-input");
+      // The host recorded the switch: two agent conversations.
+      const r = await ask(other, { type: "exportSession", sessionID: id, format: "jsonl" });
+      const conversations = new Set(
+        String((r.result as { text: string }).text)
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { kind: { type: string; backendSessionID?: string } })
+          .filter((e) => e.kind.type === "sessionStarted")
+          .map((e) => e.kind.backendSessionID),
+      );
+      expect(conversations.size).toBe(2);
+      await p.online();
+      await p.page.waitForSelector("[data-testid=pending-item][data-state=conflict]");
+      expect(await p.page.textContent("[data-testid=pending-reason]")).toMatch(/resumed elsewhere/);
+      expect(await prompts(other, id)).not.toContain("resume on the phone");
+      expect(p.sent.filter((f) => f.includes("resume on the phone"))).toEqual([]);
+    } finally {
+      demo = shared;
+      await own.stop();
+    }
+  });
+
   it("start: valid options start the session; a project removed meanwhile fails it", async () => {
     const other = await otherClient();
     const repo = tempDir("nucleic-e2e-gone-");
@@ -312,6 +353,58 @@ describe("other queued actions", () => {
     await p.online();
     await trayEmpty(p.page);
     await other.waitForFunction((sid) => (window as unknown as { nucleic: Store }).nucleic.sessions.get(sid)?.title === "phone's name", id);
+  });
+
+  it("a session deleted meanwhile: its queued message and rename fail, and nothing is sent", async () => {
+    // Its own host: this one is stopped, loses the session, and comes back on the same port.
+    const shared = demo;
+    const own = await startDemo({ noSessions: true, home: path.join(tempDir("nucleic-e2e-deleted-"), "home") });
+    demo = own;
+    let back: Awaited<ReturnType<typeof startServe>> | undefined;
+    try {
+      const other = await otherClient();
+      const id = await newSession(other, "think");
+      await waitStatus(other, id, "awaiting-input");
+      const p = await phone();
+      await openSession(p.page, id);
+      await p.offline();
+      await compose(p.page, "for a session about to go");
+      p.page.once("dialog", (d) => void d.accept("a name for nothing"));
+      await p.page.click("[data-testid=session-menu]");
+      await p.page.click("[data-testid=rename]");
+      await p.page.waitForSelector("[data-testid=pending-item][data-kind=rename]");
+      // The session is deleted: its folder and catalog row go while the host is down (the host
+      // has no delete of its own; this is what a session gone from its disk looks like).
+      await own.stop();
+      rmSync(path.join(own.home, "sessions", id), { recursive: true, force: true });
+      execFileSync("python3", [
+        "-B",
+        "-c",
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA foreign_keys = ON'); c.execute('DELETE FROM sessions WHERE id = ?', (sys.argv[2],)); c.commit()",
+        path.join(own.home, "catalog.sqlite"),
+        id,
+      ]);
+      back = await startServe(own.home, own.port);
+      const before = p.sent.length;
+      await p.online();
+      await p.page.waitForFunction(() => document.querySelectorAll("[data-testid=pending-item][data-state=failed]").length === 2, null, { timeout: 30_000 });
+      const reasons = await p.page.$$eval("[data-testid=pending-reason]", (els) => els.map((e) => e.textContent ?? ""));
+      expect(reasons).toHaveLength(2);
+      for (const r of reasons) expect(r).toMatch(/session no longer exists/);
+      const after = p.sent.slice(before);
+      expect(after.filter((f) => f.includes("for a session about to go") || f.includes("a name for nothing"))).toEqual([]);
+      // Dropped by the person: gone for good.
+      for (let left = 2; left > 0; left--) {
+        await p.page.locator("[data-testid=pending-drop]").first().click();
+        await p.page.waitForFunction((n) => document.querySelectorAll("[data-testid=pending-item]").length === n, left - 1);
+      }
+      await trayEmpty(p.page);
+      expect(pageErrors(p.page)).toEqual([]);
+    } finally {
+      demo = shared;
+      await back?.stop();
+      await own.stop();
+    }
   });
 
   it("an approval tapped offline is refused with a clear message and never sent later", async () => {
@@ -408,6 +501,21 @@ describe("the inbox", () => {
 });
 
 describe("the phone at 390 px", () => {
+  it("going from one session to another shows the second one's transcript (same view, another transcript)", async () => {
+    const other = await otherClient();
+    const first = await newSession(other, "think");
+    const second = await newSession(other, "think");
+    for (const id of [first, second]) await waitStatus(other, id, "awaiting-input");
+    const p = await phone();
+    for (const id of [first, second, first]) {
+      await p.page.evaluate((sid) => (location.hash = `#/s/${sid}`), id);
+      await p.page.waitForSelector(`[data-testid=session-pane][data-session="${id}"]`);
+      // Both transcripts fold the same number of batches: an equal version must still repaint.
+      await p.page.waitForFunction(() => Number(document.querySelector("[data-testid=transcript]")?.getAttribute("data-rows")) > 0, null, { timeout: 20_000 });
+    }
+    expect(pageErrors(p.page)).toEqual([]);
+  });
+
   it("a header that fits, details behind a tap, thumb-sized targets, composer and approvals at the bottom, landscape", async () => {
     const other = await otherClient();
     const id = await newSession(other, "write phone-layout.txt containing a long enough session title to need two lines");

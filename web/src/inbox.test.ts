@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { inboxCount, inboxItems } from "./inbox";
+import { hostsInboxItems, inboxCount, inboxItems } from "./inbox";
+import { hostLabel, reach } from "./remote/fleet";
 import type { EventKind, Risk, SessionSummary } from "./protocol.gen";
 import { CockpitStore } from "./store";
 
@@ -34,5 +35,48 @@ describe("inbox", () => {
     expect(items.map((i) => i.request.requestID)).toEqual(["a2", "b1", "a1"]);
     expect(items.map((i) => i.projectName)).toEqual(["one", "two", "one"]);
     expect(inboxCount(store)).toBe(3);
+  });
+});
+
+describe("inbox across hosts", () => {
+  it("merges every host's requests by risk, each naming its host and answered through its own store", () => {
+    const a = new CockpitStore("ws://127.0.0.1:1/ws");
+    const b = new CockpitStore("ws://127.0.0.1:2/ws");
+    a.sessions.set("s1", summary("s1", "p1", 100, 1));
+    b.sessions.set("s2", summary("s2", "p9", 50, 2));
+    ask(a, "s1", [["a-low", "low"]]);
+    ask(b, "s2", [["b-crit", "critical"], ["b-med", "medium"]]);
+    const items = hostsInboxItems([
+      { hostID: "host-a", store: a },
+      { hostID: "host-b", store: b },
+    ]);
+    expect(items.map((i) => [i.hostID, i.request.requestID])).toEqual([
+      ["host-b", "b-crit"],
+      ["host-b", "b-med"],
+      ["host-a", "a-low"],
+    ]);
+    expect(items[0].store).toBe(b);
+    expect(items[2].store).toBe(a);
+    // The single-host list is what it was.
+    expect(inboxItems(a).map((i) => [i.hostID, i.request.requestID])).toEqual([["local", "a-low"]]);
+  });
+
+  it("tells a host still connecting from one that was tried and failed", () => {
+    const s = new CockpitStore("ws://127.0.0.1:1/ws");
+    expect(reach(s)).toBe("connecting");
+    s.offlineSince = Date.now();
+    s.link = "offline";
+    expect(reach(s)).toBe("unreachable");
+    s.link = "connecting";
+    expect(reach(s)).toBe("unreachable");
+    s.link = "online";
+    expect(reach(s)).toBe("online");
+    s.link = "signedOut";
+    expect(reach(s)).toBe("signedOut");
+  });
+
+  it("labels hosts by machine name and id prefix", () => {
+    expect(hostLabel({ hostID: "ab".repeat(32) })).toBe("host abababab");
+    expect(hostLabel({ hostID: "ab".repeat(32), hostName: "studio" })).toBe("studio · abababab");
   });
 });

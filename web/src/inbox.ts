@@ -1,14 +1,16 @@
-/** One inbox: every open approval and question across sessions (and hosts — one today; the
- *  remote work adds more), highest risk first, then newest; and the count on the app badge
- *  and in the tab title. */
+/** One inbox: every open approval and question across sessions and hosts (the page's host and
+ *  every other remembered one, `remote/fleet.ts`), highest risk first, then newest; and the
+ *  count on the app badge and in the tab title. */
 import { useEffect } from "preact/hooks";
 
 import type { ApprovalRequested, Risk, SessionSummary } from "./protocol.gen";
 import type { CockpitStore } from "./store";
 
 export interface InboxItem {
-  /** The host the session lives on ("local" until several hosts are connected). */
+  /** The host the session lives on (its relay host id, or "local" for the page's own origin). */
   hostID: string;
+  /** That host's store: the request is answered over its own channel. */
+  store: CockpitStore;
   sessionID: string;
   session: SessionSummary | undefined;
   projectName: string | null;
@@ -36,13 +38,27 @@ export function inboxCount(store: CockpitStore): number {
 }
 
 /** The open requests of every session needing an answer, highest risk first, then newest. */
-export function inboxItems(store: CockpitStore): InboxItem[] {
+export function inboxItems(store: CockpitStore, hostID = "local"): InboxItem[] {
+  return byRisk(hostItems(store, hostID));
+}
+
+/** The open requests of several hosts, in one list, highest risk first, then newest. */
+export function hostsInboxItems(hosts: Array<{ hostID: string; store: CockpitStore }>): InboxItem[] {
+  return byRisk(hosts.flatMap((h) => hostItems(h.store, h.hostID)));
+}
+
+function byRisk(items: InboxItem[]): InboxItem[] {
+  return items.sort((a, b) => riskRank(b.request.risk) - riskRank(a.request.risk) || b.order - a.order);
+}
+
+function hostItems(store: CockpitStore, hostID: string): InboxItem[] {
   const items: InboxItem[] = [];
   for (const s of needingAnswers(store)) {
     const facts = store.transcript(s.sessionID).facts;
     facts.pending.forEach((request, i) => {
       items.push({
-        hostID: "local",
+        hostID,
+        store,
         sessionID: s.sessionID,
         session: s,
         projectName: store.projects.find((p) => p.projectID === s.projectID)?.name ?? null,
@@ -52,24 +68,30 @@ export function inboxItems(store: CockpitStore): InboxItem[] {
       });
     });
   }
-  return items.sort((a, b) => riskRank(b.request.risk) - riskRank(a.request.risk) || b.order - a.order);
+  return items;
 }
 
-/** Keeps the transcripts of sessions needing an answer live while the inbox is shown. */
-export function useInboxSessions(store: CockpitStore, onChange: () => void): void {
-  const ids = needingAnswers(store)
-    .map((s) => s.sessionID)
-    .sort()
-    .join("\n");
+/** Keeps the transcripts of sessions needing an answer live while the inbox is shown, on every
+ *  host given (each over its own connection). */
+export function useInboxSessions(stores: CockpitStore | CockpitStore[], onChange: () => void): void {
+  const all = Array.isArray(stores) ? stores : [stores];
+  const wanted = all.flatMap((store, i) => needingAnswers(store).map((s) => `${i} ${s.sessionID}`));
+  const key = wanted.sort().join("\n");
   useEffect(() => {
-    const stops = ids ? ids.split("\n").map((id) => store.watch(id, onChange)) : [];
+    const stops = key
+      ? key.split("\n").map((line) => {
+          const [i, id] = line.split(" ");
+          return all[Number(i)].watch(id, onChange);
+        })
+      : [];
     return () => stops.forEach((stop) => stop());
-  }, [store, ids]);
+  }, [all.length, ...all, key]);
 }
 
-/** The count on the installed app's icon (where the platform has a badge) and in the title. */
-export function useBadge(store: CockpitStore): void {
-  const n = inboxCount(store);
+/** The count on the installed app's icon (where the platform has a badge) and in the title:
+ *  every host's awaited answers. */
+export function useBadge(stores: CockpitStore | CockpitStore[]): void {
+  const n = (Array.isArray(stores) ? stores : [stores]).reduce((sum, s) => sum + inboxCount(s), 0);
   useEffect(() => {
     const base = document.title.replace(/^\(\d+\) /, "");
     document.title = n > 0 ? `(${n}) ${base}` : base;

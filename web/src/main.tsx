@@ -8,6 +8,7 @@ import { type StoredDevice, SignedOutError, loadDevice, proveDevice, registerDev
 import { keepSnapshot } from "./offline/snapshot";
 import { registerWorker, updateForProtocol } from "./offline/worker";
 import { remoteDialer } from "./remote/boot";
+import { HostFleet } from "./remote/fleet";
 import { CockpitStore } from "./store";
 import "./styles.css";
 
@@ -47,7 +48,7 @@ async function boot(): Promise<void> {
     const store = new CockpitStore("", undefined, undefined, remote);
     (window as unknown as { nucleic: CockpitStore }).nucleic = store;
     store.start();
-    render(<App store={store} />, root);
+    render(<App store={store} fleet={startFleet(store)} />, root);
     return;
   }
   let device: StoredDevice | null;
@@ -72,7 +73,15 @@ async function boot(): Promise<void> {
   // The last known state while the host is out of reach, marked stale.
   void keepSnapshot(store);
   store.start();
-  render(<App store={store} />, root);
+  render(<App store={store} fleet={startFleet(store)} />, root);
+}
+
+/** Connections to every other remembered host, for the one inbox and the badge. */
+function startFleet(store: CockpitStore): HostFleet {
+  const fleet = new HostFleet(store);
+  (window as unknown as { nucleicFleet: HostFleet }).nucleicFleet = fleet;
+  void fleet.start();
+  return fleet;
 }
 
 void boot();

@@ -594,9 +594,11 @@ fromMinute: number,
  */
 toMinute: number, 
 /**
- * The device's offset from UTC in minutes (`+120` for UTC+2), as of setting.
+ * The device's IANA time zone (`Europe/Berlin`, as
+ * `Intl.DateTimeFormat().resolvedOptions().timeZone` gives it); the host refuses one its
+ * time zone database does not know.
  */
-utcOffsetMinutes: number, };
+timeZone: string, };
 
 export type PushSettings = { 
 /**

@@ -6,6 +6,7 @@ import { HostConnection, HostError, clientIdentity, type LinkState, type Prover,
 import { forgetDevice } from "./device";
 import { notifyTransition } from "./notify";
 import { PendingQueue } from "./pending/queue";
+import type { PendingStorage } from "./pending/storage";
 import type { RemoteDialer } from "./remote/boot";
 import type { BackendInfo, Event, HostMessage, ProjectSummary, SessionSummary } from "./protocol.gen";
 import { Transcript } from "./transcript";
@@ -49,7 +50,9 @@ export class CockpitStore {
 
   /** `deviceID`: this browser's device (marked in the devices list); `prove` signs each hello. */
   /** `remote`: the host is reached through the relay (the carrier and what revocation forgets). */
-  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer) {
+  /** `queue`: where offline actions are kept; the inbox's stores of other hosts get one of
+   *  their own in memory, so they never flush the page host's persisted actions. */
+  constructor(url: string, prove?: Prover, readonly deviceID?: string, readonly remote?: RemoteDialer, queue?: PendingStorage) {
     this.connection = new HostConnection(url, this.identity, {
       state: (s) => {
         this.link = s;
@@ -98,7 +101,7 @@ export class CockpitStore {
       online: () => this.link === "online",
       send: (msg, id) => this.connection.request(msg, id),
       backends: () => this.backends,
-    });
+    }, queue);
     this.pending.subscribe(() => this.changed());
   }
 
@@ -219,7 +222,10 @@ export function useStore(store: CockpitStore): CockpitStore {
 export function useTranscript(store: CockpitStore, sessionID: string): Transcript {
   const t = store.transcript(sessionID);
   const [, setV] = useState(0);
-  useEffect(() => store.watch(sessionID, () => setV(t.version)), [store, sessionID, t]);
+  // A counter of its own, not `t.version`: after a switch to another session (the same view,
+  // another transcript) the new transcript's version may equal the old one's, and setting an
+  // equal state would skip the repaint (the phone showed "Waiting for events…" for good).
+  useEffect(() => store.watch(sessionID, () => setV((v) => v + 1)), [store, sessionID, t]);
   return t;
 }
 

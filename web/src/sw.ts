@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 /** The service worker (built to /sw.js): caches the app shell of its own build so the app opens
- *  instantly and offline; takes over only when no page of the previous version is open (or a
- *  page asks at its start, before anything was done); shows content-free push notifications —
+ *  instantly and offline; takes over only when no page of the previous version is open (or the
+ *  app's only page asks at its start, before anything was done); shows content-free push notifications —
  *  "A session needs you" — and opens that session on tap. It imports nothing: the build writes
  *  the file list, build id and protocol version in (vite.config.ts). */
 
@@ -40,10 +40,27 @@ self.addEventListener("activate", (event) => {
 });
 
 self.addEventListener("message", (event) => {
-  const data = event.data as { type?: string } | null;
-  if (data?.type === "skipWaiting") void self.skipWaiting();
+  const data = event.data as { type?: string; force?: boolean } | null;
+  if (data?.type === "skipWaiting") event.waitUntil(takeOverIfAlone(event.source, data.force === true));
   if (data?.type === "version") event.source?.postMessage({ type: "version", build: BUILD, protocol: Number(PROTOCOL) });
 });
+
+/** A waiting worker asked to take over by a page that just started: it does when that page is
+ *  the app's only window. Another open window may be in the middle of something, and taking
+ *  over would drop the old build's cache under it (its lazily loaded files would be gone): then
+ *  it keeps waiting (for every window to close, or the next lone open) and says so. `force`:
+ *  the host refuses the old build's protocol, so its windows cannot work anyway. */
+async function takeOverIfAlone(source: Client | ServiceWorker | MessagePort | null, force: boolean): Promise<void> {
+  const asker = source && "id" in source ? source.id : null;
+  if (!force) {
+    const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+    if (windows.some((c) => c.id !== asker)) {
+      source?.postMessage({ type: "skipWaiting", declined: "another window of the app is open" });
+      return;
+    }
+  }
+  await self.skipWaiting();
+}
 
 self.addEventListener("fetch", (event) => {
   const request = event.request;

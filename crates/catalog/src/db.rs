@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_disk.sql"),
     include_str!("../migrations/0007_session_mode.sql"),
     include_str!("../migrations/0008_push_subscriptions.sql"),
+    include_str!("../migrations/0009_quiet_hours_zone.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -116,7 +117,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 8);
+        assert_eq!(SCHEMA_VERSION, 9);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 
@@ -128,5 +129,53 @@ mod tests {
         migrate(&mut conn, &path).unwrap();
         let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn quiet_hours_offsets_become_zones_or_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for (version, sql) in (1i64..).zip(&MIGRATIONS[..8]) {
+            conn.execute_batch(sql).unwrap();
+            conn.pragma_update(None, "user_version", version).unwrap();
+        }
+        for (id, offset) in [
+            ("east", Some(120)),
+            ("west", Some(-300)),
+            ("utc", Some(0)),
+            ("india", Some(330)),
+            ("none", None),
+        ] {
+            conn.execute("INSERT INTO devices (id, name, paired_at) VALUES (?1, ?1, 1)", [id])
+                .unwrap();
+            let quiet = offset.map(|_| 1320);
+            conn.execute(
+                "INSERT INTO push_subscriptions (device_id, endpoint, p256dh, auth, quiet_from, quiet_to, utc_offset, created_at) \
+                 VALUES (?1, 'https://p', x'04', x'00', ?2, ?3, ?4, 1)",
+                rusqlite::params![id, quiet, quiet.map(|_| 420), offset],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn, &path).unwrap();
+        let rows: Vec<(String, Option<i64>, Option<String>)> = conn
+            .prepare("SELECT device_id, quiet_from, time_zone FROM push_subscriptions ORDER BY device_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let expected = [
+            ("east", Some(1320), Some("Etc/GMT-2")),
+            ("india", None, None),
+            ("none", None, None),
+            ("utc", Some(1320), Some("UTC")),
+            ("west", Some(1320), Some("Etc/GMT+5")),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(id, q, z)| ((*id).to_owned(), *q, z.map(str::to_owned)))
+            .collect();
+        assert_eq!(rows, expected);
     }
 }

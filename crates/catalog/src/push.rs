@@ -21,16 +21,16 @@ pub struct PushSubscriptionRow {
 }
 
 const COLUMNS: &str = "s.device_id, s.endpoint, s.p256dh, s.auth, s.quiet_from, s.quiet_to, \
-                       s.utc_offset, s.created_at";
+                       s.time_zone, s.created_at";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<PushSubscriptionRow> {
     let quiet = match (
         row.get::<_, Option<u16>>(4)?,
         row.get::<_, Option<u16>>(5)?,
-        row.get::<_, Option<i16>>(6)?,
+        row.get::<_, Option<String>>(6)?,
     ) {
-        (Some(from_minute), Some(to_minute), Some(utc_offset_minutes)) => {
-            Some(QuietHours { from_minute, to_minute, utc_offset_minutes })
+        (Some(from_minute), Some(to_minute), Some(time_zone)) => {
+            Some(QuietHours { from_minute, to_minute, time_zone })
         }
         _ => None,
     };
@@ -47,16 +47,16 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<PushSubscriptionRow> {
 impl Catalog {
     /// Stores (or replaces) the subscription of a device that is not revoked.
     pub fn set_push_subscription(&self, sub: &PushSubscriptionRow) -> Result<()> {
-        let q = sub.quiet_hours;
+        let q = sub.quiet_hours.as_ref();
         let n = self
             .conn()
             .execute(
                 "INSERT INTO push_subscriptions \
-                   (device_id, endpoint, p256dh, auth, quiet_from, quiet_to, utc_offset, created_at) \
+                   (device_id, endpoint, p256dh, auth, quiet_from, quiet_to, time_zone, created_at) \
                  SELECT id, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM devices WHERE id = ?1 AND revoked_at IS NULL \
                  ON CONFLICT(device_id) DO UPDATE SET endpoint = excluded.endpoint, \
                    p256dh = excluded.p256dh, auth = excluded.auth, quiet_from = excluded.quiet_from, \
-                   quiet_to = excluded.quiet_to, utc_offset = excluded.utc_offset, \
+                   quiet_to = excluded.quiet_to, time_zone = excluded.time_zone, \
                    created_at = excluded.created_at",
                 params![
                     sub.device_id,
@@ -65,7 +65,7 @@ impl Catalog {
                     sub.auth,
                     q.map(|q| q.from_minute),
                     q.map(|q| q.to_minute),
-                    q.map(|q| q.utc_offset_minutes),
+                    q.map(|q| q.time_zone.as_str()),
                     sub.created_at
                 ],
             )
@@ -134,7 +134,7 @@ mod tests {
             quiet_hours: Some(QuietHours {
                 from_minute: 1320,
                 to_minute: 420,
-                utc_offset_minutes: -300,
+                time_zone: "America/Chicago".into(),
             }),
             created_at: 5,
         }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use nucleic_catalog::PushSubscriptionRow;
 use nucleic_protocol::{PushSettings, QuietHours, SessionSummary, WebPushSubscription};
 use nucleic_push::{
-    Delivery, PushRequest, RetryPolicy, SubscriptionKeys, Transport, VapidKey, b64,
+    Delivery, PushRequest, QuietWindow, RetryPolicy, SubscriptionKeys, Transport, VapidKey, b64,
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -55,8 +55,9 @@ fn checked(
     // Encrypting once proves the key is a P-256 point.
     nucleic_push::encrypt(b"{}", &keys)
         .map_err(|_| invalid("keys.p256dh is not a P-256 public key"))?;
-    if let Some(problem) = quiet.and_then(|q| q.problem()) {
-        return Err(HostError::Invalid(problem));
+    // Hours in a zone this host's time zone database does not know are refused here.
+    if let Some(hours) = &quiet {
+        QuietWindow::new(hours).map_err(|e| HostError::Invalid(e.to_string()))?;
     }
     Ok(PushSubscriptionRow {
         device_id: device_id.to_owned(),
@@ -186,7 +187,7 @@ async fn push_to_all(
     let weak: Weak<Host> = Arc::downgrade(&host);
     drop(host);
     let mut sends = Vec::new();
-    for sub in subs.into_iter().filter(|s| !s.quiet_hours.is_some_and(|q| q.contains(now))) {
+    for sub in subs.into_iter().filter(|s| !in_quiet_hours(s, now)) {
         let keys = SubscriptionKeys { p256dh: sub.p256dh.clone(), auth: sub.auth.clone() };
         let made =
             nucleic_push::encrypt(&nucleic_push::payload(&session_id), &keys).and_then(|body| {
@@ -219,5 +220,18 @@ async fn push_to_all(
                 host.catalog(move |c| c.delete_push_subscription(&device, Some(&endpoint))).await;
         }
         report(&sub.device_id, delivery);
+    }
+}
+
+/// Whether `sub`'s device is in its quiet hours at `now` (unix ms) on its own clock. Hours whose
+/// zone no longer loads (the host's tz database changed) are not quiet, and that is logged.
+fn in_quiet_hours(sub: &PushSubscriptionRow, now: i64) -> bool {
+    let Some(hours) = &sub.quiet_hours else { return false };
+    match QuietWindow::new(hours) {
+        Ok(window) => window.contains(now),
+        Err(e) => {
+            eprintln!("nucleic: push to device {}: quiet hours ignored: {e}", sub.device_id);
+            false
+        }
     }
 }

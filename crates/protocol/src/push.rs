@@ -23,8 +23,9 @@ pub struct WebPushKeys {
 }
 
 /// A daily window, in the device's local time, when no push is sent (`from == to`: none).
-/// The window may span midnight (`from` 22:00, `to` 07:00).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The window may span midnight (`from` 22:00, `to` 07:00). It is kept with the device's IANA
+/// time zone and evaluated by the host in that zone, so 22:00 stays 22:00 across daylight saving.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QuietHours {
     /// Minutes after local midnight, 0–1439.
@@ -33,28 +34,38 @@ pub struct QuietHours {
     /// Minutes after local midnight, 0–1439 (exclusive).
     #[serde(rename = "toMinute")]
     pub to_minute: u16,
-    /// The device's offset from UTC in minutes (`+120` for UTC+2), as of setting.
-    #[serde(rename = "utcOffsetMinutes")]
-    pub utc_offset_minutes: i16,
+    /// The device's IANA time zone (`Europe/Berlin`, as
+    /// `Intl.DateTimeFormat().resolvedOptions().timeZone` gives it); the host refuses one its
+    /// time zone database does not know.
+    #[serde(rename = "timeZone")]
+    pub time_zone: String,
 }
 
+/// Longest time zone name taken (the longest IANA name is 32 bytes).
+pub const MAX_TIME_ZONE_BYTES: usize = 64;
+
 impl QuietHours {
-    /// Whether the unix-milliseconds instant `now_ms` falls in the window.
-    pub fn contains(&self, now_ms: i64) -> bool {
-        let day = 24 * 60;
-        let local =
-            (now_ms.div_euclid(60_000) + i64::from(self.utc_offset_minutes)).rem_euclid(day);
-        let (from, to) = (i64::from(self.from_minute), i64::from(self.to_minute));
-        if from <= to { (from..to).contains(&local) } else { local >= from || local < to }
+    /// Whether `minute` (after local midnight, in the device's zone) falls in the window.
+    pub fn contains_minute(&self, minute: u16) -> bool {
+        let (from, to) = (self.from_minute, self.to_minute);
+        if from <= to { (from..to).contains(&minute) } else { minute >= from || minute < to }
     }
 
-    /// Why these hours are not valid, if they are not.
+    /// Why these hours are not valid, if they are not (whether the zone exists is the host's
+    /// to say: this crate reads no time zone database).
     pub fn problem(&self) -> Option<String> {
         if self.from_minute >= 1440 || self.to_minute >= 1440 {
             return Some("quiet hours are minutes after midnight, 0 to 1439".into());
         }
-        if !(-14 * 60..=14 * 60).contains(&self.utc_offset_minutes) {
-            return Some("utcOffsetMinutes must be within ±14 hours".into());
+        let zone = &self.time_zone;
+        let shaped = !zone.is_empty()
+            && zone.len() <= MAX_TIME_ZONE_BYTES
+            && zone.bytes().all(|b| b.is_ascii_alphanumeric() || b"/_+-".contains(&b))
+            && zone.split('/').all(|part| !part.is_empty() && !part.starts_with(['.', '-']));
+        if !shaped {
+            return Some(format!(
+                "quiet hours: timeZone {zone:?} is not an IANA time zone name (like \"Europe/Berlin\")"
+            ));
         }
         None
     }
@@ -78,21 +89,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quiet_hours_span_midnight_and_follow_the_offset() {
-        let night = QuietHours { from_minute: 22 * 60, to_minute: 7 * 60, utc_offset_minutes: 60 };
-        let at = |h: i64, m: i64| (h * 60 + m) * 60_000 + 20_000 * 86_400_000;
-        // 21:30 UTC is 22:30 local: quiet; 06:30 UTC is 07:30 local: not.
-        assert!(night.contains(at(21, 30)));
-        assert!(night.contains(at(5, 59)));
-        assert!(!night.contains(at(6, 0)));
-        assert!(!night.contains(at(12, 0)));
-        let lunch = QuietHours { from_minute: 12 * 60, to_minute: 13 * 60, utc_offset_minutes: 0 };
-        assert!(lunch.contains(at(12, 30)));
-        assert!(!lunch.contains(at(13, 0)));
-        let none = QuietHours { from_minute: 600, to_minute: 600, utc_offset_minutes: 0 };
-        assert!(!none.contains(at(10, 0)));
-        assert!(QuietHours { from_minute: 1440, ..none }.problem().is_some());
-        assert!(QuietHours { utc_offset_minutes: 900, ..none }.problem().is_some());
+    fn quiet_hours_span_midnight_and_refuse_bad_input() {
+        let night = QuietHours {
+            from_minute: 22 * 60,
+            to_minute: 7 * 60,
+            time_zone: "Europe/Berlin".into(),
+        };
+        assert!(night.contains_minute(22 * 60 + 30));
+        assert!(night.contains_minute(6 * 60 + 59));
+        assert!(!night.contains_minute(7 * 60));
+        assert!(!night.contains_minute(12 * 60));
+        let lunch = QuietHours { from_minute: 12 * 60, to_minute: 13 * 60, ..night.clone() };
+        assert!(lunch.contains_minute(12 * 60 + 30));
+        assert!(!lunch.contains_minute(13 * 60));
+        let none = QuietHours { from_minute: 600, to_minute: 600, ..night.clone() };
+        assert!(!none.contains_minute(600));
         assert!(night.problem().is_none());
+        assert!(QuietHours { from_minute: 1440, ..none }.problem().is_some());
+        for zone in ["", "../../etc/passwd", "Europe//Berlin", "Europe/Berlin\n", "/etc/localtime"]
+        {
+            let bad = QuietHours { time_zone: zone.into(), ..night.clone() };
+            assert!(bad.problem().is_some_and(|p| p.contains("IANA")), "{zone:?}");
+        }
+        for zone in ["UTC", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"]
+        {
+            assert_eq!(QuietHours { time_zone: zone.into(), ..night.clone() }.problem(), None);
+        }
     }
 }

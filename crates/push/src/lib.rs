@@ -5,12 +5,14 @@
 
 mod deliver;
 mod ece;
+mod quiet;
 mod vapid;
 
 pub use deliver::{Delivery, PushRequest, RetryPolicy, Transport, deliver};
 pub use ece::{
     BrowserKeys, MAX_PLAINTEXT, RECORD_SIZE, SubscriptionKeys, decrypt, encrypt, encrypt_with,
 };
+pub use quiet::QuietWindow;
 pub use vapid::{JWT_LIFETIME_SECS, VAPID_KEY_FILE, VapidKey, origin, verify_authorization};
 
 use nucleic_protocol::{SessionStatus, SessionSummary};
@@ -34,6 +36,8 @@ pub enum PushError {
     BadEndpoint(String),
     #[error("push service unreachable: {0}")]
     Unreachable(String),
+    #[error("{0}")]
+    QuietHours(String),
 }
 
 /// base64url without padding (what Web Push and JWTs use); decoding also takes padding.

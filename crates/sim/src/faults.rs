@@ -18,6 +18,9 @@ pub struct Faults {
     pub api_error: bool,
     /// On stdin EOF, sleep forever instead of exiting.
     pub ignore_stdin_eof: bool,
+    /// Answer `--resume` under a new session id (the conversation carried over, as with
+    /// `--fork-session`): whoever resumed it now talks to another agent conversation.
+    pub fork_on_resume: bool,
 }
 
 impl Faults {
@@ -34,6 +37,7 @@ impl Faults {
                 "hang" => faults.hang = true,
                 "api_error" => faults.api_error = true,
                 "ignore_stdin_eof" => faults.ignore_stdin_eof = true,
+                "fork_on_resume" => faults.fork_on_resume = true,
                 other => unknown.push(other.to_owned()),
             }
         }
@@ -64,5 +68,6 @@ mod tests {
         assert!(!f.hang && !f.unknown_lines && !f.malformed_stdout && !f.ignore_stdin_eof);
         assert_eq!(unknown, vec!["bogus".to_owned()]);
         assert_eq!(Faults::parse("").0, Faults::default());
+        assert!(Faults::parse("fork_on_resume").0.fork_on_resume);
     }
 }

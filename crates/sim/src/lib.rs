@@ -46,7 +46,8 @@
 //! # Faults
 //!
 //! `NUCLEIC_SIM_FAULT` holds a comma list: `crash_mid_turn`, `malformed_stdout`,
-//! `unknown_lines`, `hang`, `api_error`, `ignore_stdin_eof` (see [`faults::Faults`]).
+//! `unknown_lines`, `hang`, `api_error`, `ignore_stdin_eof`, `fork_on_resume` (see
+//! [`faults::Faults`]).
 
 pub mod args;
 pub mod faults;
@@ -135,7 +136,7 @@ where
         (None, Some(id)) if id == "missing" || uuid::Uuid::parse_str(id).is_err() => {
             return no_conversation(&mut output, id);
         }
-        (None, Some(_)) if args.fork_session => wire::uuid(),
+        (None, Some(_)) if args.fork_session || faults.fork_on_resume => wire::uuid(),
         (None, Some(id)) => id.clone(),
         (None, None) => wire::uuid(),
     };

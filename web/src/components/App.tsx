@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 
 import { go, useRoute, usePanes } from "../route";
 import { useBadge } from "../inbox";
+import { type HostFleet, listed, useFleet } from "../remote/fleet";
 import { type CockpitStore, useStore } from "../store";
 import { Dashboard } from "./Dashboard";
 import { DevicesSheet } from "./DevicesSheet";
@@ -26,15 +27,17 @@ function ToolPane(props: { store: CockpitStore; sessionID: string; onClose: () =
   );
 }
 
-export function App({ store }: { store: CockpitStore }) {
+/** `fleet`: every remembered host, for the inbox and the badge (the page's host alone without). */
+export function App({ store, fleet }: { store: CockpitStore; fleet?: HostFleet }) {
   useStore(store);
+  const hosts = useFleet(fleet, store);
   const route = useRoute();
   const panes = usePanes();
   const [listCollapsed, setListCollapsed] = useState(false);
   const [toolsCollapsed, setToolsCollapsed] = useState(false);
   const id = route.sessionID && store.sessions.has(route.sessionID) ? route.sessionID : route.sessionID;
   const stale = store.link !== "online" || store.restoredAt !== null;
-  useBadge(store);
+  useBadge(listed(hosts).map((h) => h.store));
 
   let content;
   if (panes === 1) {
@@ -42,7 +45,7 @@ export function App({ store }: { store: CockpitStore }) {
     if (id && route.tools) content = <ToolPane store={store} sessionID={id} onClose={() => go({ sessionID: id })} />;
     else if (id) content = <SessionPane store={store} sessionID={id} panes={1} onBack={() => go({})} toolsOpen={false} />;
     else if (route.dashboard) content = <Dashboard store={store} onBack={() => go({})} />;
-    else if (route.inbox) content = <Inbox store={store} onBack={() => go({})} />;
+    else if (route.inbox) content = <Inbox store={store} fleet={fleet} onBack={() => go({})} />;
     else content = <SessionList store={store} selected={null} />;
   } else if (panes === 2) {
     // Two panes: list + session; opening the tool pane collapses the list.
@@ -53,7 +56,7 @@ export function App({ store }: { store: CockpitStore }) {
         {id ? (
           <SessionPane store={store} sessionID={id} panes={2} toolsOpen={showTools} />
         ) : route.inbox ? (
-          <Inbox store={store} />
+          <Inbox store={store} fleet={fleet} />
         ) : (
           <Dashboard store={store} />
         )}
@@ -81,7 +84,7 @@ export function App({ store }: { store: CockpitStore }) {
             onToggleTools={() => setToolsCollapsed(!toolsCollapsed)}
           />
         ) : route.inbox ? (
-          <Inbox store={store} />
+          <Inbox store={store} fleet={fleet} />
         ) : (
           <Dashboard store={store} />
         )}

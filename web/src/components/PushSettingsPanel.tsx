@@ -2,7 +2,7 @@
  *  "A session needs you"; tapping it opens the session. */
 import { useEffect, useState } from "preact/hooks";
 
-import { disablePush, enablePush, pushSettings, pushSupport, quietHours } from "../offline/push";
+import { deviceTimeZone, disablePush, enablePush, pushSettings, pushSupport, quietHours } from "../offline/push";
 import type { PushSettings, QuietHours } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
 
@@ -10,11 +10,9 @@ function hhmm(minutes: number): string {
   return `${String(Math.floor(minutes / 60)).padStart(2, "0")}:${String(minutes % 60).padStart(2, "0")}`;
 }
 
-/** The window in this device's current zone (the host stored it with the offset of the day it was set). */
-function localWindow(q: QuietHours): [string, string] {
-  const shift = -new Date().getTimezoneOffset() - q.utcOffsetMinutes;
-  const at = (m: number) => hhmm((((m + shift) % 1440) + 1440) % 1440);
-  return [at(q.fromMinute), at(q.toMinute)];
+/** The window as stored: minutes on the clock of its time zone. */
+function storedWindow(q: QuietHours): [string, string] {
+  return [hhmm(q.fromMinute), hhmm(q.toMinute)];
 }
 
 export function PushSettingsPanel({ store }: { store: CockpitStore }) {
@@ -31,7 +29,7 @@ export function PushSettingsPanel({ store }: { store: CockpitStore }) {
       .then((s) => {
         setSettings(s);
         if (s.quietHours) {
-          const [f, t] = localWindow(s.quietHours);
+          const [f, t] = storedWindow(s.quietHours);
           setFrom(f);
           setTo(t);
           setQuiet(true);
@@ -65,6 +63,13 @@ export function PushSettingsPanel({ store }: { store: CockpitStore }) {
         Quiet hours from{" "}
         <input type="time" value={from} onChange={(e) => setFrom((e.target as HTMLInputElement).value)} disabled={!quiet} /> to{" "}
         <input type="time" value={to} onChange={(e) => setTo((e.target as HTMLInputElement).value)} disabled={!quiet} />
+        <span class="muted" data-testid="quiet-zone">
+          {" "}
+          ({settings?.quietHours && settings.quietHours.timeZone !== deviceTimeZone()
+            ? `${settings.quietHours.timeZone}; saving sets ${deviceTimeZone()}`
+            : deviceTimeZone()}
+          )
+        </span>
       </label>
       {error && <p class="error" role="alert">{error}</p>}
       <div class="actions">

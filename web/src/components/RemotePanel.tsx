@@ -3,6 +3,7 @@
  *  host through the relay, the hosts it paired with, to switch between them. */
 import { useEffect, useState } from "preact/hooks";
 
+import { hostLabel } from "../remote/fleet";
 import { type PairedHost, pairedHosts, setCurrentHost } from "../remote/hosts";
 import { type CockpitStore, errorText } from "../store";
 
@@ -55,7 +56,7 @@ function RemoteHosts({ current }: { current: string }) {
       <ul class="devices">
         {hosts.map((h) => (
           <li key={h.hostID} data-testid="remote-host" data-current={h.hostID === current ? "yes" : "no"}>
-            <strong>{h.name}</strong> <span class="muted">{h.hostID.slice(0, 12)}… via {h.relay}</span>
+            <strong>{hostLabel(h)}</strong> <span class="muted">via {h.relay}, this device named “{h.name}” there</span>
             {h.hostID === current ? (
               <span class="badge"> this one</span>
             ) : (

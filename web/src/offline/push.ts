@@ -36,11 +36,21 @@ export function minutes(hhmm: string): number | null {
   return h < 24 && min < 60 ? h * 60 + min : null;
 }
 
-/** Quiet hours from two "HH:MM" times in this device's current time zone (null: none). */
-export function quietHours(from: string, to: string): QuietHours | null {
+/** This device's IANA time zone ("Europe/Berlin"); "UTC" when the browser names none. */
+export function deviceTimeZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  } catch {
+    return "UTC";
+  }
+}
+
+/** Quiet hours from two "HH:MM" times on this device's clock (null: none). They go with the
+ *  device's time zone, in which the host evaluates them: they follow daylight saving. */
+export function quietHours(from: string, to: string, timeZone = deviceTimeZone()): QuietHours | null {
   const [f, t] = [minutes(from), minutes(to)];
   if (f === null || t === null || f === t) return null;
-  return { fromMinute: f, toMinute: t, utcOffsetMinutes: -new Date().getTimezoneOffset() };
+  return { fromMinute: f, toMinute: t, timeZone };
 }
 
 /** Asks for permission, subscribes this browser and tells the host. */

@@ -1,6 +1,7 @@
 /** Registers the service worker (`/sw.js`, scope `/`) and applies updates predictably: a new
  *  version found while a page is open waits; one already waiting when a page starts takes over
- *  at once (nothing was done on that page yet). A page refused by the host for its protocol
+ *  at once when that page is the app's only window (nothing was done on it yet), else it waits
+ *  for the next lone open. A page refused by the host for its protocol
  *  version looks for a newer app, takes it and reloads — or says clearly that there is none. */
 
 let registration: ServiceWorkerRegistration | null = null;
@@ -8,9 +9,22 @@ let registering: Promise<ServiceWorkerRegistration | null> = Promise.resolve(nul
 /** How long to wait for a newer app after a protocol refusal. */
 const UPDATE_WAIT_MS = 15_000;
 
-function takeOver(worker: ServiceWorker): void {
-  navigator.serviceWorker.addEventListener("controllerchange", () => location.reload(), { once: true });
-  worker.postMessage({ type: "skipWaiting" });
+/** Asks the waiting worker to take over and reloads into it when it does. It declines when
+ *  another window of the app is open (that one may be mid-action) unless `force`d: then this
+ *  page goes on with its version and stops listening, so a later switch never reloads it. */
+function takeOver(worker: ServiceWorker, force = false): void {
+  const sw = navigator.serviceWorker;
+  const reload = () => location.reload();
+  const declined = (e: MessageEvent) => {
+    const data = e.data as { type?: string; declined?: string } | null;
+    if (data?.type !== "skipWaiting" || !data.declined) return;
+    sw.removeEventListener("controllerchange", reload);
+    sw.removeEventListener("message", declined);
+    console.info(`the new version waits: ${data.declined}`);
+  };
+  sw.addEventListener("controllerchange", reload, { once: true });
+  sw.addEventListener("message", declined);
+  worker.postMessage({ type: "skipWaiting", force });
 }
 
 export function registerWorker(): Promise<ServiceWorkerRegistration | null> {
@@ -56,7 +70,8 @@ export async function updateForProtocol(): Promise<boolean> {
     const ready = () => {
       if (next.state === "installed" || next.state === "activated") {
         clearTimeout(timer);
-        takeOver(next);
+        // Every window of this version is refused by the host: none can be mid-action.
+        takeOver(next, true);
         resolve(true);
       } else if (next.state === "redundant") {
         clearTimeout(timer);

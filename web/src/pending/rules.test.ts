@@ -97,6 +97,11 @@ describe("other actions", () => {
     const switched = [ev({ type: "sessionStarted", backendSessionID: "conv-9", cwd: "/w", model: "m", toolNames: [] })];
     expect(verdict(input("resume"), view(switched))).toMatchObject({ state: "conflict", reason: expect.stringMatching(/resumed elsewhere/) });
     expect(verdict(input("resume"), view([]))).toEqual({ send: true });
+    // The other client's message that resumed it comes first; the switch is still the reason.
+    const resumedElsewhere = [text("userText", "laptop resumed it"), ...switched];
+    expect(verdict(input("resume"), view(resumedElsewhere))).toMatchObject({ state: "conflict", reason: expect.stringMatching(/resumed elsewhere/) });
+    // Same conversation resumed elsewhere: a conflict for the message, as for any input.
+    expect(verdict(input("resume"), view([text("userText", "laptop resumed it")]))).toMatchObject({ reason: expect.stringMatching(/someone else/i) });
   });
 
   it("rename is latest-wins unless the session is gone", () => {

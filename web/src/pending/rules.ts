@@ -145,7 +145,14 @@ export function verdict(action: PendingAction, host: HostView): Verdict {
     case "resume": {
       if (!host.sessionExists(action.sessionID)) return failed("The session no longer exists.");
       const own = host.ownTexts(action.sessionID);
-      for (const event of host.eventsSince(action.sessionID, action.baseSeq)) {
+      const since = host.eventsSince(action.sessionID, action.baseSeq);
+      // A resume is about the conversation: that it changed is the reason to give, even when
+      // the other client's message that resumed it came first.
+      if (action.kind === "resume") {
+        const switched = since.find((e) => e.kind.type === "sessionStarted" && inputConflict(e, "resume", own, action.backendSessionID));
+        if (switched) return conflict(inputConflict(switched, "resume", own, action.backendSessionID) ?? "");
+      }
+      for (const event of since) {
         const why = inputConflict(event, action.kind, own, action.backendSessionID);
         if (why) return conflict(why);
       }

@@ -43,6 +43,7 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
       hostID: link.hostID,
       hostKey: link.hostKey,
       name: link.name,
+      hostName: link.hostName,
       lan: link.lan,
       pairedAt: Date.now(),
       privateKey: key.privateKey,
@@ -70,7 +71,12 @@ export async function remoteDialer(): Promise<RemoteDialer | null> {
   const hosts = await pairedHosts();
   const current = currentHostID();
   const host = hosts.find((h) => h.hostID === current) ?? hosts[0];
-  if (!host) return null;
+  return host ? dialerFor(host) : null;
+}
+
+/** The dialer of a host paired before: a fresh IK handshake per connection, over its direct
+ *  address or the relay. The page's host uses it, and so does the inbox for every other one. */
+export function dialerFor(host: PairedHost): RemoteDialer {
   const key = webCryptoStaticKey(host.privateKey, host.publicKey);
   const route = routes(host);
   return {

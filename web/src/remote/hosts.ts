@@ -13,6 +13,8 @@ export interface PairedHost extends RemoteHost {
   lan?: string[];
   /** The name the host recorded this device under. */
   name: string;
+  /** The host's machine name, from the pairing link (hosts paired before it have none). */
+  hostName?: string;
   pairedAt: number;
   /** This device's key for that host. */
   privateKey: CryptoKey;

@@ -1,4 +1,4 @@
-// A pairing link (`nucleic pair`): `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>[&l=<lan>…]`,
+// A pairing link (`nucleic pair`): `<app>/#pair&r=<relay>&h=<host id>&k=<host key>&s=<secret>&n=<name>[&l=<lan>…][&m=<machine>]`,
 // keys in base64url. Everything is in the fragment, which a browser never sends to a server.
 
 export interface PairingLink {
@@ -9,6 +9,8 @@ export interface PairingLink {
   name: string;
   /** The host's direct (LAN or tunnel) addresses, `ws://…`, if it listens on one. */
   lan: string[];
+  /** The host's machine name (to tell several hosts apart), if the link carried one. */
+  hostName?: string;
 }
 
 export function fromBase64Url(s: string): Uint8Array {
@@ -36,7 +38,9 @@ export function parsePairingLink(hash: string): PairingLink | null {
     if (!/^wss?:\/\/[^\s]+$/.test(relay) || !/^[0-9a-f]{64}$/.test(hostID)) return null;
     if (hostKey.length !== 32 || secret.length !== 32) return null;
     const lan = p.getAll("l").filter((l) => /^wss?:\/\/[^\s/]+$/.test(l));
-    return { relay, hostID, hostKey, secret, name: p.get("n") ?? "paired device", lan };
+    // Shown as text only; bounded and without control characters all the same.
+    const machine = (p.get("m") ?? "").replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 64);
+    return { relay, hostID, hostKey, secret, name: p.get("n") ?? "paired device", lan, ...(machine ? { hostName: machine } : {}) };
   } catch {
     return null;
   }

@@ -18,6 +18,9 @@ describe("pairing links", () => {
     expect(l.lan).toEqual([]);
     const withLan = parsePairingLink(`${good}&l=ws%3A%2F%2F192.168.1.5%3A7879&l=javascript%3Aalert(1)&l=ws%3A%2F%2Fbox.tail.ts.net`)!;
     expect(withLan.lan).toEqual(["ws://192.168.1.5:7879", "ws://box.tail.ts.net"]);
+    expect(l.hostName).toBeUndefined();
+    expect(parsePairingLink(`${good}&m=studio%20box`)!.hostName).toBe("studio box");
+    expect(parsePairingLink(`${good}&m=a%1B%5B31mb%0A${"x".repeat(100)}`)!.hostName).toBe(`a[31mb${"x".repeat(58)}`);
   });
 
   it("refuses malformed links", () => {

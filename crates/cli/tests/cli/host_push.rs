@@ -25,7 +25,7 @@ fn quiet_now() -> QuietHours {
     QuietHours {
         from_minute: (minute + 1440 - 60) % 1440,
         to_minute: (minute + 60) % 1440,
-        utc_offset_minutes: 0,
+        time_zone: "UTC".into(),
     }
 }
 

@@ -142,6 +142,7 @@ impl Remote {
             secret,
             name: name.to_owned(),
             lan: self.config.lan.clone(),
+            host_name: pairing::machine_name(),
         })
     }
 }

@@ -34,7 +34,7 @@ async fn a_device_subscribes_with_quiet_hours_and_revoking_it_drops_the_subscrip
     assert_eq!(std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777, 0o600);
 
     let keys = BrowserKeys::generate().unwrap();
-    let quiet = json!({"fromMinute": 1320, "toMinute": 420, "utcOffsetMinutes": 60});
+    let quiet = json!({"fromMinute": 1320, "toMinute": 420, "timeZone": "Europe/Berlin"});
     send(
         &mut socket,
         json!({"type": "setPush", "messageID": "s1", "subscription": subscription(&keys, "https://push.example/abc"), "quietHours": quiet}),
@@ -71,12 +71,27 @@ async fn a_device_subscribes_with_quiet_hours_and_revoking_it_drops_the_subscrip
         assert_eq!(reply["code"], "invalidRequest", "{reply}");
         assert!(reply["message"].as_str().unwrap().contains(why), "{reply}");
     }
-    send(
-        &mut socket,
-        json!({"type": "setPush", "messageID": "q", "subscription": subscription(&keys, "https://p/x"), "quietHours": {"fromMinute": 1440, "toMinute": 0, "utcOffsetMinutes": 0}}),
-    )
-    .await;
-    assert_eq!(recv(&mut socket).await["code"], "invalidRequest");
+    let bad_hours = [
+        (json!({"fromMinute": 1440, "toMinute": 0, "timeZone": "UTC"}), "0 to 1439"),
+        (
+            json!({"fromMinute": 60, "toMinute": 120, "timeZone": "Mars/Olympus_Mons"}),
+            "unknown time zone \"Mars/Olympus_Mons\"",
+        ),
+        (
+            json!({"fromMinute": 60, "toMinute": 120, "timeZone": "../../etc/passwd"}),
+            "not an IANA time zone name",
+        ),
+    ];
+    for (i, (hours, why)) in bad_hours.into_iter().enumerate() {
+        send(
+            &mut socket,
+            json!({"type": "setPush", "messageID": format!("q{i}"), "subscription": subscription(&keys, "https://p/x"), "quietHours": hours}),
+        )
+        .await;
+        let reply = recv(&mut socket).await;
+        assert_eq!(reply["code"], "invalidRequest", "{reply}");
+        assert!(reply["message"].as_str().unwrap().contains(why), "{reply}");
+    }
     assert_eq!(
         s.host.push_settings(&phone.id).await.unwrap().quiet_hours.map(|q| q.from_minute),
         Some(1320)

@@ -1,0 +1,106 @@
+/** Every host this device knows, at once, for the one inbox and the app badge: the page's own
+ *  store (the host it is connected to, through the relay or on the host's own origin) and one
+ *  more connection per other remembered host (its direct address or the relay, a fresh IK
+ *  handshake each time). Each host's approvals are answered over that host's own channel. */
+import { useEffect, useState } from "preact/hooks";
+
+import { MemoryStorage } from "../pending/storage";
+import { CockpitStore } from "../store";
+import { dialerFor } from "./boot";
+import { type PairedHost, pairedHosts } from "./hosts";
+
+/** A host's id for the page's own-origin host (it has no relay identity in the page). */
+export const LOCAL_HOST = "local";
+
+export interface FleetHost {
+  /** The relay host id, or [`LOCAL_HOST`]. */
+  hostID: string;
+  /** How the inbox names it. */
+  label: string;
+  store: CockpitStore;
+  /** The host the page itself is connected to. */
+  primary: boolean;
+}
+
+/** A short, readable name for a paired host: its machine name when the link carried one, and
+ *  the start of its id (two hosts on one machine differ there). */
+export function hostLabel(h: Pick<PairedHost, "hostID"> & { hostName?: string }): string {
+  const id = h.hostID.slice(0, 8);
+  return h.hostName ? `${h.hostName} · ${id}` : `host ${id}`;
+}
+
+/** Whether a host is out of reach: tried and failed (not merely still connecting), or the
+ *  host no longer accepts this device. */
+export function reach(store: CockpitStore): "online" | "connecting" | "unreachable" | "signedOut" {
+  if (store.link === "online") return "online";
+  if (store.link === "signedOut") return "signedOut";
+  return store.offlineSince === null ? "connecting" : "unreachable";
+}
+
+/** The hosts whose requests are listed and counted: with several, those in reach (one out of
+ *  reach lists nothing it last knew — it may have been answered elsewhere since — and says so
+ *  instead); a lone host as before, its last-known state included. */
+export function listed(hosts: FleetHost[]): FleetHost[] {
+  return hosts.length > 1 ? hosts.filter((h) => reach(h.store) === "online") : hosts;
+}
+
+export class HostFleet {
+  readonly hosts: FleetHost[];
+  private listeners = new Set<() => void>();
+  private stops: (() => void)[] = [];
+  version = 0;
+
+  constructor(primary: CockpitStore) {
+    const host = primary.remote?.host;
+    this.hosts = [
+      { hostID: host?.hostID ?? LOCAL_HOST, label: host ? hostLabel(host) : "this host", store: primary, primary: true },
+    ];
+  }
+
+  /** Connects to every other remembered host (`make` opens a store for one; tests replace it). */
+  async start(make: (h: PairedHost) => CockpitStore = openStore): Promise<void> {
+    for (const paired of await pairedHosts()) {
+      if (this.hosts.some((h) => h.hostID === paired.hostID)) continue;
+      const store = make(paired);
+      this.add(paired.hostID, hostLabel(paired), store);
+      store.start();
+    }
+  }
+
+  /** Adds another host's store (started by the caller). */
+  add(hostID: string, label: string, store: CockpitStore): void {
+    this.hosts.push({ hostID, label, store, primary: false });
+    this.stops.push(store.subscribe(() => this.changed()));
+    this.changed();
+  }
+
+  /** Closes the connections to the other hosts. */
+  close(): void {
+    for (const stop of this.stops.splice(0)) stop();
+    for (const h of this.hosts) if (!h.primary) h.store.connection.close();
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    this.version++;
+    for (const l of this.listeners) l();
+  }
+}
+
+/** Another host's store: its own channel, and an offline queue in memory only (the persisted
+ *  one belongs to the page's host; approvals are never queued anyway). */
+function openStore(h: PairedHost): CockpitStore {
+  return new CockpitStore("", undefined, undefined, dialerFor(h), new MemoryStorage());
+}
+
+/** The fleet's hosts, re-rendering the caller when any of the other hosts' lists change (the
+ *  page's own store has `useStore`). A page without a fleet has its one host. */
+export function useFleet(fleet: HostFleet | undefined, store: CockpitStore): FleetHost[] {
+  const [, setV] = useState(0);
+  useEffect(() => fleet?.subscribe(() => setV(fleet.version)), [fleet]);
+  return fleet?.hosts ?? [{ hostID: store.remote?.host.hostID ?? LOCAL_HOST, label: "this host", store, primary: true }];
+}
