@@ -62,7 +62,9 @@ export class Bucket {
 
   take(n = 1): boolean {
     const now = Date.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.perSecond);
+    // Time only adds tokens: a wall clock stepped back (NTP, a corrected skew) must not drain the
+    // bucket, which would refuse the room for as long as the clock went back.
+    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.last) / 1000) * this.perSecond);
     this.last = now;
     if (this.tokens < n) return false;
     this.tokens -= n;

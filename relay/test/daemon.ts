@@ -1,7 +1,7 @@
 // A real `nucleic serve --relay` (target/debug/nucleic, built by `cargo build -p nucleic-cli`)
 // on a throwaway home and git repository, and a device speaking the sync protocol to it through
 // the relay inside the Noise channel (web/src/remote/socket.ts), as the cockpit does.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, readlinkSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -70,7 +70,7 @@ export class Daemon {
     return d;
   }
 
-  relayStatus(): { relay: string; state: string; devices: number; lastError?: string; retryInMs?: number; attempts: number } | null {
+  relayStatus(): { relay: string; state: string; devices: number; lastError?: string; retryInMs?: number; attempts: number; since: number } | null {
     try {
       return JSON.parse(readFileSync(path.join(this.home, "relay-status.json"), "utf8"));
     } catch {
@@ -84,6 +84,13 @@ export class Daemon {
 
   cli(...args: string[]): string {
     return execFileSync(NUCLEIC, args, { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 15_000 });
+  }
+
+  /** `nucleic doctor`'s output, whatever its verdict (it exits 1 when a required tool is missing). */
+  doctor(): string {
+    const r = spawnSync(NUCLEIC, ["doctor"], { env: { ...process.env, NUCLEIC_HOME: this.home }, encoding: "utf8", timeout: 30_000 });
+    if (r.error) throw r.error;
+    return r.stdout;
   }
 
   /** The loopback origin of a daemon started with TCP. */
@@ -137,6 +144,9 @@ type Message = Record<string, any>;
 export class Device {
   socket: ChannelSocket | null = null;
   closed: { code: number; reason: string } | null = null;
+  /** The raw WebSocket of the last open(), and the close code the relay gave it. */
+  raw: WebSocket | null = null;
+  rawClose: number | null = null;
   closedAt = 0;
   readonly events = new Map<string, Message[]>();
   readonly received: Message[] = [];
@@ -147,6 +157,9 @@ export class Device {
   /** The WebSocket class the channel dials with (a `wss://` relay with a test CA needs one that
    *  passes it). */
   webSocket: RawSocketCtor = WebSocket as unknown as RawSocketCtor;
+  /** How long the channel waits for anything from the host before giving up on it (the
+   *  cockpit's default when unset). */
+  silenceMs: number | undefined = undefined;
 
   constructor(
     readonly key: StaticKey,
@@ -163,7 +176,18 @@ export class Device {
   /** Opens the channel (pairing or reconnect) and says hello; rejects with the close reason. */
   async open(opening: Opening, host: RemoteHost = this.host): Promise<void> {
     this.closed = null;
-    const s = new ChannelSocket(host, this.key, opening, this.webSocket);
+    this.rawClose = null;
+    const device = this;
+    const Base = this.webSocket as unknown as typeof WebSocket;
+    // The raw WebSocket under the channel, kept to make the device fall silent (sleep()).
+    class Tapped extends Base {
+      constructor(url: string) {
+        super(url);
+        device.raw = this;
+        this.on("close", (code) => (device.rawClose = code));
+      }
+    }
+    const s = new ChannelSocket(host, this.key, opening, Tapped as unknown as RawSocketCtor, { silenceMs: this.silenceMs });
     this.socket = s;
     s.onmessage = (m) => this.receive(JSON.parse(m.data));
     s.onclose = (e) => {
@@ -186,6 +210,20 @@ export class Device {
 
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** A phone put to sleep: its app stops reading and writing, and no close frame or FIN is
+   * sent. The kernel still acknowledges what arrives (as a suspended phone's OS does) until its
+   * buffer fills; nothing reaches the page, so it answers no ping. */
+  sleep(): void {
+    const tcp = (this.raw as unknown as { _socket?: { pause(): void } })._socket;
+    if (!tcp) throw new Error("sleep: the device has no open socket");
+    tcp.pause();
+  }
+
+  /** Back from sleep: what the socket buffered meanwhile is read now. */
+  awake(): void {
+    (this.raw as unknown as { _socket?: { resume(): void } })._socket?.resume();
   }
 
   private receive(m: Message): void {

@@ -2,13 +2,13 @@
 // host writing an event and a device receiving it (relay vs a direct loopback WebSocket), the
 // catch-up of a 20,000-event session through the relay vs direct, and the relay's memory per
 // idle connected host. Off by default: `NUCLEIC_BENCH=1 npm --prefix relay test -- test/remote.bench.test.ts`.
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 
 import { expect, it } from "vitest";
 import WebSocket from "ws";
 
 import { Daemon, Device, until } from "./daemon";
-import { Relay, readyHost, hostKey } from "./support";
+import { Client, Relay, childWorkerds, data, hostKey, parse, readyHost } from "./support";
 
 const on = process.env.NUCLEIC_BENCH === "1";
 
@@ -38,56 +38,116 @@ function rssKiB(pid: number): number {
   return m ? Number(m[1]) : 0;
 }
 
-function workerdPids(): number[] {
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("workerd");
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+/** The relay's own forwarding, timed on one clock: a test host sends a ~400-byte frame every
+ * `paceMs` to a device stream; each arrival at the device is noted into `into`. */
+async function relayAlone(relay: Relay, into: number[], paceMs: number): Promise<{ stop: () => void }> {
+  const key = await hostKey();
+  const host = await readyHost(relay, key);
+  const dev = await Client.connect(relay.url(`/v1/rooms/${key.room}/device`));
+  const stream = parse(await host.next("the device's OPEN")).stream;
+  const sent = new Map<number, number>();
+  dev.ws.on("message", (b: Buffer) => {
+    const t = sent.get(b.readUInt32BE(0));
+    if (t !== undefined) into.push(performance.now() - t);
+  });
+  let n = 0;
+  const timer = setInterval(() => {
+    const payload = new Uint8Array(400);
+    new DataView(payload.buffer).setUint32(0, ++n);
+    sent.set(n, performance.now());
+    host.send(data(stream, payload));
+  }, paceMs);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      dev.close();
+      host.close();
+    },
+  };
 }
 
 it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per idle host", async () => {
   const relay = await Relay.start({ record: false });
-  const daemon = await Daemon.start(relay.url(""));
+  const daemon = await Daemon.start(relay.url(""), { lan: ["--lan", "127.0.0.1:0"] });
   try {
-    const { device, secret } = Device.fromLink(JSON.parse(daemon.cli("pair", "--json")).link);
+    const pairing = JSON.parse(daemon.cli("pair", "--json"));
+    const { device, secret } = Device.fromLink(pairing.link);
     await device.open({ mode: "pair", secret });
+    // The same device also on the host's LAN listener: the same Noise channel and host code,
+    // without the relay — what the host's channel adds, apart from what the relay adds.
+    const lan = new Device(device.key, { ...device.host, direct: (pairing.lan as string[])[0] });
+    await lan.open({ mode: "connect" });
     const project = await device.ok({ type: "intent", intent: { kind: "addProject", path: daemon.repo } });
     const start = async (prompt: string) =>
       (await device.ok({ type: "intent", intent: { kind: "newSession", projectID: project.result.projectID, prompt, backend: "simulated", permissionMode: "default" } }))
         .result.sessionID as string;
 
-    // Latency: a paced stream (one delta every 250 ms), both paths subscribed at once; each
-    // event's arrival against its `at` (written by the host when it read the agent's line).
+    // Latency: a stream of text deltas, all paths subscribed at once; each event's arrival
+    // against its `at` (written by the host when it read the agent's line). Twice: paced one
+    // delta every 250 ms, then `brisk`, one every 25 ms (a model's token pace: the connection
+    // never idles long enough for the kernel to ACK at once, where Nagle's algorithm bites).
+    // Hops apart, at the same time: the channel on the LAN listener (no relay), the relay alone (a node host client → workerd → a node
+    // device client, a frame of an event's size at the same pace, one clock), and the device's
+    // own work (raw frame in → events out of decrypt, reassembly and JSON).
     const d = await direct(daemon);
-    const paced = await start("stream 120");
-    const lat = { relay: [] as number[], direct: [] as number[] };
-    const note = (into: number[]) => (events: any[]) => {
-      const now = Date.now();
-      for (const e of events) if (e.kind.type === "assistantText") into.push(now - Date.parse(e.at));
+    const rawTimes: number[] = [];
+    let rawAt = 0;
+    device.raw!.on("message", () => rawTimes.push((rawAt = performance.now())));
+    const measure = async (prompt: string, paceMs: number, within: number) => {
+      const session = await start(prompt);
+      const lat = { relay: [] as number[], lanChannel: [] as number[], direct: [] as number[], relayAlone: [] as number[], deviceWork: [] as number[] };
+      const alone = await relayAlone(relay, lat.relayAlone, paceMs);
+      const note = (into: number[]) => (events: any[]) => {
+        const now = Date.now();
+        for (const e of events) if (e.kind.type === "assistantText") into.push(now - Date.parse(e.at));
+      };
+      const onDirect = note(lat.direct);
+      d.got = (m) => {
+        if (m.type === "events" && m.sessionID === session) onDirect(m.events);
+        if (m.type === "event" && m.event.sessionID === session) onDirect([m.event]);
+      };
+      const onRelay = note(lat.relay);
+      const onLan = note(lat.lanChannel);
+      lan.onEvents = (id, events) => id === session && onLan(events);
+      device.onEvents = (id, events) => {
+        if (id !== session) return;
+        lat.deviceWork.push(performance.now() - rawAt);
+        onRelay(events);
+      };
+      d.ws.send(JSON.stringify({ type: "subscribe", messageID: `s-${session}`, sessionID: session, fromSeq: 1, verbosity: "full" }));
+      // Each client also sends a request every 500 ms, as a phone in use does (each frame from a
+      // device crosses the host's relay loop, which once wrote its status file with an fsync).
+      let asked = 0;
+      const chatter = setInterval(() => {
+        asked++;
+        void device.request({ type: "listProjects" }).catch(() => {});
+        void lan.request({ type: "listProjects" }).catch(() => {});
+        d.ws.send(JSON.stringify({ type: "listProjects", messageID: `c-${asked}` }));
+      }, 500);
+      await device.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
+      await lan.ok({ type: "subscribe", sessionID: session, fromSeq: 1, verbosity: "full" });
+      await device.wait(`the turn of ${prompt}`, within, () => device.events.get(session)?.find((e) => e.kind.type === "turnCompleted"));
+      await until("the other paths' last events", 5000, () => lat.direct.length >= lat.relay.length && lat.lanChannel.length >= lat.relay.length);
+      clearInterval(chatter);
+      device.onEvents = null;
+      lan.onEvents = null;
+      d.got = () => {};
+      alone.stop();
+      // `at` has millisecond resolution: the end-to-end figures are ±1 ms.
+      const fig = (xs: number[]) => ({ n: xs.length, p50: +pct(xs, 50).toFixed(1), p90: +pct(xs, 90).toFixed(1), p99: +pct(xs, 99).toFixed(1), max: +Math.max(...xs).toFixed(1) });
+      return {
+        raw: lat,
+        figures: { relay: fig(lat.relay), lanChannel: fig(lat.lanChannel), direct: fig(lat.direct), relayAlone: fig(lat.relayAlone), deviceWork: fig(lat.deviceWork) },
+      };
     };
-    const onDirect = note(lat.direct);
-    d.got = (m) => {
-      if (m.type === "events") onDirect(m.events);
-      if (m.type === "event") onDirect([m.event]);
-    };
-    const onRelay = note(lat.relay);
-    device.onEvents = (session, events) => session === paced && onRelay(events);
-    d.ws.send(JSON.stringify({ type: "subscribe", messageID: "s1", sessionID: paced, fromSeq: 1, verbosity: "full" }));
-    await device.ok({ type: "subscribe", sessionID: paced, fromSeq: 1, verbosity: "full" });
-    await device.wait("the paced turn", 90_000, () => device.events.get(paced)?.find((e) => e.kind.type === "turnCompleted"));
-    device.onEvents = null;
-    // `at` has millisecond resolution: each figure is ±1 ms.
+    const deltas = Number(process.env.NUCLEIC_BENCH_DELTAS ?? 400);
+    const paced = await measure(`stream ${deltas}`, 250, 60_000 + deltas * 400);
+    const brisk = await measure(`stream ${deltas * 10} brisk`, 25, 60_000 + deltas * 10 * 50);
+    if (process.env.NUCLEIC_BENCH_DUMP) writeFileSync(process.env.NUCLEIC_BENCH_DUMP, JSON.stringify({ paced: paced.raw, brisk: brisk.raw, rawTimes }));
     const report = {
-      latency: {
-        relay: { n: lat.relay.length, p50: pct(lat.relay, 50), p99: pct(lat.relay, 99) },
-        direct: { n: lat.direct.length, p50: pct(lat.direct, 50), p99: pct(lat.direct, 99) },
-      },
+      loadavg: readFileSync("/proc/loadavg", "utf8").trim(),
+      latencyPaced250ms: paced.figures,
+      latencyBrisk25ms: brisk.figures,
     } as any;
 
     // Catch-up: a 20,000-event session read from seq 1, relay vs direct.
@@ -117,14 +177,17 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
     const viaDirect = performance.now() - t1;
     report.catchUp = { events: last, relayMs: Math.round(viaRelay), directMs: Math.round(viaDirect), ratio: +(viaDirect / viaRelay).toFixed(2) };
     d.ws.close();
+    lan.socket!.close();
 
     // Memory: 50 idle hosts connected to the relay.
-    const pids = workerdPids();
+    const pids = childWorkerds();
+    expect(pids.length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 2000));
     const before = pids.reduce((a, p) => a + rssKiB(p), 0);
     const hosts = [];
     for (let i = 0; i < 50; i++) hosts.push(await readyHost(relay, await hostKey()));
     await new Promise((r) => setTimeout(r, 2000));
-    const after = workerdPids().reduce((a, p) => a + rssKiB(p), 0);
+    const after = childWorkerds().reduce((a, p) => a + rssKiB(p), 0);
     report.relayMemory = { idleHosts: 50, kibPerHost: Math.round((after - before) / 50), workerdRssKiB: after };
     for (const h of hosts) h.close();
     console.log(JSON.stringify(report, null, 2));
@@ -133,4 +196,4 @@ it.runIf(on)("relay vs direct: added latency, 20,000-event catch-up, memory per 
     await daemon.stop();
     await relay.stop();
   }
-}, 600_000);
+}, 900_000);

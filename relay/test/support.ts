@@ -3,6 +3,7 @@
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import WebSocket from "ws";
+import { readFileSync, readdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -104,6 +105,15 @@ export class Relay {
     this.mf = next.mf;
   }
 
+  /** Kills the relay's workerd with SIGKILL — no close frames, as a crash or a lost machine
+   * would — then lets miniflare clean up what is left. `restart()` brings it back. */
+  async kill(): Promise<void> {
+    const pids = childWorkerds();
+    if (pids.length === 0) throw new Error("kill: no workerd child of this process");
+    for (const pid of pids) process.kill(pid, "SIGKILL");
+    await this.mf.dispose().catch(() => {});
+  }
+
   async frames(room: string): Promise<{ direction: string; stream: number; base64: string }[]> {
     const r = await fetch(`http://127.0.0.1:${this.port}/v1/rooms/${room}/debug/frames`);
     if (r.status !== 200) throw new Error(`debug/frames: ${r.status}`);
@@ -126,6 +136,21 @@ export class Relay {
   stop(): Promise<void> {
     return this.mf.dispose();
   }
+}
+
+/** The workerd processes this process started (miniflare spawns them directly). */
+export function childWorkerds(): number[] {
+  const out: number[] = [];
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${p}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
+      if (ppid === process.pid && readFileSync(`/proc/${p}/cmdline`, "utf8").includes("workerd")) out.push(Number(p));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
 
 /** A WebSocket client with a queue of received frames and the close code. */

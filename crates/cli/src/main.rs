@@ -22,6 +22,7 @@ mod rules;
 mod run;
 mod serve;
 mod signals;
+mod tuning;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -81,9 +81,6 @@ pub struct RemoteArgs {
     pub allow_host: Vec<String>,
 }
 
-/// The longest wait between two attempts to reach the relay.
-const RELAY_MAX_BACKOFF: Duration = Duration::from_secs(30);
-
 /// Runs the daemon until Ctrl-C or SIGTERM.
 pub async fn serve(
     home: PathBuf,
@@ -97,6 +94,8 @@ pub async fn serve(
             "nucleic: warning: serving on {bind}, reachable beyond this machine (token still required)"
         );
     }
+    let limits = crate::tuning::server_limits()?;
+    let max_backoff = crate::tuning::relay_max_backoff()?;
     let mut signals = StopSignals::install().context("cannot catch SIGINT / SIGTERM")?;
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .context("cannot catch SIGHUP")?;
@@ -142,7 +141,7 @@ pub async fn serve(
             (Listening::Unix(listener), SocketAddr::from(([127, 0, 0, 1], 0)), Some(path))
         }
     };
-    let mut state = AppState::new(Arc::clone(&host), addr);
+    let mut state = AppState::new(Arc::clone(&host), addr).with_limits(limits);
     let mut lan = None;
     if let Some(remote) = remote {
         let mut direct = Vec::new();
@@ -163,7 +162,7 @@ pub async fn serve(
             relay: remote.relay,
             app: remote.app_url,
             home: home.clone(),
-            max_backoff: RELAY_MAX_BACKOFF,
+            max_backoff,
             lan: direct,
             relay_ca: remote.relay_ca,
             allow_plain_relay: remote.allow_plain_relay,

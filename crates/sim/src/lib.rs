@@ -31,7 +31,8 @@
 //!   the agent sleep 200 ms between stream chunks (for interrupt tests).
 //! * `stream N` anywhere opens the reply with a long narration streamed as N text deltas,
 //!   one every 250 ms (`stream 2400` streams for ten minutes; demos and reconnect tests); with
-//!   the word `fast` too, without pauses (`stream 20000 fast`: a long transcript in seconds).
+//!   the word `fast` too, without pauses (`stream 20000 fast`: a long transcript in seconds);
+//!   with `brisk`, one every 25 ms (a model's token pace, for latency benches).
 //! * All tool calls of a prompt go in one assistant message (one `assistant` line per block,
 //!   sharing `message.id`), after a text block "I'll write a.txt. Then I'll run `ls`.".
 //!   After the tool results comes a final message "Done." (or "Done, with N denied.

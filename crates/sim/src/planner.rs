@@ -77,6 +77,9 @@ pub struct Plan {
     pub stream: Option<usize>,
     /// `fast`: no pause between the deltas of `stream N` (long transcripts quickly).
     pub fast: bool,
+    /// `brisk`: the deltas of `stream N` come every
+    /// [`STREAM_BRISK_DELAY`](crate::stream::STREAM_BRISK_DELAY), a real model's token pace.
+    pub brisk: bool,
     /// The tool calls, in order. Empty means a plain text reply.
     pub actions: Vec<Action>,
     /// `say TEXT`: what the final message claims after "Done." (e.g. "All tests pass.").
@@ -172,7 +175,8 @@ pub fn plan(prompt: &str) -> Plan {
     });
     let actions = steps.into_iter().filter_map(parse_step).collect();
     let fast = words.iter().any(|w| w == "fast");
-    Plan { think, slow, stream, fast, actions, claim, prompt }
+    let brisk = words.iter().any(|w| w == "brisk");
+    Plan { think, slow, stream, fast, brisk, actions, claim, prompt }
 }
 
 /// Splits on ` then ` (any case), keeping the original text of each step.
@@ -369,6 +373,7 @@ mod tests {
         assert_eq!(plan("stream the logs").stream, None);
         assert_eq!(plan("stream 0").stream, None);
         assert!(plan("stream 20000, fast").fast && !plan("stream 5").fast);
+        assert!(plan("stream 400 brisk").brisk && !plan("stream 400").brisk);
         assert_eq!(plan("stream 999999999").stream, Some(MAX_STREAM_DELTAS));
     }
 

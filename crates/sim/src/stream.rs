@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 pub const SLOW_CHUNK_DELAY: Duration = Duration::from_millis(200);
 /// Delay between the text deltas of a `stream N` reply.
 pub const STREAM_DELTA_DELAY: Duration = Duration::from_millis(250);
+/// The same with the word `brisk` (about a model's token pace: latency benches).
+pub const STREAM_BRISK_DELAY: Duration = Duration::from_millis(25);
 
 /// One content block of a simulated assistant message.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +123,8 @@ pub struct TurnState {
     pub stream: Option<usize>,
     /// `fast`: those deltas come without a pause.
     pub fast: bool,
+    /// `brisk`: those deltas come every [`STREAM_BRISK_DELAY`].
+    pub brisk: bool,
     /// `permission_denials` entries.
     pub denials: Vec<Value>,
 }
@@ -141,7 +145,7 @@ impl<W: Write> Session<W> {
         if st.slow && !first {
             self.wait(SLOW_CHUNK_DELAY)?;
         } else if paced && !first {
-            self.wait(STREAM_DELTA_DELAY)?;
+            self.wait(if st.brisk { STREAM_BRISK_DELAY } else { STREAM_DELTA_DELAY })?;
         } else {
             self.drain()?;
         }

@@ -38,6 +38,7 @@ impl<W: Write> Session<W> {
             slow: plan.slow,
             stream: plan.stream,
             fast: plan.fast,
+            brisk: plan.brisk,
             denials: Vec::new(),
         };
         if self.faults.malformed_stdout {

@@ -13,6 +13,13 @@ export const CLOSE_UNAUTHORIZED = 4401;
 /** The relay closes a device the host dropped with this code. */
 const CLOSED_BY_HOST = 4000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** The host pings inside every open channel (every 20 s by default): nothing at all for this long
+ * means the connection is dead though it may look open — a phone that slept while a NAT or the
+ * relay dropped it, the close never delivered. The channel is then closed so the page
+ * reconnects (a fresh handshake) and resumes from its cursors. */
+export const SILENCE_MS = 50_000;
+/** The close code of a channel given up for silence (the page reconnects). */
+export const CLOSE_SILENT = 4408;
 
 /** The parts of a WebSocket this uses (the browser's, or `ws` in node tests). */
 export interface RawSocket {
@@ -67,8 +74,17 @@ export class ChannelSocket {
   readonly accepted: Promise<boolean>;
   private settle: (ok: boolean) => void = () => {};
   private timer: ReturnType<typeof setTimeout>;
+  private silence: ReturnType<typeof setTimeout> | undefined;
+  private readonly silenceMs: number;
 
-  constructor(host: RemoteHost, key: StaticKey, opening: Opening, Ctor: RawSocketCtor = WebSocket as unknown as RawSocketCtor) {
+  constructor(
+    host: RemoteHost,
+    key: StaticKey,
+    opening: Opening,
+    Ctor: RawSocketCtor = WebSocket as unknown as RawSocketCtor,
+    options: { silenceMs?: number } = {},
+  ) {
+    this.silenceMs = options.silenceMs ?? SILENCE_MS;
     this.accepted = new Promise((resolve) => (this.settle = resolve));
     const p = prologue(host.hostID);
     this.handshake =
@@ -90,6 +106,7 @@ export class ChannelSocket {
     };
     let queue = Promise.resolve();
     this.ws.onmessage = (e) => {
+      if (this.readyState === ChannelSocket.OPEN) this.heardNow();
       const bytes = bytesOf(e.data);
       // Handshake steps are async (WebCrypto DH): keep frames in order.
       queue = queue.then(() => this.receive(bytes)).catch((err) => this.fail(4400, err instanceof Error ? err.message : String(err)));
@@ -114,6 +131,7 @@ export class ChannelSocket {
       this.handshakeHash = this.transport.handshakeHash;
       clearTimeout(this.timer);
       this.readyState = ChannelSocket.OPEN;
+      this.heardNow();
       this.onopen?.({});
       return;
     }
@@ -138,6 +156,12 @@ export class ChannelSocket {
         this.finish(this.closedWith);
         return;
     }
+  }
+
+  /** Something came from the host: the silence deadline starts again. */
+  private heardNow(): void {
+    clearTimeout(this.silence);
+    this.silence = setTimeout(() => this.fail(CLOSE_SILENT, `nothing from the host for ${Math.round(this.silenceMs / 1000)} s`), this.silenceMs);
   }
 
   private sendRaw(message: Uint8Array): void {
@@ -175,6 +199,7 @@ export class ChannelSocket {
   private finish(e: { code: number; reason: string }): void {
     if (this.readyState === ChannelSocket.CLOSED) return;
     clearTimeout(this.timer);
+    clearTimeout(this.silence);
     this.readyState = ChannelSocket.CLOSED;
     this.transport = null;
     this.settle(false);

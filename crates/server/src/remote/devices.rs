@@ -314,6 +314,9 @@ impl Devices {
 
     async fn drop_stream(&mut self, stream: u32, socket: &mut impl Carrier) -> Result<(), String> {
         self.conns.remove(&stream);
+        // Closed by the host (idle, malformed, revoked): doctor's count drops now, not at the
+        // relay's next frame.
+        self.note_count();
         Self::send_relay(socket, vec![self.streams.close(stream)]).await
     }
 

@@ -177,6 +177,44 @@ async fn next_frame(socket: &mut RelaySocket) -> Result<Option<RelayFrame>, Stri
 mod tests {
     use super::*;
 
+    /// A relay on loopback that challenges the host and accepts any answer.
+    async fn accepting_relay() -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let relay = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+            let mut challenge = vec![0x01];
+            challenge.extend_from_slice(&[7; 32]);
+            ws.send(Message::binary(challenge)).await.unwrap();
+            let _answer = ws.next().await;
+            ws.send(Message::binary(vec![0x03])).await.unwrap();
+            let _ = ws.next().await;
+        });
+        (url, relay)
+    }
+
+    #[tokio::test]
+    async fn the_relay_socket_has_nagle_off() {
+        let home = tempfile::tempdir().unwrap();
+        let (relay, _server) = accepting_relay().await;
+        let remote = Remote::new(super::super::RemoteConfig {
+            relay,
+            app: None,
+            home: home.path().to_owned(),
+            max_backoff: Duration::from_secs(1),
+            lan: Vec::new(),
+            relay_ca: None,
+            allow_plain_relay: false,
+        })
+        .unwrap();
+        let socket = dial(&remote).await.unwrap();
+        match socket.get_ref() {
+            super::super::dial::RelayStream::Plain(tcp) => assert!(tcp.nodelay().unwrap()),
+            super::super::dial::RelayStream::Tls(_) => panic!("a ws:// relay gave a TLS stream"),
+        }
+    }
+
     #[test]
     fn backoff_grows_and_stays_bounded() {
         let max = Duration::from_secs(30);
