@@ -150,6 +150,7 @@ impl Host {
                         fork: forked.is_some(),
                     },
                     prompt,
+                    trace: crate::start_trace::StartTrace::new(),
                 };
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))

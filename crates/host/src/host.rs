@@ -74,6 +74,8 @@ pub(crate) struct Launch {
     pub cwd: PathBuf,
     pub agent: AgentRequest,
     pub prompt: String,
+    /// Phases of the start, timed when `NUCLEIC_TRACE_START` is set.
+    pub trace: crate::start_trace::StartTrace,
 }
 
 impl Host {
@@ -342,11 +344,16 @@ impl Host {
         if self.gate.is_stopping() {
             return Err(stopping_error());
         }
+        let mut trace = crate::start_trace::StartTrace::new();
         let project = self.project(&request.project_id).await?;
         let root = PathBuf::from(&project.root);
         let repo = blocking(move || Repo::open(&root)).await?;
+        trace.mark("project");
         self.check_limits(&project, &repo).await?;
+        trace.mark("limits");
         let session_id = uuid::Uuid::new_v4().to_string();
+        // No pool refill until this session's agent has started (or this start failed).
+        let hold = self.hold_refill(&session_id);
         let title = request.title.clone().unwrap_or_else(|| title_from_prompt(&request.prompt));
         let slug = slug_for(&title, &session_id);
         let base_ref =
@@ -377,9 +384,11 @@ impl Host {
         // A backend that is not installed, or a mode it cannot map, is refused before any
         // worktree exists.
         agent_options(&self.config, backend, Path::new(&project.root), &agent)?;
+        trace.mark("options");
         // A warm worktree of the project's pool when one is ready at the base's tip;
         // otherwise (or when it cannot be taken) a new one, as without a pool.
         let pooled = self.take_pooled(&project, &repo, &base_ref, &spec.slug, &session_id).await;
+        let pooled_path = pooled.is_some();
         let made = match pooled {
             Some(worktree) => Ok(worktree),
             None => {
@@ -401,6 +410,7 @@ impl Host {
             }
             Err(e) => return Err(e.into()),
         };
+        trace.mark(if pooled_path { "worktree (pooled)" } else { "worktree (new)" });
         let created = SessionCreated {
             title,
             project_id: Some(project.id.clone()),
@@ -426,22 +436,28 @@ impl Host {
             cwd: worktree.path.clone(),
             agent,
             prompt: request.prompt.clone(),
+            trace,
         };
         let started = self.launch(launch).await;
-        // The pool refills behind a session only now (it may have taken a pooled worktree).
-        self.pools.wake();
+        // The pool refills behind the session (it may have taken a pooled worktree) once its
+        // agent has started.
+        match started.as_ref().ok().and_then(|s| self.live_handle(&s.session_id)) {
+            Some(session) => hold.release_when_started(session),
+            None => drop(hold),
+        }
         started
     }
 
     /// Starts the agent and the session's writer and follower, then sends the first prompt.
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
-        let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
+        let Launch { session_id, created, backend, cwd, agent, prompt, mut trace } = launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
         // Refused once the host is stopping; a shutdown waits for it until it is live.
         let starting = self.gate.enter()?;
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
+        trace.mark("transcript");
         let rules = self
             .session_rules(
                 &session_id,
@@ -452,6 +468,7 @@ impl Host {
                 agent.permission_mode.as_deref(),
             )
             .await;
+        trace.mark("policy");
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,
@@ -462,14 +479,21 @@ impl Host {
             policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
+        trace.mark("agent spawned");
         self.adopt(&session_id, &session, pid, 1).await?;
+        trace.mark("indexed");
         drop(starting);
         for problem in rules.problems {
             session.record(problem).await?;
         }
         self.turn_started(&session_id).await;
+        trace.mark("turn snapshot");
         session.send_user_text(&prompt).await?;
-        self.session_summary(&session_id).await
+        trace.mark("prompt sent");
+        let summary = self.session_summary(&session_id).await;
+        trace.mark("summary");
+        trace.finish(&session_id);
+        summary
     }
 
     /// Takes a freshly started writer into the host: folds what it has written from `from_seq`

@@ -33,6 +33,7 @@ mod rule_intents;
 pub mod rules;
 mod session_policy;
 mod shutdown;
+mod start_trace;
 mod turns;
 mod writing;
 
@@ -53,3 +54,4 @@ pub use recovery::RecoveryReport;
 pub use reply_turns::ReplyTurn;
 pub use review::NewComment;
 pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};
+pub use start_trace::TRACE_START_VARIABLE;

@@ -30,6 +30,12 @@ pub(crate) const TEND_EVERY: Duration = Duration::from_secs(5);
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(30);
 /// How long a pool that failed to fill waits before it tries again.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(300);
+/// How long a new session waits for a pooled worktree at its base's tip that is being
+/// checked (or waits for its first check after a restart) before it takes the slow path.
+pub(crate) const WAIT_FOR_CHECK: Duration = Duration::from_secs(3);
+/// How long the pool holds off refilling for a starting session whose agent has not said it
+/// started yet (see [`Host::hold_refill`]).
+pub(crate) const HOLD_FOR_START: Duration = Duration::from_secs(10);
 
 /// Every project's pool, shared by the host and its pool task.
 #[derive(Debug, Default)]
@@ -37,6 +43,12 @@ pub(crate) struct Pools {
     projects: Mutex<HashMap<String, ProjectPool>>,
     /// Names being created or worked on right now (not in `ready`, not stale either).
     busy: Mutex<HashSet<String>>,
+    /// Of the busy ones, those a tending round is checking: name → (project, base sha).
+    checking: Mutex<HashMap<String, (String, String)>>,
+    /// Told when a worktree goes back to the ready list.
+    returned: tokio::sync::Notify,
+    /// Sessions starting now (by id, since when): no refill meanwhile.
+    starting: Mutex<HashMap<String, Instant>>,
     wake: tokio::sync::Notify,
     running: AtomicBool,
     /// One round of tending at a time (the background task, or `recheck_pools`).
@@ -115,6 +127,23 @@ impl Pools {
 
     fn done_with(&self, name: &str) {
         self.busy.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+        self.checking.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+    }
+
+    /// Whether a worktree of `project` at `base_sha` may soon be ready: a round is checking it,
+    /// or it waits for its first check (after a restart).
+    fn pending(&self, project: &str, base_sha: &str) -> bool {
+        let checking = self.checking.lock().unwrap_or_else(PoisonError::into_inner);
+        if checking.values().any(|(p, sha)| p == project && sha == base_sha) {
+            return true;
+        }
+        drop(checking);
+        let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects.get(project).is_some_and(|pool| {
+            pool.ready
+                .iter()
+                .any(|r| r.worktree.base_sha == base_sha && r.checked.is_none() && r.untouched())
+        })
     }
 
     /// Names of pooled worktrees this host knows (ready or being worked on).
@@ -125,6 +154,12 @@ impl Pools {
             projects.values().flat_map(|p| p.ready.iter().map(|r| r.worktree.name.clone())),
         );
         names
+    }
+
+    /// Whether a session's start holds the refill (for [`HOLD_FOR_START`] at most).
+    fn holding(&self) -> bool {
+        let starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        starting.values().any(|since| since.elapsed() < HOLD_FOR_START)
     }
 
     pub(crate) fn is_running(&self) -> bool {
@@ -222,63 +257,48 @@ impl Host {
         self.save_pools();
     }
 
-    /// Tends one project's pool (blocking: git).
+    /// Tends one project's pool (blocking: git). Entries are taken out of the ready list one
+    /// at a time, only while they are checked or moved: the others stay ready for sessions
+    /// (a round over a large repository takes seconds).
     fn tend_pool(&self, project: &ProjectRow) {
         let size = project.settings.pool_size as usize;
         let Ok(repo) = Repo::open(&project.root) else { return };
         let base_ref = project.settings.default_branch.clone();
-        let ready = self.take_all(&project.id);
         let known: HashSet<String> = self.pools.known();
         // Pooled worktrees nobody recorded (a host killed while making one): removed.
         for (name, _) in repo.list_pooled().unwrap_or_default() {
-            if !known.contains(&name) && !ready.iter().any(|r| r.worktree.name == name) {
+            if !known.contains(&name) {
                 repo.discard_pooled_named(&name);
             }
         }
         let tip = match repo.resolve(&base_ref) {
             Ok(tip) => tip,
             Err(e) => {
-                for r in &ready {
+                for r in self.take_all(&project.id) {
                     repo.discard_pooled(&r.worktree);
+                    self.pools.done_with(&r.worktree.name);
                 }
                 self.set_pool_error(&project.id, format!("base branch `{base_ref}`: {e}"));
                 return;
             }
         };
         let setup = self.pool_setup(project, "refresh");
-        let mut kept = Vec::new();
-        for mut r in ready {
-            let wanted = kept.len() < size && r.worktree.base_ref == base_ref;
-            // Verified before it moves (after a restart it has no watch yet).
-            if !wanted || !arm(&repo, &mut r) {
-                repo.discard_pooled(&r.worktree);
-                continue;
-            }
-            if r.worktree.base_sha != tip {
-                let Ok((moved, changed)) = repo.refresh_pooled(&r.worktree, &tip, setup.as_ref())
-                else {
-                    // Rebuilt below, from scratch.
-                    repo.discard_pooled(&r.worktree);
-                    continue;
-                };
-                if setup.is_some() {
-                    // The setup's writes cannot be told from others': watched anew from here.
-                    r = Ready::new(moved);
-                } else if r.watch.as_ref().is_some_and(|w| w.absorb(&changed)) {
-                    // Only the checkout's own files changed: still verified, fingerprint later.
-                    r.worktree = moved;
-                } else {
-                    repo.discard_pooled(&moved);
-                    continue;
+        let mut kept = 0;
+        for name in self.ready_names(&project.id) {
+            // Gone already: a session took it.
+            let Some(r) = self.take_named(&project.id, &name) else { continue };
+            let wanted = kept < size && r.worktree.base_ref == base_ref;
+            match wanted.then(|| tended(&repo, r.clone(), &tip, setup.as_ref())).flatten() {
+                Some(r) => {
+                    kept += 1;
+                    self.put_back(&project.id, vec![r]);
                 }
-                if !arm(&repo, &mut r) {
+                None => {
                     repo.discard_pooled(&r.worktree);
-                    continue;
+                    self.pools.done_with(&name);
                 }
             }
-            kept.push(r);
         }
-        self.put_back(&project.id, kept);
         self.fill(project, &repo, &base_ref, size);
     }
 
@@ -289,7 +309,7 @@ impl Host {
             if self.gate.is_stopping() || self.ready_count(&project.id) >= size {
                 return;
             }
-            if self.pool_paused(&project.id) {
+            if self.pool_paused(&project.id) || self.pools.holding() {
                 return;
             }
             if let Err(reason) = self.enough_disk(project) {
@@ -342,7 +362,7 @@ impl Host {
             let (repo, base_ref) = (repo.clone(), base_ref.to_owned());
             tokio::task::spawn_blocking(move || repo.resolve(&base_ref)).await.ok()?.ok()?
         };
-        let Some((pooled, full_check)) = self.pools.take(&project.id, &tip) else {
+        let Some((pooled, full_check)) = self.take_or_wait(&project.id, &tip).await else {
             // Perhaps one changed or the base moved: the pool deals with it now.
             self.pools.wake();
             return None;
@@ -373,9 +393,29 @@ impl Host {
         .ok();
         self.pools.done_with(&name);
         self.save_pools();
-        // Refilled once the session has started (`new_session` wakes the pool): a checkout
-        // running now would slow the agent's start on a small machine.
+        // Refilled once the session's agent has started (`RefillHold`): a checkout running
+        // now would slow the agent's start on a small machine.
         claimed?.ok()
+    }
+
+    /// A ready worktree at `tip`; when there is none but one is being checked (or waits for
+    /// its first check), waits up to [`WAIT_FOR_CHECK`] for it: a check costs one
+    /// `git status`, the slow path a whole checkout and setup.
+    async fn take_or_wait(&self, project: &str, tip: &str) -> Option<(PooledWorktree, bool)> {
+        let deadline = tokio::time::Instant::now() + WAIT_FOR_CHECK;
+        loop {
+            // Asked for before looking, so a worktree returned in between is not missed.
+            let returned = self.pools.returned.notified();
+            if let Some(taken) = self.pools.take(project, tip) {
+                return Some(taken);
+            }
+            if !self.pools.pending(project, tip) || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            // A first check after a restart happens in the next round: now.
+            self.pools.wake();
+            let _ = tokio::time::timeout_at(deadline, returned).await;
+        }
     }
 
     fn take_all(&self, project: &str) -> Vec<Ready> {
@@ -387,14 +427,34 @@ impl Host {
         taken
     }
 
+    /// Names of the project's ready worktrees, in order.
+    fn ready_names(&self, project: &str) -> Vec<String> {
+        let projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects
+            .get(project)
+            .map_or_else(Vec::new, |p| p.ready.iter().map(|r| r.worktree.name.clone()).collect())
+    }
+
+    /// Takes the ready worktree `name` out of the list to work on it (marked busy).
+    fn take_named(&self, project: &str, name: &str) -> Option<Ready> {
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = projects.get_mut(project)?;
+        let at = pool.ready.iter().position(|r| r.worktree.name == name)?;
+        let taken = pool.ready.remove(at);
+        self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
+        let at = (project.to_owned(), taken.worktree.base_sha.clone());
+        self.pools.checking.lock().unwrap_or_else(PoisonError::into_inner).insert(name.into(), at);
+        Some(taken)
+    }
+
     fn put_back(&self, project: &str, ready: Vec<Ready>) {
-        let mut busy = self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &ready {
-            busy.remove(&r.worktree.name);
+            self.pools.done_with(&r.worktree.name);
         }
-        drop(busy);
         let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
         projects.entry(project.to_owned()).or_default().ready.extend(ready);
+        drop(projects);
+        self.pools.returned.notify_waiters();
     }
 
     fn ready_count(&self, project: &str) -> usize {
@@ -457,6 +517,56 @@ impl Host {
     }
 }
 
+/// Holds the pools' refills while a session starts; dropping it ends the hold and wakes them.
+#[derive(Debug)]
+pub(crate) struct RefillHold {
+    host: std::sync::Weak<Host>,
+    session_id: String,
+}
+
+impl RefillHold {
+    /// Ends the hold once the session's agent said it started (`sessionStarted`), its run
+    /// ended, or [`HOLD_FOR_START`] passed, whichever comes first.
+    pub(crate) fn release_when_started(self, session: nucleic_core::SessionHandle) {
+        tokio::spawn(async move {
+            let Ok(mut events) = session.subscribe(1) else { return };
+            let started = async {
+                while let Ok(Some(event)) = events.next().await {
+                    if matches!(
+                        event.kind,
+                        nucleic_protocol::EventKind::SessionStarted(_)
+                            | nucleic_protocol::EventKind::RunFinished(_)
+                    ) {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(HOLD_FOR_START, started).await;
+            drop(self);
+        });
+    }
+}
+
+impl Drop for RefillHold {
+    fn drop(&mut self) {
+        let Some(host) = self.host.upgrade() else { return };
+        host.pools.starting.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.session_id);
+        host.pools.wake();
+    }
+}
+
+impl Host {
+    /// Holds every pool's refill while the session `session_id` starts: a checkout and a setup
+    /// script take the CPU and disk the agent's own start-up needs on a small machine.
+    pub(crate) fn hold_refill(&self, session_id: &str) -> RefillHold {
+        if self.pools.is_running() {
+            let mut starting = self.pools.starting.lock().unwrap_or_else(PoisonError::into_inner);
+            starting.insert(session_id.to_owned(), Instant::now());
+        }
+        RefillHold { host: self.me.clone(), session_id: session_id.to_owned() }
+    }
+}
+
 /// Makes `ready` safe to hand out: a watch on its directories first, then (unless one was done
 /// recently under the same watch) a full check. `false`: it changed and must go.
 fn arm(repo: &Repo, ready: &mut Ready) -> bool {
@@ -481,6 +591,31 @@ fn arm(repo: &Repo, ready: &mut Ready) -> bool {
         ready.checked = Some(Instant::now());
     }
     true
+}
+
+/// `r` verified and moved to `tip` (only changed files; the setup run again if there is one),
+/// or `None` when it changed behind the host's back or cannot move: the caller discards it.
+fn tended(repo: &Repo, mut r: Ready, tip: &str, setup: Option<&SetupSpec>) -> Option<Ready> {
+    // Verified before it moves (after a restart it has no watch yet).
+    if !arm(repo, &mut r) {
+        return None;
+    }
+    if r.worktree.base_sha == tip {
+        return Some(r);
+    }
+    // Rebuilt by the next fill, from scratch, when it cannot move.
+    let (moved, changed) = repo.refresh_pooled(&r.worktree, tip, setup).ok()?;
+    if setup.is_some() {
+        // The setup's writes cannot be told from others': watched anew from here.
+        r = Ready::new(moved);
+    } else if r.watch.as_ref().is_some_and(|w| w.absorb(&changed)) {
+        // Only the checkout's own files changed: still verified, fingerprint later.
+        r.worktree = moved;
+    } else {
+        // Something else changed too (same path and branch: the caller discards it).
+        return None;
+    }
+    arm(repo, &mut r).then_some(r)
 }
 
 /// What the pool says when it cannot fill.
