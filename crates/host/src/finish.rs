@@ -151,6 +151,7 @@ impl Host {
                     },
                     prompt,
                     trace: crate::start_trace::StartTrace::new(),
+                    clean_at: None,
                 };
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))

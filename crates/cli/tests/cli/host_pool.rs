@@ -433,3 +433,32 @@ async fn the_pool_refills_once_the_sessions_agent_has_started() {
     host.stop(&session.session_id).await.unwrap();
     wait_pool(&host, &id, "refilled", |p| p.ready == 2).await;
 }
+
+/// A clean pooled worktree's first turn starts from its base commit's tree (recorded without
+/// reading the worktree), and the turn's diff is what the agent did, nothing else.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_sessions_first_turn_starts_from_its_base_tree() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    let host = pooled_host(config(dir.path())).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    let session =
+        host.new_session(new_session(&id, "write notes.txt containing hi"), "test").await.unwrap();
+    let sid = session.session_id.clone();
+    crate::host_sessions::approve_until_turn_done(&host, &sid).await;
+    let start = git(&root, &["rev-parse", &format!("refs/nucleic/turns/{sid}/1-start")]);
+    assert_eq!(start.trim(), git(&root, &["rev-parse", "HEAD^{tree}"]).trim());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let facts = loop {
+        let facts = host.git_facts_of_turn(&sid, false, Some(1)).await.unwrap();
+        if facts.turns.iter().any(|t| t.turn == 1 && t.ended_at.is_some()) {
+            break facts;
+        }
+        assert!(Instant::now() < deadline, "turn 1 never ended: {facts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let files: Vec<&str> = facts.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["notes.txt"], "{facts:?}");
+}
