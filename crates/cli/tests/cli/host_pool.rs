@@ -218,6 +218,35 @@ async fn the_pool_follows_its_base_moved_force_pushed_or_deleted() {
     assert_eq!(summary.ready, 0);
     assert!(summary.error.as_deref().is_some_and(|e| e.contains("main")), "{summary:?}");
     assert!(pooled_dirs(&root).is_empty() && pool_branches(&root).is_empty());
+    // A session on the deleted base is refused, naming it.
+    let refused = host.new_session(new_session(&id, "say hi"), "test").await.unwrap_err();
+    assert!(refused.to_string().contains("main"), "{refused}");
+}
+
+/// A pooled worktree changed while no host ran (no watch saw it) is found by the restarted
+/// host's full check and discarded, never handed out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_worktree_changed_while_the_host_was_down_is_discarded() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    let host = pooled_host(config(dir.path())).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+    drop(host);
+    let [edited, planted] = <[PathBuf; 2]>::try_from(pooled_dirs(&root)).unwrap();
+    std::fs::write(edited.join("README.md"), "tampered\n").unwrap();
+    std::fs::write(planted.join("planted.txt"), "x\n").unwrap();
+
+    let host = pooled_host(config(dir.path())).await;
+    host.recheck_pools().await;
+    let now = pooled_dirs(&root);
+    assert!(!now.contains(&edited) && !now.contains(&planted), "{now:?}");
+    let session = host.new_session(new_session(&id, "say hi"), "test").await.unwrap();
+    let worktree = worktree_of(&session);
+    assert_eq!(std::fs::read_to_string(worktree.join("README.md")).unwrap(), "hello\n");
+    assert!(!worktree.join("planted.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
