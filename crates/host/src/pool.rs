@@ -53,6 +53,8 @@ pub(crate) struct Pools {
     running: AtomicBool,
     /// One round of tending at a time (the background task, or `recheck_pools`).
     tending: tokio::sync::Mutex<()>,
+    /// One write of `pools.json` at a time, each with what is ready when it writes.
+    saving: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -437,6 +439,7 @@ impl Host {
         if !self.pools.is_running() {
             return;
         }
+        let _one = self.pools.saving.lock().unwrap_or_else(PoisonError::into_inner);
         if let Ok(text) = serde_json::to_vec_pretty(&self.pools.record()) {
             let _ = crate::private::write_private_file(&self.config.pools_path(), &text);
         }

@@ -54,7 +54,14 @@ impl Host {
         .await
         .ok();
         self.pools.done_with(&name);
-        self.save_pools();
+        // Written (and synced) off the session's start: a host that dies before it finds the
+        // taken worktree recorded, and missing, and forgets it.
+        let host = self.me.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(host) = host.upgrade() {
+                host.save_pools();
+            }
+        });
         // Refilled once the session's agent has started (`RefillHold`): a checkout running
         // now would slow the agent's start on a small machine.
         claimed?.ok().map(|worktree| (worktree, clean))
