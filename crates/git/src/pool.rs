@@ -38,6 +38,15 @@ pub struct PooledWorktree {
     pub disk_bytes: u64,
 }
 
+impl PooledWorktree {
+    /// Whether its fingerprinted `git status` was empty: no change to tracked files and no
+    /// untracked file outside `.gitignore` (its files are exactly `base_sha`'s tree, as far as
+    /// a snapshot sees them).
+    pub fn clean(&self) -> bool {
+        self.status.starts_with("0:")
+    }
+}
+
 impl Repo {
     /// Creates the pooled worktree `name` at `base_ref`'s tip on its placeholder branch, copies
     /// `copy_files` and runs `setup` there (see [`Repo::provision`]). A failing setup removes it
@@ -317,6 +326,7 @@ fn status_fingerprint(checkout: &Checkout) -> Result<String> {
         hash ^= u64::from(*byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
+    // `<length>:<hash>`: `PooledWorktree::clean` reads the length.
     Ok(format!("{}:{hash:016x}", out.len()))
 }
 

@@ -26,6 +26,17 @@ impl Repo {
         Ok(tree)
     }
 
+    /// Like [`Repo::record_snapshot`] for a worktree known to hold exactly `commit`'s tree (a
+    /// clean pooled worktree just handed out): the commit's tree, without reading the worktree.
+    pub fn record_commit_tree(&self, commit: &str, key: &str, name: &str) -> Result<String> {
+        let reference = snapshot_ref(key, Some(name))?;
+        let spec = format!("{}^{{tree}}", object_id(commit)?);
+        let tree =
+            git(self.main()).args(["rev-parse", "--verify", &spec]).read_only().run_text()?;
+        git(self.main()).args(["update-ref", "--no-deref", &reference, &tree]).run()?;
+        Ok(tree)
+    }
+
     /// The working tree of `worktree` now, as a tree object (no ref keeps it).
     pub fn snapshot_tree(&self, worktree: &Worktree) -> Result<String> {
         let dir = self.session(worktree)?;

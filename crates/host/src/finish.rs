@@ -150,6 +150,8 @@ impl Host {
                         fork: forked.is_some(),
                     },
                     prompt,
+                    trace: crate::start_trace::StartTrace::new(),
+                    clean_at: None,
                 };
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))

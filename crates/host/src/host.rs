@@ -8,11 +8,10 @@ use std::time::Duration;
 use nucleic_catalog::{
     AgentProcess, Catalog, NewProject, ProjectRow, ProjectSettings, SessionFilter,
 };
-use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle};
+use nucleic_core::{Sequencer, SessionConfig, SessionHandle};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
 use nucleic_protocol::{
-    Backend, ErrorCode, ErrorEvent, EventKind, NewSession, ProjectSummary, RunFinished, RunOutcome,
-    SessionCreated, SessionStatus, SessionSummary, StatusChanged, Timestamp, WorktreeInfo,
+    Backend, NewSession, ProjectSummary, SessionCreated, SessionSummary, Timestamp, WorktreeInfo,
 };
 use tokio::sync::broadcast;
 
@@ -74,6 +73,11 @@ pub(crate) struct Launch {
     pub cwd: PathBuf,
     pub agent: AgentRequest,
     pub prompt: String,
+    /// Phases of the start, timed when `NUCLEIC_TRACE_START` is set.
+    pub trace: crate::start_trace::StartTrace,
+    /// The commit whose tree the worktree holds exactly, when known (a clean pooled worktree):
+    /// the first turn's snapshot.
+    pub clean_at: Option<String>,
 }
 
 impl Host {
@@ -342,15 +346,25 @@ impl Host {
         if self.gate.is_stopping() {
             return Err(stopping_error());
         }
+        let mut trace = crate::start_trace::StartTrace::new();
         let project = self.project(&request.project_id).await?;
         let root = PathBuf::from(&project.root);
         let repo = blocking(move || Repo::open(&root)).await?;
-        self.check_limits(&project, &repo).await?;
+        trace.mark("project");
         let session_id = uuid::Uuid::new_v4().to_string();
+        // No pool refill until this session's agent has started (or this start failed).
+        let hold = self.hold_refill(&session_id);
         let title = request.title.clone().unwrap_or_else(|| title_from_prompt(&request.prompt));
         let slug = slug_for(&title, &session_id);
         let base_ref =
             request.base_ref.clone().unwrap_or_else(|| project.settings.default_branch.clone());
+        // The limits, and where the base is for the pool (two git processes), side by side.
+        let (limits, tip) = tokio::join!(
+            self.check_limits(&project, &repo),
+            self.pool_tip(&project, &repo, &base_ref)
+        );
+        limits?;
+        trace.mark("limits");
         let setup = project.settings.setup_script.clone().map(|script| SetupSpec {
             script,
             timeout: project
@@ -377,11 +391,14 @@ impl Host {
         // A backend that is not installed, or a mode it cannot map, is refused before any
         // worktree exists.
         agent_options(&self.config, backend, Path::new(&project.root), &agent)?;
+        trace.mark("options");
         // A warm worktree of the project's pool when one is ready at the base's tip;
         // otherwise (or when it cannot be taken) a new one, as without a pool.
-        let pooled = self.take_pooled(&project, &repo, &base_ref, &spec.slug, &session_id).await;
+        let pooled = self.take_pooled(&project, &repo, tip, &spec.slug, &session_id).await;
+        let pooled_path = pooled.is_some();
+        let clean_at = pooled.as_ref().and_then(|(w, clean)| clean.then(|| w.base_sha.clone()));
         let made = match pooled {
-            Some(worktree) => Ok(worktree),
+            Some((worktree, _)) => Ok(worktree),
             None => {
                 let repo = repo.clone();
                 tokio::task::spawn_blocking(move || repo.create_worktree(&spec))
@@ -401,6 +418,7 @@ impl Host {
             }
             Err(e) => return Err(e.into()),
         };
+        trace.mark(if pooled_path { "worktree (pooled)" } else { "worktree (new)" });
         let created = SessionCreated {
             title,
             project_id: Some(project.id.clone()),
@@ -426,22 +444,30 @@ impl Host {
             cwd: worktree.path.clone(),
             agent,
             prompt: request.prompt.clone(),
+            trace,
+            clean_at,
         };
         let started = self.launch(launch).await;
-        // The pool refills behind a session only now (it may have taken a pooled worktree).
-        self.pools.wake();
+        // The pool refills behind the session (it may have taken a pooled worktree) once its
+        // agent has started.
+        match started.as_ref().ok().and_then(|s| self.live_handle(&s.session_id)) {
+            Some(session) => hold.release_when_started(session),
+            None => drop(hold),
+        }
         started
     }
 
     /// Starts the agent and the session's writer and follower, then sends the first prompt.
     pub(crate) async fn launch(&self, launch: Launch) -> Result<SessionSummary, HostError> {
-        let Launch { session_id, created, backend, cwd, agent, prompt } = launch;
+        let Launch { session_id, created, backend, cwd, agent, prompt, mut trace, clean_at } =
+            launch;
         let opts = agent_options(&self.config, backend, &cwd, &agent)?;
         // Refused once the host is stopping; a shutdown waits for it until it is live.
         let starting = self.gate.enter()?;
         let transcript = self.config.transcript_path(&session_id);
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(&session_id, backend, &transcript)?;
+        trace.mark("transcript");
         let rules = self
             .session_rules(
                 &session_id,
@@ -452,6 +478,7 @@ impl Host {
                 agent.permission_mode.as_deref(),
             )
             .await;
+        trace.mark("policy");
         let config = SessionConfig {
             session_id: session_id.clone(),
             backend,
@@ -462,14 +489,21 @@ impl Host {
             policy: rules.policy,
         };
         let (session, pid) = self.start_agent(&opts, sequencer, config).await?;
+        trace.mark("agent spawned");
         self.adopt(&session_id, &session, pid, 1).await?;
+        trace.mark("indexed");
         drop(starting);
         for problem in rules.problems {
             session.record(problem).await?;
         }
-        self.turn_started(&session_id).await;
+        self.first_turn_started(&session_id, clean_at).await;
+        trace.mark("turn snapshot");
         session.send_user_text(&prompt).await?;
-        self.session_summary(&session_id).await
+        trace.mark("prompt sent");
+        let summary = self.session_summary(&session_id).await;
+        trace.mark("summary");
+        trace.finish(&session_id);
+        summary
     }
 
     /// Takes a freshly started writer into the host: folds what it has written from `from_seq`
@@ -507,89 +541,6 @@ impl Host {
         }
         let _ = self.writes.send(id.to_owned());
         self.retire_when_finished(id, session);
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn record_setup_failure(
-        &self,
-        session_id: &str,
-        title: &str,
-        project: &ProjectRow,
-        backend: Backend,
-        request: &NewSession,
-        error: nucleic_git::GitError,
-        by: &str,
-    ) -> Result<SessionSummary, HostError> {
-        let transcript = self.config.transcript_path(session_id);
-        let created = SessionCreated {
-            title: title.to_owned(),
-            project_id: Some(project.id.clone()),
-            project_root: Some(project.root.clone()),
-            cwd: project.root.clone(),
-            worktree: None,
-            model: request.model.clone(),
-            permission_mode: request.permission_mode.clone(),
-            read_only: false,
-            continues_session_id: None,
-            created_by: Some(by.to_owned()),
-            mode: None,
-        };
-        let message =
-            format!("the project's setup script failed, so no agent was started: {error}");
-        let kinds = vec![
-            EventKind::SessionCreated(created),
-            EventKind::Error(ErrorEvent {
-                code: ErrorCode::Host,
-                message: message.clone(),
-                http_status: None,
-            }),
-            EventKind::RunFinished(RunFinished::new(RunOutcome::SpawnFailed, Some(message), None)),
-            EventKind::StatusChanged(StatusChanged {
-                status: SessionStatus::Error,
-                previous: SessionStatus::Idle,
-            }),
-        ];
-        let drafts = kinds.into_iter().map(Draft::host).collect();
-        self.write_events(session_id, backend, &transcript, drafts).await
-    }
-
-    async fn check_limits(&self, project: &ProjectRow, repo: &Repo) -> Result<(), HostError> {
-        let limits = self.config.limits;
-        let live_agents = self
-            .live
-            .lock()
-            .map(|live| live.values().filter(|h| h.state().finished.is_none()).count())
-            .unwrap_or(0);
-        if live_agents >= limits.max_live_sessions {
-            return Err(HostError::Limit(format!(
-                "{live_agents} sessions are running (limit {}); stop one first",
-                limits.max_live_sessions
-            )));
-        }
-        let repo = repo.clone();
-        let worktrees = blocking(move || repo.list_worktrees()).await?;
-        let ours = worktrees
-            .iter()
-            .filter(|w| w.path.to_string_lossy().contains("/.nucleic/worktrees/"))
-            .count();
-        if ours >= limits.max_worktrees {
-            return Err(HostError::Limit(format!(
-                "the project has {ours} worktrees (limit {}); discard or roll back some",
-                limits.max_worktrees
-            )));
-        }
-        let stat = nix::sys::statvfs::statvfs(Path::new(&project.root)).map_err(|e| {
-            HostError::Invalid(format!("cannot check free space at {}: {e}", project.root))
-        })?;
-        let free = stat.blocks_available().saturating_mul(stat.fragment_size());
-        if free < limits.min_free_bytes {
-            return Err(HostError::Limit(format!(
-                "only {} MiB free on the project's disk (need {} MiB)",
-                free >> 20,
-                limits.min_free_bytes >> 20
-            )));
-        }
         Ok(())
     }
 }

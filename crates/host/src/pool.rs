@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use nucleic_catalog::ProjectRow;
-use nucleic_git::{GitError, PooledWorktree, Repo, SetupSpec, Worktree};
+use nucleic_git::{GitError, PooledWorktree, Repo, SetupSpec};
 use nucleic_protocol::PoolSummary;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,12 @@ pub(crate) const TEND_EVERY: Duration = Duration::from_secs(5);
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(30);
 /// How long a pool that failed to fill waits before it tries again.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(300);
+/// How long a new session waits for a pooled worktree at its base's tip that is being
+/// checked (or waits for its first check after a restart) before it takes the slow path.
+pub(crate) const WAIT_FOR_CHECK: Duration = Duration::from_secs(3);
+/// How long the pool holds off refilling for a starting session whose agent has not said it
+/// started yet (see [`Host::hold_refill`]).
+pub(crate) const HOLD_FOR_START: Duration = Duration::from_secs(10);
 
 /// Every project's pool, shared by the host and its pool task.
 #[derive(Debug, Default)]
@@ -37,10 +43,18 @@ pub(crate) struct Pools {
     projects: Mutex<HashMap<String, ProjectPool>>,
     /// Names being created or worked on right now (not in `ready`, not stale either).
     busy: Mutex<HashSet<String>>,
+    /// Of the busy ones, those a tending round is checking: name → (project, base sha).
+    checking: Mutex<HashMap<String, (String, String)>>,
+    /// Told when a worktree goes back to the ready list.
+    pub(crate) returned: tokio::sync::Notify,
+    /// Sessions starting now (by id, since when): no refill meanwhile.
+    pub(crate) starting: Mutex<HashMap<String, Instant>>,
     wake: tokio::sync::Notify,
     running: AtomicBool,
     /// One round of tending at a time (the background task, or `recheck_pools`).
     tending: tokio::sync::Mutex<()>,
+    /// One write of `pools.json` at a time, each with what is ready when it writes.
+    saving: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -99,7 +113,7 @@ impl Pools {
 
     /// Takes a ready worktree of `project` at `base_sha` that nothing changed, if there is one;
     /// `true` with it when only a full check can tell (it has no watch).
-    fn take(&self, project: &str, base_sha: &str) -> Option<(PooledWorktree, bool)> {
+    pub(crate) fn take(&self, project: &str, base_sha: &str) -> Option<(PooledWorktree, bool)> {
         let mut projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
         let pool = projects.get_mut(project)?;
         let at = pool.ready.iter().position(|r| {
@@ -113,8 +127,25 @@ impl Pools {
         Some((taken.worktree, taken.watch.is_none()))
     }
 
-    fn done_with(&self, name: &str) {
+    pub(crate) fn done_with(&self, name: &str) {
         self.busy.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+        self.checking.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+    }
+
+    /// Whether a worktree of `project` at `base_sha` may soon be ready: a round is checking it,
+    /// or it waits for its first check (after a restart).
+    pub(crate) fn pending(&self, project: &str, base_sha: &str) -> bool {
+        let checking = self.checking.lock().unwrap_or_else(PoisonError::into_inner);
+        if checking.values().any(|(p, sha)| p == project && sha == base_sha) {
+            return true;
+        }
+        drop(checking);
+        let projects = self.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects.get(project).is_some_and(|pool| {
+            pool.ready
+                .iter()
+                .any(|r| r.worktree.base_sha == base_sha && r.checked.is_none() && r.untouched())
+        })
     }
 
     /// Names of pooled worktrees this host knows (ready or being worked on).
@@ -125,6 +156,12 @@ impl Pools {
             projects.values().flat_map(|p| p.ready.iter().map(|r| r.worktree.name.clone())),
         );
         names
+    }
+
+    /// Whether a session's start holds the refill (for [`HOLD_FOR_START`] at most).
+    fn holding(&self) -> bool {
+        let starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        starting.values().any(|since| since.elapsed() < HOLD_FOR_START)
     }
 
     pub(crate) fn is_running(&self) -> bool {
@@ -222,63 +259,48 @@ impl Host {
         self.save_pools();
     }
 
-    /// Tends one project's pool (blocking: git).
+    /// Tends one project's pool (blocking: git). Entries are taken out of the ready list one
+    /// at a time, only while they are checked or moved: the others stay ready for sessions
+    /// (a round over a large repository takes seconds).
     fn tend_pool(&self, project: &ProjectRow) {
         let size = project.settings.pool_size as usize;
         let Ok(repo) = Repo::open(&project.root) else { return };
         let base_ref = project.settings.default_branch.clone();
-        let ready = self.take_all(&project.id);
         let known: HashSet<String> = self.pools.known();
         // Pooled worktrees nobody recorded (a host killed while making one): removed.
         for (name, _) in repo.list_pooled().unwrap_or_default() {
-            if !known.contains(&name) && !ready.iter().any(|r| r.worktree.name == name) {
+            if !known.contains(&name) {
                 repo.discard_pooled_named(&name);
             }
         }
         let tip = match repo.resolve(&base_ref) {
             Ok(tip) => tip,
             Err(e) => {
-                for r in &ready {
+                for r in self.take_all(&project.id) {
                     repo.discard_pooled(&r.worktree);
+                    self.pools.done_with(&r.worktree.name);
                 }
                 self.set_pool_error(&project.id, format!("base branch `{base_ref}`: {e}"));
                 return;
             }
         };
         let setup = self.pool_setup(project, "refresh");
-        let mut kept = Vec::new();
-        for mut r in ready {
-            let wanted = kept.len() < size && r.worktree.base_ref == base_ref;
-            // Verified before it moves (after a restart it has no watch yet).
-            if !wanted || !arm(&repo, &mut r) {
-                repo.discard_pooled(&r.worktree);
-                continue;
-            }
-            if r.worktree.base_sha != tip {
-                let Ok((moved, changed)) = repo.refresh_pooled(&r.worktree, &tip, setup.as_ref())
-                else {
-                    // Rebuilt below, from scratch.
-                    repo.discard_pooled(&r.worktree);
-                    continue;
-                };
-                if setup.is_some() {
-                    // The setup's writes cannot be told from others': watched anew from here.
-                    r = Ready::new(moved);
-                } else if r.watch.as_ref().is_some_and(|w| w.absorb(&changed)) {
-                    // Only the checkout's own files changed: still verified, fingerprint later.
-                    r.worktree = moved;
-                } else {
-                    repo.discard_pooled(&moved);
-                    continue;
+        let mut kept = 0;
+        for name in self.ready_names(&project.id) {
+            // Gone already: a session took it.
+            let Some(r) = self.take_named(&project.id, &name) else { continue };
+            let wanted = kept < size && r.worktree.base_ref == base_ref;
+            match wanted.then(|| tended(&repo, r.clone(), &tip, setup.as_ref())).flatten() {
+                Some(r) => {
+                    kept += 1;
+                    self.put_back(&project.id, vec![r]);
                 }
-                if !arm(&repo, &mut r) {
+                None => {
                     repo.discard_pooled(&r.worktree);
-                    continue;
+                    self.pools.done_with(&name);
                 }
             }
-            kept.push(r);
         }
-        self.put_back(&project.id, kept);
         self.fill(project, &repo, &base_ref, size);
     }
 
@@ -289,7 +311,7 @@ impl Host {
             if self.gate.is_stopping() || self.ready_count(&project.id) >= size {
                 return;
             }
-            if self.pool_paused(&project.id) {
+            if self.pool_paused(&project.id) || self.pools.holding() {
                 return;
             }
             if let Err(reason) = self.enough_disk(project) {
@@ -324,60 +346,6 @@ impl Host {
         }
     }
 
-    /// A ready worktree of the project's pool for a new session on `base_ref` at `base_sha`,
-    /// renamed to the session's `slug` (`None`: take today's path). The pool is refilled
-    /// behind it.
-    pub(crate) async fn take_pooled(
-        &self,
-        project: &ProjectRow,
-        repo: &Repo,
-        base_ref: &str,
-        slug: &str,
-        session_id: &str,
-    ) -> Option<Worktree> {
-        if !self.pools.is_running() || base_ref != project.settings.default_branch {
-            return None;
-        }
-        let tip = {
-            let (repo, base_ref) = (repo.clone(), base_ref.to_owned());
-            tokio::task::spawn_blocking(move || repo.resolve(&base_ref)).await.ok()?.ok()?
-        };
-        let Some((pooled, full_check)) = self.pools.take(&project.id, &tip) else {
-            // Perhaps one changed or the base moved: the pool deals with it now.
-            self.pools.wake();
-            return None;
-        };
-        let log = self.config.pool_log_path(&pooled.name);
-        let session_log = self.config.setup_log_path(session_id);
-        let (repo, slug) = (repo.clone(), slug.to_owned());
-        let name = pooled.name.clone();
-        let claimed = tokio::task::spawn_blocking(move || {
-            let unchanged = !full_check || matches!(repo.check_pooled(&pooled), Ok(None));
-            let claimed = if unchanged {
-                repo.claim_pooled(&pooled, &slug)
-            } else {
-                Err(GitError::PoolStale { path: pooled.path.clone(), reason: "changed".into() })
-            };
-            if claimed.is_err() {
-                repo.discard_pooled(&pooled);
-            } else if log.exists() {
-                // The setup's log goes with the worktree, where the session's would be.
-                if let Some(dir) = session_log.parent() {
-                    let _ = crate::private::private_dir(dir);
-                }
-                let _ = std::fs::rename(&log, &session_log);
-            }
-            claimed
-        })
-        .await
-        .ok();
-        self.pools.done_with(&name);
-        self.save_pools();
-        // Refilled once the session has started (`new_session` wakes the pool): a checkout
-        // running now would slow the agent's start on a small machine.
-        claimed?.ok()
-    }
-
     fn take_all(&self, project: &str) -> Vec<Ready> {
         let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
         let taken =
@@ -387,14 +355,34 @@ impl Host {
         taken
     }
 
+    /// Names of the project's ready worktrees, in order.
+    fn ready_names(&self, project: &str) -> Vec<String> {
+        let projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        projects
+            .get(project)
+            .map_or_else(Vec::new, |p| p.ready.iter().map(|r| r.worktree.name.clone()).collect())
+    }
+
+    /// Takes the ready worktree `name` out of the list to work on it (marked busy).
+    fn take_named(&self, project: &str, name: &str) -> Option<Ready> {
+        let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = projects.get_mut(project)?;
+        let at = pool.ready.iter().position(|r| r.worktree.name == name)?;
+        let taken = pool.ready.remove(at);
+        self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
+        let at = (project.to_owned(), taken.worktree.base_sha.clone());
+        self.pools.checking.lock().unwrap_or_else(PoisonError::into_inner).insert(name.into(), at);
+        Some(taken)
+    }
+
     fn put_back(&self, project: &str, ready: Vec<Ready>) {
-        let mut busy = self.pools.busy.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &ready {
-            busy.remove(&r.worktree.name);
+            self.pools.done_with(&r.worktree.name);
         }
-        drop(busy);
         let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
         projects.entry(project.to_owned()).or_default().ready.extend(ready);
+        drop(projects);
+        self.pools.returned.notify_waiters();
     }
 
     fn ready_count(&self, project: &str) -> usize {
@@ -451,6 +439,7 @@ impl Host {
         if !self.pools.is_running() {
             return;
         }
+        let _one = self.pools.saving.lock().unwrap_or_else(PoisonError::into_inner);
         if let Ok(text) = serde_json::to_vec_pretty(&self.pools.record()) {
             let _ = crate::private::write_private_file(&self.config.pools_path(), &text);
         }
@@ -481,6 +470,31 @@ fn arm(repo: &Repo, ready: &mut Ready) -> bool {
         ready.checked = Some(Instant::now());
     }
     true
+}
+
+/// `r` verified and moved to `tip` (only changed files; the setup run again if there is one),
+/// or `None` when it changed behind the host's back or cannot move: the caller discards it.
+fn tended(repo: &Repo, mut r: Ready, tip: &str, setup: Option<&SetupSpec>) -> Option<Ready> {
+    // Verified before it moves (after a restart it has no watch yet).
+    if !arm(repo, &mut r) {
+        return None;
+    }
+    if r.worktree.base_sha == tip {
+        return Some(r);
+    }
+    // Rebuilt by the next fill, from scratch, when it cannot move.
+    let (moved, changed) = repo.refresh_pooled(&r.worktree, tip, setup).ok()?;
+    if setup.is_some() {
+        // The setup's writes cannot be told from others': watched anew from here.
+        r = Ready::new(moved);
+    } else if r.watch.as_ref().is_some_and(|w| w.absorb(&changed)) {
+        // Only the checkout's own files changed: still verified, fingerprint later.
+        r.worktree = moved;
+    } else {
+        // Something else changed too (same path and branch: the caller discards it).
+        return None;
+    }
+    arm(repo, &mut r).then_some(r)
 }
 
 /// What the pool says when it cannot fill.

@@ -154,17 +154,24 @@ impl Host {
     /// Snapshots the worktree as a new turn starts (a prompt is about to be sent). Never fails
     /// the prompt: a session without a worktree has no snapshots, and a failure is logged.
     pub(crate) async fn turn_started(&self, id: &str) {
-        self.turn_boundary(id, Boundary::Start).await;
+        self.turn_boundary(id, Boundary::Start, None).await;
+    }
+
+    /// The first turn's start of a session whose worktree holds exactly `commit`'s tree when
+    /// given (a clean pooled worktree): that tree is recorded without reading the worktree,
+    /// which on a large repository takes seconds of the CPU the agent's start-up needs.
+    pub(crate) async fn first_turn_started(&self, id: &str, commit: Option<String>) {
+        self.turn_boundary(id, Boundary::Start, commit).await;
     }
 
     /// Snapshots the worktree as a turn completed.
     pub(crate) async fn turn_ended(&self, id: &str) {
-        self.turn_boundary(id, Boundary::End).await;
+        self.turn_boundary(id, Boundary::End, None).await;
     }
 
-    async fn turn_boundary(&self, id: &str, boundary: Boundary) {
+    async fn turn_boundary(&self, id: &str, boundary: Boundary, commit: Option<String>) {
         let Ok(place) = self.session_worktree(id).await else { return };
-        if let Err(e) = self.record_boundary(id, place, boundary).await {
+        if let Err(e) = self.record_boundary(id, place, boundary, commit).await {
             eprintln!("nucleic: no turn snapshot for session {id}: {e}");
         }
     }
@@ -174,6 +181,7 @@ impl Host {
         id: &str,
         place: SessionWorktree,
         boundary: Boundary,
+        commit: Option<String>,
     ) -> Result<(), HostError> {
         let lock = self.review_locks.of(id);
         let _held = lock.lock().await;
@@ -191,8 +199,14 @@ impl Host {
         };
         let key = id.to_owned();
         let SessionWorktree { root, worktree, .. } = place;
-        let tree =
-            blocking(move || Repo::open(&root)?.record_snapshot(&worktree, &key, &name)).await?;
+        let tree = blocking(move || {
+            let repo = Repo::open(&root)?;
+            match commit {
+                Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name),
+                _ => repo.record_snapshot(&worktree, &key, &name),
+            }
+        })
+        .await?;
         let at = now().unix_millis();
         match boundary {
             Boundary::Start => {

@@ -148,7 +148,9 @@ fn connect(socket: &Path, reach: Reach, deadline: Duration) -> Result<UnixStream
             {
                 return Err(KeeperError::io(socket, e));
             }
-            Err(_) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            // Short sleeps: a new session's first output waits on this (a keeper binds its
+            // socket within milliseconds of starting).
+            Err(_) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => {
                 return Err(KeeperError::Timeout {
                     what: format!("connecting to the keeper at {} ({e})", socket.display()),

@@ -218,6 +218,35 @@ async fn the_pool_follows_its_base_moved_force_pushed_or_deleted() {
     assert_eq!(summary.ready, 0);
     assert!(summary.error.as_deref().is_some_and(|e| e.contains("main")), "{summary:?}");
     assert!(pooled_dirs(&root).is_empty() && pool_branches(&root).is_empty());
+    // A session on the deleted base is refused, naming it.
+    let refused = host.new_session(new_session(&id, "say hi"), "test").await.unwrap_err();
+    assert!(refused.to_string().contains("main"), "{refused}");
+}
+
+/// A pooled worktree changed while no host ran (no watch saw it) is found by the restarted
+/// host's full check and discarded, never handed out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_worktree_changed_while_the_host_was_down_is_discarded() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    let host = pooled_host(config(dir.path())).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+    drop(host);
+    let [edited, planted] = <[PathBuf; 2]>::try_from(pooled_dirs(&root)).unwrap();
+    std::fs::write(edited.join("README.md"), "tampered\n").unwrap();
+    std::fs::write(planted.join("planted.txt"), "x\n").unwrap();
+
+    let host = pooled_host(config(dir.path())).await;
+    host.recheck_pools().await;
+    let now = pooled_dirs(&root);
+    assert!(!now.contains(&edited) && !now.contains(&planted), "{now:?}");
+    let session = host.new_session(new_session(&id, "say hi"), "test").await.unwrap();
+    let worktree = worktree_of(&session);
+    assert_eq!(std::fs::read_to_string(worktree.join("README.md")).unwrap(), "hello\n");
+    assert!(!worktree.join("planted.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -310,4 +339,155 @@ async fn a_full_disk_stops_the_pool_and_sessions_still_start() {
     let wt = worktree_of(&session);
     assert_eq!(std::fs::read_to_string(wt.join("big.txt")).unwrap(), big);
     assert_eq!(pool(&host, &id).await.ready, 0);
+}
+
+/// A tending round takes a worktree out of the ready list only while it works on it: a session
+/// created while the round moves one worktree to a new base (its setup running again) gets the
+/// other one, already moved, instead of the slow path.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tending_round_leaves_the_worktrees_it_is_not_working_on_ready() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    std::fs::write(root.join(".gitignore"), ".setup-ran\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "ignore"]);
+    // Once armed, the first setup run in a pooled worktree passes and every later one waits
+    // at the gate (30 s at most: the setup's deadline).
+    let gates = dir.path().join("gates");
+    std::fs::create_dir(&gates).unwrap();
+    let setup = format!(
+        "{MARK_SETUP}; G='{}'; case \"$NUCLEIC_WORKTREE\" in */.nucleic/pool/*) \
+         if [ -e \"$G/armed\" ] && ! mkdir \"$G/first\" 2>/dev/null; then touch \"$G/waiting\"; \
+         while [ ! -e \"$G/open\" ]; do sleep 0.02; done; fi;; esac",
+        gates.display()
+    );
+    let host = pooled_host(config(dir.path())).await;
+    let project = host
+        .add_project(root.to_str().unwrap(), None, move |s| {
+            s.setup_script = Some(setup);
+            s.setup_timeout_secs = Some(30);
+        })
+        .await
+        .unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    let prepared = pooled_dirs(&root);
+
+    // The base moves: a round moves both worktrees, one after the other, running the setup
+    // again in each; the second waits at the gate.
+    std::fs::write(gates.join("armed"), "").unwrap();
+    std::fs::write(root.join("new.txt"), "new\n").unwrap();
+    git(&root, &["add", "new.txt"]);
+    git(&root, &["commit", "-q", "-m", "base moves"]);
+    let round = {
+        let host = host.clone();
+        tokio::spawn(async move { host.tend_pools_now().await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gates.join("waiting").exists() {
+        assert!(Instant::now() < deadline, "the second worktree's setup never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Mid-round: the first one is moved and ready, the second is held by the round.
+    assert_eq!(pool(&host, &id).await.ready, 1, "mid-round, the moved worktree is ready");
+    let session = host.new_session(new_session(&id, "say hi"), "test").await.unwrap();
+    let worktree = worktree_of(&session);
+    let ran_in =
+        PathBuf::from(std::fs::read_to_string(worktree.join(".setup-ran")).unwrap().trim());
+    assert!(prepared.contains(&ran_in), "took the slow path mid-round: {ran_in:?}");
+    assert_eq!(std::fs::read_to_string(worktree.join("new.txt")).unwrap(), "new\n");
+
+    std::fs::write(gates.join("open"), "").unwrap();
+    round.await.unwrap();
+    wait_pool(&host, &id, "refilled", |p| p.ready == 2).await;
+}
+
+/// A restarted host checks its recorded worktrees in full before handing them out; a session
+/// created meanwhile waits (briefly) for that check instead of taking the slow path.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_created_while_a_restarted_host_checks_its_pool_waits_for_it() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    std::fs::write(root.join(".gitignore"), ".setup-ran\n").unwrap();
+    // Enough files that a full check takes a while.
+    for i in 0..3000 {
+        let sub = root.join(format!("src/m{}", i % 30));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "files"]);
+    let host = pooled_host(config(dir.path())).await;
+    let project = host
+        .add_project(root.to_str().unwrap(), None, |s| s.setup_script = Some(MARK_SETUP.into()))
+        .await
+        .unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    let prepared = pooled_dirs(&root);
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+    drop(host);
+
+    let host = pooled_host(config(dir.path())).await;
+    let session = host.new_session(new_session(&id, "say hi"), "test").await.unwrap();
+    let worktree = worktree_of(&session);
+    let ran_in =
+        PathBuf::from(std::fs::read_to_string(worktree.join(".setup-ran")).unwrap().trim());
+    assert!(prepared.contains(&ran_in), "took the slow path: {ran_in:?} not in {prepared:?}");
+}
+
+/// The refill behind a session waits until the session's agent has started (its checkout and
+/// setup would take the CPU and disk the agent's own start-up needs), and no longer than that.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pool_refills_once_the_sessions_agent_has_started() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    let mut config = config(dir.path());
+    // An agent that starts but never says so (no `system/init`), until it is stopped.
+    config.agents.sim_program = PathBuf::from("/bin/sh");
+    config.agents.sim_prefix = vec!["-c".into(), "exec sleep 600".into(), "agent".into()];
+    let host = pooled_host(config).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+
+    let session = host.new_session(new_session(&id, "say hi"), "test").await.unwrap();
+    host.tend_pools_now().await;
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        assert_eq!(pool(&host, &id).await.ready, 1, "refilled while the agent was starting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its run ends: the hold ends with it.
+    host.stop(&session.session_id).await.unwrap();
+    wait_pool(&host, &id, "refilled", |p| p.ready == 2).await;
+}
+
+/// A clean pooled worktree's first turn starts from its base commit's tree (recorded without
+/// reading the worktree), and the turn's diff is what the agent did, nothing else.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_sessions_first_turn_starts_from_its_base_tree() {
+    let dir = shm_dir();
+    let root = repo(dir.path());
+    let host = pooled_host(config(dir.path())).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let id = project.project_id.clone();
+    wait_pool(&host, &id, "full", |p| p.ready == 2).await;
+    let session =
+        host.new_session(new_session(&id, "write notes.txt containing hi"), "test").await.unwrap();
+    let sid = session.session_id.clone();
+    crate::host_sessions::approve_until_turn_done(&host, &sid).await;
+    let start = git(&root, &["rev-parse", &format!("refs/nucleic/turns/{sid}/1-start")]);
+    assert_eq!(start.trim(), git(&root, &["rev-parse", "HEAD^{tree}"]).trim());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let facts = loop {
+        let facts = host.git_facts_of_turn(&sid, false, Some(1)).await.unwrap();
+        if facts.turns.iter().any(|t| t.turn == 1 && t.ended_at.is_some()) {
+            break facts;
+        }
+        assert!(Instant::now() < deadline, "turn 1 never ended: {facts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let files: Vec<&str> = facts.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["notes.txt"], "{facts:?}");
 }

@@ -136,3 +136,34 @@ fn a_failing_setup_leaves_no_pooled_worktree() {
     assert!(!f.repo.branch_exists("nucleic-pool/pool-f1").unwrap());
     assert!(f.repo.list_pooled().unwrap().is_empty());
 }
+
+#[test]
+fn a_clean_pooled_worktrees_first_snapshot_is_its_base_tree() {
+    let f = fixture();
+    // `.env` is copied in and ignored: still clean.
+    let p = pooled(&f, "pool-s1");
+    assert!(p.clean(), "{p:?}");
+    let claimed = f.repo.claim_pooled(&p, "snap").unwrap();
+    let full = f.repo.record_snapshot(&claimed, "session-s", "0-full").unwrap();
+    let known = f.repo.record_commit_tree(&claimed.base_sha, "session-s", "1-start").unwrap();
+    assert_eq!(known, full, "the base's tree is what a full snapshot reads");
+    let kept = run_git(&f.root, &["rev-parse", "refs/nucleic/turns/session-s/1-start"]);
+    assert_eq!(kept.trim(), known);
+    assert!(f.repo.record_commit_tree("not-a-commit", "session-s", "2-start").is_err());
+
+    // An untracked file outside `.gitignore` (setup output, say): not clean.
+    let dirty = f
+        .repo
+        .create_pooled(
+            "pool-s2",
+            "main",
+            &[],
+            Some(&SetupSpec {
+                script: "echo out > built.txt".into(),
+                timeout: Duration::from_secs(30),
+                log_path: f.root.parent().unwrap().join("setup-s2.log"),
+            }),
+        )
+        .unwrap();
+    assert!(!dirty.clean(), "{dirty:?}");
+}
