@@ -48,6 +48,7 @@ pub(crate) type Res<T> = Result<T, BoxError>;
 
 mod catchup;
 mod client;
+mod footprint;
 mod memory;
 mod parallel;
 mod pool;
@@ -58,6 +59,8 @@ mod util;
 use catchup::*;
 #[allow(unused_imports)]
 use client::*;
+#[allow(unused_imports)]
+use footprint::*;
 #[allow(unused_imports)]
 use memory::*;
 #[allow(unused_imports)]
