@@ -20,8 +20,8 @@ use crate::error::CoreError;
 use crate::gate::{ApprovalPolicy, Verdict};
 use crate::handle::{Command, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
-use idle::Transcript;
 use crate::status::next_status;
+use idle::Transcript;
 
 mod decisions;
 mod idle;

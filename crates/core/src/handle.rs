@@ -191,8 +191,15 @@ impl SessionHandle {
     /// Every event from `from_seq` on: first what is on disk, then live.
     pub fn subscribe(&self, from_seq: u64) -> Result<Subscription, CoreError> {
         let mut buses = self.bus.clone();
-        let live = buses.borrow_and_update().as_ref().and_then(|b| b.upgrade()).map(|b| b.subscribe());
-        Subscription::start(self.transcript.clone(), self.index.clone(), from_seq, live, Some(buses))
+        let live =
+            buses.borrow_and_update().as_ref().and_then(|b| b.upgrade()).map(|b| b.subscribe());
+        Subscription::start(
+            self.transcript.clone(),
+            self.index.clone(),
+            from_seq,
+            live,
+            Some(buses),
+        )
     }
 
     /// Whether `other` is a handle of the same writer (not a later one of the same session).

@@ -147,9 +147,9 @@ impl Sequencer {
     /// Syncs, closes the transcript and gives up being its writer, keeping what
     /// [`Released::reopen`] needs to go on. Refused (the sequencer handed back) while a failed
     /// write holds events back, or when the sync fails.
-    pub fn release(mut self) -> Result<Released, Sequencer> {
+    pub fn release(mut self) -> Result<Released, Box<Sequencer>> {
         if !self.unwritten.is_empty() || self.sync().is_err() {
-            return Err(self);
+            return Err(Box::new(self));
         }
         let Sequencer { session_id, backend, transcript, _lock, .. } = self;
         // The file is closed before the lock goes.
@@ -263,8 +263,12 @@ mod tests {
         let mut s = released.reopen().unwrap();
         assert!(std::sync::Arc::ptr_eq(&index, &s.index()));
         assert_eq!(s.append_now(vec![text("f")]).unwrap()[0].seq, 6);
-        let seqs: Vec<u64> =
-            nucleic_store::read_transcript(&path, 1).unwrap().events.iter().map(|e| e.seq).collect();
+        let seqs: Vec<u64> = nucleic_store::read_transcript(&path, 1)
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| e.seq)
+            .collect();
         assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
     }
 

@@ -19,10 +19,8 @@ pub(crate) struct Footprint {
 
 impl Footprint {
     pub(crate) fn now() -> Footprint {
-        let mut f = Footprint {
-            threads: crate::proc_status_kb("self", "Threads"),
-            ..Footprint::default()
-        };
+        let mut f =
+            Footprint { threads: crate::proc_status_kb("self", "Threads"), ..Footprint::default() };
         let Ok(text) = std::fs::read_to_string("/proc/self/smaps") else { return f };
         let (mut kind, mut size) = (Kind::Files, 0u64);
         for line in text.lines() {

@@ -134,7 +134,8 @@ pub(crate) async fn memory_bench(host: &Host, home: &Path, small: &Path) -> Res<
         sampler.abort();
         rss_mib()
     });
-    let released = release.map_or("kept".to_owned(), |r| format!("let go after {} ms", r.as_millis()));
+    let released =
+        release.map_or("kept".to_owned(), |r| format!("let go after {} ms", r.as_millis()));
     println!(
         "  host RSS {base:.0} MiB before, {idle:.0} MiB with {idle_n} idle (writers {released}; +{:.2} MiB each), peak {peak:.0} MiB while {streaming_n} streamed ({:.1} s); bound {RSS_BOUND_MIB:.0} MiB",
         (idle - base) / idle_n.max(1) as f64,

@@ -56,7 +56,8 @@ fn processes_naming(dir: &Path) -> Vec<String> {
             .ok()
             .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
             .unwrap_or(true);
-        let inside = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d.starts_with(dir));
+        let inside =
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d.starts_with(dir));
         if !zombie && (inside || cmdline.windows(needle.len()).any(|w| w == needle)) {
             found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
         }
@@ -94,36 +95,53 @@ async fn host_churned_sessions_leave_nothing_behind() {
         }
     }
 
-    // Retiring writers and releasing keepers finish in the background: wait for them.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    let retained = loop {
-        let retained = host.retained();
-        if retained.total() == 0 || tokio::time::Instant::now() >= deadline {
-            break retained;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // Retiring writers, releasing keepers and ending their tasks finish in the background:
+    // everything must be gone within 20 s.
+    let (fds_first, tasks_first) = fds_after_first.unwrap();
+    let keeper_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(home.join("keepers"))
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default()
     };
-    assert_eq!(retained, Retained { open_transcripts: retained.open_transcripts, ..Retained::default() });
+    let left = || [processes_naming(&home), processes_naming(&root)].concat();
+    let settled = || {
+        host.retained().total() == 0
+            && keeper_dirs().is_empty()
+            && left().is_empty()
+            && alive_tasks() <= tasks_first + 4
+            && open_fds() <= fds_first + 4
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !settled() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let retained = host.retained();
+    assert_eq!(
+        retained,
+        Retained { open_transcripts: retained.open_transcripts, ..Retained::default() },
+        "the host holds nothing of a discarded session"
+    );
     let worktrees = git_lines(&root, &["worktree", "list", "--porcelain"])
         .into_iter()
         .filter(|l| l.starts_with("worktree "))
         .count();
     assert_eq!(worktrees, 1, "only the main checkout is left");
-    let branches = git_lines(&root, &["for-each-ref", "--format=%(refname)", "refs/heads/nucleic/"]);
+    let branches =
+        git_lines(&root, &["for-each-ref", "--format=%(refname)", "refs/heads/nucleic/"]);
     assert!(branches.is_empty(), "session branches left: {branches:?}");
-    let keeper_dirs: Vec<_> = std::fs::read_dir(home.join("keepers"))
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    assert!(keeper_dirs.is_empty(), "keeper directories left: {keeper_dirs:?}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let left = || [processes_naming(&home), processes_naming(&root)].concat();
-    while !left().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let snapshots = git_lines(&root, &["for-each-ref", "--format=%(refname)", "refs/nucleic/"]);
+    assert!(snapshots.is_empty(), "turn snapshot refs left: {snapshots:?}");
+    assert_eq!(keeper_dirs(), Vec::<std::path::PathBuf>::new(), "keeper directories left");
     assert_eq!(left(), Vec::<String>::new(), "keepers or agents left running");
-    let ((first, tasks_first), last) = (fds_after_first.unwrap(), open_fds());
-    assert!(last <= first + 4, "file descriptors grew from {first} to {last} over {SESSIONS} sessions");
+    let fds = open_fds();
+    assert!(
+        fds <= fds_first + 4,
+        "file descriptors grew from {fds_first} to {fds} over {SESSIONS} sessions"
+    );
     // A task left per session (waiting on something that never comes) is memory that grows.
     let tasks = alive_tasks();
-    assert!(tasks <= tasks_first + 4, "tasks grew from {tasks_first} to {tasks} over {SESSIONS} sessions");
+    assert!(
+        tasks <= tasks_first + 4,
+        "tasks grew from {tasks_first} to {tasks} over {SESSIONS} sessions"
+    );
 }

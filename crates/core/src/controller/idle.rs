@@ -39,7 +39,7 @@ impl Transcript {
                 true
             }
             Err(sequencer) => {
-                self.open = Some(sequencer);
+                self.open = Some(*sequencer);
                 false
             }
         }

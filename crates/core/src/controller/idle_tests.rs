@@ -133,7 +133,8 @@ async fn an_idle_writer_lets_its_transcript_go_and_subscribers_see_nothing_odd()
     session.send_user_text("more").await.unwrap();
     assert!(!session.state().released);
     agent.send(said("done")).await.unwrap();
-    agent.send(AgentOutput::Exited(RunFinished::new(RunOutcome::Completed, None, Some(0))))
+    agent
+        .send(AgentOutput::Exited(RunFinished::new(RunOutcome::Completed, None, Some(0))))
         .await
         .unwrap();
     drop(agent);
@@ -170,7 +171,8 @@ async fn output_racing_the_release_is_written_once() {
         tokio::time::sleep(idle - Duration::from_millis(3) + offset).await;
         agent.send(said(&format!("round {round}"))).await.unwrap();
     }
-    agent.send(AgentOutput::Exited(RunFinished::new(RunOutcome::Completed, None, Some(0))))
+    agent
+        .send(AgentOutput::Exited(RunFinished::new(RunOutcome::Completed, None, Some(0))))
         .await
         .unwrap();
     drop(agent);
