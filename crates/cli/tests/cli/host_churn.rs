@@ -74,6 +74,9 @@ async fn host_churned_sessions_leave_nothing_behind() {
     config.limits.max_live_sessions = 8;
     let home = config.home.clone();
     let host = Host::open(config).await.unwrap();
+    // Writers of idle sessions let go at once: discarding a session whose writer let go (and
+    // the agent's end that reopens it) is part of every round.
+    host.set_idle_release(Some(Duration::from_millis(1))).await;
     let project =
         host.add_project(root.to_str().unwrap(), None, |s| s.pool_size = 0).await.unwrap();
 

@@ -110,11 +110,35 @@ async fn an_idle_writer_lets_its_transcript_go_and_subscribers_see_nothing_odd()
     let dir = tempfile::tempdir().unwrap();
     let (session, agent) = start(dir.path());
     let path = session.transcript_path().to_owned();
-    let early = session.subscribe(1).unwrap();
+    // A subscriber reading live all along, across both releases.
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<Event>();
+    let mut early = session.subscribe(1).unwrap();
+    let reader = tokio::spawn(async move {
+        let mut all: Vec<Event> = Vec::new();
+        while let Some(e) = early.next().await.unwrap() {
+            assert_eq!(e.seq, all.last().map_or(1, |l| l.seq + 1), "a gap or a duplicate");
+            all.push(Event::clone(&e));
+            let _ = seen_tx.send(Event::clone(&e));
+        }
+        all
+    });
+    // Waits (2 s at most) until the live subscriber has seen an assistant text `text`.
+    let mut saw = async |text: &str| {
+        let found = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Some(e) = seen.recv().await {
+                if matches!(&e.kind, EventKind::AssistantText(t) if t.text == text) {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(found.is_ok(), "the live subscriber did not get {text:?} within 2 s");
+    };
     session.release_when_idle(Some(Duration::from_millis(40))).await.unwrap();
     session.send_user_text("hi").await.unwrap();
     agent.send(said("hello")).await.unwrap();
     agent.send(turn_end()).await.unwrap();
+    saw("hello").await;
 
     // Idle: the writer lets go of the file and its lock (another writer could take it).
     until_released(&session, true).await;
@@ -125,6 +149,8 @@ async fn an_idle_writer_lets_its_transcript_go_and_subscribers_see_nothing_odd()
 
     // The agent speaks again on its own: the writer comes back, seq goes on.
     agent.send(said("a background task finished")).await.unwrap();
+    // Live, with nothing written after it: the subscriber took the new bus and read the disk.
+    saw("a background task finished").await;
     until_released(&session, false).await;
     assert!(WriterLock::acquire(&path).is_err(), "the writer holds the transcript again");
     agent.send(turn_end()).await.unwrap();
@@ -139,7 +165,7 @@ async fn an_idle_writer_lets_its_transcript_go_and_subscribers_see_nothing_odd()
         .unwrap();
     drop(agent);
 
-    let all = read_to_end(early, 1).await;
+    let all = tokio::time::timeout(Duration::from_secs(10), reader).await.unwrap().unwrap();
     let on_disk = nucleic_store::read_transcript(&path, 1).unwrap().events;
     assert_eq!(all, on_disk, "the early subscriber got the transcript, once, in order");
     let kinds: Vec<&str> = all.iter().map(|e| e.kind.type_name()).collect();
