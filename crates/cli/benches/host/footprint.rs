@@ -1,5 +1,6 @@
 //! Where this process's resident memory is, from `/proc/self/smaps`: the main heap, other
-//! anonymous memory (glibc's thread arenas and large allocations), thread stacks, and files.
+//! anonymous memory (glibc's thread arenas and large allocations), thread stacks, and files;
+//! next to them the Rust allocator's live bytes (`stats_alloc`, counted by this binary).
 
 /// Resident memory by kind, in KiB, and the thread count.
 #[derive(Debug, Clone, Copy, Default)]
@@ -15,12 +16,17 @@ pub(crate) struct Footprint {
     /// File-backed mappings (the binary, libraries, SQLite's `-shm`).
     pub(crate) files: u64,
     pub(crate) threads: u64,
+    /// Live bytes of the Rust allocator (`stats_alloc`), in KiB.
+    pub(crate) rust: i64,
 }
 
 impl Footprint {
     pub(crate) fn now() -> Footprint {
-        let mut f =
-            Footprint { threads: crate::proc_status_kb("self", "Threads"), ..Footprint::default() };
+        let mut f = Footprint {
+            threads: crate::proc_status_kb("self", "Threads"),
+            rust: crate::rust_heap_bytes() / 1024,
+            ..Footprint::default()
+        };
         let Ok(text) = std::fs::read_to_string("/proc/self/smaps") else { return f };
         let (mut kind, mut size) = (Kind::Files, 0u64);
         for line in text.lines() {
@@ -65,12 +71,13 @@ impl Footprint {
     pub(crate) fn brief(&self) -> String {
         let mib = |kb: u64| kb as f64 / 1024.0;
         format!(
-            "RSS {:.1} = heap {:.1} + arenas/mmap {:.1} + stacks {:.1} + files {:.1} MiB, {} threads",
+            "RSS {:.1} = heap {:.1} + arenas/mmap {:.1} + stacks {:.1} + files {:.1} MiB (Rust heap live {:.1} MiB), {} threads",
             mib(self.rss),
             mib(self.heap),
             mib(self.anon),
             mib(self.stacks),
             mib(self.files),
+            self.rust as f64 / 1024.0,
             self.threads
         )
     }
