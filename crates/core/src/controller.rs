@@ -21,8 +21,12 @@ use crate::gate::{ApprovalPolicy, Verdict};
 use crate::handle::{Command, Reply, SessionHandle, SessionState};
 use crate::sequencer::{Draft, Sequencer};
 use crate::status::next_status;
+use idle::Transcript;
 
 mod decisions;
+mod idle;
+#[cfg(test)]
+mod idle_tests;
 mod plans;
 
 /// Most events folded into one transcript write.
@@ -112,17 +116,20 @@ impl SessionController {
         let status = resumed.as_ref().map_or(SessionStatus::Idle, |r| r.status);
         let (commands_tx, commands) = mpsc::channel(64);
         let (bus, _) = broadcast::channel(BUS_CAPACITY);
+        let (buses, bus_rx) = watch::channel(Some(bus.downgrade()));
         let (state_tx, state) = watch::channel(SessionState {
             status,
             last_seq,
             pending_approvals: 0,
             finished: None,
             storage_error: None,
+            released: false,
+            releases: 0,
         });
         let handle = SessionHandle {
             session_id: config.session_id.clone(),
             commands: commands_tx,
-            bus: bus.downgrade(),
+            bus: bus_rx,
             state,
             transcript: config.transcript.clone(),
             index: sequencer.index(),
@@ -132,8 +139,11 @@ impl SessionController {
             agent,
             approvals: ApprovalCoordinator::new(config.approval_timeout),
             config,
-            sequencer,
-            bus,
+            transcript: Transcript::new(sequencer),
+            bus: Some(bus),
+            buses,
+            held: Vec::new(),
+            idle: idle::IdleRelease::default(),
             state: state_tx,
             status,
             user_turns: 0,
@@ -160,9 +170,16 @@ struct Writer<A> {
     capabilities: Capabilities,
     approvals: ApprovalCoordinator,
     /// Numbers and writes events; holds back what a failed write (e.g. disk full) could not
-    /// write, retried before anything newer.
-    sequencer: Sequencer,
-    bus: broadcast::Sender<EventBatch>,
+    /// write, retried before anything newer. Let go while the session is idle (`idle.rs`).
+    transcript: Transcript,
+    /// The live bus (`None` while the transcript is let go: its buffer goes too).
+    bus: Option<broadcast::Sender<EventBatch>>,
+    /// The current bus, for subscriptions that outlive one (see `Subscription`).
+    buses: watch::Sender<Option<broadcast::WeakSender<EventBatch>>>,
+    /// Events a transcript that could not be reopened kept from being numbered (retried first).
+    held: Vec<Draft>,
+    /// When an idle writer lets its transcript go.
+    idle: idle::IdleRelease,
     state: watch::Sender<SessionState>,
     status: SessionStatus,
     user_turns: u64,
@@ -182,6 +199,7 @@ impl<A: AgentControl> Writer<A> {
         let mut closed_by = None;
         loop {
             let deadline = self.approvals.next_deadline();
+            let release = self.release_deadline();
             tokio::select! {
                 output = outputs.recv() => {
                     let Some(output) = output else {
@@ -201,17 +219,20 @@ impl<A: AgentControl> Writer<A> {
                     None => commands_open = false,
                 },
                 () = sleep_until(deadline) => self.expire_approvals().await,
+                () = sleep_until(release) => self.release_transcript(),
             }
         }
         // Events held back by a full disk: keep trying for a while before the writer goes.
         for _ in 0..UNWRITTEN_RETRIES {
-            if self.sequencer.unwritten() == 0 {
+            if self.unwritten() == 0 {
                 break;
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
             self.append(Vec::new());
         }
-        let _ = self.sequencer.sync();
+        if let Some(sequencer) = self.transcript.open_mut() {
+            let _ = sequencer.sync();
+        }
         // The transcript is released before `close` returns: the next writer can take it.
         drop(self);
         if let Some(reply) = closed_by {
@@ -245,7 +266,9 @@ impl<A: AgentControl> Writer<A> {
                     };
                     let _ = reply.send(Err(error));
                 }
-                Command::CloseInput { reply } | Command::Stop { reply, .. } => {
+                Command::CloseInput { reply }
+                | Command::Stop { reply, .. }
+                | Command::ReleaseWhenIdle { reply, .. } => {
                     let _ = reply.send(Ok(()));
                 }
                 Command::Close { reply } => return Some(reply),
@@ -369,6 +392,7 @@ impl<A: AgentControl> Writer<A> {
     }
 
     async fn on_command(&mut self, command: Command) {
+        self.idle.touch();
         match command {
             Command::UserText { text, reply } => {
                 self.user_turns += 1;
@@ -437,6 +461,10 @@ impl<A: AgentControl> Writer<A> {
                 self.agent.stop(grace);
                 let _ = reply.send(Ok(()));
             }
+            Command::ReleaseWhenIdle { after, reply } => {
+                self.idle.after = after;
+                let _ = reply.send(Ok(()));
+            }
         }
     }
 
@@ -455,10 +483,12 @@ impl<A: AgentControl> Writer<A> {
     /// Applies approvals and status, has the sequencer number and write the events, then tells
     /// subscribers.
     fn append(&mut self, batch: Vec<Draft>) {
-        if batch.is_empty() && self.sequencer.unwritten() == 0 {
+        self.idle.touch();
+        if batch.is_empty() && self.unwritten() == 0 {
             return;
         }
-        let mut drafts = Vec::with_capacity(batch.len());
+        let mut drafts = std::mem::take(&mut self.held);
+        drafts.reserve(batch.len());
         for draft in batch {
             let void_reason = match &draft.kind {
                 EventKind::TurnCompleted(_) => Some("the turn ended before an answer"),
@@ -493,20 +523,35 @@ impl<A: AgentControl> Writer<A> {
                 drafts.push(Draft::host(EventKind::StatusChanged(change)));
             }
         }
-        let appended = self.sequencer.append(drafts);
+        if let Err(e) = self.reopen_transcript() {
+            // Kept unnumbered, in order, and tried again first by the next append.
+            self.held = drafts;
+            let mut state = self.state.borrow().clone();
+            state.status = self.status;
+            state.pending_approvals = self.approvals.pending_count();
+            state.storage_error = Some(format!("reopening the transcript failed: {e}"));
+            let _ = self.state.send(state);
+            return;
+        }
+        let Some(sequencer) = self.transcript.open_mut() else { return };
+        let appended = sequencer.append(drafts);
+        let last_seq = sequencer.last_seq();
         if !appended.written.is_empty() {
             // One bus message per written batch, with the JSON lines the transcript got: every
             // subscriber (and every client behind it) shares them instead of copying events or
             // encoding them again. Waking subscribers per event would cost more than everything
             // else the writer does.
-            let batch = EventBatch::written(appended.written, self.sequencer.take_last_lines());
-            let _ = self.bus.send(batch);
+            let batch = EventBatch::written(appended.written, sequencer.take_last_lines());
+            if let Some(bus) = &self.bus {
+                let _ = bus.send(batch);
+            }
         }
         let mut state = self.state.borrow().clone();
         state.status = self.status;
-        state.last_seq = self.sequencer.last_seq();
+        state.last_seq = last_seq;
         state.pending_approvals = self.approvals.pending_count();
         state.storage_error = appended.error.map(|e| e.to_string());
+        state.released = false;
         let _ = self.state.send(state);
     }
 }

@@ -20,6 +20,11 @@ pub struct SessionState {
     pub finished: Option<RunFinished>,
     /// The last transcript write failure, if events are being held in memory.
     pub storage_error: Option<String>,
+    /// The writer let its transcript go while the session is idle (no file, lock or bus held);
+    /// the next event reopens it.
+    pub released: bool,
+    /// How many times it did.
+    pub releases: u64,
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, CoreError>>;
@@ -65,6 +70,10 @@ pub(crate) enum Command {
         reason: Option<String>,
         reply: Reply<()>,
     },
+    ReleaseWhenIdle {
+        after: Option<Duration>,
+        reply: Reply<()>,
+    },
 }
 
 /// A cheap, cloneable handle on one running session.
@@ -72,7 +81,8 @@ pub(crate) enum Command {
 pub struct SessionHandle {
     pub(crate) session_id: String,
     pub(crate) commands: mpsc::Sender<Command>,
-    pub(crate) bus: broadcast::WeakSender<EventBatch>,
+    /// The writer's current live bus (`None` while it let its transcript go).
+    pub(crate) bus: watch::Receiver<Option<broadcast::WeakSender<EventBatch>>>,
     pub(crate) state: watch::Receiver<SessionState>,
     pub(crate) transcript: PathBuf,
     pub(crate) index: nucleic_store::SharedIndex,
@@ -166,6 +176,13 @@ impl SessionHandle {
         self.ask(|reply| Command::Close { reply }).await
     }
 
+    /// Has the writer let its transcript go (closed, unlocked, its live bus dropped) whenever
+    /// the session has been idle — agent alive, waiting for input, nothing pending — for
+    /// `after` (never, when `None`); the next event reopens it, transparently to subscribers.
+    pub async fn release_when_idle(&self, after: Option<Duration>) -> Result<(), CoreError> {
+        self.ask(|reply| Command::ReleaseWhenIdle { after, reply }).await
+    }
+
     /// Appends an event the host made (e.g. a rename or a finished merge) to the transcript.
     pub async fn record(&self, kind: EventKind) -> Result<(), CoreError> {
         self.ask(|reply| Command::Record { kind: Box::new(kind), reply }).await
@@ -173,8 +190,16 @@ impl SessionHandle {
 
     /// Every event from `from_seq` on: first what is on disk, then live.
     pub fn subscribe(&self, from_seq: u64) -> Result<Subscription, CoreError> {
-        let live = self.bus.upgrade().map(|b| b.subscribe());
-        Subscription::start(self.transcript.clone(), self.index.clone(), from_seq, live)
+        let mut buses = self.bus.clone();
+        let live =
+            buses.borrow_and_update().as_ref().and_then(|b| b.upgrade()).map(|b| b.subscribe());
+        Subscription::start(
+            self.transcript.clone(),
+            self.index.clone(),
+            from_seq,
+            live,
+            Some(buses),
+        )
     }
 
     /// Whether `other` is a handle of the same writer (not a later one of the same session).

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use nucleic_protocol::{Backend, Event, EventKind, Timestamp};
-use nucleic_store::{SharedIndex, StoreError, TranscriptWriter, WrittenLines};
+use nucleic_store::{ClosedTranscript, SharedIndex, StoreError, TranscriptWriter, WrittenLines};
 
 use crate::error::CoreError;
 use crate::writer_lock::WriterLock;
@@ -143,6 +143,51 @@ impl Sequencer {
     pub fn sync(&mut self) -> Result<(), CoreError> {
         Ok(self.transcript.sync()?)
     }
+
+    /// Syncs, closes the transcript and gives up being its writer, keeping what
+    /// [`Released::reopen`] needs to go on. Refused (the sequencer handed back) while a failed
+    /// write holds events back, or when the sync fails.
+    pub fn release(mut self) -> Result<Released, Box<Sequencer>> {
+        if !self.unwritten.is_empty() || self.sync().is_err() {
+            return Err(Box::new(self));
+        }
+        let Sequencer { session_id, backend, transcript, _lock, .. } = self;
+        // The file is closed before the lock goes.
+        let closed = transcript.close();
+        drop(_lock);
+        Ok(Released { session_id, backend, closed })
+    }
+}
+
+/// A sequencer that let its transcript go (an idle session's writer): no open file, no lock,
+/// no buffers; [`Released::reopen`] makes it the writer again.
+#[derive(Debug)]
+pub struct Released {
+    session_id: String,
+    backend: Backend,
+    closed: ClosedTranscript,
+}
+
+impl Released {
+    /// The `seq` of the last event written before the release.
+    pub fn last_seq(&self) -> u64 {
+        self.closed.last_seq()
+    }
+
+    /// Becomes the transcript's writer again (refused, like [`Sequencer::open`], while another
+    /// writer has it), going on from where the release left it.
+    pub fn reopen(&self) -> Result<Sequencer, CoreError> {
+        let lock = WriterLock::acquire(self.closed.path())?;
+        let transcript = self.closed.reopen()?;
+        Ok(Sequencer {
+            session_id: self.session_id.clone(),
+            backend: self.backend,
+            transcript,
+            unwritten: Vec::new(),
+            truncated_bytes: 0,
+            _lock: lock,
+        })
+    }
 }
 
 fn now() -> Timestamp {
@@ -193,6 +238,38 @@ mod tests {
         let at = Timestamp::from_unix_millis(1_000);
         let written = s.append_now(vec![Draft { at: Some(at), ..text("old") }]).unwrap();
         assert_eq!(written[0].at, at);
+    }
+
+    #[test]
+    fn a_released_sequencer_frees_the_transcript_and_goes_on_where_it_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        let mut s = Sequencer::open("s", Backend::Simulated, &path).unwrap();
+        s.append_now(vec![text("a"), text("b")]).unwrap();
+        let released = s.release().unwrap();
+        assert_eq!(released.last_seq(), 2);
+        // Let go: another writer may take the transcript meanwhile (and appends two events).
+        let mut other = Sequencer::open("s", Backend::Simulated, &path).unwrap();
+        other.append_now(vec![text("c"), text("d")]).unwrap();
+        assert!(released.reopen().is_err(), "refused while the other writer has it");
+        drop(other);
+        // The file changed behind it: reopening scans it and numbers after what it holds.
+        let mut s = released.reopen().unwrap();
+        assert_eq!(s.last_seq(), 4);
+        assert_eq!(s.append_now(vec![text("e")]).unwrap()[0].seq, 5);
+        // Unchanged: it goes on without a scan, and the shared index is the same one.
+        let index = s.index();
+        let released = s.release().unwrap();
+        let mut s = released.reopen().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&index, &s.index()));
+        assert_eq!(s.append_now(vec![text("f")]).unwrap()[0].seq, 6);
+        let seqs: Vec<u64> = nucleic_store::read_transcript(&path, 1)
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
     }
 
     proptest! {

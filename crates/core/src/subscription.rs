@@ -2,19 +2,25 @@
 //! from the transcript on disk (in bounded chunks, starting near the cursor thanks to the
 //! transcript's index); live events from the bus; a reader that falls behind the bus goes back
 //! to disk for exactly what it missed. Events come as slices of the batches the writer
-//! published (or read from disk), shared, never copied.
+//! published (or read from disk), shared, never copied. An idle writer that lets its transcript
+//! go drops its bus; a subscription then waits for the writer's next bus and reads from disk
+//! what was written before it took it, so it goes on as if nothing happened.
 
 use std::path::PathBuf;
 
 use nucleic_store::{SharedIndex, read_range};
-use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, watch};
 
 use crate::batch::{EventBatch, EventSlice, SharedEvent};
 use crate::error::CoreError;
 
 /// Most events read from disk at a time.
 const CATCH_UP_CHUNK: usize = 4096;
+
+/// The writer's current live bus (`None` while it let its transcript go); closed when the writer
+/// ends.
+pub(crate) type Buses = watch::Receiver<Option<broadcast::WeakSender<EventBatch>>>;
 
 /// A cursor over one session's events.
 #[derive(Debug)]
@@ -23,6 +29,8 @@ pub struct Subscription {
     /// Events received and not yet handed out (some may be below the cursor).
     backlog: Option<EventSlice>,
     live: Option<broadcast::Receiver<EventBatch>>,
+    /// The writer's current bus, while the writer lives (`None`: a replay, or the writer ended).
+    buses: Option<Buses>,
     transcript: PathBuf,
     index: SharedIndex,
     /// Where the last disk read stopped, and the seq that follows it there: the next read
@@ -40,11 +48,13 @@ impl Subscription {
         index: SharedIndex,
         from_seq: u64,
         live: Option<broadcast::Receiver<EventBatch>>,
+        buses: Option<Buses>,
     ) -> Result<Subscription, CoreError> {
         let mut sub = Subscription {
             next_seq: from_seq.max(1),
             backlog: None,
             live,
+            buses,
             transcript,
             index,
             resume_at: None,
@@ -57,7 +67,7 @@ impl Subscription {
     /// Replays a transcript with no live writer (a finished or imported session).
     pub fn replay(transcript: PathBuf, from_seq: u64) -> Result<Subscription, CoreError> {
         let index = SharedIndex::default();
-        Subscription::start(transcript, index, from_seq, None)
+        Subscription::start(transcript, index, from_seq, None, None)
     }
 
     /// The `seq` the next event will have.
@@ -111,6 +121,11 @@ impl Subscription {
                 if self.refill()? {
                     continue;
                 }
+                if self.next_bus().await {
+                    // Whatever was written before the bus was taken is on disk.
+                    self.refill()?;
+                    continue;
+                }
                 return Ok(None);
             };
             match live.recv().await {
@@ -130,6 +145,24 @@ impl Subscription {
                 Err(RecvError::Closed) => {
                     self.live = None;
                 }
+            }
+        }
+    }
+
+    /// Waits for the writer's next live bus (an idle writer that let its transcript go publishes
+    /// one before it writes again) and takes a receiver of it; false once the writer is gone.
+    /// Cancel-safe.
+    async fn next_bus(&mut self) -> bool {
+        let Some(buses) = self.buses.as_mut() else { return false };
+        loop {
+            let bus = buses.borrow_and_update().as_ref().and_then(broadcast::WeakSender::upgrade);
+            if let Some(bus) = bus {
+                self.live = Some(bus.subscribe());
+                return true;
+            }
+            if buses.changed().await.is_err() {
+                self.buses = None;
+                return false;
             }
         }
     }
@@ -228,7 +261,7 @@ mod tests {
                     .filter(|r| r.2)
                     .map(|&(from, modes, _)| {
                         let live = Some(bus.subscribe());
-                        (from, modes, Subscription::start(path.clone(), index.clone(), from, live).unwrap())
+                        (from, modes, Subscription::start(path.clone(), index.clone(), from, live, None).unwrap())
                     })
                     .collect();
                 let mut total = 0;

@@ -19,6 +19,12 @@ fn registry() -> MutexGuard<'static, HashSet<PathBuf>> {
     WRITERS.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How many transcripts have a writer in this process (a leak check: a session whose writer
+/// was closed must not stay registered).
+pub fn open_writers() -> usize {
+    registry().len()
+}
+
 /// The right to write one transcript; dropping it gives the right up.
 #[derive(Debug)]
 pub(crate) struct WriterLock {

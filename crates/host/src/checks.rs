@@ -47,6 +47,13 @@ impl CheckRuns {
             .clone()
     }
 
+    /// Sessions with a check running (entries of finished ones are forgotten first).
+    pub(crate) fn held(&self) -> usize {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.retain(|_, s| Arc::strong_count(&s.turn) > 1);
+        sessions.len()
+    }
+
     /// Kills the checks a session is running (if any).
     pub(crate) fn stop(&self, id: &str) {
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);

@@ -44,6 +44,8 @@ pub struct Host {
     pub(crate) gate: LaunchGate,
     /// One writer start (or write outside a writer) per session at a time (`writing.rs`).
     pub(crate) writer_turns: WriterTurns,
+    /// When idle sessions' writers let their transcript go (`writing.rs`).
+    pub(crate) idle_release: crate::writing::IdleRelease,
     /// Directories of the keepers this host runs or re-adopted and has not released yet.
     pub(crate) keepers: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
     /// Warm worktree pools, tended once `start_pools` ran (`pool.rs`).
@@ -123,6 +125,7 @@ impl Host {
             credentials,
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
+            idle_release: crate::writing::IdleRelease::default(),
             keepers: Arc::default(),
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),

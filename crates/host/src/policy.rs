@@ -338,6 +338,13 @@ impl LivePolicies {
         map.insert(id.to_owned(), Arc::downgrade(policy));
     }
 
+    /// Sessions whose policy is still alive (dead entries are forgotten first).
+    pub(crate) fn held(&self) -> usize {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.retain(|_, p| p.strong_count() > 0);
+        map.len()
+    }
+
     /// The running session's policy, if its agent runs with one.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<SessionPolicy>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).get(id).and_then(Weak::upgrade)

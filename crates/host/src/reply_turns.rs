@@ -31,6 +31,13 @@ pub struct ReplyTurn {
 }
 
 impl ReplyTurns {
+    /// Message ids being answered or waited for (the others are forgotten first).
+    pub(crate) fn held(&self) -> usize {
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.retain(|_, l| Arc::strong_count(l) > 1);
+        turns.len()
+    }
+
     async fn take(
         &self,
         client: &str,

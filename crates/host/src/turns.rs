@@ -26,6 +26,13 @@ impl SessionLocks {
         sessions.retain(|_, lock| Arc::strong_count(lock) > 1);
         sessions.entry(id.to_owned()).or_default().clone()
     }
+
+    /// Sessions whose lock someone holds (the others are forgotten first).
+    pub(crate) fn held(&self) -> usize {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.retain(|_, lock| Arc::strong_count(lock) > 1);
+        sessions.len()
+    }
 }
 
 /// `sessions/<id>/turns.json`: the snapshots of each turn.

@@ -2,7 +2,8 @@
 //! "interrupted", an import) take one step: the core's sequencer numbers and writes them, the
 //! catalog folds them, clients are told. Writer starts and these writes are serialised per
 //! session, so concurrent follow-ups to a dormant session start one writer, not several; and a
-//! writer whose run has ended is retired (closed and forgotten) in the same turn.
+//! writer whose run has ended is retired (closed and forgotten) in the same turn; one whose agent
+//! is alive but idle lets its transcript go after the idle deadline ([`IdleRelease`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,6 +21,26 @@ use crate::host::Host;
 
 /// Longest wait for another writer start or host write of the same session to finish.
 const TURN_WITHIN: Duration = Duration::from_secs(60);
+
+/// How long a session waits for input (agent alive, nothing pending) before its writer lets
+/// the transcript, its lock and its live bus go, unless [`Host::set_idle_release`] says else.
+pub const IDLE_RELEASE_AFTER: Duration = Duration::from_secs(30);
+
+/// The idle deadline of new writers (`None`: writers of idle sessions stay open).
+#[derive(Debug)]
+pub(crate) struct IdleRelease(Mutex<Option<Duration>>);
+
+impl Default for IdleRelease {
+    fn default() -> IdleRelease {
+        IdleRelease(Mutex::new(Some(IDLE_RELEASE_AFTER)))
+    }
+}
+
+impl IdleRelease {
+    fn get(&self) -> Option<Duration> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// What writing to a transcript outside a controller found.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,6 +79,13 @@ pub(crate) struct Turn {
 }
 
 impl WriterTurns {
+    /// Sessions whose turn is taken or waited for (the others are forgotten first).
+    pub(crate) fn held(&self) -> usize {
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.retain(|_, l| Arc::strong_count(l) > 1);
+        turns.len()
+    }
+
     /// Waits (at most [`TURN_WITHIN`]) for the session's turn.
     pub(crate) async fn take(&self, id: &str) -> Result<Turn, HostError> {
         let lock = {
@@ -77,6 +105,18 @@ impl WriterTurns {
 }
 
 impl Host {
+    /// Sets how long an idle session (agent alive, waiting for input, nothing pending) keeps
+    /// its writer's transcript, lock and live bus before letting them go (reopened when the
+    /// agent speaks or a client acts); `None` keeps them. Applies to every live writer.
+    pub async fn set_idle_release(&self, after: Option<Duration>) {
+        *self.idle_release.0.lock().unwrap_or_else(PoisonError::into_inner) = after;
+        let live: Vec<SessionHandle> =
+            self.live.lock().map(|l| l.values().cloned().collect()).unwrap_or_default();
+        for handle in live {
+            let _ = handle.release_when_idle(after).await;
+        }
+    }
+
     /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
     /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
     /// batches). The next prompt resumes it under a new writer, which subscribers follow through
@@ -84,6 +124,10 @@ impl Host {
     pub(crate) fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
         let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
         tokio::spawn(async move {
+            let idle = me.upgrade().and_then(|host| host.idle_release.get());
+            if idle.is_some() {
+                let _ = session.release_when_idle(idle).await;
+            }
             session.wait_finished().await;
             if session.state().finished.is_none() {
                 return; // the writer went without an end (the host is stopping)

@@ -12,4 +12,4 @@ mod writer;
 pub use error::StoreError;
 pub use index::{INDEX_STRIDE, SharedIndex, TranscriptIndex};
 pub use reader::{ReadOutcome, SkippedLine, read_range, read_transcript};
-pub use writer::{OpenedTranscript, TranscriptWriter, WrittenLines};
+pub use writer::{ClosedTranscript, OpenedTranscript, TranscriptWriter, WrittenLines};

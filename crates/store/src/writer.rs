@@ -164,4 +164,67 @@ impl TranscriptWriter {
     pub fn sync(&mut self) -> Result<(), StoreError> {
         self.file.sync_data().map_err(|e| StoreError::io(&self.path, e))
     }
+
+    /// Closes the file (sync first: [`TranscriptWriter::sync`]), keeping only what
+    /// [`ClosedTranscript::reopen`] needs to go on without scanning the file again (an idle
+    /// session's writer letting go of its transcript).
+    pub fn close(self) -> ClosedTranscript {
+        ClosedTranscript {
+            path: self.path,
+            last_seq: self.last_seq,
+            len: self.len,
+            index: self.index,
+        }
+    }
+}
+
+/// A transcript a writer closed: where it ended, and its index (still shared with readers).
+#[derive(Debug)]
+pub struct ClosedTranscript {
+    path: PathBuf,
+    last_seq: u64,
+    len: u64,
+    index: SharedIndex,
+}
+
+impl ClosedTranscript {
+    /// The `seq` of the last event when it was closed.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Where the transcript lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the transcript again for appending. A file still as long as it was closed goes on
+    /// from there; one that changed meanwhile (another writer appended, or cut a torn tail) is
+    /// scanned like [`TranscriptWriter::open`], and its index replaces the shared one's content.
+    pub fn reopen(&self) -> Result<TranscriptWriter, StoreError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(&self.path, e))?.len();
+        if len == self.len {
+            return Ok(TranscriptWriter {
+                path: self.path.clone(),
+                file,
+                last_seq: self.last_seq,
+                len,
+                index: self.index.clone(),
+                buf: Vec::new(),
+                ends: Vec::new(),
+            });
+        }
+        drop(file);
+        let mut writer = TranscriptWriter::open(&self.path)?.writer;
+        let scanned = writer.index.read().map(|i| i.clone()).unwrap_or_default();
+        if let Ok(mut shared) = self.index.write() {
+            *shared = scanned;
+        }
+        writer.index = self.index.clone();
+        Ok(writer)
+    }
 }

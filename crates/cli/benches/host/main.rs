@@ -43,11 +43,24 @@ use std::time::{Duration, Instant};
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
 use nucleic_server::AppState;
 
+/// The Rust allocator, counted: live heap bytes next to RSS tell a Rust-side retention from
+/// the allocator's own growth (fragmentation) or C allocations (SQLite) in part 5.
+#[global_allocator]
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Bytes the Rust allocator has handed out and not had back.
+pub(crate) fn rust_heap_bytes() -> i64 {
+    let s = ALLOCATOR.stats();
+    // A `realloc` is counted in these two already (`bytes_reallocated` is its net change).
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
 pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
 pub(crate) type Res<T> = Result<T, BoxError>;
 
 mod catchup;
 mod client;
+mod footprint;
 mod memory;
 mod parallel;
 mod pool;
@@ -58,6 +71,8 @@ mod util;
 use catchup::*;
 #[allow(unused_imports)]
 use client::*;
+#[allow(unused_imports)]
+use footprint::*;
 #[allow(unused_imports)]
 use memory::*;
 #[allow(unused_imports)]
