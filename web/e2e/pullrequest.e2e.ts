@@ -34,7 +34,8 @@ describe("finishing by pull request", () => {
   it("the PR button pushes the branch, opens the PR against the mock, and the session shows its URL", async () => {
     const bare = path.join(dir, "remote.git");
     git(dir, "init", "-q", "--bare", bare);
-    git(demo.repo, "remote", "add", "origin", bare);
+    // (A retry of this test finds the remote already added.)
+    if (!git(demo.repo, "remote").split("\n").includes("origin")) git(demo.repo, "remote", "add", "origin", bare);
 
     const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
     await page.click("[data-testid=new-session]");
@@ -65,8 +66,9 @@ describe("finishing by pull request", () => {
     await page.waitForSelector("[data-testid=pr-link]", { timeout: 30_000 });
     expect(await page.getAttribute("[data-testid=pr-link]", "href")).toBe(url);
     expect(await page.textContent("[data-testid=pr-link]")).toContain("PR #1");
-    // The mock saw the expected title, head and base; the branch is on the remote.
-    expect(mock.created()).toEqual([{ number: 1, url, title: "Tidy the line count", head: branch, base: "main", draft: false }]);
+    // The mock saw the expected title, head and base (it reports them on its stdout every 100 ms,
+    // so they may trail the page); the branch is on the remote.
+    await expect.poll(() => mock.created(), { timeout: 10_000 }).toEqual([{ number: 1, url, title: "Tidy the line count", head: branch, base: "main", draft: false }]);
     expect(git(bare, "for-each-ref", "--format=%(refname)").trim()).toBe(`refs/heads/${branch}`);
 
     // Again: gh says it already exists, and the cockpit says so.
