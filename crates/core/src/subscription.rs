@@ -126,6 +126,11 @@ impl Subscription {
                     self.refill()?;
                     continue;
                 }
+                // The writer is gone, perhaps before this took its last bus (it reopened,
+                // wrote and ended in between): what it wrote is on disk.
+                if self.refill()? {
+                    continue;
+                }
                 return Ok(None);
             };
             match live.recv().await {
@@ -237,6 +242,38 @@ mod tests {
             }
         }
         seqs
+    }
+
+    /// A writer that reopens, writes and ends while a subscription waits for its next bus, before
+    /// the subscription could take it (the bus is gone when it upgrades it): the subscription
+    /// still gets what was written, from disk, and only then ends.
+    #[tokio::test]
+    async fn a_writer_gone_before_its_new_bus_was_taken_leaves_nothing_undelivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        let mut sequencer = Sequencer::open("s", Backend::Simulated, &path).unwrap();
+        let index = sequencer.index();
+        sequencer.append((0..3).map(line).collect());
+        // Let go: no bus. The subscription reads everything, then waits for the next bus.
+        let (buses_tx, buses) = watch::channel(None);
+        let sub = Subscription::start(path.clone(), index.clone(), 1, None, Some(buses)).unwrap();
+        let reader = tokio::spawn(read_all(sub, 0));
+        // (This test's runtime has one thread: the reader runs, and parks, while this sleeps.)
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!reader.is_finished(), "the reader waits for the writer's next bus");
+        // Without yielding: the writer reopens with a new bus, writes, and ends (bus and watch
+        // dropped).
+        let (bus, _) = broadcast::channel::<EventBatch>(4);
+        buses_tx.send_replace(Some(bus.downgrade()));
+        let appended = sequencer.append((3..5).map(line).collect());
+        let _ = bus.send(EventBatch::written(appended.written, sequencer.take_last_lines()));
+        drop(bus);
+        drop(buses_tx);
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), reader)
+            .await
+            .expect("the subscription ends within 5 s")
+            .unwrap();
+        assert_eq!(got, vec![1, 2, 3, 4, 5]);
     }
 
     proptest! {
