@@ -123,10 +123,7 @@ impl Host {
         if !worktree.path.is_dir() {
             return Some("its worktree is not on disk (discarded or removed)".into());
         }
-        let working =
-            matches!(row.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
-                && self.live_handle(&row.id).is_some_and(|h| h.state().finished.is_none());
-        if working {
+        if self.is_working(&row.id) {
             return Some("it is still working".into());
         }
         None

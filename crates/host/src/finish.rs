@@ -17,6 +17,18 @@ use crate::names::{shell_quote, slug_for};
 use crate::pull_request::PullRequestRequest;
 
 impl Host {
+    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
+    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
+    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
+    /// working. A session with no live agent is not working.
+    pub(crate) fn is_working(&self, id: &str) -> bool {
+        self.live_handle(id).is_some_and(|h| {
+            let state = h.state();
+            state.finished.is_none()
+                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
+        })
+    }
+
     /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
     pub async fn finish(
         &self,
@@ -36,8 +48,7 @@ impl Host {
             Some(p) => PathBuf::from(self.project(p).await?.root),
             None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
         };
-        let busy = matches!(row.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
-            && self.live_handle(id).is_some_and(|h| h.state().finished.is_none());
+        let busy = self.is_working(id);
         let finished =
             |action, base_branch: Option<String>, new_tip: Option<String>, continued_in| {
                 EventKind::WorktreeFinished(WorktreeFinished {
