@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use nucleic_catalog::{SessionFilter, SessionRow};
 use nucleic_git::{Repo, SetupSpec, Worktree};
 use nucleic_protocol::{
-    DiskPolicy, DiskUsage, EventKind, ProjectSummary, SessionStatus, WorktreeInfo,
-    WorktreeReclaimed, WorktreeRestored,
+    DiskPolicy, DiskUsage, EventKind, ProjectSummary, WorktreeInfo, WorktreeReclaimed,
+    WorktreeRestored,
 };
 use serde_json::{Value, json};
 
@@ -146,12 +146,16 @@ impl Host {
         let (worktree, root) = self.worktree_and_root(&row).await?;
         self.stop_idle_agent(id).await?;
         let path = worktree.path.clone();
+        // Not while a turn snapshot works in the worktree's git dir (see `finish`'s discard).
+        let snapshots = self.review_locks.of(id);
+        let no_snapshot = snapshots.lock().await;
         let (measured, reclaimed) = blocking(move || {
             let measured = nucleic_git::measure_disk(&path, Instant::now() + MEASURE_DEADLINE);
             let reclaimed = Repo::open(&root)?.reclaim(&worktree)?;
             Ok::<_, HostError>((measured, reclaimed))
         })
         .await?;
+        drop(no_snapshot);
         let event = WorktreeReclaimed {
             bytes: measured.bytes,
             build_bytes: measured.build_bytes,

@@ -100,9 +100,14 @@ impl Host {
             }
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
+                // A turn snapshot being taken works in the worktree's git dir (a temporary
+                // index): the worktree goes only once it is done (the session's review lock).
                 self.stop_idle_agent(id).await?;
                 let repo_root = root.clone();
+                let snapshots = self.review_locks.of(id);
+                let no_snapshot = snapshots.lock().await;
                 blocking(move || Repo::open(&repo_root)?.discard(&worktree)).await?;
+                drop(no_snapshot);
                 self.drop_turn_snapshots(id, root).await;
                 self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
                 Ok(None)
@@ -114,7 +119,10 @@ impl Host {
             FinishAction::Rollback { confirm } => {
                 self.stop_idle_agent(id).await?;
                 let repo_root = root.clone();
+                let snapshots = self.review_locks.of(id);
+                let no_snapshot = snapshots.lock().await;
                 blocking(move || Repo::open(&repo_root)?.remove_kept(&worktree, confirm)).await?;
+                drop(no_snapshot);
                 self.drop_turn_snapshots(id, root).await;
                 self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
                 Ok(None)
