@@ -16,6 +16,8 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v npm >/dev/null || missing+=(npm)
 command -v gh >/dev/null || missing+=(gh)             # pull requests (docs/dev-loop.md)
 command -v openssl >/dev/null || missing+=(openssl)   # the mock GitHub's certificate
+# Quiet hours are kept in the device's IANA time zone, read from the system's zoneinfo.
+[ -f /usr/share/zoneinfo/Europe/Berlin ] || missing+=(tzdata)
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium fonts-dejavu-core)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "scripts/test.sh: missing: ${missing[*]}" >&2

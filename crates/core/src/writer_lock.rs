@@ -151,7 +151,9 @@ mod tests {
         let path = dir.path().join("transcript.jsonl");
         let lock = dir.path().join("transcript.jsonl.lock");
         let mut other = std::process::Command::new("flock")
-            .args(["-n", lock.to_str().unwrap(), "cat"])
+            // `-w`, not `-n`: this test's own probes below hold the lock for moments, and a
+            // non-blocking flock that hit one gave up at once (the test then timed out).
+            .args(["-w", "5", lock.to_str().unwrap(), "cat"])
             .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("flock(1) from util-linux");
