@@ -147,8 +147,7 @@ impl Host {
         self.stop_idle_agent(id).await?;
         let path = worktree.path.clone();
         // Not while a turn snapshot works in the worktree's git dir (see `finish`'s discard).
-        let snapshots = self.review_locks.of(id);
-        let no_snapshot = snapshots.lock().await;
+        let no_snapshot = self.no_snapshots(id).await;
         let (measured, reclaimed) = blocking(move || {
             let measured = nucleic_git::measure_disk(&path, Instant::now() + MEASURE_DEADLINE);
             let reclaimed = Repo::open(&root)?.reclaim(&worktree)?;

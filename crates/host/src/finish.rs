@@ -101,11 +101,10 @@ impl Host {
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
                 // A turn snapshot being taken works in the worktree's git dir (a temporary
-                // index): the worktree goes only once it is done (the session's review lock).
+                // index): the worktree goes only once it is done (`no_snapshots`).
                 self.stop_idle_agent(id).await?;
                 let repo_root = root.clone();
-                let snapshots = self.review_locks.of(id);
-                let no_snapshot = snapshots.lock().await;
+                let no_snapshot = self.no_snapshots(id).await;
                 blocking(move || Repo::open(&repo_root)?.discard(&worktree)).await?;
                 drop(no_snapshot);
                 self.drop_turn_snapshots(id, root).await;
@@ -119,8 +118,7 @@ impl Host {
             FinishAction::Rollback { confirm } => {
                 self.stop_idle_agent(id).await?;
                 let repo_root = root.clone();
-                let snapshots = self.review_locks.of(id);
-                let no_snapshot = snapshots.lock().await;
+                let no_snapshot = self.no_snapshots(id).await;
                 blocking(move || Repo::open(&repo_root)?.remove_kept(&worktree, confirm)).await?;
                 drop(no_snapshot);
                 self.drop_turn_snapshots(id, root).await;
