@@ -56,6 +56,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // The catalog is rebuildable from transcripts, so NORMAL (durable at checkpoints) is enough.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // An index read mostly by key: 1 MiB of page cache (SQLite's default is 2 MiB) bounds its
+    // share of the host's memory however many sessions the catalog holds (docs/benchmarks.md).
+    conn.pragma_update(None, "cache_size", -1024)?;
     Ok(())
 }
 

@@ -2,11 +2,10 @@
 //! a session comes to need a person, sends every subscribed device a message carrying only the
 //! session's id (see `nucleic-push` and `docs/cockpit.md`).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use nucleic_catalog::PushSubscriptionRow;
-use nucleic_protocol::{PushSettings, QuietHours, SessionSummary, WebPushSubscription};
+use nucleic_protocol::{PushSettings, QuietHours, WebPushSubscription};
 use nucleic_push::{
     Delivery, PushRequest, QuietWindow, RetryPolicy, SubscriptionKeys, Transport, VapidKey, b64,
 };
@@ -132,15 +131,14 @@ impl Host {
         let host = Arc::downgrade(self);
         let transport = Transport::public();
         tokio::spawn(async move {
-            let mut last: HashMap<String, SessionSummary> = HashMap::new();
+            let mut watch = nucleic_push::SessionWatch::default();
             loop {
                 let after = match changes.recv().await {
                     Ok(after) => after,
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
                 };
-                let before = last.insert(after.session_id.clone(), after.clone());
-                if nucleic_push::needs_person(before.as_ref(), &after).is_some() {
+                if watch.observe(&after).is_some() {
                     let Some(strong) = host.upgrade() else { return };
                     let (transport, reports) = (transport.clone(), reports.clone());
                     tokio::spawn(push_to_all(strong, after.session_id, policy, transport, reports));

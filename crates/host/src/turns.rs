@@ -242,8 +242,8 @@ impl Host {
 
     /// Keeps turn snapshots of session `id` from running until the guard is dropped, once the
     /// one in flight is done: a snapshot's temporary index lives in the worktree's git dir, so
-    /// whatever removes the worktree holds this meanwhile.
-    pub(crate) async fn no_snapshots(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    /// whatever removes the worktree holds this meanwhile (discard, rollback, reclaim).
+    pub async fn no_snapshots(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
         self.review_locks.of(id).lock_owned().await
     }
 

@@ -7,6 +7,7 @@ mod deliver;
 mod ece;
 mod quiet;
 mod vapid;
+mod watch;
 
 pub use deliver::{Delivery, PushRequest, RetryPolicy, Transport, deliver};
 pub use ece::{
@@ -14,6 +15,7 @@ pub use ece::{
 };
 pub use quiet::QuietWindow;
 pub use vapid::{JWT_LIFETIME_SECS, VAPID_KEY_FILE, VapidKey, origin, verify_authorization};
+pub use watch::SessionWatch;
 
 use nucleic_protocol::{SessionStatus, SessionSummary};
 

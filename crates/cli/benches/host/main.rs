@@ -26,7 +26,8 @@
 //! 5. **Memory** (`HOST_BENCH_PARTS=5`, not in the default run): host RSS with 100 idle and 20
 //!    streaming sessions against a stated bound, and a churn soak of short sessions (created,
 //!    finished, discarded) that must leave no worktree, branch, process or descriptor behind and
-//!    keep RSS flat (`memory.rs`; `HOST_BENCH_IDLE`, `HOST_BENCH_STREAMING`, `HOST_BENCH_CHURN`).
+//!    keep RSS flat (`memory.rs`; `HOST_BENCH_IDLE`, `HOST_BENCH_STREAMING`, `HOST_BENCH_CHURN`;
+//!    `HOST_BENCH_EXIT_LIVE=1` exits right after it with the host open, for a heap profiler).
 //!
 //! Run: `cargo bench -p nucleic-cli --bench host` (about 45 s). Knobs: `HOST_BENCH_ROUNDS`
 //! (part 1, default 8), `HOST_BENCH_SESSIONS` (part 2, default 50), `HOST_BENCH_EVENTS` (part 3,
@@ -174,7 +175,13 @@ pub(crate) async fn async_main(scratch: &Path, big: &Path, small: &Path) -> Res<
             stop_all(&daemon.host).await;
         }
         if parts.contains('5') {
-            memory_bench(&daemon.host, &home, small).await?;
+            let measured = memory_bench(&daemon.host, &home, small).await;
+            if std::env::var_os("HOST_BENCH_EXIT_LIVE").is_some() {
+                // For a heap profiler: exit with the host still open, so what it holds after
+                // the churn shows as "leaked" (`heaptrack`, docs/benchmarks.md).
+                std::process::exit(i32::from(measured.is_err()));
+            }
+            measured?;
             stop_all(&daemon.host).await;
         }
         if parts.contains('3') {

@@ -228,6 +228,45 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
 }
 
+/// A turn snapshot reads the worktree through a temporary index in the worktree's git dir, so
+/// removing the worktree under it failed ("Directory not empty", seen once under load). Held
+/// here as a snapshot in flight holds it, the discard waits and the worktree stays; released,
+/// the discard goes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_discard_waits_for_the_turn_snapshot_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host: Arc<Host> = Host::open(config(dir.path())).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let s = host
+        .new_session(new_session(&project.project_id, "write a.txt containing one"), "test")
+        .await
+        .unwrap();
+    let (id, worktree) = (s.session_id.clone(), s.worktree.clone().unwrap());
+    approve_until_turn(&host, &id, 1).await;
+    turn_ended(&host, &id, 1).await;
+
+    let snapshot_in_flight = host.no_snapshots(&id).await;
+    let discard = tokio::spawn({
+        let (host, id) = (host.clone(), id.clone());
+        async move { host.finish(&id, FinishAction::Discard, "test").await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!discard.is_finished(), "the discard did not wait for the snapshot in flight");
+    assert!(Path::new(&worktree.path).join("a.txt").exists(), "the worktree went meanwhile");
+
+    drop(snapshot_in_flight);
+    tokio::time::timeout(Duration::from_secs(20), discard)
+        .await
+        .expect("the discard did not end within 20 s of the snapshot's end")
+        .unwrap()
+        .unwrap();
+    assert!(!Path::new(&worktree.path).exists(), "the worktree is still there");
+    let refs = git(&root, &["for-each-ref", "--format=%(refname)", "refs/nucleic/turns/"]);
+    assert_eq!(refs, "", "the discarded session's snapshots are left");
+    host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+}
+
 /// Runs the CLI against the daemon of `home` until `done(stdout)` (at most 30 s).
 async fn cli_until(home: &Path, args: &[&str], done: impl Fn(&str) -> bool) -> String {
     let start = Instant::now();
