@@ -212,9 +212,6 @@ impl Repo {
         let path = self.root().join(WORKTREES_DIR).join(slug);
         let admin = self.common_dir().join("worktrees").join(slug);
         let _guard = self.lock_mutations();
-        if self.branch_exists(&branch)? {
-            return Err(GitError::BranchExists { branch });
-        }
         for taken in [&path, &admin] {
             if std::fs::symlink_metadata(taken).is_ok() {
                 return Err(GitError::PathExists { path: taken.clone() });
@@ -224,9 +221,17 @@ impl Repo {
             std::fs::create_dir_all(parent)
                 .map_err(|e| GitError::io("cannot create directory", parent, e))?;
         }
-        git(self.main())
+        // `branch -m` (no `-M`) refuses to replace a branch: asked why only when it failed
+        // (one git process less on a session's start).
+        let renamed = git(self.main())
             .args(["branch", "-m", "--end-of-options", &pooled.branch, &branch])
-            .run()?;
+            .run();
+        if let Err(e) = renamed {
+            return Err(match self.branch_exists(&branch) {
+                Ok(true) => GitError::BranchExists { branch },
+                _ => e,
+            });
+        }
         rename(&pooled.path, &path)?;
         rename(&old_admin, &admin)?;
         write_file(&admin.join("gitdir"), &format!("{}\n", path.join(".git").display()))?;

@@ -167,8 +167,26 @@ impl Host {
     /// The first turn's start of a session whose worktree holds exactly `commit`'s tree when
     /// given (a clean pooled worktree): that tree is recorded without reading the worktree,
     /// which on a large repository takes seconds of the CPU the agent's start-up needs.
+    ///
+    /// That tree does not depend on when it is read, so it is recorded off the start's path
+    /// (the prompt goes out first: the CLI's own start-up waits for it), under the session's
+    /// snapshot lock taken now, so that the turn's end and anything removing the worktree
+    /// still come after it.
     pub(crate) async fn first_turn_started(&self, id: &str, commit: Option<String>) {
-        self.turn_boundary(id, Boundary::Start, commit).await;
+        let Some(commit) = commit else {
+            return self.turn_boundary(id, Boundary::Start, None).await;
+        };
+        let held = self.no_snapshots(id).await;
+        let (host, id) = (self.me.clone(), id.to_owned());
+        tokio::spawn(async move {
+            let Some(host) = host.upgrade() else { return };
+            let Ok(place) = host.session_worktree(&id).await else { return };
+            let recorded = host.record_boundary_held(&id, place, Boundary::Start, Some(commit));
+            if let Err(e) = recorded.await {
+                eprintln!("nucleic: no turn snapshot for session {id}: {e}");
+            }
+            drop(held);
+        });
     }
 
     /// Snapshots the worktree as a turn completed.
@@ -192,6 +210,17 @@ impl Host {
     ) -> Result<(), HostError> {
         let lock = self.review_locks.of(id);
         let _held = lock.lock().await;
+        self.record_boundary_held(id, place, boundary, commit).await
+    }
+
+    /// [`Host::record_boundary`] with the session's snapshot lock already held.
+    async fn record_boundary_held(
+        &self,
+        id: &str,
+        place: SessionWorktree,
+        boundary: Boundary,
+        commit: Option<String>,
+    ) -> Result<(), HostError> {
         let mut log = self.turn_log(id).await?;
         let (n, name) = match boundary {
             Boundary::Start => {

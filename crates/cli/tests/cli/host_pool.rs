@@ -477,8 +477,7 @@ async fn a_pooled_sessions_first_turn_starts_from_its_base_tree() {
         host.new_session(new_session(&id, "write notes.txt containing hi"), "test").await.unwrap();
     let sid = session.session_id.clone();
     crate::host_sessions::approve_until_turn_done(&host, &sid).await;
-    let start = git(&root, &["rev-parse", &format!("refs/nucleic/turns/{sid}/1-start")]);
-    assert_eq!(start.trim(), git(&root, &["rev-parse", "HEAD^{tree}"]).trim());
+    // The start is recorded off the start's path, before the turn's end (which waits for it).
     let deadline = Instant::now() + Duration::from_secs(20);
     let facts = loop {
         let facts = host.git_facts_of_turn(&sid, false, Some(1)).await.unwrap();
@@ -488,6 +487,8 @@ async fn a_pooled_sessions_first_turn_starts_from_its_base_tree() {
         assert!(Instant::now() < deadline, "turn 1 never ended: {facts:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    let start = git(&root, &["rev-parse", &format!("refs/nucleic/turns/{sid}/1-start")]);
+    assert_eq!(start.trim(), git(&root, &["rev-parse", "HEAD^{tree}"]).trim());
     let files: Vec<&str> = facts.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(files, ["notes.txt"], "{facts:?}");
 }

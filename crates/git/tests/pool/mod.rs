@@ -54,6 +54,23 @@ fn a_pooled_worktree_is_prepared_and_handed_out_by_renaming() {
 }
 
 #[test]
+fn a_pooled_worktree_is_not_handed_out_onto_an_existing_branch() {
+    let f = fixture();
+    let p = pooled(&f, "pool-b1");
+    run_git(&f.root, &["branch", "nucleic/taken", "main"]);
+    let refused = f.repo.claim_pooled(&p, "taken");
+    assert!(
+        matches!(&refused, Err(GitError::BranchExists { branch }) if branch == "nucleic/taken"),
+        "{refused:?}"
+    );
+    // Nothing moved: the pooled worktree is still whole and can go to another session.
+    assert!(!f.root.join(".nucleic/worktrees/taken").exists());
+    assert_eq!(f.repo.quick_check_pooled(&p).unwrap(), None);
+    let wt = f.repo.claim_pooled(&p, "other").unwrap();
+    assert_eq!(run_git(&wt.path, &["symbolic-ref", "--short", "HEAD"]), "nucleic/other");
+}
+
+#[test]
 fn a_pooled_worktree_changed_behind_the_hosts_back_is_refused() {
     let f = fixture();
     // A tracked file edited: HEAD is fine, so only the full check sees it.
