@@ -70,12 +70,15 @@ async fn run() -> Res<()> {
             let t = Instant::now();
             let streams =
                 start(&sh("echo ready; exec sleep 5", scratch.path()), dir.as_ref()).await?;
-            let (stdout, _, _) = streams.into_parts();
+            // The exit future holds a direct child: dropped, it stops the child's tree (which
+            // made a direct round read "" whenever the kill beat the `echo`).
+            let (stdout, _, exit) = streams.into_parts();
             let line = tokio::task::spawn_blocking(move || {
                 let mut line = String::new();
                 BufReader::new(stdout).read_line(&mut line).map(|_| line)
             })
             .await??;
+            drop(exit);
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             assert_eq!(line, "ready\n");
             if let Some(dir) = &dir {

@@ -7,7 +7,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::pin::Pin;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
@@ -30,7 +30,8 @@ pub struct KeeperAttachment {
 }
 
 /// Creates the keeper's directory (0700; it must not exist), writes its spec and starts
-/// `program __keeper <dir>` in a session of its own, its log in the directory.
+/// `program __keeper <dir>` in a session of its own, its log in the directory. Must be called
+/// inside a Tokio runtime (which reaps the keeper when it exits).
 pub fn start_keeper(program: &Path, dir: &KeeperDir, spec: &KeeperSpec) -> Result<(), KeeperError> {
     let path = dir.path();
     std::fs::DirBuilder::new().mode(0o700).create(path).map_err(|e| KeeperError::io(path, e))?;
@@ -45,7 +46,7 @@ pub fn start_keeper(program: &Path, dir: &KeeperDir, spec: &KeeperSpec) -> Resul
         .mode(0o600)
         .open(&log_path)
         .map_err(|e| KeeperError::io(&log_path, e))?;
-    let mut command = Command::new(program);
+    let mut command = tokio::process::Command::new(program);
     for (name, _) in std::env::vars_os().filter(|(name, _)| is_host_variable(name)) {
         command.env_remove(name);
     }
@@ -55,10 +56,12 @@ pub fn start_keeper(program: &Path, dir: &KeeperDir, spec: &KeeperSpec) -> Resul
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(log);
+        .stderr(log)
+        .kill_on_drop(false);
     let mut child = command.spawn().map_err(|e| KeeperError::io(program, e))?;
-    // Reaped here while the host lives; after that, by whoever adopts orphans.
-    std::thread::spawn(move || child.wait());
+    // Reaped by the runtime while the host lives (a task, not a thread per keeper); after
+    // that, by whoever adopts orphans.
+    tokio::spawn(async move { child.wait().await });
     Ok(())
 }
 
@@ -167,20 +170,32 @@ fn is_timeout(e: &std::io::Error) -> bool {
 
 /// Splits the keeper's stream into the agent's stdout and stderr (pipes the supervisor's
 /// readers take) and its exit. If the keeper goes away before the exit record, the agent can no
-/// longer be heard: its tree is stopped and the exit is unknown.
-fn demux(mut output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, KeeperError> {
+/// longer be heard: its tree is stopped and the exit is unknown. The stream is read by a task,
+/// not a thread: an idle agent costs the host no thread of its own here.
+fn demux(output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, KeeperError> {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::unix::pipe::Sender;
     let pipe_error = |e| KeeperError::io(Path::new("pipe"), e);
-    let (stdout, mut stdout_writer) = std::io::pipe().map_err(pipe_error)?;
-    let (stderr, mut stderr_writer) = std::io::pipe().map_err(pipe_error)?;
+    let (stdout, stdout_writer) = std::io::pipe().map_err(pipe_error)?;
+    let (stderr, stderr_writer) = std::io::pipe().map_err(pipe_error)?;
+    // Non-blocking write ends for the task; the read ends stay blocking for the readers.
+    let mut stdout_writer =
+        Sender::from_owned_fd(std::os::fd::OwnedFd::from(stdout_writer)).map_err(pipe_error)?;
+    let mut stderr_writer =
+        Sender::from_owned_fd(std::os::fd::OwnedFd::from(stderr_writer)).map_err(pipe_error)?;
+    let socket_error = |e| KeeperError::io(Path::new("keeper socket"), e);
+    output.set_nonblocking(true).map_err(socket_error)?;
+    // Unbuffered, as before: two reads a record, and no buffer kept per idle agent.
+    let mut output = tokio::net::UnixStream::from_std(output).map_err(socket_error)?;
     let (exit_tx, exit_rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
+    tokio::spawn(async move {
         let exit = loop {
-            match spool::read_record(&mut output) {
+            match spool::read_record_async(&mut output).await {
                 Ok(Next::Record(tag::STDOUT, bytes)) => {
-                    let _ = stdout_writer.write_all(&bytes);
+                    let _ = stdout_writer.write_all(&bytes).await;
                 }
                 Ok(Next::Record(tag::STDERR, bytes)) => {
-                    let _ = stderr_writer.write_all(&bytes);
+                    let _ = stderr_writer.write_all(&bytes).await;
                 }
                 Ok(Next::Record(tag::EXIT, bytes)) => {
                     break serde_json::from_slice::<KeptExit>(&bytes).ok();

@@ -68,6 +68,47 @@ pub fn read_record(input: &mut impl Read) -> io::Result<Next> {
         5 => {}
         _ => return Ok(Next::Torn),
     }
+    let mut payload = vec![0u8; payload_len(&head)?];
+    if read_full(input, &mut payload)? < payload.len() {
+        return Ok(Next::Torn);
+    }
+    Ok(Next::Record(head[0], payload))
+}
+
+/// [`read_record`] from an async reader (a live keeper's stream, read by a task rather than
+/// a thread of its own).
+pub async fn read_record_async(
+    input: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> io::Result<Next> {
+    use tokio::io::AsyncReadExt;
+    async fn read_full_async(
+        input: &mut (impl tokio::io::AsyncRead + Unpin),
+        buf: &mut [u8],
+    ) -> io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match input.read(&mut buf[filled..]).await? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        Ok(filled)
+    }
+    let mut head = [0u8; 5];
+    match read_full_async(input, &mut head).await? {
+        0 => return Ok(Next::End),
+        5 => {}
+        _ => return Ok(Next::Torn),
+    }
+    let mut payload = vec![0u8; payload_len(&head)?];
+    if read_full_async(input, &mut payload).await? < payload.len() {
+        return Ok(Next::Torn);
+    }
+    Ok(Next::Record(head[0], payload))
+}
+
+/// The payload length a record's head announces, refused over [`MAX_RECORD`].
+fn payload_len(head: &[u8; 5]) -> io::Result<usize> {
     let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if len > MAX_RECORD {
         return Err(io::Error::new(
@@ -75,11 +116,7 @@ pub fn read_record(input: &mut impl Read) -> io::Result<Next> {
             format!("a spool record of {len} bytes (over the {MAX_RECORD}-byte cap)"),
         ));
     }
-    let mut payload = vec![0u8; len];
-    if read_full(input, &mut payload)? < len {
-        return Ok(Next::Torn);
-    }
-    Ok(Next::Record(head[0], payload))
+    Ok(len)
 }
 
 /// Reads and checks the header.
@@ -139,6 +176,28 @@ mod tests {
             }
             assert_eq!(last, Next::Torn, "cut at {cut}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_async_reader_reads_what_the_blocking_one_does() {
+        let mut bytes = Vec::new();
+        write_record(&mut bytes, tag::STDOUT, b"hello\n").unwrap();
+        write_record(&mut bytes, tag::EXIT, b"{}").unwrap();
+        let mut input = &bytes[..];
+        let first = read_record_async(&mut input).await.unwrap();
+        assert_eq!(first, Next::Record(tag::STDOUT, b"hello\n".to_vec()));
+        assert_eq!(
+            read_record_async(&mut input).await.unwrap(),
+            Next::Record(tag::EXIT, b"{}".to_vec())
+        );
+        assert_eq!(read_record_async(&mut input).await.unwrap(), Next::End);
+        let mut torn = &bytes[..bytes.len() - 1];
+        read_record_async(&mut torn).await.unwrap();
+        assert_eq!(read_record_async(&mut torn).await.unwrap(), Next::Torn);
+        let mut huge = encode(tag::STDOUT, &[]);
+        huge[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = read_record_async(&mut &huge[..]).await.unwrap_err();
+        assert!(e.to_string().contains("over the"), "{e}");
     }
 
     #[test]
