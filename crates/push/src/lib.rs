@@ -106,13 +106,14 @@ pub fn payload(session_id: &str) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nucleic_protocol::Backend;
 
-    fn summary(status: SessionStatus, pending: u32) -> SessionSummary {
+    /// A session's summary with only what the push rules read set.
+    pub(crate) fn summary_of(id: &str, status: SessionStatus, pending: u32) -> SessionSummary {
         SessionSummary {
-            session_id: "s1".into(),
+            session_id: id.into(),
             project_id: None,
             title: "secret title".into(),
             backend: Backend::ClaudeCode,
@@ -129,6 +130,10 @@ mod tests {
             worktree_reclaimed: false,
             mode: None,
         }
+    }
+
+    fn summary(status: SessionStatus, pending: u32) -> SessionSummary {
+        summary_of("s1", status, pending)
     }
 
     #[test]

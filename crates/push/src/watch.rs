@@ -41,29 +41,8 @@ impl SessionWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::summary_of as summary;
     use SessionStatus::*;
-    use nucleic_protocol::Backend;
-
-    fn summary(id: &str, status: SessionStatus, pending: u32) -> SessionSummary {
-        SessionSummary {
-            session_id: id.into(),
-            project_id: None,
-            title: "t".into(),
-            backend: Backend::ClaudeCode,
-            status,
-            pending_approvals: pending,
-            cost_usd: 0.0,
-            last_seq: 1,
-            updated_at: 0,
-            worktree: None,
-            outcome: None,
-            archived: false,
-            read_only: false,
-            disk: None,
-            worktree_reclaimed: false,
-            mode: None,
-        }
-    }
 
     #[test]
     fn a_thousand_finished_sessions_leave_nothing_behind() {

@@ -62,8 +62,10 @@ async fn send_turn(host: &Host, id: &str, prompt: &str, n: u32) -> GitFacts {
     turn_ended(host, id, n).await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
+/// A host on a new repository and its session asked to write `a.txt` (its first turn may
+/// still run); the temporary directory must outlive the test.
+async fn session_writing_a()
+-> (tempfile::TempDir, std::path::PathBuf, Arc<Host>, nucleic_protocol::SessionSummary) {
     let dir = tempfile::tempdir().unwrap();
     let root = repo(dir.path());
     let host: Arc<Host> = Host::open(config(dir.path())).await.unwrap();
@@ -72,6 +74,12 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
         .new_session(new_session(&project.project_id, "write a.txt containing one"), "test")
         .await
         .unwrap();
+    (dir, root, host, s)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
+    let (dir, root, host, s) = session_writing_a().await;
     let id = s.session_id.clone();
     let worktree = s.worktree.clone().unwrap();
     approve_until_turn(&host, &id, 1).await;
@@ -234,14 +242,7 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
 /// the discard goes through.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_discard_waits_for_the_turn_snapshot_in_flight() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
-    let host: Arc<Host> = Host::open(config(dir.path())).await.unwrap();
-    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
-    let s = host
-        .new_session(new_session(&project.project_id, "write a.txt containing one"), "test")
-        .await
-        .unwrap();
+    let (_dir, root, host, s) = session_writing_a().await;
     let (id, worktree) = (s.session_id.clone(), s.worktree.clone().unwrap());
     approve_until_turn(&host, &id, 1).await;
     turn_ended(&host, &id, 1).await;
