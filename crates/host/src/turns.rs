@@ -179,11 +179,8 @@ impl Host {
         let held = self.no_snapshots(id).await;
         let (host, id) = (self.me.clone(), id.to_owned());
         tokio::spawn(async move {
-            let Some(host) = host.upgrade() else { return };
-            let Ok(place) = host.session_worktree(&id).await else { return };
-            let recorded = host.record_boundary_held(&id, place, Boundary::Start, Some(commit));
-            if let Err(e) = recorded.await {
-                eprintln!("nucleic: no turn snapshot for session {id}: {e}");
+            if let Some(host) = host.upgrade() {
+                host.record_held(&id, Boundary::Start, Some(commit)).await;
             }
             drop(held);
         });
@@ -195,26 +192,21 @@ impl Host {
     }
 
     async fn turn_boundary(&self, id: &str, boundary: Boundary, commit: Option<String>) {
+        let _held = self.no_snapshots(id).await;
+        self.record_held(id, boundary, commit).await;
+    }
+
+    /// Records a boundary, the session's snapshot lock held by the caller. Never fails: a
+    /// session without a worktree has no snapshots, and a failure is logged.
+    async fn record_held(&self, id: &str, boundary: Boundary, commit: Option<String>) {
         let Ok(place) = self.session_worktree(id).await else { return };
         if let Err(e) = self.record_boundary(id, place, boundary, commit).await {
             eprintln!("nucleic: no turn snapshot for session {id}: {e}");
         }
     }
 
+    /// Writes the boundary's snapshot and its entry in `turns.json` (the lock held).
     async fn record_boundary(
-        &self,
-        id: &str,
-        place: SessionWorktree,
-        boundary: Boundary,
-        commit: Option<String>,
-    ) -> Result<(), HostError> {
-        let lock = self.review_locks.of(id);
-        let _held = lock.lock().await;
-        self.record_boundary_held(id, place, boundary, commit).await
-    }
-
-    /// [`Host::record_boundary`] with the session's snapshot lock already held.
-    async fn record_boundary_held(
         &self,
         id: &str,
         place: SessionWorktree,
