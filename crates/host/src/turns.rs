@@ -105,7 +105,12 @@ impl Host {
         turn: Option<u32>,
     ) -> Result<GitFacts, HostError> {
         let SessionWorktree { root, worktree, base_branch } = self.session_worktree(id).await?;
-        let log = self.turn_log(id).await?;
+        // A snapshot in flight (a first turn's start is recorded just after its prompt went
+        // out) lands first: a turn that has begun always has its start here.
+        let log = {
+            let _settled = self.no_snapshots(id).await;
+            self.turn_log(id).await?
+        };
         let span = match turn {
             None => None,
             Some(n) => {
