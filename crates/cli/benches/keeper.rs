@@ -4,13 +4,13 @@
 //!
 //! `cargo bench -p nucleic-cli --bench keeper` (KEEPER_BENCH_ROUNDS, KEEPER_BENCH_MB).
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nucleic_agents::keeper::{KeeperDir, KeeperSpec, Reach, attach, release, start_keeper};
 use nucleic_agents::process::SpawnSpec;
 use nucleic_agents::supervisor::{Streams, launch};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -73,11 +73,8 @@ async fn run() -> Res<()> {
             // The exit future holds a direct child: dropped, it stops the child's tree (which
             // made a direct round read "" whenever the kill beat the `echo`).
             let (stdout, _, exit) = streams.into_parts();
-            let line = tokio::task::spawn_blocking(move || {
-                let mut line = String::new();
-                BufReader::new(stdout).read_line(&mut line).map(|_| line)
-            })
-            .await??;
+            let mut line = String::new();
+            tokio::io::BufReader::new(stdout).read_line(&mut line).await?;
             drop(exit);
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             assert_eq!(line, "ready\n");
@@ -114,11 +111,11 @@ async fn run() -> Res<()> {
             let t = Instant::now();
             let streams = start(&sh(&script, scratch.path()), dir.as_ref()).await?;
             let (mut stdout, _, exit) = streams.into_parts();
-            let read = tokio::task::spawn_blocking(move || {
+            let read = tokio::spawn(async move {
                 let mut buf = vec![0u8; 1 << 16];
                 let mut total = 0usize;
                 loop {
-                    match stdout.read(&mut buf) {
+                    match stdout.read(&mut buf).await {
                         Ok(0) | Err(_) => return total,
                         Ok(n) => total += n,
                     }

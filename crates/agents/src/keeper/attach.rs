@@ -170,15 +170,16 @@ fn is_timeout(e: &std::io::Error) -> bool {
 
 /// Splits the keeper's stream into the agent's stdout and stderr (pipes the supervisor's
 /// readers take) and its exit. If the keeper goes away before the exit record, the agent can no
-/// longer be heard: its tree is stopped and the exit is unknown. The stream is read by a task,
-/// not a thread: an idle agent costs the host no thread of its own here.
+/// longer be heard: its tree is stopped and the exit is unknown. Every end is read or written
+/// by a task, not a thread: an idle agent costs the host no thread of its own.
 fn demux(output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, KeeperError> {
     use tokio::io::AsyncWriteExt;
     use tokio::net::unix::pipe::Sender;
     let pipe_error = |e| KeeperError::io(Path::new("pipe"), e);
     let (stdout, stdout_writer) = std::io::pipe().map_err(pipe_error)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(pipe_error)?;
-    // Non-blocking write ends for the task; the read ends stay blocking for the readers.
+    let stdout = crate::supervisor::pipe_reader(stdout).map_err(pipe_error)?;
+    let stderr = crate::supervisor::pipe_reader(stderr).map_err(pipe_error)?;
     let mut stdout_writer =
         Sender::from_owned_fd(std::os::fd::OwnedFd::from(stdout_writer)).map_err(pipe_error)?;
     let mut stderr_writer =

@@ -17,7 +17,7 @@ const STALL_GRACE: Duration = Duration::from_secs(2);
 /// What became of the stdout reader after the exit.
 enum Drained<D> {
     Done(D),
-    /// Its thread panicked (a decoder bug): the decoder is lost.
+    /// Its task panicked (a decoder bug): the decoder is lost.
     Failed(String),
     /// Lines stopped coming for the drain period and the output did not end.
     GaveUp,
@@ -91,8 +91,7 @@ pub(super) async fn supervise_exit<P: Protocol>(
     }
     last.push(AgentOutput::Exited(finished));
     // A reader still sending holds the gate; it waits only on the controller taking outputs.
-    let closing = run.clone();
-    let _ = tokio::task::spawn_blocking(move || closing.close_with(last)).await;
+    run.close_with(last).await;
 }
 
 /// Asks `protocol` every tick whether the agent stalled; if so, reports why as a `timeout`
@@ -106,8 +105,7 @@ pub(super) async fn watchdog<P: Protocol>(run: Run, protocol: P, limit: Duration
         }
         if let Some(why) = protocol.stalled(limit) {
             let error = AgentOutput::Events(host_events(vec![host_error(ErrorCode::Timeout, why)]));
-            let sender = run.clone();
-            let _ = tokio::task::spawn_blocking(move || sender.send(error)).await;
+            run.send(error).await;
             run.process.stop(STALL_GRACE);
             return;
         }

@@ -1,7 +1,8 @@
 //! Line framing with a cap: a byte stream in, lines out, a line longer than the cap cut to its
-//! head (the rest consumed and dropped) rather than exhausting memory.
+//! head (the rest consumed and dropped) rather than exhausting memory. Read by a task, not a
+//! thread: an agent waiting for its next prompt costs the host no thread.
 
-use std::io::{BufRead, BufReader, Read};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 
 /// Longest stdout line kept whole; longer lines are cut (and flagged) rather than exhausting memory.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -32,7 +33,7 @@ pub struct LineReader<R> {
     consumed: u64,
 }
 
-impl<R: Read> LineReader<R> {
+impl<R: AsyncRead + Unpin> LineReader<R> {
     /// Lines of at most `cap` bytes, read through a buffer of `buffer` bytes.
     pub fn new(reader: R, cap: usize, buffer: usize) -> LineReader<R> {
         LineReader {
@@ -43,9 +44,10 @@ impl<R: Read> LineReader<R> {
         }
     }
 
-    /// The next line (blocks until one is complete, the stream ends, or reading fails).
-    pub fn next_frame(&mut self) -> Frame {
-        match read_line_capped(&mut self.reader, &mut self.buf, self.cap, &mut self.consumed) {
+    /// The next line (once one is complete, the stream ends, or reading fails).
+    pub async fn next_frame(&mut self) -> Frame {
+        match read_line_capped(&mut self.reader, &mut self.buf, self.cap, &mut self.consumed).await
+        {
             Ok(frame) => frame,
             Err(e) => Frame::Failed(e.to_string()),
         }
@@ -64,7 +66,7 @@ impl<R: Read> LineReader<R> {
 }
 
 /// Reads the next line of at most `max` bytes; the rest of a longer line is consumed and dropped.
-fn read_line_capped<R: BufRead>(
+async fn read_line_capped<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
@@ -73,7 +75,7 @@ fn read_line_capped<R: BufRead>(
     buf.clear();
     let mut total = 0usize;
     loop {
-        let chunk = match reader.fill_buf() {
+        let chunk = match reader.fill_buf().await {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
@@ -112,33 +114,36 @@ fn read_line_capped<R: BufRead>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn lines_are_split_and_capped() {
+    #[tokio::test]
+    async fn lines_are_split_and_capped() {
         let data = b"short\nthis line is far too long\nlast-without-newline".to_vec();
         let mut lines = LineReader::new(&data[..], 10, 4);
-        assert_eq!(lines.next_frame(), Frame::Line("short".into()));
+        assert_eq!(lines.next_frame().await, Frame::Line("short".into()));
         assert_eq!(lines.consumed(), 6);
-        assert_eq!(lines.next_frame(), Frame::Oversized { head: "this line ".into(), len: 25 });
+        assert_eq!(
+            lines.next_frame().await,
+            Frame::Oversized { head: "this line ".into(), len: 25 }
+        );
         assert_eq!(lines.consumed(), 32);
         lines.cap = 100;
-        assert_eq!(lines.next_frame(), Frame::Line("last-without-newline".into()));
-        assert_eq!(lines.next_frame(), Frame::Eof);
+        assert_eq!(lines.next_frame().await, Frame::Line("last-without-newline".into()));
+        assert_eq!(lines.next_frame().await, Frame::Eof);
     }
 
-    #[test]
-    fn a_line_exactly_at_the_cap_is_whole_and_bad_utf8_is_replaced() {
+    #[tokio::test]
+    async fn a_line_exactly_at_the_cap_is_whole_and_bad_utf8_is_replaced() {
         let mut lines = LineReader::new(&b"0123456789\n\xff\xfeok\n"[..], 10, 3);
-        assert_eq!(lines.next_frame(), Frame::Line("0123456789".into()));
-        assert_eq!(lines.next_frame(), Frame::Line("\u{fffd}\u{fffd}ok".into()));
-        assert_eq!(lines.next_frame(), Frame::Eof);
+        assert_eq!(lines.next_frame().await, Frame::Line("0123456789".into()));
+        assert_eq!(lines.next_frame().await, Frame::Line("\u{fffd}\u{fffd}ok".into()));
+        assert_eq!(lines.next_frame().await, Frame::Eof);
     }
 
-    #[test]
-    fn buffered_lines_are_seen() {
+    #[tokio::test]
+    async fn buffered_lines_are_seen() {
         let mut lines = LineReader::new(&b"a\nb\nc"[..], 10, 64);
-        assert_eq!(lines.next_frame(), Frame::Line("a".into()));
+        assert_eq!(lines.next_frame().await, Frame::Line("a".into()));
         assert!(lines.more_buffered());
-        assert_eq!(lines.next_frame(), Frame::Line("b".into()));
+        assert_eq!(lines.next_frame().await, Frame::Line("b".into()));
         assert!(!lines.more_buffered(), "c has no newline yet");
     }
 }

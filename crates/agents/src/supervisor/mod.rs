@@ -13,7 +13,7 @@
 //! outputs (backpressure: a slow disk slows the agent down rather than losing its output).
 //!
 //! The supervisor does not care where the agent's stdio comes from: the readers take any
-//! [`Read`], the input any [`AsyncWrite`], the exit any future ([`Streams::new`],
+//! [`AsyncRead`], the input any [`AsyncWrite`], the exit any future ([`Streams::new`],
 //! [`AgentProcess::new`]), so a keeper process owning the agent's stdio can stand in for the
 //! child later.
 
@@ -26,13 +26,13 @@ mod readers;
 mod tests;
 
 use std::future::Future;
-use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nucleic_protocol::{EventKind, RunFinished};
+use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
 use crate::agent::AgentOutput;
@@ -84,8 +84,8 @@ macro_rules! line_decoder {
 pub(crate) use line_decoder;
 
 /// The protocol logic of one backend; the supervisor calls it, in this order of a run's life:
-/// [`Protocol::on_line`] and [`Protocol::on_control`] for each stdout line (on the reader's
-/// thread, before the line's events are handed over), [`Protocol::stalled`] from the watchdog,
+/// [`Protocol::on_line`] and [`Protocol::on_control`] for each stdout line (in the reader's
+/// task, before the line's events are handed over), [`Protocol::stalled`] from the watchdog,
 /// and [`Protocol::finish`] once after the exit.
 pub trait Protocol: Clone + Send + Sync + 'static {
     type Decoder: LineDecoder;
@@ -188,12 +188,15 @@ impl Default for Supervision {
 }
 
 /// The agent's exit, as a future.
-type ExitFuture = Pin<Box<dyn Future<Output = ProcessEnd> + Send>>;
+pub type ExitFuture = Pin<Box<dyn Future<Output = ProcessEnd> + Send>>;
+
+/// One of the agent's output streams, read by a task.
+pub type OutputReader = Box<dyn AsyncRead + Send + Unpin>;
 
 /// What the supervisor reads from a running agent: its stdout and stderr and its exit.
 pub struct Streams {
-    stdout: Box<dyn Read + Send>,
-    stderr: Box<dyn Read + Send>,
+    stdout: OutputReader,
+    stderr: OutputReader,
     exit: ExitFuture,
 }
 
@@ -208,30 +211,34 @@ impl Streams {
     /// future before it resolves must stop the agent (as [`launch`]'s does) — unless the agent
     /// is meant to outlive the host (a keeper's, `crate::keeper::attach`).
     pub fn new(
-        stdout: impl Read + Send + 'static,
-        stderr: impl Read + Send + 'static,
+        stdout: impl AsyncRead + Send + Unpin + 'static,
+        stderr: impl AsyncRead + Send + Unpin + 'static,
         exit: impl Future<Output = ProcessEnd> + Send + 'static,
     ) -> Streams {
         Streams { stdout: Box::new(stdout), stderr: Box::new(stderr), exit: Box::pin(exit) }
     }
 
     /// The stdout, stderr and exit, for a reader of its own.
-    #[allow(clippy::type_complexity)]
-    pub fn into_parts(
-        self,
-    ) -> (
-        Box<dyn Read + Send>,
-        Box<dyn Read + Send>,
-        Pin<Box<dyn Future<Output = ProcessEnd> + Send>>,
-    ) {
+    pub fn into_parts(self) -> (OutputReader, OutputReader, ExitFuture) {
         (self.stdout, self.stderr, self.exit)
     }
 }
 
+/// The read end of a pipe, for a task (made non-blocking and registered with the runtime).
+pub fn pipe_reader(pipe: std::io::PipeReader) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+    tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(pipe))
+}
+
 /// Starts `spec` (see [`spawn_group`]: own process group, bubblewrap when asked, the host's
-/// variables scrubbed). Returns the input side and what the supervisor reads.
+/// variables scrubbed). Returns the input side and what the supervisor reads. Must be called
+/// inside a Tokio runtime.
 pub fn launch(spec: &SpawnSpec) -> Result<(Arc<AgentProcess>, Streams), AgentError> {
     let Spawned { mut child, stdout, stderr } = spawn_group(spec)?;
+    let readers = pipe_reader(stdout).and_then(|out| Ok((out, pipe_reader(stderr)?)));
+    let (stdout, stderr) = readers.map_err(|e| AgentError::Spawn {
+        program: spec.program.clone(),
+        reason: format!("cannot read the agent's output pipes: {e}"),
+    })?;
     let pid = child.id();
     let process = match child.stdin.take() {
         Some(stdin) => AgentProcess::new(stdin, pid),
@@ -258,11 +265,11 @@ pub fn supervise<P: Protocol>(
     let Streams { stdout, stderr, exit } = streams;
     let stderr_task = {
         let run = run.clone();
-        tokio::task::spawn_blocking(move || run.read_stderr(stderr))
+        tokio::spawn(async move { run.read_stderr(stderr).await })
     };
     let stdout_task = {
         let (run, protocol) = (run.clone(), protocol.clone());
-        tokio::task::spawn_blocking(move || run.read_stdout(stdout, &protocol, decoder))
+        tokio::spawn(async move { run.read_stdout(stdout, &protocol, decoder).await })
     };
     if let Some(limit) = watchdog {
         tokio::spawn(exit::watchdog(run.clone(), protocol.clone(), limit));

@@ -1,14 +1,13 @@
-//! The two readers of a running agent, each on a thread of its own: stdout (framed, decoded,
-//! acted on, batched) and stderr (lines forwarded, the last one kept for the exit message), and
-//! the one gate every output passes through on its way to the controller.
-
-use std::io::Read;
+//! The two readers of a running agent, each a task of its own: stdout (framed, decoded, acted
+//! on, batched) and stderr (lines forwarded, the last one kept for the exit message), and the
+//! one gate every output passes through on its way to the controller.
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use nucleic_protocol::{ErrorCode, EventKind, RawJson, StderrLine};
 use serde_json::Value;
+use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
 use super::lines::{Frame, LineReader, MAX_STDERR_LINE_BYTES};
@@ -31,10 +30,9 @@ pub(super) struct RunState {
     pub(super) process: Arc<AgentProcess>,
     pub(super) supervision: Supervision,
     tx: mpsc::Sender<AgentOutput>,
-    rt: tokio::runtime::Handle,
     /// Open until the exit is reported; held while an output is sent, so nothing follows
     /// [`AgentOutput::Exited`].
-    open: Mutex<bool>,
+    open: tokio::sync::Mutex<bool>,
     /// Frames the stdout reader has taken (its progress, watched while draining).
     frames: AtomicU64,
     /// Nobody listens any more: the agent was stopped once.
@@ -51,7 +49,6 @@ impl std::ops::Deref for Run {
 }
 
 impl Run {
-    /// Must be called inside a Tokio runtime.
     pub(super) fn new(
         process: Arc<AgentProcess>,
         tx: mpsc::Sender<AgentOutput>,
@@ -61,19 +58,18 @@ impl Run {
             process,
             supervision,
             tx,
-            rt: tokio::runtime::Handle::current(),
-            open: Mutex::new(true),
+            open: tokio::sync::Mutex::new(true),
             frames: AtomicU64::new(0),
             orphaned: AtomicBool::new(false),
             last_stderr: Mutex::new(None),
         }))
     }
 
-    /// Reads and decodes stdout until its end (blocking: run on a thread of its own), acting on
-    /// each line's control traffic and handing events over in batches; returns the decoder.
-    pub(super) fn read_stdout<P: Protocol>(
+    /// Reads and decodes stdout until its end, acting on each line's control traffic and
+    /// handing events over in batches; returns the decoder.
+    pub(super) async fn read_stdout<P: Protocol>(
         &self,
-        stdout: impl Read,
+        stdout: impl AsyncRead + Unpin,
         protocol: &P,
         mut decoder: P::Decoder,
     ) -> P::Decoder {
@@ -81,7 +77,7 @@ impl Run {
         let mut lines = LineReader::new(stdout, max_line, 64 * 1024);
         let mut batch = Batch::new(self);
         loop {
-            let frame = lines.next_frame();
+            let frame = lines.next_frame().await;
             self.frames.fetch_add(1, Ordering::SeqCst);
             let done = match frame {
                 Frame::Line(line) if line.trim().is_empty() => false,
@@ -95,7 +91,7 @@ impl Run {
                     match decoded.control {
                         Some(control) if replayed => protocol.on_replayed_control(control),
                         Some(control) => {
-                            if let Err(e) = self.rt.block_on(protocol.on_control(control)) {
+                            if let Err(e) = protocol.on_control(control).await {
                                 let message = format!("answering the agent failed: {e}");
                                 batch.add(host_events(vec![host_error(error_code(&e), message)]));
                             }
@@ -116,20 +112,20 @@ impl Run {
                     true
                 }
             };
-            batch.hand_over(done || !lines.more_buffered());
+            batch.hand_over(done || !lines.more_buffered()).await;
             if done {
                 return decoder;
             }
         }
     }
 
-    /// Forwards stderr lines as `stderr` events until its end (blocking) and keeps the last one.
-    /// A line over [`MAX_STDERR_LINE_BYTES`] keeps its head (stderr is free text: no error).
-    pub(super) fn read_stderr(&self, stderr: impl Read) {
+    /// Forwards stderr lines as `stderr` events until its end and keeps the last one. A line
+    /// over [`MAX_STDERR_LINE_BYTES`] keeps its head (stderr is free text: no error).
+    pub(super) async fn read_stderr(&self, stderr: impl AsyncRead + Unpin) {
         let mut lines = LineReader::new(stderr, MAX_STDERR_LINE_BYTES, 8 * 1024);
         let mut batch = Batch::new(self);
         loop {
-            let (text, done) = match lines.next_frame() {
+            let (text, done) = match lines.next_frame().await {
                 Frame::Line(text) | Frame::Oversized { head: text, .. } => (text, false),
                 Frame::Eof => (String::new(), true),
                 Frame::Failed(e) => {
@@ -147,7 +143,7 @@ impl Run {
                 };
                 batch.add(self.placed(OutputStream::Stderr, lines.consumed(), vec![event]));
             }
-            batch.hand_over(done || !lines.more_buffered());
+            batch.hand_over(done || !lines.more_buffered()).await;
             if done {
                 return;
             }
@@ -176,27 +172,26 @@ impl Run {
         self.supervision.origins.as_ref().is_some_and(|o| o.after.covers_line(stream, end))
     }
 
-    /// Hands `out` to the controller unless the run was closed (blocking: not on a runtime
-    /// worker). Nobody listening any more stops the agent, once, if it still runs.
-    pub(super) fn send(&self, out: AgentOutput) {
-        let open = lock(&self.open);
+    /// Hands `out` to the controller unless the run was closed (waiting for the controller to
+    /// take it: backpressure). Nobody listening any more stops the agent, once, if it still runs.
+    pub(super) async fn send(&self, out: AgentOutput) {
+        let open = self.open.lock().await;
         if !*open {
             return;
         }
-        if self.tx.blocking_send(out).is_err()
+        if self.tx.send(out).await.is_err()
             && !self.orphaned.swap(true, Ordering::SeqCst)
             && !self.process.ended()
         {
-            let _guard = self.rt.enter();
             self.process.stop(ORPHAN_GRACE);
         }
     }
 
-    /// Sends the last outputs and closes the run: nothing is sent after them (blocking).
-    pub(super) fn close_with(&self, last: Vec<AgentOutput>) {
-        let mut open = lock(&self.open);
+    /// Sends the last outputs and closes the run: nothing is sent after them.
+    pub(super) async fn close_with(&self, last: Vec<AgentOutput>) {
+        let mut open = self.open.lock().await;
         for out in last {
-            let _ = self.tx.blocking_send(out);
+            let _ = self.tx.send(out).await;
         }
         *open = false;
     }
@@ -228,9 +223,9 @@ impl<'a> Batch<'a> {
 
     /// Hands the batch over when it is full, or `now` (nothing more is buffered: the agent is
     /// waiting, or its output ended).
-    fn hand_over(&mut self, now: bool) {
+    async fn hand_over(&mut self, now: bool) {
         if !self.events.is_empty() && (now || self.events.len() >= self.run.supervision.max_batch) {
-            self.run.send(AgentOutput::Events(std::mem::take(&mut self.events)));
+            self.run.send(AgentOutput::Events(std::mem::take(&mut self.events))).await;
         }
     }
 }

@@ -1,12 +1,12 @@
 //! The supervisor with fake agents: `sh -c` scripts and in-memory streams, under a test protocol
 //! and under each backend's own.
 
-use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nucleic_protocol::{ErrorCode, EventKind, RawJson, RunFinished, RunOutcome};
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::*;
@@ -222,12 +222,18 @@ async fn every_backend_reports_an_oversized_line_the_same_way() {
 /// Gives `data`, then fails.
 struct FailingReader(std::io::Cursor<Vec<u8>>);
 
-impl Read for FailingReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self.0.read(buf)? {
-            0 => Err(std::io::Error::other("the disk is on fire")),
-            n => Ok(n),
+impl AsyncRead for FailingReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut self.0).poll_read(cx, buf))?;
+        if buf.filled().len() == before {
+            return std::task::Poll::Ready(Err(std::io::Error::other("the disk is on fire")));
         }
+        std::task::Poll::Ready(Ok(()))
     }
 }
 
@@ -235,7 +241,7 @@ fn failing_streams() -> (Arc<AgentProcess>, Streams) {
     let stdout = FailingReader(std::io::Cursor::new(b"not json but a line\n".to_vec()));
     let exit = async { ProcessEnd { code: Some(0), signal: None } };
     let process = Arc::new(AgentProcess::new(tokio::io::sink(), None));
-    (process, Streams::new(stdout, std::io::empty(), exit))
+    (process, Streams::new(stdout, tokio::io::empty(), exit))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -253,20 +259,18 @@ async fn every_backend_reports_a_read_error() {
     }
 }
 
-/// Gives one line per read, `delay` apart.
-struct SlowLines {
-    lines: std::vec::IntoIter<String>,
-    delay: Duration,
-}
-
-impl Read for SlowLines {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        std::thread::sleep(self.delay);
-        let Some(line) = self.lines.next() else { return Ok(0) };
-        let bytes = format!("{line}\n").into_bytes();
-        buf[..bytes.len()].copy_from_slice(&bytes);
-        Ok(bytes.len())
-    }
+/// A pipe that gets `lines`, one at a time, `delay` apart (written by a task), then ends.
+fn slow_lines(lines: Vec<String>, delay: Duration) -> OutputReader {
+    let (reader, mut writer) = tokio::io::simplex(64);
+    tokio::spawn(async move {
+        for line in lines {
+            tokio::time::sleep(delay).await;
+            writer.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        }
+        // A split simplex ends for its reader only when shut down, not dropped.
+        writer.shutdown().await.unwrap();
+    });
+    Box::new(reader)
 }
 
 fn numbered(n: usize) -> Vec<String> {
@@ -277,11 +281,11 @@ fn numbered(n: usize) -> Vec<String> {
 async fn output_still_arriving_after_the_exit_is_drained_before_the_exit_is_reported() {
     // The process is gone at once; its output takes 40 × 25 ms = 1 s, over three times the
     // drain period, to arrive: it keeps coming, so it is all read.
-    let stdout = SlowLines { lines: numbered(40).into_iter(), delay: Duration::from_millis(25) };
+    let stdout = slow_lines(numbered(40), Duration::from_millis(25));
     let exit = async { ProcessEnd { code: Some(0), signal: None } };
     let process = Arc::new(AgentProcess::new(tokio::io::sink(), None));
     let (protocol, mut rx) =
-        echo((process, Streams::new(stdout, std::io::empty(), exit)), small(1024));
+        echo((process, Streams::new(stdout, tokio::io::empty(), exit)), small(1024));
     let (batches, _) = collect(&mut rx).await;
     assert_eq!(raw_texts(&batches), numbered(40));
     assert!(errors(&batches).is_empty(), "{batches:#?}");
@@ -329,7 +333,7 @@ async fn what_is_buffered_is_batched_up_to_the_cap() {
     let data = numbered(300).join("\n") + "\n";
     let exit = async { ProcessEnd { code: Some(0), signal: None } };
     let process = Arc::new(AgentProcess::new(tokio::io::sink(), None));
-    let streams = Streams::new(std::io::Cursor::new(data), std::io::empty(), exit);
+    let streams = Streams::new(std::io::Cursor::new(data), tokio::io::empty(), exit);
     let (_, mut rx) = echo((process, streams), Supervision::default());
     let (batches, _) = collect(&mut rx).await;
     let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
@@ -338,13 +342,13 @@ async fn what_is_buffered_is_batched_up_to_the_cap() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_line_that_arrives_alone_is_handed_over_alone() {
-    let stdout = SlowLines { lines: numbered(5).into_iter(), delay: Duration::from_millis(20) };
+    let stdout = slow_lines(numbered(5), Duration::from_millis(20));
     let exit = async { ProcessEnd { code: Some(0), signal: None } };
     let process = Arc::new(AgentProcess::new(tokio::io::sink(), None));
-    let (_, mut rx) = echo((process, Streams::new(stdout, std::io::empty(), exit)), small(64));
+    let (_, mut rx) = echo((process, Streams::new(stdout, tokio::io::empty(), exit)), small(64));
     let (batches, _) = collect(&mut rx).await;
     let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
-    assert_eq!(sizes, [1, 1, 1, 1, 1]);
+    assert_eq!(sizes, [1, 1, 1, 1, 1], "{batches:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -402,4 +406,29 @@ async fn a_write_the_agent_never_reads_times_out_and_closes_the_input() {
     );
     assert!(!process.input_open().await);
     assert!(matches!(process.write_line("again").await, Err(AgentError::InputClosed)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_waiting_for_input_cost_the_host_no_thread_each() {
+    let threads = || std::fs::read_dir("/proc/self/task").unwrap().count();
+    let before = threads();
+    let mut runs = Vec::new();
+    for _ in 0..40 {
+        let (protocol, mut rx) = echo(sh("echo ready; exec sleep 30"), Supervision::default());
+        match tokio::time::timeout(WAIT, rx.recv()).await {
+            Ok(Some(AgentOutput::Events(_))) => {}
+            other => panic!("no first line: {other:?}"),
+        }
+        runs.push((protocol, rx));
+    }
+    // Read by tasks: 40 agents with both streams open add a few blocking-pool threads at most
+    // (spawning), never two per agent as reader threads did.
+    let added = threads().saturating_sub(before);
+    for (protocol, _) in &runs {
+        protocol.process.stop(Duration::from_millis(100));
+    }
+    for (_, rx) in &mut runs {
+        collect(rx).await;
+    }
+    assert!(added < 20, "{added} threads for 40 idle agents");
 }

@@ -338,7 +338,6 @@ async fn a_keeper_of_another_version_is_refused_clearly_and_its_agent_stopped() 
 async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
     use nucleic_agents::keeper::{KeeperDir, KeeperSpec, Reach, attach, release, start_keeper};
     use nucleic_agents::process::SpawnSpec;
-    use std::io::Read;
     if nucleic_testkit::isolated!(
         "a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output",
         mounts
@@ -366,19 +365,21 @@ async fn a_full_disk_holds_the_agent_back_and_its_keeper_loses_no_output() {
     let attached = attach(&keeper_dir, Reach::Starting, Duration::from_secs(10)).await.unwrap();
     let agent = i32::try_from(attached.hello.pid).unwrap();
     let (mut stdout, _stderr, exit) = attached.streams.into_parts();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let mut reader = tokio::spawn(async move {
         let mut all = Vec::new();
-        let _ = stdout.read_to_end(&mut all);
-        let _ = tx.send(all);
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut stdout, &mut all).await;
+        all
     });
     // The spool's disk is full: the keeper stops reading, so the agent waits on its pipe.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(rx.try_recv().is_err(), "the output cannot have ended on a full disk");
+    assert!(!reader.is_finished(), "the output cannot have ended on a full disk");
     assert!(alive(agent), "the agent is held back, not lost");
     // Space comes back: everything arrives, in order, then the exit.
     std::fs::remove_file(&filler).unwrap();
-    let all = rx.recv_timeout(Duration::from_secs(20)).expect("the output ends once there is room");
+    let all = tokio::time::timeout(Duration::from_secs(20), &mut reader)
+        .await
+        .expect("the output ends once there is room")
+        .unwrap();
     assert_eq!(all.len(), 300_006, "nothing lost or repeated");
     assert!(all[..300_000].iter().all(|b| *b == b'x'));
     assert_eq!(&all[300_000..], b"\ndone\n");
