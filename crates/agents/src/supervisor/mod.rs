@@ -21,6 +21,7 @@ mod exit;
 mod input;
 mod lines;
 mod origin;
+mod output;
 mod readers;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,7 @@ use crate::process::{SpawnSpec, Spawned, spawn_group};
 pub use input::{AgentProcess, INPUT_DEADLINE};
 pub use lines::{Frame, LineReader, MAX_LINE_BYTES, MAX_STDERR_LINE_BYTES};
 pub use origin::{Checkpoint, Origins, OutputStream, Place, exit_origin, origin, parse_origin};
+pub use output::pipe_reader;
 
 /// What one native line decoded to.
 #[derive(Debug)]
@@ -224,11 +226,6 @@ impl Streams {
     }
 }
 
-/// The read end of a pipe, for a task (made non-blocking and registered with the runtime).
-pub fn pipe_reader(pipe: std::io::PipeReader) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
-    tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(pipe))
-}
-
 /// Starts `spec` (see [`spawn_group`]: own process group, bubblewrap when asked, the host's
 /// variables scrubbed). Returns the input side and what the supervisor reads. Must be called
 /// inside a Tokio runtime.
@@ -263,13 +260,14 @@ pub fn supervise<P: Protocol>(
     let watchdog = supervision.watchdog;
     let run = readers::Run::new(process, tx, supervision);
     let Streams { stdout, stderr, exit } = streams;
+    let readers = output::runtime();
     let stderr_task = {
         let run = run.clone();
-        tokio::spawn(async move { run.read_stderr(stderr).await })
+        readers.spawn(async move { run.read_stderr(stderr).await })
     };
     let stdout_task = {
         let (run, protocol) = (run.clone(), protocol.clone());
-        tokio::spawn(async move { run.read_stdout(stdout, &protocol, decoder).await })
+        readers.spawn(async move { run.read_stdout(stdout, &protocol, decoder).await })
     };
     if let Some(limit) = watchdog {
         tokio::spawn(exit::watchdog(run.clone(), protocol.clone(), limit));
