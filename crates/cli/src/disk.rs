@@ -1,12 +1,15 @@
-//! `nucleic session disk|reclaim` and `nucleic project disk`: what worktrees take on disk, and
-//! the project's worktree budget and reclaim age.
+//! `nucleic session disk|reclaim`, `nucleic project disk` and `nucleic gc`: what worktrees take
+//! on disk, the project's worktree budget and reclaim age, and what no session needs any more.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use nucleic_protocol::{
     ClientMessage, DiskPolicy, DiskUsage, HostMessage, Intent, SessionSummary, human_bytes,
 };
+
+use serde_json::Value;
 
 use crate::commands::intent;
 use crate::daemon::Daemon;
@@ -146,6 +149,59 @@ fn age_text(secs: u64) -> String {
         s if s % 60 == 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
     }
+}
+
+/// `nucleic gc [--apply]`: worktrees no session owns, stray keepers, and finished worktrees due
+/// for reclaiming (listed; removed or reclaimed with --apply).
+pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
+    let mut daemon = Daemon::connect(home).await?;
+    let result = intent(&mut daemon, Intent::Gc { apply }).await?.unwrap_or_default();
+    let orphans =
+        result.get("orphanWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    let strays = result.get("strayKeepers").and_then(Value::as_array).cloned().unwrap_or_default();
+    if orphans.is_empty() {
+        println!("no orphan worktrees");
+    }
+    if strays.is_empty() {
+        println!("no stray keepers");
+    }
+    for o in orphans {
+        println!(
+            "{} {}",
+            if apply { "removed" } else { "orphan (dry run; --apply removes)" },
+            o.as_str().unwrap_or_default()
+        );
+    }
+    let reclaimable =
+        result.get("reclaimableWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    if reclaimable.is_empty() {
+        println!("no worktrees due for reclaiming");
+    }
+    for r in reclaimable {
+        let bytes = r.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+        let build = r.get("buildBytes").and_then(Value::as_u64).unwrap_or(0);
+        let what = match (apply, r.get("error").and_then(Value::as_str)) {
+            (true, Some(e)) => format!("not reclaimed ({e})"),
+            (true, None) => "reclaimed".to_owned(),
+            (false, _) => "due for reclaiming (dry run; --apply reclaims)".to_owned(),
+        };
+        println!(
+            "{what} {} {} ({}, {} build output; {})",
+            r.get("sessionID").and_then(Value::as_str).unwrap_or_default(),
+            r.get("path").and_then(Value::as_str).unwrap_or_default(),
+            human_bytes(bytes),
+            human_bytes(build),
+            r.get("reason").and_then(Value::as_str).unwrap_or_default(),
+        );
+    }
+    for k in strays {
+        println!(
+            "{} {}",
+            if apply { "removed stray keeper" } else { "stray keeper (dry run; --apply removes)" },
+            k.as_str().unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -321,7 +321,7 @@ fn main() -> ExitCode {
             None => no_home(),
         },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(commands::gc(&home, apply)),
+            Some(home) => block_on(disk::gc(&home, apply)),
             None => no_home(),
         },
     }

@@ -10,6 +10,7 @@ mod checks;
 mod device;
 mod event;
 mod files;
+mod intent;
 mod interactive;
 mod kind;
 mod pull_request;
@@ -33,6 +34,7 @@ pub use event::{Backend, Event};
 pub use files::{
     FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,
 };
+pub use intent::{ExportFormat, FinishAction, Intent, NewSession};
 pub use interactive::{
     ASK_USER_QUESTION, EMPTY_PLAN_GUIDANCE, EXIT_PLAN_MODE, Question, QuestionAnswer, SessionMode,
     answered_input, plan_text, questions,
@@ -54,9 +56,8 @@ pub use summaries::{
     DiffFile, DiskPolicy, DiskUsage, GitFacts, PoolSummary, ProjectSummary, SessionSummary,
 };
 pub use sync::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, ExportFormat, FEATURE_EVENT_BATCHES, FinishAction,
-    HostMessage, Intent, MAX_CLIENT_MESSAGE_BYTES, NewSession, PROTOCOL_VERSION, ProtocolErrorCode,
-    Verbosity,
+    CLIENT_MESSAGE_TYPES, ClientMessage, FEATURE_EVENT_BATCHES, HostMessage,
+    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

@@ -1,0 +1,334 @@
+//! Intents: the requests that create, change or end things (`intent` messages of the sync
+//! protocol), and the parts they carry: a new session, how a session's work ends, an export's
+//! format.
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::RuleScope;
+use crate::checks::CheckSpec;
+use crate::event::Backend;
+use crate::is_false;
+use crate::rule_list::{RuleBehaviour, RulesTarget};
+use crate::summaries::DiskPolicy;
+
+/// Requests that create, change or end things.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Intent {
+    AddProject {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(rename = "setupScript", default, skip_serializing_if = "Option::is_none")]
+        setup_script: Option<String>,
+        #[serde(rename = "copyFiles", default)]
+        copy_files: Vec<String>,
+        #[serde(rename = "defaultBackend", default, skip_serializing_if = "Option::is_none")]
+        default_backend: Option<Backend>,
+        /// Commands the host runs itself (tests, lint, build); see `docs/dev-loop.md`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        checks: Vec<CheckSpec>,
+        /// Run the checks after every turn (and report).
+        #[serde(rename = "checksAfterTurn", default, skip_serializing_if = "is_false")]
+        checks_after_turn: bool,
+        /// Worktrees kept prepared for new sessions (the host's default when absent; 0: none).
+        #[serde(rename = "poolSize", default, skip_serializing_if = "Option::is_none")]
+        pool_size: Option<u32>,
+    },
+    /// Changes how many worktrees the project keeps prepared (0 turns the pool off).
+    SetPoolSize {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        size: u32,
+    },
+    /// Replaces a project's checks (and, when given, whether they run after every turn).
+    SetProjectChecks {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        checks: Vec<CheckSpec>,
+        #[serde(rename = "checksAfterTurn", default, skip_serializing_if = "Option::is_none")]
+        checks_after_turn: Option<bool>,
+    },
+    /// Runs the project's checks (or the one named) in the session's worktree now; answers
+    /// with their `checkFinished` results once they ended.
+    RunChecks {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// Records and answers the session's report (claims next to facts).
+    Report {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// A review comment on lines of the session's diff (new side, 1-based), kept by the host
+    /// until the person resolves it; answers with the `ReviewComment`.
+    AddReviewComment {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        path: String,
+        line: u32,
+        #[serde(rename = "endLine", default, skip_serializing_if = "Option::is_none")]
+        end_line: Option<u32>,
+        body: String,
+        /// The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        snapshot: Option<String>,
+    },
+    /// Marks a review comment resolved (or open again); answers with it.
+    ResolveReviewComment {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        #[serde(rename = "commentID")]
+        comment_id: String,
+        resolved: bool,
+    },
+    /// The session's review comments, open and resolved, each marked `outdated` when its
+    /// lines changed since; answers `{ comments }`.
+    ReviewComments {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// Sends the open comments not sent yet to the agent as one follow-up citing `path:line`,
+    /// the quoted lines and the comment of each; answers `{ sent, prompt }`.
+    SendReview {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    RenameProject {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        name: String,
+    },
+    RemoveProject {
+        #[serde(rename = "projectID")]
+        project_id: String,
+    },
+    NewSession(NewSession),
+    Interrupt {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    Stop {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    SetModel {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        model: String,
+    },
+    SetPermissionMode {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        mode: String,
+    },
+    /// Switches the session's policy mode (`readonly`, `edit` or `full`); recorded as a
+    /// `sessionUpdated` event. See `docs/policy.md`, "Modes".
+    SetMode {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        mode: String,
+    },
+    /// Sets the mode new sessions of a project start in (`null`: back to the host's default).
+    SetProjectMode {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        #[serde(default)]
+        mode: Option<String>,
+    },
+    /// The rules that apply to a session (with its project's) or to a project, by scope;
+    /// answers with [`RuleList`].
+    ListRules(RulesTarget),
+    /// Adds a rule in Claude Code's syntax to Nucleic's rules of `scope` (`session` needs a
+    /// running session, `project` a session or project).
+    AddRule {
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+        project_id: Option<String>,
+        scope: RuleScope,
+        behaviour: RuleBehaviour,
+        rule: String,
+    },
+    /// Removes a rule (written exactly as listed) from Nucleic's rules of `scope`.
+    RemoveRule {
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
+        project_id: Option<String>,
+        scope: RuleScope,
+        rule: String,
+    },
+    Rename {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        title: String,
+    },
+    Archive {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        archived: bool,
+    },
+    Finish {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        action: FinishAction,
+    },
+    /// A read-only session from a file on the host: a Nucleic export (markdown or JSONL) or a
+    /// Claude Code transcript (`~/.claude/projects/…/<id>.jsonl`).
+    Import {
+        path: String,
+    },
+    /// Worktrees under `.nucleic/worktrees` that no session owns, and finished sessions'
+    /// worktrees due for reclaiming (by the projects' disk policies); removed only with `apply`.
+    Gc {
+        #[serde(default)]
+        apply: bool,
+    },
+    /// Sets a project's worktree budget and reclaim age (absent: none).
+    SetDiskPolicy {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        policy: DiskPolicy,
+    },
+    /// Measures what the session's worktree takes on disk now (the summary carries it).
+    MeasureDisk {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// Removes a finished session's worktree directory now (branch and uncommitted work kept).
+    Reclaim {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+    },
+    /// Revoke a device (a device revoking itself is signing out): its connections close at once
+    /// and its key is never accepted again.
+    RevokeDevice {
+        #[serde(rename = "deviceID")]
+        device_id: String,
+    },
+    /// A new host token: every device is revoked and every connection closed; clients holding
+    /// the token read the new one from `$NUCLEIC_HOME/token`.
+    RotateToken,
+    /// Opens a pairing for a new device (`nucleic pair`): answers a one-time link — the relay,
+    /// the host's id and static key, a pairing secret (10 minutes, single use) — and its
+    /// expiry. Only for the host's own machine (the token or a local browser), never through
+    /// the relay; needs `nucleic serve --relay`.
+    PairDevice {
+        /// The name the paired device is recorded under (default: "paired device").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// A shorter life than the default 600 s (capped at 600).
+        #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
+        ttl_secs: Option<u32>,
+    },
+}
+
+/// Export document formats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum ExportFormat {
+    /// The "Nucleic session export" markdown: header, conversation, raw events.
+    #[default]
+    Markdown,
+    /// One event per line.
+    Jsonl,
+}
+
+/// A new session in a fresh worktree of a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct NewSession {
+    #[serde(rename = "projectID")]
+    pub project_id: String,
+    /// Branch or commit to start from (default: the project's default branch).
+    #[serde(rename = "baseRef", default, skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The policy mode (`readonly`, `edit`, `full`); the project's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    pub prompt: String,
+}
+
+/// How a session's work ends (or continues).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum FinishAction {
+    /// Merge the session branch (its uncommitted work committed first) into the base branch.
+    Merge {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
+    },
+    /// One squashed commit on the base branch.
+    Squash {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
+    },
+    /// Replay the session's commits onto the base branch's tip.
+    Rebase {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// Allow updating the files of a (clean) checkout that has the base branch checked
+        /// out; without it such a merge is refused and no checkout changes.
+        #[serde(rename = "updateCheckout", default, skip_serializing_if = "is_false")]
+        update_checkout: bool,
+        /// Integrate although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
+    },
+    /// Push the session branch (its uncommitted work committed first) to the project's remote
+    /// and open a pull request with `gh`; the required checks gate it as they gate a merge.
+    PullRequest {
+        /// Defaults to the session's title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        draft: bool,
+        /// The branch to merge into; defaults to the session's base branch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<String>,
+        /// `[HOST/]OWNER/REPO`; defaults to the one the remote's URL names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repo: Option<String>,
+        /// Open it although required checks fail; the reason is recorded.
+        #[serde(rename = "forceReason", default, skip_serializing_if = "Option::is_none")]
+        force_reason: Option<String>,
+    },
+    /// Remove the worktree and its branch.
+    Discard,
+    /// Preserve the worktree and branch as they are.
+    Keep,
+    /// Delete a kept session's worktree and branch; needs `confirm: true`.
+    Rollback { confirm: bool },
+    /// A new session starting from this one's changes, forking its conversation.
+    Continue { prompt: String },
+    /// The shell command that resumes the session by hand.
+    Handoff,
+}
