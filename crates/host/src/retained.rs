@@ -15,6 +15,9 @@ pub struct Retained {
     pub released_writers: usize,
     /// Transcripts with a writer anywhere in this process (`nucleic_core::open_writers`).
     pub open_transcripts: usize,
+    /// Agents' output readers alive anywhere in this process, two per running agent
+    /// (`nucleic_agents::supervisor::live_readers`).
+    pub agent_readers: usize,
     /// Session policies still alive.
     pub policies: usize,
     /// Keeper directories this host runs or re-adopted and has not released.
@@ -30,7 +33,7 @@ pub struct Retained {
 }
 
 impl Retained {
-    /// The sum of every count but the process-wide `open_transcripts`.
+    /// The sum of every count but the process-wide `open_transcripts` and `agent_readers`.
     pub fn total(&self) -> usize {
         self.writers
             + self.policies
@@ -56,6 +59,7 @@ impl Host {
             finished_writers,
             released_writers,
             open_transcripts: nucleic_core::open_writers(),
+            agent_readers: nucleic_agents::supervisor::live_readers(),
             policies: self.policies.held(),
             keepers: self.keepers.lock().map_or(0, |k| k.len()),
             checks: self.checks.held(),

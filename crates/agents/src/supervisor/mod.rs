@@ -43,7 +43,7 @@ use crate::process::{SpawnSpec, Spawned, spawn_group};
 pub use input::{AgentProcess, INPUT_DEADLINE};
 pub use lines::{Frame, LineReader, MAX_LINE_BYTES, MAX_STDERR_LINE_BYTES};
 pub use origin::{Checkpoint, Origins, OutputStream, Place, exit_origin, origin, parse_origin};
-pub use output::pipe_reader;
+pub use output::{live_readers, pipe_reader};
 
 /// What one native line decoded to.
 #[derive(Debug)]

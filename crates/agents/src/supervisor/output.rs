@@ -12,10 +12,11 @@ use std::sync::OnceLock;
 use tokio::net::unix::pipe::Receiver;
 use tokio::runtime::Handle;
 
+static OUTPUT: OnceLock<Option<Handle>> = OnceLock::new();
+
 /// The output thread's runtime; the caller's when that thread cannot be started (the readers
 /// then run on the host's workers: slower, never wrong). Must be called inside a runtime.
 pub(super) fn runtime() -> Handle {
-    static OUTPUT: OnceLock<Option<Handle>> = OnceLock::new();
     OUTPUT.get_or_init(start).clone().unwrap_or_else(Handle::current)
 }
 
@@ -37,6 +38,12 @@ fn start() -> Option<Handle> {
             None
         }
     }
+}
+
+/// Agents' readers alive in this process (on the output thread): a leak check, like the host's
+/// other counts of what it holds per session.
+pub fn live_readers() -> usize {
+    OUTPUT.get().and_then(Option::as_ref).map_or(0, |h| h.metrics().num_alive_tasks())
 }
 
 /// The read end of a pipe, for a reader task: non-blocking, and registered with the output

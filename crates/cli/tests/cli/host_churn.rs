@@ -109,6 +109,7 @@ async fn host_churned_sessions_leave_nothing_behind() {
     let left = || [processes_naming(&home), processes_naming(&root)].concat();
     let settled = || {
         host.retained().total() == 0
+            && host.retained().agent_readers == 0
             && keeper_dirs().is_empty()
             && left().is_empty()
             && alive_tasks() <= tasks_first + 4
