@@ -88,7 +88,9 @@ pub(crate) use line_decoder;
 /// The protocol logic of one backend; the supervisor calls it, in this order of a run's life:
 /// [`Protocol::on_line`] and [`Protocol::on_control`] for each stdout line (in the reader's
 /// task, before the line's events are handed over), [`Protocol::stalled`] from the watchdog,
-/// and [`Protocol::finish`] once after the exit.
+/// and [`Protocol::finish`] once after the exit. The reader's task shares the agents' output
+/// thread with every other agent's readers: nothing called there may block the thread (wait
+/// by awaiting, as writes to the agent's input do).
 pub trait Protocol: Clone + Send + Sync + 'static {
     type Decoder: LineDecoder;
 

@@ -432,3 +432,26 @@ async fn agents_waiting_for_input_cost_the_host_no_thread_each() {
     }
     assert!(added < 20, "{added} threads for 40 idle agents");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_does_not_read_its_answer_holds_up_no_other_agent() {
+    // A asks with a 200 KB line, so the answer (as long) fills its input pipe, which it never
+    // reads: answering it waits on that write (up to the input deadline) in A's reader.
+    let asking = "head -c 200000 /dev/zero | tr '\\0' a | sed 's/^/ask:/'; echo; exec sleep 30";
+    let (slow, mut slow_rx) = echo(sh(asking), Supervision::default());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // B, meanwhile, is read and finishes as if A were not there.
+    let started = Instant::now();
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.05; done";
+    let (_, mut rx) = echo(sh(script), Supervision::default());
+    let (batches, finished) = collect(&mut rx).await;
+    assert_eq!(raw_texts(&batches).len(), 10, "{batches:#?}");
+    assert_eq!(finished.exit_code, Some(0));
+    assert!(started.elapsed() < Duration::from_secs(5), "B took {:?}", started.elapsed());
+    // A line's events are handed over once its control traffic is answered: A's reader is
+    // still in that write.
+    assert!(slow_rx.try_recv().is_err(), "A's answer went through: the test proves nothing");
+    slow.process.stop(Duration::from_millis(100));
+    let (batches, _) = collect(&mut slow_rx).await;
+    assert_eq!(raw_texts(&batches).len(), 1, "A's ask arrives in the end");
+}
