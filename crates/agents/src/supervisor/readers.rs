@@ -1,6 +1,7 @@
-//! The two readers of a running agent, each a task of its own: stdout (framed, decoded, acted
-//! on, batched) and stderr (lines forwarded, the last one kept for the exit message), and the
-//! one gate every output passes through on its way to the controller.
+//! The two readers of a running agent, each a task on the agents' output thread: stdout
+//! (framed, decoded, acted on, batched) and stderr (lines forwarded, the last one kept for the
+//! exit message), and the one gate every output passes through on its way to the controller.
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
