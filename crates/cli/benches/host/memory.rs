@@ -69,6 +69,31 @@ fn agent_processes() -> usize {
         .count()
 }
 
+/// This host's keepers: how many, and their proportional set size summed (MiB): what the
+/// machine spends on keeping agents beside the host's own RSS (shared pages split between them).
+fn keepers_pss() -> (usize, f64) {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return (0, 0.0) };
+    let mut found = (0, 0.0);
+    for entry in dir.filter_map(Result::ok) {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd);
+        if !(cmd.contains("__keeper") && cmd.contains(&me)) {
+            continue;
+        }
+        let rollup =
+            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+        let kib: f64 = rollup
+            .lines()
+            .find_map(|l| l.strip_prefix("Pss:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        found = (found.0 + 1, found.1 + kib / 1024.0);
+    }
+    found
+}
+
 pub(crate) async fn memory_bench(host: &Host, home: &Path, small: &Path) -> Res<()> {
     let idle_n = env_usize("HOST_BENCH_IDLE", 100);
     // Idle sessions' writers let their transcript go after this (HOST_BENCH_IDLE_RELEASE_MS;
@@ -105,6 +130,11 @@ pub(crate) async fn memory_bench(host: &Host, home: &Path, small: &Path) -> Res<
     }
     let idle = rss_mib();
     println!("  {idle_n} idle: {}; {:?}", Footprint::now().brief(), host.retained());
+    let (keepers, pss) = keepers_pss();
+    println!(
+        "  their keepers: {keepers} processes, {pss:.1} MiB PSS in all ({:.2} MiB each)",
+        pss / keepers.max(1) as f64
+    );
     let prompt = {
         let writes: Vec<String> =
             (0..40).map(|i| format!("write m{i}.txt containing streaming line {i}")).collect();
