@@ -44,6 +44,8 @@ it("pairs by the link through the relay, works a session, and loses access at on
   const { device, secret: parsed } = Device.fromLink(link);
   await device.open({ mode: "pair", secret: parsed });
   expect(daemon.cli("device", "list")).toContain("MARKER-phone");
+  // The host names its relay id in its welcome (a page on its own address lists it once).
+  expect(device.received.find((m) => m.type === "welcome")?.relayHostID).toBe(hostID);
 
   const sessionID = await newSession(device, "write MARKER-notes.txt containing MARKER-content", "MARKER-title");
   const listed = await device.ok({ type: "listSessions" });

@@ -46,7 +46,8 @@ export class HostError extends Error {
 
 export interface ConnectionEvents {
   state(state: LinkState): void;
-  welcome(backends: BackendInfo[]): void;
+  /** The handshake is done: the host's backends, and its id at its relay if it has one. */
+  welcome(backends: BackendInfo[], relayHostID: string | null): void;
   events(sessionID: string, events: Event[]): void;
   sessionChanged(session: SessionSummary): void;
   /** The host refused this app's protocol version in the handshake. */
@@ -261,7 +262,7 @@ export class HostConnection {
         clearTimeout(this.handshakeTimer);
         this.retry = 0;
         this.setState("online");
-        this.on.welcome(msg.backends ?? []);
+        this.on.welcome(msg.backends ?? [], msg.relayHostID ?? null);
         for (const id of this.subscribed) this.sendSubscribe(id);
         return;
       case "event":

@@ -536,7 +536,12 @@ export type HostMessage = { "type": "welcome", hostVersion: string, protocolVers
 /**
  * The backends this host offers and what each can do.
  */
-backends: Array<BackendInfo>, } | { "type": "ack", messageID: string, result?: JsonValue | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+backends: Array<BackendInfo>, 
+/**
+ * This host's id at its relay, when it has one: how a device paired through the relay
+ * knows it, so a page on the host's own address can tell it is the same host.
+ */
+relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: JsonValue | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */

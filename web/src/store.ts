@@ -34,6 +34,8 @@ export class CockpitStore {
   /** Sessions whose transcript came from the snapshot: replaced by the host's on reconnect. */
   private restoredTranscripts = new Set<string>();
   backends: BackendInfo[] = [];
+  /** The host's id at its relay, as its welcome said (null: it has none, or not said yet). */
+  relayHostID: string | null = null;
   projects: ProjectSummary[] = [];
   sessions = new Map<string, SessionSummary>();
   /** Bumped on every change of the lists above. */
@@ -64,8 +66,10 @@ export class CockpitStore {
         else if (this.offlineSince === null) this.offlineSince = Date.now();
         this.changed();
       },
-      welcome: (backends) => {
+      welcome: (backends, relayHostID) => {
         this.backends = backends;
+        this.relayHostID = relayHostID;
+        this.changed();
         // Snapshot transcripts are partial: the host's catch-up replaces them from seq 1.
         for (const id of this.restoredTranscripts) this.transcripts.set(id, new Transcript());
         this.restoredTranscripts.clear();

@@ -249,6 +249,10 @@ pub enum HostMessage {
         /// The backends this host offers and what each can do.
         #[serde(default)]
         backends: Vec<BackendInfo>,
+        /// This host's id at its relay, when it has one: how a device paired through the relay
+        /// knows it, so a page on the host's own address can tell it is the same host.
+        #[serde(rename = "relayHostID", default, skip_serializing_if = "Option::is_none")]
+        relay_host_id: Option<String>,
     },
     /// The request succeeded; `result` carries what it produced, if anything.
     Ack {

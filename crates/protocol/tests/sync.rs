@@ -116,6 +116,7 @@ fn host_messages_snapshot() {
                 models: vec!["sim".into()],
                 permission_modes: vec!["default".into(), "plan".into()],
             }],
+            relay_host_id: Some("9f".repeat(32)),
         },
         HostMessage::Files {
             message_id: "m5".into(),

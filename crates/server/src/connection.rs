@@ -383,6 +383,7 @@ async fn handshake(
             host_version: env!("CARGO_PKG_VERSION").to_owned(),
             protocol_version: PROTOCOL_VERSION,
             backends: state.host.backends(),
+            relay_host_id: state.remote.as_ref().map(|r| r.host_id()),
         })
         .await;
     Some(Client::new(&client_id, principal))

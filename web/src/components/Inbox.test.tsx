@@ -105,4 +105,33 @@ describe("Inbox across hosts", () => {
     expect(root.querySelector("[data-testid=inbox-item-host]")).toBeNull();
     expect(root.querySelector("[data-testid=inbox-host]")).toBeNull();
   });
+
+  it("the page's own host paired through the relay too is listed once, its twin closed", async () => {
+    const a = hostStore("sa", "ra", "low");
+    const twin = hostStore("sa", "ra", "low");
+    let closed = 0;
+    twin.store.connection.close = () => void closed++;
+    const fleet = new HostFleet(a.store);
+    fleet.add("d".repeat(64), "host dddddddd", twin.store);
+    const root = document.createElement("div");
+    document.body.append(root);
+    await act(async () => render(<Inbox store={a.store} fleet={fleet} />, root));
+    expect(root.querySelectorAll("[data-testid=inbox-item]")).toHaveLength(2);
+    // The page's own host says, in its welcome, that this relay id is its own.
+    await act(async () => {
+      a.store.relayHostID = "d".repeat(64);
+      changed(a.store);
+    });
+    expect(fleet.hosts.map((h) => h.hostID)).toEqual(["local"]);
+    expect(closed).toBe(1);
+    expect(root.querySelectorAll("[data-testid=inbox-item]")).toHaveLength(1);
+    expect(root.querySelector("[data-testid=inbox-host]")).toBeNull();
+    // Known before the twin is added: it is never listed.
+    const again = hostStore("sa", "ra", "low");
+    again.store.connection.close = () => void closed++;
+    fleet.add("d".repeat(64), "host dddddddd", again.store);
+    expect(fleet.hosts).toHaveLength(1);
+    expect(closed).toBe(2);
+    fleet.close();
+  });
 });

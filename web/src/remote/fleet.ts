@@ -47,20 +47,23 @@ export function listed(hosts: FleetHost[]): FleetHost[] {
 export class HostFleet {
   readonly hosts: FleetHost[];
   private listeners = new Set<() => void>();
-  private stops: (() => void)[] = [];
+  /** Unsubscribes, by host id (the page's own store under [`LOCAL_HOST`] or its relay id). */
+  private stops = new Map<string, () => void>();
   version = 0;
 
-  constructor(primary: CockpitStore) {
+  constructor(private readonly primary: CockpitStore) {
     const host = primary.remote?.host;
-    this.hosts = [
-      { hostID: host?.hostID ?? LOCAL_HOST, label: host ? hostLabel(host) : "this host", store: primary, primary: true },
-    ];
+    const hostID = host?.hostID ?? LOCAL_HOST;
+    this.hosts = [{ hostID, label: host ? hostLabel(host) : "this host", store: primary, primary: true }];
+    // On the host's own address the page learns the host's relay id from its welcome: a paired
+    // host with that id is this same host, reached a second way.
+    this.stops.set(hostID, primary.subscribe(() => this.dropSelf()));
   }
 
   /** Connects to every other remembered host (`make` opens a store for one; tests replace it). */
   async start(make: (h: PairedHost) => CockpitStore = openStore): Promise<void> {
     for (const paired of await pairedHosts()) {
-      if (this.hosts.some((h) => h.hostID === paired.hostID)) continue;
+      if (this.hosts.some((h) => h.hostID === paired.hostID) || paired.hostID === this.primary.relayHostID) continue;
       const store = make(paired);
       this.add(paired.hostID, hostLabel(paired), store);
       store.start();
@@ -70,14 +73,28 @@ export class HostFleet {
   /** Adds another host's store (started by the caller). */
   add(hostID: string, label: string, store: CockpitStore): void {
     this.hosts.push({ hostID, label, store, primary: false });
-    this.stops.push(store.subscribe(() => this.changed()));
+    this.stops.set(hostID, store.subscribe(() => this.changed()));
+    this.dropSelf();
     this.changed();
   }
 
   /** Closes the connections to the other hosts. */
   close(): void {
-    for (const stop of this.stops.splice(0)) stop();
+    for (const stop of this.stops.values()) stop();
+    this.stops.clear();
     for (const h of this.hosts) if (!h.primary) h.store.connection.close();
+  }
+
+  /** Forgets the other connection to the page's own host, if it has one (listed once). */
+  private dropSelf(): void {
+    const self = this.primary.relayHostID;
+    const at = this.hosts.findIndex((h) => !h.primary && h.hostID === self);
+    if (at < 0) return;
+    const [twin] = this.hosts.splice(at, 1);
+    this.stops.get(twin.hostID)?.();
+    this.stops.delete(twin.hostID);
+    twin.store.connection.close();
+    this.changed();
   }
 
   subscribe(listener: () => void): () => void {
