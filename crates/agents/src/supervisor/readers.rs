@@ -83,7 +83,8 @@ impl Run {
             let done = match frame {
                 Frame::Line(line) if line.trim().is_empty() => false,
                 Frame::Line(line) => {
-                    let mut decoded: DecodedLine<_> = decoder.decode_line(&line);
+                    let (kept, mut decoded) = decode(decoder, line).await;
+                    decoder = kept;
                     protocol.on_line(&mut decoded);
                     let end = lines.consumed();
                     let events = NativeEvent::from_line(&decoded.native_type, decoded.events);
@@ -204,6 +205,32 @@ impl Run {
 
     pub(super) fn last_stderr(&self) -> Option<String> {
         lock(&self.last_stderr).clone()
+    }
+}
+
+/// Lines at least this long are decoded on a blocking thread rather than on the output thread
+/// every agent's readers share: parsing one takes milliseconds (the cap allows 64 MiB), and no
+/// other agent's output should wait for it.
+pub(super) const DECODE_APART_BYTES: usize = 1 << 20;
+
+/// Decodes `line` with `decoder` (handed back): inline, or apart when it is long.
+async fn decode<D: LineDecoder>(mut decoder: D, line: String) -> (D, DecodedLine<D::Control>) {
+    if line.len() < DECODE_APART_BYTES {
+        let decoded = decoder.decode_line(&line);
+        return (decoder, decoded);
+    }
+    let apart = tokio::task::spawn_blocking(move || {
+        let decoded = decoder.decode_line(&line);
+        (decoder, decoded)
+    });
+    match apart.await {
+        Ok(done) => done,
+        // A decoder that panicked fails this reader as it would have inline (the run reports
+        // "decoding the agent's output failed").
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("decoding a long line was cancelled: {e}"),
+        },
     }
 }
 

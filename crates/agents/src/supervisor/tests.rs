@@ -18,6 +18,9 @@ use crate::process::{SpawnSpec, signal_group};
 /// How long any one test waits for its agent's outputs.
 const WAIT: Duration = Duration::from_secs(20);
 
+/// How long [`EchoDecoder`] takes over a line of [`readers::DECODE_APART_BYTES`] or more.
+const SLOW_DECODE: Duration = Duration::from_secs(4);
+
 /// One `raw` event per line; a line `ask:X` asks to be answered `answer:X` on the agent's input.
 #[derive(Debug, Default)]
 struct EchoDecoder {
@@ -27,6 +30,11 @@ struct EchoDecoder {
 impl LineDecoder for EchoDecoder {
     type Control = String;
     fn decode_line(&mut self, line: &str) -> DecodedLine<String> {
+        assert!(!line.starts_with("PANIC"), "a decoder bug");
+        if line.len() >= readers::DECODE_APART_BYTES {
+            // A parse that takes its time: long lines are decoded apart (see the test below).
+            std::thread::sleep(SLOW_DECODE);
+        }
         if line == "???" {
             self.unknown += 1;
         }
@@ -454,4 +462,47 @@ async fn an_agent_that_does_not_read_its_answer_holds_up_no_other_agent() {
     slow.process.stop(Duration::from_millis(100));
     let (batches, _) = collect(&mut slow_rx).await;
     assert_eq!(raw_texts(&batches).len(), 1, "A's ask arrives in the end");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_line_is_decoded_apart_and_holds_up_no_other_agent() {
+    // A writes one line over the threshold; its decode takes SLOW_DECODE.
+    let long = "head -c 1100000 /dev/zero | tr '\\0' x; echo; exec sleep 30";
+    let (slow, mut slow_rx) = echo(sh(long), Supervision::default());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.05; done";
+    let (_, mut rx) = echo(sh(script), Supervision::default());
+    let (batches, _) = collect(&mut rx).await;
+    assert_eq!(raw_texts(&batches).len(), 10, "{batches:#?}");
+    let took = started.elapsed();
+    assert!(took < SLOW_DECODE - Duration::from_millis(1500), "B waited for A's decode: {took:?}");
+    // A's line arrives whole once decoded.
+    match tokio::time::timeout(WAIT, slow_rx.recv()).await {
+        Ok(Some(AgentOutput::Events(events))) => {
+            assert_eq!(raw_texts(&[events])[0].len(), 1_100_000);
+        }
+        other => panic!("A's line never came: {other:?}"),
+    }
+    slow.process.stop(Duration::from_millis(100));
+    collect(&mut slow_rx).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decoder_that_panics_ends_the_run_with_a_host_error_long_line_or_not() {
+    let long = "printf PANIC; head -c 1100000 /dev/zero | tr '\\0' x; echo";
+    for script in ["echo before; echo PANIC; echo after", long] {
+        let (_, mut rx) = echo(sh(script), small(2 << 20));
+        let (batches, finished) = collect(&mut rx).await;
+        let failed: Vec<String> = errors(&batches)
+            .into_iter()
+            .filter(|(c, m)| {
+                *c == ErrorCode::Host && m.starts_with("decoding the agent's output failed")
+            })
+            .map(|e| e.1)
+            .collect();
+        assert_eq!(failed.len(), 1, "{script}: {batches:#?}");
+        assert!(failed[0].contains("panic"), "{failed:?}");
+        assert_eq!(finished.exit_code, Some(0));
+    }
 }
