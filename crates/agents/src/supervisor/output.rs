@@ -40,8 +40,9 @@ fn start() -> Option<Handle> {
     }
 }
 
-/// Agents' readers alive in this process (on the output thread): a leak check, like the host's
-/// other counts of what it holds per session.
+/// Tasks alive on the output thread — two readers per running agent, and briefly what a reader
+/// started (an orphaned agent's SIGKILL timer): a leak check, like the host's other counts of
+/// what it holds per session.
 pub fn live_readers() -> usize {
     OUTPUT.get().and_then(Option::as_ref).map_or(0, |h| h.metrics().num_alive_tasks())
 }
