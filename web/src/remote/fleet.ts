@@ -47,8 +47,9 @@ export function listed(hosts: FleetHost[]): FleetHost[] {
 export class HostFleet {
   readonly hosts: FleetHost[];
   private listeners = new Set<() => void>();
-  /** Unsubscribes, by host id (the page's own store under [`LOCAL_HOST`] or its relay id). */
+  /** Unsubscribes from the other hosts' stores, by host id. */
   private stops = new Map<string, () => void>();
+  private readonly stopPrimary: () => void;
   version = 0;
 
   constructor(private readonly primary: CockpitStore) {
@@ -57,7 +58,7 @@ export class HostFleet {
     this.hosts = [{ hostID, label: host ? hostLabel(host) : "this host", store: primary, primary: true }];
     // On the host's own address the page learns the host's relay id from its welcome: a paired
     // host with that id is this same host, reached a second way.
-    this.stops.set(hostID, primary.subscribe(() => this.dropSelf()));
+    this.stopPrimary = primary.subscribe(() => this.dropSelf());
   }
 
   /** Connects to every other remembered host (`make` opens a store for one; tests replace it). */
@@ -65,8 +66,8 @@ export class HostFleet {
     for (const paired of await pairedHosts()) {
       if (this.hosts.some((h) => h.hostID === paired.hostID) || paired.hostID === this.primary.relayHostID) continue;
       const store = make(paired);
-      this.add(paired.hostID, hostLabel(paired), store);
       store.start();
+      this.add(paired.hostID, hostLabel(paired), store);
     }
   }
 
@@ -80,6 +81,7 @@ export class HostFleet {
 
   /** Closes the connections to the other hosts. */
   close(): void {
+    this.stopPrimary();
     for (const stop of this.stops.values()) stop();
     this.stops.clear();
     for (const h of this.hosts) if (!h.primary) h.store.connection.close();

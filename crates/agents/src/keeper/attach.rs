@@ -176,6 +176,8 @@ fn demux(output: UnixStream, pid: u32, start_ticks: u64) -> Result<Streams, Keep
     use tokio::io::AsyncWriteExt;
     use tokio::net::unix::pipe::Sender;
     let pipe_error = |e| KeeperError::io(Path::new("pipe"), e);
+    // OS pipes rather than in-memory streams: if this task is dropped unfinished (the runtime
+    // shuts down), closing the write ends still gives the readers their end of stream.
     let (stdout, stdout_writer) = std::io::pipe().map_err(pipe_error)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(pipe_error)?;
     let stdout = crate::supervisor::pipe_reader(stdout).map_err(pipe_error)?;
