@@ -25,7 +25,7 @@ origin?: string | null, };
 
 export type Backend = "claudeCode" | "codex" | "simulated";
 
-export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
+export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "confinement" } & Confinement | { "type": "egressRefused" } & EgressRefused | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
 
 export type SessionStatus = "idle" | "running" | "awaiting-approval" | "awaiting-input" | "finished" | "error";
 
@@ -85,6 +85,27 @@ export type ApiRetry = { attempt: number, maxRetries: number, retryDelayMs: numb
 error: string, };
 
 export type PermissionDenied = { toolName: string, toolCallID?: string | null, message: string, };
+
+export type Confinement = { 
+/**
+ * The kernel confines it (bubblewrap: secrets hidden, writes only where allowed, egress
+ * only through the host's proxy, no privilege).
+ */
+confined: boolean, 
+/**
+ * In words: what holds, or why nothing does.
+ */
+summary: string, 
+/**
+ * The destinations its egress proxy allows (`host:port`, `*.domain`).
+ */
+egressAllowed?: Array<string>, };
+
+export type EgressRefused = { host: string, port: number, 
+/**
+ * `CONNECT`, or the plain-HTTP request's method.
+ */
+method: string, reason: string, };
 
 export type StatusChanged = { status: SessionStatus, previous: SessionStatus, };
 

@@ -240,6 +240,16 @@ export class Transcript {
       case "permissionDenied":
         this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "warn", text: `${k.toolName} denied by the agent`, detail: k.message });
         return;
+      case "confinement":
+        this.push(
+          k.confined
+            ? { kind: "notice", seq: e.seq, rev: 0, tone: "info", text: "Agent confined", detail: k.summary }
+            : { kind: "notice", seq: e.seq, rev: 0, tone: "warn", text: "Agent UNCONFINED", detail: k.summary },
+        );
+        return;
+      case "egressRefused":
+        this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "warn", text: `Network refused: ${k.method} ${k.host}:${k.port}`, detail: k.reason });
+        return;
       case "statusChanged":
         f.status = k.status;
         return;

@@ -8,12 +8,16 @@
 //! - [`supervisor`]: the one supervisor of every agent process (readers, line cap, batching,
 //!   control, watchdog, exit and drain); a backend adds only a decoder and its protocol logic.
 //! - [`process`]: process groups, bubblewrap, the process tree and its termination.
-//! - [`isolation`]: what of the host an agent never sees (its variables, its data dir).
+//! - [`isolation`]: the agent's confinement as a bubblewrap command line (what it sees, what it
+//!   may write, its network namespace, no privilege) and the variables it never inherits.
+//! - [`confine`]: the first process in the sandbox (`nucleic __confine`): the network bridge
+//!   to the host's egress proxy, then the agent.
 
 pub mod agent;
 mod any;
 pub mod claude;
 pub mod codex;
+pub mod confine;
 mod error;
 pub mod isolation;
 pub mod keeper;

@@ -19,7 +19,7 @@ use std::io::PipeReader;
 use tokio::process::{Child, Command};
 
 use crate::error::AgentError;
-use crate::isolation::{Isolation, is_host_variable};
+use crate::isolation::{Isolation, is_host_variable, is_person_socket_variable};
 
 /// What to start and where.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -122,12 +122,17 @@ pub(crate) fn group_command(
     }
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
-            (isolation.bwrap.clone(), isolation.args(&spec.program, &spec.args, &spec.cwd))
+            let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+            (isolation.bwrap.clone(), isolation.args(&spec.program, &spec.args, &spec.cwd, ids))
         }
         None => (spec.program.clone(), spec.args.clone()),
     };
     let mut cmd = std::process::Command::new(&program);
-    for (name, _) in std::env::vars_os().filter(|(name, _)| is_host_variable(name)) {
+    let confined = spec.isolation.is_some();
+    let scrubbed = |name: &std::ffi::OsStr| {
+        is_host_variable(name) || (confined && is_person_socket_variable(name))
+    };
+    for (name, _) in std::env::vars_os().filter(|(name, _)| scrubbed(name)) {
         cmd.env_remove(name);
     }
     cmd.args(&args)
@@ -364,7 +369,7 @@ mod tests {
             args: vec!["-c".into(), "sleep 300 & sleep 300".into()],
             cwd: std::env::temp_dir(),
             env: Vec::new(),
-            isolation: Some(Isolation { bwrap, hide: Vec::new(), expose: Vec::new() }),
+            isolation: Some(Isolation::new(bwrap)),
         };
         let spawned = spawn_group(&spec).unwrap();
         let pid = spawned.child.id().unwrap();

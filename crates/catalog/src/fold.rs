@@ -133,6 +133,8 @@ pub(crate) fn fold(
             | EventKind::RateLimit(_)
             | EventKind::ApiRetry(_)
             | EventKind::PermissionDenied(_)
+            | EventKind::Confinement(_)
+            | EventKind::EgressRefused(_)
             | EventKind::InterruptRequested(_)
             | EventKind::Error(_)
             | EventKind::Stderr(_)

@@ -252,7 +252,10 @@ fn build_command(
 ) -> Result<tokio::process::Command, CheckError> {
     let args: Vec<OsString> = command.argv[1..].iter().map(OsString::from).collect();
     let (exe, args) = match &command.isolation {
-        Some(iso) => (iso.bwrap.clone(), iso.args(program, &args, &command.cwd)),
+        Some(iso) => {
+            let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+            (iso.bwrap.clone(), iso.args(program, &args, &command.cwd, ids))
+        }
         None => (program.to_owned(), args),
     };
     let stderr = writer.try_clone().map_err(|e| spawn_error(program, &e))?;

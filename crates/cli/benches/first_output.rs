@@ -207,6 +207,7 @@ async fn run() -> Res<()> {
             codex: None,
             sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
             sim_prefix: vec!["__sim-agent".into()],
+            nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
         },
         limits: Limits { max_live_sessions: 100, max_worktrees: 100, min_free_bytes: 0 },
         approval_timeout: None,

@@ -54,8 +54,8 @@ fn keepers() {
     }
 }
 
-/// Prints whether the daemon's agents will run where its data dir cannot be seen; false when
-/// isolation is required and does not work.
+/// Prints whether the daemon's agents will run confined by the kernel; false when they would be
+/// refused (confinement cannot be built here and was not turned off).
 fn isolation() -> bool {
     use nucleic_host::AgentIsolation;
     let home = crate::locate::nucleic_home(std::env::var_os("NUCLEIC_HOME").map(Into::into))
@@ -63,28 +63,33 @@ fn isolation() -> bool {
     let setting = match AgentIsolation::from_env() {
         Ok(setting) => setting,
         Err(e) => {
-            println!("isolation BROKEN setting: {e}");
+            println!("confinement BROKEN setting: {e}");
             return false;
         }
     };
     match (setting, nucleic_host::bubblewrap()) {
         (AgentIsolation::Off, _) => {
             println!(
-                "isolation off ({}=off): agents can read {home} (token, transcripts)",
+                "confinement OFF ({}=off): agents and their commands run UNCONFINED — they can \
+                 read your secrets and {home}, write outside their worktree and reach the network",
                 AgentIsolation::VARIABLE
             );
             true
         }
         (_, Ok(bwrap)) => {
-            println!("isolation on — {} hides {home} from agents", bwrap.display());
+            println!(
+                "confinement on — {}: home and secrets hidden ({home} too), writes only in the \
+                 worktree, egress only through the host's proxy, no privilege",
+                bwrap.display()
+            );
             true
         }
-        (AgentIsolation::Auto, Err(why)) => {
-            println!("isolation NOT active: {why}; agents can read {home} (token, transcripts)");
-            true
-        }
-        (AgentIsolation::Required, Err(why)) => {
-            println!("isolation MISSING (required by {}=bwrap): {why}", AgentIsolation::VARIABLE);
+        (_, Err(why)) => {
+            println!(
+                "confinement MISSING: {why}; Claude Code and Codex sessions will be refused \
+                 (install bubblewrap and allow user namespaces, or set {}=off knowingly)",
+                AgentIsolation::VARIABLE
+            );
             false
         }
     }

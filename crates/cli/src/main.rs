@@ -241,6 +241,10 @@ pub struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    // The first process of every agent's sandbox: nothing else is parsed or set up for it.
+    if let Some(code) = nucleic_agents::confine::run_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     match cli.command {
         Commands::SimAgent { args } => {

@@ -117,6 +117,11 @@ impl Renderer {
             EventKind::PermissionDenied(p) => {
                 format!("✗ {} refused by the agent: {}", p.tool_name, p.message)
             }
+            EventKind::Confinement(c) if c.confined => format!("· confined: {}", c.summary),
+            EventKind::Confinement(c) => format!("! UNCONFINED: {}", c.summary),
+            EventKind::EgressRefused(r) => {
+                format!("✗ network: {} {}:{} refused: {}", r.method, r.host, r.port, r.reason)
+            }
             EventKind::ApiRetry(r) => format!(
                 "… API call failed ({}{}), retry {}/{} in {} ms",
                 r.error,

@@ -42,6 +42,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
             codex: find_codex(),
             sim_program: program.clone(),
             sim_prefix: vec!["__sim-agent".into()],
+            nucleic: program.clone(),
         },
         limits: Limits::default(),
         approval_timeout: None,

@@ -237,7 +237,7 @@ impl Host {
             cwd: worktree.to_owned(),
             timeout: Duration::from_secs(spec.timeout_secs),
             env_allow: spec.env.clone(),
-            isolation: crate::launch::isolation_for(&self.config, worktree)?,
+            isolation: crate::launch::check_isolation(&self.config, worktree)?,
             log_path: log_path.clone(),
             log_cap: LOG_CAP_BYTES,
         };

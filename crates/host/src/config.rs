@@ -115,6 +115,9 @@ pub struct AgentPaths {
     /// (`nucleic __sim-agent`).
     pub sim_program: PathBuf,
     pub sim_prefix: Vec<OsString>,
+    /// The `nucleic` executable: its `__confine` entry runs first in every agent's sandbox
+    /// (the network bridge to the host's egress proxy).
+    pub nucleic: PathBuf,
 }
 
 /// Guardrails checked before a session is created.

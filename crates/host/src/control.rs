@@ -85,6 +85,8 @@ impl Host {
             permission_mode: row.permission_mode.clone(),
             resume: Some(conversation),
             fork: false,
+            session_id: Some(id.to_owned()),
+            read_only: crate::session_policy::is_read_only(row.mode.as_deref()),
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
         let transcript = PathBuf::from(&row.transcript);

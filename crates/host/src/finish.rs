@@ -165,6 +165,8 @@ impl Host {
                         permission_mode: row.permission_mode.clone(),
                         resume: forked.clone(),
                         fork: forked.is_some(),
+                        session_id: Some(new_id.clone()),
+                        read_only: crate::session_policy::is_read_only(row.mode.as_deref()),
                     },
                     prompt,
                     trace: crate::start_trace::StartTrace::new(),

@@ -54,6 +54,8 @@ pub struct Host {
     pub(crate) checks: crate::checks::CheckRuns,
     /// The policies of sessions whose agent runs, by session id (`policy.rs`: modes, rules).
     pub(crate) policies: crate::policy::LivePolicies,
+    /// Each confined agent's egress proxy, by session.
+    pub(crate) egress: crate::egress::EgressProxies,
     /// Ids of sessions whose agent just completed a turn (from the catalog followers), for
     /// the checks and report that follow turns.
     pub(crate) turns: tokio::sync::mpsc::UnboundedSender<String>,
@@ -130,6 +132,7 @@ impl Host {
             pools: crate::pool::Pools::default(),
             checks: crate::checks::CheckRuns::default(),
             policies: crate::policy::LivePolicies::default(),
+            egress: crate::egress::EgressProxies::default(),
             turns,
             disk_moves: tokio::sync::Mutex::default(),
             reply_turns: crate::reply_turns::ReplyTurns::default(),
@@ -390,6 +393,8 @@ impl Host {
             permission_mode: request.permission_mode.clone(),
             resume: None,
             fork: false,
+            session_id: Some(session_id.clone()),
+            read_only: crate::session_policy::is_read_only(mode.as_deref()),
         };
         // A backend that is not installed, or a mode it cannot map, is refused before any
         // worktree exists.

@@ -55,6 +55,19 @@ impl Host {
         sequencer: Sequencer,
         config: SessionConfig,
     ) -> Result<(SessionHandle, Option<u32>), HostError> {
+        let confinement = self.prepare_confinement(&config.session_id, opts)?;
+        let (session, pid) = self.start_agent_process(opts, sequencer, config).await?;
+        // Said before anything else the host records for this agent.
+        session.record(confinement).await?;
+        Ok((session, pid))
+    }
+
+    async fn start_agent_process(
+        &self,
+        opts: &AgentLaunch,
+        sequencer: Sequencer,
+        config: SessionConfig,
+    ) -> Result<(SessionHandle, Option<u32>), HostError> {
         let Some(keepers) = &self.config.keepers else {
             let (agent, outputs) = opts.spawn()?;
             let pid = agent.pid();
@@ -141,8 +154,12 @@ impl Host {
             permission_mode: row.permission_mode.clone(),
             resume: None,
             fork: false,
+            session_id: Some(id.to_owned()),
+            read_only: crate::session_policy::is_read_only(row.mode.as_deref()),
         };
         let opts = agent_options(&self.config, row.backend, Path::new(&row.cwd), &request)?;
+        // The agent kept running in its sandbox: its way out is served again.
+        self.prepare_confinement(id, &opts)?;
         let kept = match opts.readopt(dir, checkpoint).await {
             Ok(kept) => kept,
             Err(e) => {

@@ -1,5 +1,5 @@
 //! Starting an agent process for a session: which executable, which flags, which environment,
-//! and the isolation that keeps the host's data dir out of its sight.
+//! and the confinement it runs under (`confinement.rs` decides its paths).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +13,7 @@ use nucleic_agents::isolation::Isolation;
 use nucleic_protocol::Backend;
 
 use crate::config::{AgentIsolation, HostConfig};
+use crate::confinement::AgentPlace;
 use crate::error::HostError;
 
 /// How long the bubblewrap probe may take.
@@ -26,6 +27,10 @@ pub struct AgentRequest {
     /// Resume this backend conversation (and fork it into a new one when `fork`).
     pub resume: Option<String>,
     pub fork: bool,
+    /// The session the agent works for (its egress proxy; `None`: no network).
+    pub session_id: Option<String>,
+    /// The worktree is read-only to the agent (the `readonly` mode).
+    pub read_only: bool,
 }
 
 /// The launch options for `backend` in `cwd`.
@@ -59,7 +64,7 @@ pub fn agent_options(
     opts.resume = request.resume.clone();
     opts.fork = request.fork;
     opts.env = config.agent_env.clone();
-    opts.isolation = isolation_for(config, cwd)?;
+    opts.isolation = isolation_for(config, backend, cwd, request, &opts.program)?;
     // Every tool call is put to the host's policy first (the simulated agent has no hooks).
     opts.host_hooks = config.policy && backend == Backend::ClaudeCode;
     Ok(AgentLaunch::Claude(opts))
@@ -87,40 +92,65 @@ fn codex_options(
     o.model = request.model.clone();
     o.resume = request.resume.clone();
     o.env = config.agent_env.clone();
-    o.isolation = isolation_for(config, cwd)?;
+    o.isolation = isolation_for(config, Backend::Codex, cwd, request, &o.program)?;
     Ok(o)
 }
 
-/// The isolation an agent of this host working in `cwd` runs under: `config.home` hidden
-/// (and, when `cwd` is inside it, the top directory holding `cwd` bound back in). `None` when
-/// the setting is `off`, or `auto` and bubblewrap does not work here.
+/// The confinement an agent of `backend` working in `cwd` runs under (`confinement::plan`).
+/// `None` when the setting is `off`, or `auto`, bubblewrap does not work here and the agent is
+/// the simulated one; a real agent is refused then, naming the fix.
 pub(crate) fn isolation_for(
     config: &HostConfig,
+    backend: Backend,
     cwd: &Path,
+    request: &AgentRequest,
+    program: &Path,
 ) -> Result<Option<Isolation>, HostError> {
-    let bwrap = match (config.agent_isolation, bubblewrap()) {
-        (AgentIsolation::Off, _) | (AgentIsolation::Auto, Err(_)) => return Ok(None),
-        (_, Ok(bwrap)) => bwrap.clone(),
-        (AgentIsolation::Required, Err(why)) => {
-            return Err(HostError::Invalid(format!(
-                "agents must run isolated ({}=bwrap) but bubblewrap cannot be used: {why}",
-                AgentIsolation::VARIABLE
-            )));
-        }
+    let Some(bwrap) = confinement_tool(config, backend)? else { return Ok(None) };
+    let place = AgentPlace {
+        backend,
+        cwd,
+        session_id: request.session_id.as_deref(),
+        read_only: request.read_only,
+        program,
     };
-    let home = config.home.canonicalize().unwrap_or_else(|_| config.home.clone());
-    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
-    let mut expose = Vec::new();
-    if let Ok(inside) = cwd.strip_prefix(&home) {
-        let Some(top) = inside.components().next() else {
-            return Err(HostError::Invalid(format!(
-                "an agent cannot work in the host's data dir {}",
-                home.display()
-            )));
-        };
-        expose.push(home.join(top));
+    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
+}
+
+/// The confinement of a host-run check in `worktree`: the agents' view of the machine, the
+/// worktree writable, no agent state and no network at all.
+pub(crate) fn check_isolation(
+    config: &HostConfig,
+    worktree: &Path,
+) -> Result<Option<Isolation>, HostError> {
+    let Some(bwrap) = confinement_tool(config, Backend::Simulated)? else { return Ok(None) };
+    let place = AgentPlace {
+        backend: Backend::Simulated,
+        cwd: worktree,
+        session_id: None,
+        read_only: false,
+        program: Path::new("/bin/sh"),
+    };
+    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
+}
+
+/// The `bwrap` to confine with, `None` to run unconfined, or the refusal: a real agent (and
+/// a check) never runs unconfined unless the person turned confinement off.
+fn confinement_tool(config: &HostConfig, backend: Backend) -> Result<Option<PathBuf>, HostError> {
+    match (config.agent_isolation, bubblewrap()) {
+        (AgentIsolation::Off, _) => Ok(None),
+        (_, Ok(bwrap)) => Ok(Some(bwrap.clone())),
+        (AgentIsolation::Auto, Err(_)) if backend == Backend::Simulated => Ok(None),
+        (AgentIsolation::Auto | AgentIsolation::Required, Err(why)) => {
+            Err(HostError::Invalid(format!(
+                "agents run confined (bubblewrap: no secrets, writes only in the worktree, \
+                 egress only through the host's proxy) but it cannot be used here: {why}. \
+                 Install bubblewrap and allow user namespaces, or run agents unconfined \
+                 knowingly with {}=off",
+                AgentIsolation::VARIABLE
+            )))
+        }
     }
-    Ok(Some(Isolation { bwrap, hide: vec![home], expose }))
 }
 
 /// The `bwrap` that hides a directory from a program on this machine, or why there is none:
@@ -144,11 +174,13 @@ fn probe_bubblewrap() -> Result<PathBuf, String> {
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&hidden, ""))
         .map_err(|e| format!("cannot prepare the probe in {}: {e}", dir.display()))?;
-    let isolation = Isolation { bwrap: bwrap.clone(), hide: vec![dir.clone()], expose: Vec::new() };
+    let mut isolation = Isolation::new(bwrap.clone());
+    isolation.mounts.push(nucleic_agents::isolation::Mount::Hide(dir.clone()));
     let args = ["-c".into(), "test ! -e \"$1\"".into(), "sh".into(), hidden.into_os_string()];
+    let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let mut command = Command::new(&bwrap);
     command
-        .args(isolation.args(Path::new("/bin/sh"), &args, Path::new("/")))
+        .args(isolation.args(Path::new("/bin/sh"), &args, Path::new("/"), ids))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -192,20 +224,20 @@ fn run_with_deadline(
     Ok((status, stderr))
 }
 
-/// Says once, when a host opens, that its agents will not be isolated (or not run at all).
+/// Says once, when a host opens, that its agents will not be confined (or not run at all).
 pub(crate) fn report_isolation(config: &HostConfig) {
+    let variable = AgentIsolation::VARIABLE;
     if config.agent_isolation == AgentIsolation::Off {
+        eprintln!(
+            "nucleic: agents run UNCONFINED ({variable}=off): they and every command they run \
+             can read your secrets, write outside their worktree and reach the network"
+        );
         return;
     }
     let Err(why) = bubblewrap() else { return };
-    let (home, variable) = (config.home.display(), AgentIsolation::VARIABLE);
-    if config.agent_isolation == AgentIsolation::Required {
-        eprintln!("nucleic: agents will be refused: {variable}=bwrap, but {why}");
-    } else {
-        eprintln!(
-            "nucleic: agents run WITHOUT isolation and can read the data dir {home} (token, \
-             catalog, transcripts): {why}. Install bubblewrap, or set {variable}=off to run them \
-             so knowingly (`nucleic doctor` tells)."
-        );
-    }
+    eprintln!(
+        "nucleic: Claude Code and Codex sessions will be refused: they run confined, but {why}. \
+         Install bubblewrap, or set {variable}=off to run them unconfined knowingly \
+         (`nucleic doctor` tells)."
+    );
 }

@@ -6,9 +6,11 @@
 mod backends;
 mod checks;
 mod config;
+pub mod confinement;
 mod control;
 mod credentials;
 mod disk;
+mod egress;
 mod error;
 mod files;
 mod finish;

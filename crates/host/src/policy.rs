@@ -473,6 +473,7 @@ mod tests {
                 codex: None,
                 sim_program: "nucleic".into(),
                 sim_prefix: Vec::new(),
+                nucleic: "nucleic".into(),
             },
             limits: Limits { max_live_sessions: 1, max_worktrees: 1, min_free_bytes: 0 },
             approval_timeout: None,

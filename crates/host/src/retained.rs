@@ -30,6 +30,8 @@ pub struct Retained {
     pub writer_turns: usize,
     /// Client message ids being answered.
     pub reply_turns: usize,
+    /// Sessions whose egress proxy is served.
+    pub egress_proxies: usize,
 }
 
 impl Retained {
@@ -42,6 +44,7 @@ impl Retained {
             + self.review_locks
             + self.writer_turns
             + self.reply_turns
+            + self.egress_proxies
     }
 }
 
@@ -66,6 +69,7 @@ impl Host {
             review_locks: self.review_locks.held(),
             writer_turns: self.writer_turns.held(),
             reply_turns: self.reply_turns.held(),
+            egress_proxies: self.egress.held(),
         }
     }
 }

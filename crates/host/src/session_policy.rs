@@ -150,3 +150,9 @@ impl crate::host::Host {
         Ok(update)
     }
 }
+
+/// Whether a session in `mode` has a read-only worktree (the `readonly` mode is a property of
+/// the file system its agent sees, not only of the policy).
+pub(crate) fn is_read_only(mode: Option<&str>) -> bool {
+    mode.and_then(Mode::parse) == Some(Mode::Readonly)
+}

@@ -141,6 +141,7 @@ impl Host {
                 if same { live.remove(&id) } else { None }
             });
             if let Some(handle) = retired {
+                host.stop_egress(&id);
                 let _ = handle.close().await;
             }
         });

@@ -46,6 +46,10 @@ pub enum EventKind {
     ApprovalResolved(ApprovalResolved),
     /// The agent itself refused a tool call (mode or rules), without asking.
     PermissionDenied(PermissionDenied),
+    /// The agent's sandbox, as its process started: confined by the kernel, or not (and why).
+    Confinement(Confinement),
+    /// The host's egress proxy refused a connection of the agent (not on the allow-list).
+    EgressRefused(EgressRefused),
     /// The session's status changed.
     StatusChanged(StatusChanged),
     /// Model or permission mode changed mid-session.
@@ -106,6 +110,8 @@ impl EventKind {
             EventKind::ApprovalRequested(_) => "approvalRequested",
             EventKind::ApprovalResolved(_) => "approvalResolved",
             EventKind::PermissionDenied(_) => "permissionDenied",
+            EventKind::Confinement(_) => "confinement",
+            EventKind::EgressRefused(_) => "egressRefused",
             EventKind::StatusChanged(_) => "statusChanged",
             EventKind::SettingsChanged(_) => "settingsChanged",
             EventKind::InterruptRequested(_) => "interruptRequested",
@@ -347,6 +353,31 @@ pub struct PermissionDenied {
     #[serde(rename = "toolCallID", default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     pub message: String,
+}
+
+/// What an agent's process tree runs under, said once per agent start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct Confinement {
+    /// The kernel confines it (bubblewrap: secrets hidden, writes only where allowed, egress
+    /// only through the host's proxy, no privilege).
+    pub confined: bool,
+    /// In words: what holds, or why nothing does.
+    pub summary: String,
+    /// The destinations its egress proxy allows (`host:port`, `*.domain`).
+    #[serde(rename = "egressAllowed", default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_allowed: Vec<String>,
+}
+
+/// A connection the egress proxy refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct EgressRefused {
+    pub host: String,
+    pub port: u16,
+    /// `CONNECT`, or the plain-HTTP request's method.
+    pub method: String,
+    pub reason: String,
 }
 
 /// A status transition.

@@ -40,11 +40,11 @@ pub use interactive::{
     answered_input, plan_text, questions,
 };
 pub use kind::{
-    ApiRetry, ErrorCode, ErrorEvent, EventKind, InterruptRequested, PermissionDenied, RateLimit,
-    Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted, SessionUpdated, SettingsChanged,
-    StatusChanged, StderrLine, TextBlock, ToolCall, ToolInputDelta, ToolResult, TurnCompleted,
-    Usage, WorktreeAction, WorktreeFinished, WorktreeInfo, WorktreeReclaimed, WorktreeRestored,
-    human_bytes,
+    ApiRetry, Confinement, EgressRefused, ErrorCode, ErrorEvent, EventKind, InterruptRequested,
+    PermissionDenied, RateLimit, Raw, RunFinished, RunOutcome, SessionCreated, SessionStarted,
+    SessionUpdated, SettingsChanged, StatusChanged, StderrLine, TextBlock, ToolCall,
+    ToolInputDelta, ToolResult, TurnCompleted, Usage, WorktreeAction, WorktreeFinished,
+    WorktreeInfo, WorktreeReclaimed, WorktreeRestored, human_bytes,
 };
 pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};

@@ -29,6 +29,8 @@ fn declarations() -> Vec<String> {
         RateLimit::decl(),
         ApiRetry::decl(),
         PermissionDenied::decl(),
+        Confinement::decl(),
+        EgressRefused::decl(),
         StatusChanged::decl(),
         SettingsChanged::decl(),
         InterruptRequested::decl(),

@@ -75,6 +75,11 @@ fn body(kind: &EventKind, native_type: Option<&str>) -> Option<String> {
         EventKind::PermissionDenied(p) => {
             format!("Permission denied: {} — {}", p.tool_name, cut(&p.message, RAW_LIMIT))
         }
+        EventKind::Confinement(c) if c.confined => format!("Confined: {}", c.summary),
+        EventKind::Confinement(c) => format!("UNCONFINED: {}", c.summary),
+        EventKind::EgressRefused(r) => {
+            format!("Network refused: {} {}:{} — {}", r.method, r.host, r.port, r.reason)
+        }
         EventKind::StatusChanged(s) => format!("status {}", s.status.as_str()),
         EventKind::SettingsChanged(s) => {
             let mut parts = Vec::new();

@@ -97,6 +97,8 @@ export function inputConflict(event: Event, kind: "input" | "queue" | "resume", 
     case "approvalRequested":
     case "approvalResolved":
     case "permissionDenied":
+    case "confinement":
+    case "egressRefused":
     case "statusChanged":
     case "settingsChanged":
     case "error":

@@ -223,6 +223,7 @@ impl Daemon {
                 codex: None,
                 sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
                 sim_prefix: vec!["__sim-agent".into()],
+                nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
             },
             // The defaults (20 live sessions, 50 worktrees) would refuse part 2.
             limits: Limits { max_live_sessions: 1000, max_worktrees: 1000, min_free_bytes: 0 },

@@ -67,7 +67,7 @@ async fn an_unknown_permission_mode_is_refused_before_spawning() {
 async fn doctor_reports_each_tool() {
     let out = tokio::process::Command::new(nucleic()).arg("doctor").output().await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for tool in ["git", "claude", "codex", "sim", "isolation", "git confinement"] {
+    for tool in ["git", "claude", "codex", "sim", "confinement", "git confinement"] {
         assert!(text.lines().any(|l| l.starts_with(tool)), "no line for {tool}:\n{text}");
     }
     assert!(text.contains("verdict:"));

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use nucleic_protocol::FinishAction;
 
-use crate::host_sessions::{approve_until_turn_done, git, host, new_session, repo};
+use crate::host_sessions::{approve_until_turn_done, git, new_session, repo};
 
 /// A script that records that it ran (its name) in `fired`, then passes stdin through.
 fn trap(dir: &Path, name: &str) -> String {
@@ -41,7 +41,11 @@ async fn an_agent_planting_git_config_and_rewriting_its_gitlink_runs_nothing_in_
     git(&other, &["config", "core.fsmonitor", &trap(&traps, "other-fsmonitor")]);
     let other_head = git(&other, &["rev-parse", "HEAD"]);
 
-    let host = host(dir.path()).await;
+    // Confined, the agent cannot write `.git/config` at all (`confinement.rs`). The host's own
+    // defences are tested as if it got through: an agent of a host that runs them unconfined.
+    let mut config = crate::host_sessions::config(dir.path());
+    config.agent_isolation = nucleic_host::AgentIsolation::Off;
+    let host = nucleic_host::Host::open(config).await.unwrap();
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let fsmonitor = trap(&traps, "fsmonitor");
     let clean = trap(&traps, "filter-clean");

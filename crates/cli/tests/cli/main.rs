@@ -7,6 +7,7 @@
 mod agent_boundary;
 mod bad_input;
 mod bounds;
+mod confinement;
 mod crate_graph;
 mod daemon;
 mod demo;

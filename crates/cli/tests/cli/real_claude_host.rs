@@ -51,6 +51,7 @@ async fn real_claude_keep_continue_handoff() {
             codex: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
+            nucleic: nucleic(),
         },
         limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
         approval_timeout: None,

@@ -195,6 +195,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
             codex: Some(real_codex()),
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
+            nucleic: nucleic(),
         },
         limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
         approval_timeout: None,

@@ -93,6 +93,7 @@ pub(crate) fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool)
             codex: (!claude).then(real_codex),
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
+            nucleic: nucleic(),
         },
         limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
         approval_timeout: None,

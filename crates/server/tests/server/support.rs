@@ -87,6 +87,7 @@ async fn serve_in(
             codex: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
+            nucleic: "/nonexistent".into(),
         },
         limits: Limits::default(),
         approval_timeout: None,

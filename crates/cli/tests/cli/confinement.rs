@@ -1,0 +1,321 @@
+//! The agent's confinement, tested by effect (as root, as CI runs): a command run by a session's
+//! agent tries to read the person's secrets, write outside its worktree, reach a listener on the
+//! host's loopback, get around the egress proxy and use privilege — and none of it happens, while
+//! writes in the worktree, `/tmp` and a git commit still work.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, Limits};
+use nucleic_protocol::{Backend, Decision, EventKind, NewSession};
+
+use crate::daemon::git;
+use crate::support::nucleic;
+
+/// A person's home with secrets in it, as the agent must never see them.
+pub struct PlantedHome {
+    pub home: PathBuf,
+    pub secret: String,
+}
+
+impl PlantedHome {
+    /// `dir/person` with an ssh key, cloud and gh credentials, a shell profile and git config.
+    pub fn plant(dir: &Path) -> PlantedHome {
+        let home = dir.join("person");
+        let secret = format!("SECRET-{}", uuid::Uuid::new_v4().simple());
+        for (path, content) in [
+            (".ssh/id_ed25519", secret.clone()),
+            (".aws/credentials", format!("[default]\naws_secret_access_key = {secret}\n")),
+            (".config/gh/hosts.yml", format!("github.com:\n  oauth_token: {secret}\n")),
+            (".netrc", format!("machine example.com password {secret}\n")),
+            (".bashrc", "# the person's own profile\n".into()),
+            (".gitconfig", "[user]\n\tname = Person\n\temail = person@example.invalid\n".into()),
+        ] {
+            let file = home.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, content).unwrap();
+        }
+        PlantedHome { home, secret }
+    }
+
+    /// Fails if a planted file changed or a new one appeared at the home's top.
+    pub fn assert_untouched(&self) {
+        let bashrc = std::fs::read_to_string(self.home.join(".bashrc")).unwrap();
+        assert_eq!(bashrc, "# the person's own profile\n", "~/.bashrc was changed");
+        assert_eq!(
+            std::fs::read_to_string(self.home.join(".ssh/id_ed25519")).unwrap(),
+            self.secret
+        );
+        let mut names: Vec<String> = std::fs::read_dir(&self.home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".aws", ".bashrc", ".config", ".gitconfig", ".netrc", ".ssh"]);
+    }
+}
+
+/// A listener on the host's loopback that counts the connections it accepted.
+pub struct CountingListener {
+    pub port: u16,
+    pub accepted: Arc<AtomicUsize>,
+}
+
+impl CountingListener {
+    pub fn start() -> CountingListener {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                count.fetch_add(1, Ordering::SeqCst);
+                if let Ok(mut s) = stream {
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                    let _ = s.read(&mut [0; 64]);
+                }
+            }
+        });
+        CountingListener { port, accepted }
+    }
+}
+
+/// The tool results of a transcript, as text, and the kinds of its events.
+fn transcript_of(path: &Path) -> (String, Vec<serde_json::Value>) {
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let results = events
+        .iter()
+        .filter(|e| e["kind"]["type"] == "toolResult")
+        .map(|e| e["kind"]["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (results, events)
+}
+
+async fn until_turn_done(host: &Host, id: &str) {
+    let mut events = host.subscribe(id, 1).await.unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(60), events.next())
+            .await
+            .expect("the turn did not end within 60 s")
+            .unwrap()
+            .unwrap();
+        match &e.kind {
+            EventKind::ApprovalRequested(a) => {
+                host.decide(id, &a.request_id, Decision::Allow, "test").await.unwrap();
+            }
+            EventKind::TurnCompleted(_) => return,
+            _ => {}
+        }
+    }
+}
+
+fn config(dir: &Path, person: &Path) -> HostConfig {
+    HostConfig {
+        home: dir.join("data"),
+        agents: AgentPaths {
+            claude: None,
+            codex: None,
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+            nucleic: nucleic(),
+        },
+        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(10),
+        agent_env: vec![("HOME".into(), person.as_os_str().to_owned())],
+        agent_isolation: AgentIsolation::Required,
+        keepers: None,
+        policy: false,
+    }
+}
+
+fn repo(dir: &Path) -> PathBuf {
+    let root = dir.join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README"), "hello\n").unwrap();
+    git(&root, &["add", "README"]);
+    git(&root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    root
+}
+
+fn new_session(project: &str, prompt: String, mode: Option<&str>) -> NewSession {
+    NewSession {
+        project_id: project.to_owned(),
+        base_ref: None,
+        backend: Some(Backend::Simulated),
+        model: None,
+        permission_mode: Some("bypassPermissions".into()),
+        title: Some("probe".into()),
+        mode: mode.map(str::to_owned),
+        prompt,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_of_the_agent_reads_no_secret_writes_nothing_outside_and_reaches_no_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "original\n").unwrap();
+    let git_config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    let listener = CountingListener::start();
+    let host = Host::open(config(dir.path(), &person.home)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    // A neighbour session: its worktree is not this agent's to write.
+    let other = host
+        .new_session(new_session(&project.project_id, "say hello".into(), None), "test")
+        .await
+        .unwrap();
+    until_turn_done(&host, &other.session_id).await;
+    let other_worktree = PathBuf::from(other.worktree.unwrap().path);
+    let (h, r, p) = (person.home.display(), root.display(), listener.port);
+    let script = format!(
+        "cat {h}/.ssh/id_ed25519 {h}/.aws/credentials {h}/.config/gh/hosts.yml {h}/.netrc; \
+         cat /etc/shadow; echo listing:; ls -A {h}; echo end-listing; \
+         echo pwned >> {h}/.bashrc; echo pwned > {o}; echo pwned > {ow}/planted.txt; \
+         echo 'exit 1' > {r}/.git/hooks/pre-commit; echo '[core] hooksPath = /tmp' >> {r}/.git/config; \
+         bash -c 'echo leak > /dev/tcp/127.0.0.1/{p}' && echo tcp-open; \
+         curl -fsS -m 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{p}/ && echo proxy-open; \
+         mount -t tmpfs none /mnt && echo tmpfs-mounted; \
+         unshare -Urm sh -c 'umount -l {h}; mount -o remount,rw /; echo nested > {o}; cat {h}/.ssh/id_ed25519'; \
+         grep CapEff /proc/self/status; \
+         echo made > made.txt && git add made.txt && git commit -qm agent-commit && echo committed; \
+         git stash list >/dev/null && echo git-ok; echo t > /tmp/t && echo tmp-ok; echo probe-done",
+        o = outside.display(),
+        ow = other_worktree.display(),
+    );
+    let session = host
+        .new_session(new_session(&project.project_id, format!("run {script}"), None), "test")
+        .await
+        .unwrap();
+    until_turn_done(&host, &session.session_id).await;
+    let transcript =
+        dir.path().join("data/sessions").join(&session.session_id).join("transcript.jsonl");
+    let (output, events) = transcript_of(&transcript);
+    assert!(output.contains("probe-done"), "the probe ran: {output}");
+    // Reads: nothing of the person's.
+    assert!(!output.contains(&person.secret), "a secret was read: {output}");
+    let listing =
+        output.split("listing:").nth(1).unwrap_or("").split("end-listing").next().unwrap();
+    assert!(
+        !listing.contains(".ssh") && !listing.contains(".aws"),
+        "the home was listed: {output}"
+    );
+    assert!(!output.contains("root:"), "/etc/shadow was read: {output}");
+    // Writes: nothing outside the worktree changed.
+    person.assert_untouched();
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original\n");
+    assert!(!other_worktree.join("planted.txt").exists(), "another session's worktree was written");
+    assert!(
+        !root.join(".git/hooks/pre-commit").exists(),
+        "a hook was planted in the main repository"
+    );
+    assert_eq!(std::fs::read_to_string(root.join(".git/config")).unwrap(), git_config);
+    // Network: the listener heard nothing, the proxy refused and said so.
+    assert!(!output.contains("tcp-open") && !output.contains("proxy-open"), "{output}");
+    assert_eq!(
+        listener.accepted.load(Ordering::SeqCst),
+        0,
+        "the host's loopback listener was reached"
+    );
+    let refused = events.iter().filter(|e| e["kind"]["type"] == "egressRefused").count();
+    assert!(refused >= 1, "the proxy's refusal is an event: {events:?}");
+    // Privilege: none.
+    // A user namespace of its own (allowed: Codex's sandbox makes one) gains nothing: the
+    // mounts it inherits stay locked, so the home stays hidden and the machine read-only.
+    assert!(!output.contains("tmpfs-mounted"), "{output}");
+    assert!(output.contains("CapEff:\\t0000000000000000"), "capabilities were kept: {output}");
+    // What the agent may do, it can.
+    assert!(output.contains("committed") && output.contains("git-ok"), "{output}");
+    assert!(output.contains("tmp-ok"), "{output}");
+    let worktree = PathBuf::from(session.worktree.clone().unwrap().path);
+    assert_eq!(std::fs::read_to_string(worktree.join("made.txt")).unwrap(), "made\n");
+    let branch = session.worktree.unwrap().branch;
+    let log = std::process::Command::new("git")
+        .args(["-C", root.to_str().unwrap(), "log", "--format=%s", &branch])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("agent-commit"),
+        "the commit is on {branch}"
+    );
+    // The session says what it ran under.
+    let confined =
+        events.iter().find(|e| e["kind"]["type"] == "confinement").expect("a confinement event");
+    assert_eq!(confined["kind"]["confined"], true, "{confined}");
+}
+
+/// Runs `script` with `sh` confined as `plan` says for a worktree of `root`, and returns its
+/// output (stdout and stderr) and whether it succeeded.
+fn run_confined(config: &HostConfig, cwd: &Path, read_only: bool, script: &str) -> (String, bool) {
+    let bwrap = nucleic_host::bubblewrap().clone().expect("bubblewrap works here");
+    let place = nucleic_host::confinement::AgentPlace {
+        backend: Backend::Simulated,
+        cwd,
+        session_id: None,
+        read_only,
+        program: Path::new("/bin/sh"),
+    };
+    let iso = nucleic_host::confinement::plan(config, bwrap, &place);
+    let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let args = iso.args(Path::new("/bin/sh"), &["-c".into(), script.into()], cwd, ids);
+    let out = std::process::Command::new(&iso.bwrap).args(args).current_dir(cwd).output().unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (text, out.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_readonly_mode_the_worktree_itself_is_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let worktree = root.join(".nucleic/worktrees/ro");
+    git(&root, &["worktree", "add", "-q", "-b", "nucleic/ro", worktree.to_str().unwrap()]);
+    let config = config(dir.path(), &person.home);
+    let script = "echo x > made.txt && echo wrote; cat README; echo t > /tmp/t && echo tmp-ok";
+    let (output, _) = run_confined(&config, &worktree, true, script);
+    assert!(output.contains("hello") && output.contains("tmp-ok"), "{output}");
+    assert!(!output.contains("wrote"), "a readonly agent wrote its worktree: {output}");
+    assert!(!worktree.join("made.txt").exists());
+    // The same place in edit mode is written, and committed to.
+    let commit = "echo x > made.txt && git add made.txt && git commit -qm edit && echo committed";
+    let (output, ok) = run_confined(&config, &worktree, false, commit);
+    assert!(ok && output.contains("committed"), "{output}");
+    assert!(worktree.join("made.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn git_inside_the_worktree_cannot_touch_the_persons_branches_or_the_repository_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let main_tip = std::fs::read_to_string(root.join(".git/refs/heads/main")).unwrap();
+    let worktree = root.join(".nucleic/worktrees/g");
+    git(&root, &["worktree", "add", "-q", "-b", "nucleic/g", worktree.to_str().unwrap()]);
+    let config = config(dir.path(), &person.home);
+    let script = "git branch -f main HEAD~0 2>&1; git update-ref refs/heads/main HEAD 2>&1; \
+                  git tag planted 2>&1; git config core.hooksPath /tmp 2>&1; \
+                  git config --worktree core.fsmonitor 'touch /tmp/pwned' 2>&1; \
+                  echo 'gitdir: /elsewhere' > .git 2>&1; \
+                  echo s > s.txt && git add s.txt && git stash -q && git stash list | grep -c stash@ && \
+                  git stash pop -q && git checkout -q -b nucleic/g-two && echo branched";
+    let (output, _) = run_confined(&config, &worktree, false, script);
+    assert_eq!(std::fs::read_to_string(root.join(".git/refs/heads/main")).unwrap(), main_tip);
+    assert!(!root.join(".git/refs/tags/planted").exists(), "a tag was created: {output}");
+    let git_config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    assert!(!git_config.contains("hooksPath"), "the repository's config was written: {output}");
+    assert!(std::fs::read_to_string(worktree.join(".git")).unwrap().contains("worktrees"));
+    assert!(output.contains("branched"), "stash and a session branch work: {output}");
+}

@@ -1,0 +1,21 @@
+//! The agents' only way out of their sandbox. A confined agent has a network namespace of its
+//! own with only loopback in it; there the [`bridge`] (run inside, before the agent) listens as
+//! the agent's HTTP proxy and as each forwarded model endpoint, and relays every connection over a
+//! Unix socket to the host's proxy ([`serve`]), which lets through only what the [`AllowList`]
+//! names and reports every decision as an [`EgressEvent`].
+//!
+//! - [`allow`]: the allow-list and the destination a request names.
+//! - [`head`]: reading and parsing a proxy request's head, bounded.
+//! - [`proxy`]: the host side (tokio): CONNECT tunnels and plain HTTP, refusals as 403s.
+//! - [`bridge`]: the sandbox side (blocking, threads).
+
+pub mod allow;
+pub mod bridge;
+mod error;
+pub mod head;
+pub mod proxy;
+
+pub use allow::{AllowList, Destination};
+pub use bridge::{bind_loopback, bridge};
+pub use error::EgressError;
+pub use proxy::{EgressEvent, EgressRules, ProxyConfig, Resolver, serve, serve_with};

@@ -1,0 +1,158 @@
+//! Each running agent's way out: an egress proxy per session, served by the host on a Unix socket
+//! that the agent's sandbox has bound in, allowing only the backend's model endpoints; every
+//! refusal becomes an `egressRefused` event of the session.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use nucleic_agents::isolation::Mount;
+use nucleic_egress::{AllowList, EgressEvent};
+use nucleic_protocol::{Backend, Confinement, EgressRefused, EventKind};
+use tokio::task::AbortHandle;
+
+use crate::config::AgentIsolation;
+use crate::confinement::{egress_dir, model_endpoints};
+use crate::error::HostError;
+use crate::host::Host;
+
+/// The proxies being served, by session.
+#[derive(Debug, Default)]
+pub(crate) struct EgressProxies {
+    running: Mutex<HashMap<String, Served>>,
+}
+
+#[derive(Debug)]
+struct Served {
+    proxy: AbortHandle,
+    relay: AbortHandle,
+}
+
+impl EgressProxies {
+    /// Sessions with a proxy served.
+    pub(crate) fn held(&self) -> usize {
+        self.running.lock().map_or(0, |r| r.len())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.proxy.abort();
+        self.relay.abort();
+    }
+}
+
+impl Host {
+    /// The destinations session `id`'s agent of `backend` may reach.
+    pub(crate) fn egress_allowed(&self, backend: Backend) -> Vec<String> {
+        model_endpoints(&self.config, backend)
+    }
+
+    /// Serves session `id`'s egress proxy (if it is not served already) in its socket directory,
+    /// which a confined agent's sandbox has bound in; a socket left by an earlier host is
+    /// replaced (an agent that outlived it reconnects to the new one).
+    pub(crate) fn serve_egress(&self, id: &str, backend: Backend) -> Result<(), HostError> {
+        if self.egress.running.lock().is_ok_and(|r| r.contains_key(id)) {
+            return Ok(());
+        }
+        let dir = egress_dir(&self.config, id);
+        let socket = dir.join(nucleic_agents::isolation::EGRESS_SOCKET_NAME);
+        let listener = bind(&dir, &socket).map_err(|e| {
+            HostError::Invalid(format!(
+                "cannot serve the egress proxy at {}: {e}",
+                socket.display()
+            ))
+        })?;
+        let list = AllowList::parse(self.egress_allowed(backend)).map_err(|e| {
+            HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
+        })?;
+        let (events, mut refusals) = tokio::sync::mpsc::unbounded_channel();
+        let proxy = tokio::spawn(nucleic_egress::serve(listener, Arc::new(list), events));
+        let (me, session) = (self.me.clone(), id.to_owned());
+        let relay = tokio::spawn(async move {
+            while let Some(event) = refusals.recv().await {
+                let EgressEvent::Refused { host, port, method, reason } = event else { continue };
+                let Some(host_now) = me.upgrade() else { return };
+                let refused = EgressRefused { host, port, method, reason };
+                // A session that can no longer record loses the note, not the refusal.
+                let _ = host_now.record(&session, EventKind::EgressRefused(refused)).await;
+            }
+        });
+        let served = Served { proxy: proxy.abort_handle(), relay: relay.abort_handle() };
+        if let Ok(mut running) = self.egress.running.lock() {
+            running.insert(id.to_owned(), served);
+        }
+        Ok(())
+    }
+
+    /// Before an agent starts: its session's proxy served when its sandbox has a network
+    /// bridge, and the `confinement` event that says what holds (recorded once it runs).
+    pub(crate) fn prepare_confinement(
+        &self,
+        id: &str,
+        opts: &nucleic_agents::AgentLaunch,
+    ) -> Result<EventKind, HostError> {
+        let spec = opts.spawn_spec().ok();
+        let cwd = spec.as_ref().map(|s| s.cwd.clone()).unwrap_or_default();
+        let backend = opts.backend();
+        let Some(isolation) = spec.and_then(|s| s.isolation) else {
+            return Ok(EventKind::Confinement(Confinement {
+                confined: false,
+                summary: unconfined_reason(self.config.agent_isolation),
+                egress_allowed: Vec::new(),
+            }));
+        };
+        let allowed = if isolation.network.is_some() {
+            self.serve_egress(id, backend)?;
+            self.egress_allowed(backend)
+        } else {
+            Vec::new()
+        };
+        let writes =
+            if isolation.mounts.iter().any(|m| matches!(m, Mount::Writable(p) if p == &cwd)) {
+                "its worktree, git's session refs and its own state"
+            } else {
+                "its own state (the worktree is read-only)"
+            };
+        let network = match allowed.is_empty() {
+            true => "no network".to_owned(),
+            false => format!("network only to {}", allowed.join(", ")),
+        };
+        let summary = format!(
+            "bubblewrap: your home and secrets hidden, writes only to {writes}, no privilege, {network}"
+        );
+        Ok(EventKind::Confinement(Confinement { confined: true, summary, egress_allowed: allowed }))
+    }
+
+    /// Stops session `id`'s egress proxy and removes its socket directory.
+    pub(crate) fn stop_egress(&self, id: &str) {
+        let served = self.egress.running.lock().ok().and_then(|mut r| r.remove(id));
+        if served.is_some() {
+            let _ = std::fs::remove_dir_all(egress_dir(&self.config, id));
+        }
+    }
+}
+
+/// A fresh listening socket at `socket` in the private directory `dir`.
+fn bind(dir: &Path, socket: &Path) -> std::io::Result<tokio::net::UnixListener> {
+    crate::private::private_dir(dir)?;
+    match std::fs::remove_file(socket) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    tokio::net::UnixListener::bind(socket)
+}
+
+/// Why an agent runs unconfined, in words.
+fn unconfined_reason(setting: AgentIsolation) -> String {
+    match (setting, crate::launch::bubblewrap()) {
+        (AgentIsolation::Off, _) => format!(
+            "{}=off: the agent and its commands can read your secrets, write outside the \
+             worktree and reach the network",
+            AgentIsolation::VARIABLE
+        ),
+        (_, Err(why)) => format!("the simulated agent runs unconfined: {why}"),
+        (_, Ok(_)) => "unconfined".to_owned(),
+    }
+}
