@@ -34,6 +34,7 @@ mod real_claude_plan;
 mod real_claude_session;
 mod real_codex;
 mod real_codex_host;
+mod real_confinement;
 mod real_keepers;
 mod real_modes;
 mod real_policy;
