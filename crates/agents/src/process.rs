@@ -120,6 +120,10 @@ pub(crate) fn group_command(
             reason: format!("working directory {} does not exist", spec.cwd.display()),
         });
     }
+    if spec.isolation.is_some() {
+        // Inside the sandbox a missing program would only be an exit code: say it now.
+        check_runnable(&spec.program)?;
+    }
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
             let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
@@ -143,6 +147,21 @@ pub(crate) fn group_command(
         .stderr(stderr_writer);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     Ok((cmd, program))
+}
+
+/// Fails as a spawn would if `program` (a path, or a name on `PATH`) is missing or not executable.
+fn check_runnable(program: &Path) -> Result<(), AgentError> {
+    use std::os::unix::fs::PermissionsExt;
+    let found =
+        if program.components().count() > 1 { Some(program.to_owned()) } else { which(program) };
+    let refuse =
+        |reason: &str| AgentError::Spawn { program: program.to_owned(), reason: reason.into() };
+    let meta =
+        found.and_then(|p| std::fs::metadata(p).ok()).ok_or_else(|| refuse("no such file"))?;
+    if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(refuse("not executable (permission denied)"));
+    }
+    Ok(())
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone is not an error.

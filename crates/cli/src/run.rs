@@ -30,13 +30,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cwd = cwd
         .canonicalize()
         .with_context(|| format!("working directory {} does not exist", cwd.display()))?;
-    let launch = agent_launch(&args, cwd)?;
+    let mut launch = agent_launch(&args, cwd)?;
     let backend = launch.backend();
     let prompt = args.prompt.join(" ");
     let home = nucleic_home(args.home.clone())
         .context("cannot tell where to store sessions: set NUCLEIC_HOME")?;
     let session_id = uuid::Uuid::new_v4().to_string();
     let transcript = home.join("sessions").join(&session_id).join("transcript.jsonl");
+    let (confinement, egress) = confine(&mut launch, &home, &session_id)?;
     let (agent, outputs) = launch.spawn()?;
     let session = SessionController::start(
         SessionConfig {
@@ -63,6 +64,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         agent,
         outputs,
     )?;
+    session.record(confinement).await?;
+    if let Some(mut egress) = egress {
+        let writer = session.clone();
+        tokio::spawn(async move {
+            while let Some(decision) = egress.decisions.recv().await {
+                if let nucleic_host::EgressEvent::Refused { host, port, method, reason } = decision
+                {
+                    let refused = nucleic_protocol::EgressRefused { host, port, method, reason };
+                    let _ = writer.record(EventKind::EgressRefused(refused)).await;
+                }
+            }
+        });
+    }
     let mut events = session.subscribe(1)?;
     session.send_user_text(&prompt).await?;
 
@@ -215,6 +229,48 @@ fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
     opts.fork = args.fork;
     opts.append_system_prompt = args.append_system_prompt.clone();
     Ok(AgentLaunch::Claude(opts))
+}
+
+/// Confines the run's agent as a daemon session's would be (`NUCLEIC_AGENT_ISOLATION`), with its
+/// own egress proxy; the `confinement` event that says what holds.
+fn confine(
+    launch: &mut AgentLaunch,
+    home: &Path,
+    run_id: &str,
+) -> anyhow::Result<(EventKind, Option<nucleic_host::RunEgress>)> {
+    let config = crate::serve::host_config(home)?;
+    let backend = launch.backend();
+    let (cwd, program, slot) = match launch {
+        AgentLaunch::Claude(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
+        AgentLaunch::Codex(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
+        AgentLaunch::CodexExec(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
+    };
+    let isolation = nucleic_host::run_isolation(&config, backend, &cwd, run_id, &program)?;
+    let confined = isolation.is_some();
+    let egress = match isolation.as_ref().and_then(|i| i.network.as_ref()) {
+        Some(_) => Some(nucleic_host::RunEgress::start(&config, run_id, backend)?),
+        None => None,
+    };
+    *slot = isolation;
+    let allowed = match egress {
+        Some(_) => nucleic_host::confinement::model_endpoints(&config, backend),
+        None => Vec::new(),
+    };
+    let summary = if confined {
+        format!(
+            "bubblewrap: your home and secrets hidden, writes only in {} and the agent's own \
+             state, no privilege, network only to {}",
+            cwd.display(),
+            if allowed.is_empty() { "nothing".to_owned() } else { allowed.join(", ") }
+        )
+    } else {
+        format!(
+            "{}=off or no bubblewrap for the simulated agent",
+            nucleic_host::AgentIsolation::VARIABLE
+        )
+    };
+    let event = nucleic_protocol::Confinement { confined, summary, egress_allowed: allowed };
+    Ok((EventKind::Confinement(event), egress))
 }
 
 fn launch_cwd(launch: &AgentLaunch) -> &Path {

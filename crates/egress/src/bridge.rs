@@ -87,12 +87,30 @@ fn open_tunnel(proxy: &mut UnixStream, target: &str) -> std::io::Result<()> {
     }
 }
 
+/// The size of one relay read: large, so a download moves in few system calls.
+const RELAY_CHUNK: usize = 256 * 1024;
+
 fn pump(mut from: TcpStream, mut to: UnixStream) {
-    let _ = std::io::copy(&mut from, &mut to);
+    copy_all(&mut from, &mut to);
     let _ = to.shutdown(Shutdown::Write);
 }
 
 fn pump_back(mut from: UnixStream, mut to: TcpStream) {
-    let _ = std::io::copy(&mut from, &mut to);
+    copy_all(&mut from, &mut to);
     let _ = to.shutdown(Shutdown::Write);
+}
+
+/// Copies until the end of `from` or an error on either side.
+fn copy_all(from: &mut impl Read, to: &mut impl Write) {
+    let mut buf = vec![0u8; RELAY_CHUNK];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }

@@ -8,12 +8,16 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use tokio::io::{AsyncWriteExt, copy_bidirectional};
+use tokio::io::{AsyncWriteExt, copy_bidirectional_with_sizes};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::allow::{AllowList, Destination};
 use crate::head::{HeadError, Request, parse, read_head};
+
+/// The buffer of each direction of a relayed connection: large, so a download moves in few
+/// system calls (8 KiB, tokio's default, gave a fifth of a direct download's rate).
+const RELAY_CHUNK: usize = 256 * 1024;
 
 /// A decision of the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,7 +254,8 @@ async fn relay(mut client: UnixStream, mut upstream: TcpStream, request: &Reques
         return;
     }
     // Either side's error or end closes both: the client sees a clean end of stream.
-    let _ = copy_bidirectional(&mut client, &mut upstream).await;
+    let _ =
+        copy_bidirectional_with_sizes(&mut client, &mut upstream, RELAY_CHUNK, RELAY_CHUNK).await;
 }
 
 async fn answer_bad_head(client: &mut UnixStream, error: &HeadError) {

