@@ -91,7 +91,7 @@ async fn a_sim_agent_of_the_daemon_sees_neither_the_token_nor_nucleic_variables(
     assert_sees_nothing_of_the_host(&results.join("\n"), &token);
 }
 
-async fn until_turn_done(host: &Host, id: &str) {
+pub(crate) async fn until_turn_done(host: &Host, id: &str) {
     let mut events = host.subscribe(id, 1).await.unwrap();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(60), events.next())

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, Limits};
-use nucleic_protocol::{Backend, Decision, EventKind, NewSession};
+use nucleic_host::{AgentIsolation, Host, HostConfig};
+use nucleic_protocol::{Backend, NewSession};
 
+use crate::agent_boundary::until_turn_done;
 use crate::daemon::git;
-use crate::support::nucleic;
 
 /// A person's home with secrets in it, as the agent must never see them.
 pub struct PlantedHome {
@@ -102,42 +102,12 @@ fn transcript_of(path: &Path) -> (String, Vec<serde_json::Value>) {
     (results, events)
 }
 
-async fn until_turn_done(host: &Host, id: &str) {
-    let mut events = host.subscribe(id, 1).await.unwrap();
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(60), events.next())
-            .await
-            .expect("the turn did not end within 60 s")
-            .unwrap()
-            .unwrap();
-        match &e.kind {
-            EventKind::ApprovalRequested(a) => {
-                host.decide(id, &a.request_id, Decision::Allow, "test").await.unwrap();
-            }
-            EventKind::TurnCompleted(_) => return,
-            _ => {}
-        }
-    }
-}
-
 fn config(dir: &Path, person: &Path) -> HostConfig {
-    HostConfig {
-        home: dir.join("data"),
-        agents: AgentPaths {
-            claude: None,
-            codex: None,
-            sim_program: nucleic(),
-            sim_prefix: vec!["__sim-agent".into()],
-            nucleic: nucleic(),
-        },
-        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
-        approval_timeout: None,
-        setup_timeout: Duration::from_secs(10),
-        agent_env: vec![("HOME".into(), person.as_os_str().to_owned())],
-        agent_isolation: AgentIsolation::Required,
-        keepers: None,
-        policy: false,
-    }
+    let mut config = crate::host_sessions::config(dir);
+    config.home = dir.join("data");
+    config.agent_env = vec![("HOME".into(), person.as_os_str().to_owned())];
+    config.agent_isolation = AgentIsolation::Required;
+    config
 }
 
 fn repo(dir: &Path) -> PathBuf {
