@@ -131,12 +131,13 @@ pub fn run_isolation(
 }
 
 /// The confinement of a host-run check in `worktree`: the agents' view of the machine, the
-/// worktree writable, no agent state and no network at all.
+/// worktree writable, no agent state and no network at all. It runs the agent's code, so it is
+/// refused where confinement cannot be built, like a real agent (unless confinement is off).
 pub(crate) fn check_isolation(
     config: &HostConfig,
     worktree: &Path,
 ) -> Result<Option<Isolation>, HostError> {
-    let Some(bwrap) = confinement_tool(config, Backend::Simulated)? else { return Ok(None) };
+    let Some(bwrap) = confinement_tool(config, Backend::ClaudeCode)? else { return Ok(None) };
     let place = AgentPlace {
         backend: Backend::Simulated,
         cwd: worktree,
