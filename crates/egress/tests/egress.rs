@@ -274,3 +274,52 @@ async fn an_upstream_that_dies_mid_download_ends_the_clients_stream() {
     let answer = proxy.ask(format!("GET http://127.0.0.1:{p}/ HTTP/1.1\r\n\r\n").as_bytes()).await;
     assert!(answer.ends_with("partial"), "the client got what came, then the end: {answer}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allowed_name_is_reached_and_a_relay_through_the_bridge_is_still_judged() {
+    if nucleic_testkit::isolated!(
+        "an_allowed_name_is_reached_and_a_relay_through_the_bridge_is_still_judged"
+    ) {
+        return;
+    }
+    // A loopback-only namespace of this test's own: an address off loopback's range on `lo`
+    // stands for a server on the network.
+    let added = std::process::Command::new("ip")
+        .args(["addr", "add", "10.77.0.1/32", "dev", "lo"])
+        .status();
+    assert!(added.unwrap().success(), "ip addr add (root, iproute2)");
+    let upstream = Upstream::start("10.77.0.1", 0);
+    let p = upstream.port;
+    let names = Resolver::Fixed(HashMap::from([(
+        "allowed.test".to_owned(),
+        vec!["10.77.0.1".parse::<IpAddr>().unwrap()],
+    )]));
+    let mut proxy = Proxy::start(&[format!("allowed.test:{p}")], names);
+    let answer = proxy
+        .ask(
+            format!("GET http://allowed.test:{p}/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+                .as_bytes(),
+        )
+        .await;
+    assert!(answer.ends_with("hello"), "{answer}");
+    assert!(!refused(&proxy.next_event().await));
+    // The same address by its literal is not on the list: names are what is allowed.
+    let answer = proxy.ask(format!("CONNECT 10.77.0.1:{p} HTTP/1.1\r\n\r\n").as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(refused(&proxy.next_event().await));
+    // A relay the agent runs itself (a forward of the bridge to an off-list place, reached
+    // through its own proxy port) is still one request to the host's proxy, judged as such.
+    let (proxy_port, forwards) = start_bridge(&proxy.socket, &["off.test:80".into()]);
+    let relayed = forwards[0];
+    let answers = tokio::task::spawn_blocking(move || {
+        (
+            fetch_through(relayed, "GET / HTTP/1.1\r\nHost: off.test\r\n\r\n"),
+            fetch_through(proxy_port, &format!("CONNECT 10.77.0.1:{p} HTTP/1.1\r\n\r\n")),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(answers.0, "", "{answers:?}");
+    assert!(answers.1.starts_with("HTTP/1.1 403"), "{answers:?}");
+    assert_eq!(upstream.accepted(), 1, "only the allowed name reached the server");
+}
