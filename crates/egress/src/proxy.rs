@@ -8,16 +8,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use tokio::io::{AsyncWriteExt, copy_bidirectional_with_sizes};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::allow::{AllowList, Destination};
 use crate::head::{HeadError, Request, parse, read_head};
-
-/// The buffer of each direction of a relayed connection: large, so a download moves in few
-/// system calls (8 KiB, tokio's default, gave a fifth of a direct download's rate).
-const RELAY_CHUNK: usize = 256 * 1024;
 
 /// A decision of the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,12 +123,61 @@ pub async fn serve_with(
             continue;
         };
         let (rules, events, config) = (rules.clone(), events.clone(), config.clone());
-        connections.spawn(async move { handle(stream, &*rules, &events, &config).await });
+        connections.spawn(async move { take(stream, &*rules, &events, &config).await });
     }
 }
 
+/// Takes the agent's connection the bridge handed over on `stream`, and serves it.
+async fn take(
+    stream: UnixStream,
+    rules: &dyn EgressRules,
+    events: &UnboundedSender<EgressEvent>,
+    config: &ProxyConfig,
+) {
+    let taken =
+        tokio::time::timeout(config.head_deadline, crate::handoff::take_over(&stream)).await;
+    drop(stream);
+    let Ok(Ok((what, fd))) = taken else { return };
+    let agent = std::net::TcpStream::from(fd);
+    let Ok(agent) = agent.set_nonblocking(true).and_then(|()| TcpStream::from_std(agent)) else {
+        return;
+    };
+    match what {
+        crate::handoff::Handoff::Proxy => handle(agent, rules, events, config).await,
+        crate::handoff::Handoff::Forward(target) => {
+            let Ok(dest) = Destination::parse(&target, None) else { return };
+            let request = Request { method: "FORWARD".into(), dest, upstream_head: Vec::new() };
+            match open_upstream(&request, rules, config).await {
+                Ok(upstream) => {
+                    report_allowed(events, &request);
+                    let _ = crate::splice::relay(&agent, &upstream).await;
+                }
+                // The agent's connection is closed: it sees the refusal as a reset.
+                Err(reason) => report_refused(events, &request, reason),
+            }
+        }
+    }
+}
+
+fn report_allowed(events: &UnboundedSender<EgressEvent>, request: &Request) {
+    let _ = events.send(EgressEvent::Allowed {
+        host: request.dest.host.clone(),
+        port: request.dest.port,
+        method: request.method.clone(),
+    });
+}
+
+fn report_refused(events: &UnboundedSender<EgressEvent>, request: &Request, reason: String) {
+    let _ = events.send(EgressEvent::Refused {
+        host: request.dest.host.clone(),
+        port: request.dest.port,
+        method: request.method.clone(),
+        reason,
+    });
+}
+
 async fn handle(
-    mut client: UnixStream,
+    mut client: TcpStream,
     rules: &dyn EgressRules,
     events: &UnboundedSender<EgressEvent>,
     config: &ProxyConfig,
@@ -151,12 +196,7 @@ async fn handle(
     let upstream = match open_upstream(&request, rules, config).await {
         Ok(upstream) => upstream,
         Err(reason) => {
-            let _ = events.send(EgressEvent::Refused {
-                host: request.dest.host.clone(),
-                port: request.dest.port,
-                method: request.method.clone(),
-                reason: reason.clone(),
-            });
+            report_refused(events, &request, reason.clone());
             let status = if reason.contains("allow-list") || reason.contains("own addresses") {
                 "403 Forbidden"
             } else {
@@ -166,11 +206,7 @@ async fn handle(
             return answer(&mut client, status, &body).await;
         }
     };
-    let _ = events.send(EgressEvent::Allowed {
-        host: request.dest.host.clone(),
-        port: request.dest.port,
-        method: request.method.clone(),
-    });
+    report_allowed(events, &request);
     relay(client, upstream, &request, &early).await;
 }
 
@@ -244,7 +280,7 @@ fn is_own(ip: &IpAddr) -> bool {
 }
 
 /// Tunnels (CONNECT) or forwards (plain HTTP) until either side closes.
-async fn relay(mut client: UnixStream, mut upstream: TcpStream, request: &Request, early: &[u8]) {
+async fn relay(mut client: TcpStream, mut upstream: TcpStream, request: &Request, early: &[u8]) {
     let started = if request.is_connect() {
         client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await
     } else {
@@ -254,17 +290,16 @@ async fn relay(mut client: UnixStream, mut upstream: TcpStream, request: &Reques
         return;
     }
     // Either side's error or end closes both: the client sees a clean end of stream.
-    let _ =
-        copy_bidirectional_with_sizes(&mut client, &mut upstream, RELAY_CHUNK, RELAY_CHUNK).await;
+    let _ = crate::splice::relay(&client, &upstream).await;
 }
 
-async fn answer_bad_head(client: &mut UnixStream, error: &HeadError) {
+async fn answer_bad_head(client: &mut TcpStream, error: &HeadError) {
     if let Some((status, why)) = error.status() {
         answer(client, status, &format!("nucleic egress: {why}\n")).await;
     }
 }
 
-async fn answer(client: &mut UnixStream, status: &str, body: &str) {
+async fn answer(client: &mut TcpStream, status: &str, body: &str) {
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()

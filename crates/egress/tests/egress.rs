@@ -68,6 +68,8 @@ impl Upstream {
 
 struct Proxy {
     socket: PathBuf,
+    /// The bridge's proxy port in front of it (as the agent's `HTTPS_PROXY`).
+    port: u16,
     events: UnboundedReceiver<EgressEvent>,
     _dir: tempfile::TempDir,
     _task: tokio::task::JoinHandle<()>,
@@ -86,14 +88,16 @@ impl Proxy {
         };
         let rules = Arc::new(AllowList::parse(allowed).unwrap());
         let task = tokio::spawn(serve_with(listener, rules, tx, config));
-        Proxy { socket, events, _dir: dir, _task: task }
+        let (port, _) = start_bridge(&socket, &[]);
+        Proxy { socket, port, events, _dir: dir, _task: task }
     }
 
-    /// Sends `request` raw and reads the whole answer (the proxy closes after one).
+    /// Sends `request` raw to the bridge's proxy port and reads the whole answer (the proxy
+    /// closes after one).
     async fn ask(&self, request: &[u8]) -> String {
-        let (socket, request) = (self.socket.clone(), request.to_vec());
+        let (port, request) = (self.port, request.to_vec());
         tokio::task::spawn_blocking(move || {
-            let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             s.write_all(&request).unwrap();
             let mut answer = Vec::new();
@@ -243,6 +247,30 @@ async fn the_bridge_relays_the_proxy_port_and_tunnels_a_forward() {
     kinds.sort();
     assert_eq!(kinds, [false, false, true, true]);
     assert_eq!(upstream.accepted(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_of_the_socket_that_hands_over_nothing_is_dropped() {
+    let upstream = Upstream::start("127.0.0.1", 0);
+    let proxy = Proxy::start(&[format!("127.0.0.1:{}", upstream.port)], Resolver::default());
+    let socket = proxy.socket.clone();
+    tokio::task::spawn_blocking(move || {
+        for garbage in [&b"P\n"[..], b"F 127.0.0.1:1\n", b"GET / HTTP/1.1\r\n\r\n", b""] {
+            let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            s.write_all(garbage).unwrap();
+            let mut answer = Vec::new();
+            assert_eq!(s.read_to_end(&mut answer).unwrap_or(0), 0, "{garbage:?}");
+        }
+    })
+    .await
+    .unwrap();
+    // The proxy still serves.
+    let answer = proxy
+        .ask(format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\n\r\n", upstream.port).as_bytes())
+        .await;
+    assert!(answer.ends_with("hello"), "{answer}");
+    assert_eq!(upstream.accepted(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

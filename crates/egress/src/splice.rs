@@ -1,0 +1,76 @@
+//! Moving a relayed connection's bytes between two sockets inside the kernel (`splice(2)`
+//! through a pipe, each direction its own), so the proxy copies nothing through user space.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use rustix::pipe::{PipeFlags, SpliceFlags, fcntl_setpipe_size, pipe_with, splice};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+/// The pipe each direction moves through (the most one splice carries).
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Relays `a` ⇄ `b` until both directions ended; an error on either ends both (the sockets
+/// are closed by their owner after).
+pub async fn relay(a: &TcpStream, b: &TcpStream) -> io::Result<()> {
+    let up = pump(a, b);
+    let down = pump(b, a);
+    tokio::pin!(up, down);
+    tokio::select! {
+        result = &mut up => { result?; down.await }
+        result = &mut down => { result?; up.await }
+    }
+}
+
+/// One direction: `from` → pipe → `to`, until `from` ends (then `to` is shut for writing).
+async fn pump(from: &TcpStream, to: &TcpStream) -> io::Result<()> {
+    let (pipe_out, pipe_in) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
+    // A smaller pipe than asked (a limit of the system) only means more splices.
+    let chunk = fcntl_setpipe_size(&pipe_in, PIPE_BYTES).unwrap_or(64 * 1024);
+    loop {
+        let filled = fill(from, &pipe_in, chunk).await?;
+        if filled == 0 {
+            let _ = rustix::net::shutdown(to, rustix::net::Shutdown::Write);
+            return Ok(());
+        }
+        drain(&pipe_out, to, filled).await?;
+    }
+}
+
+/// Moves what `from` has (at most `chunk`) into the empty pipe; 0 at its end.
+async fn fill(from: &TcpStream, pipe_in: &OwnedFd, chunk: usize) -> io::Result<usize> {
+    loop {
+        from.readable().await?;
+        let moved = from.try_io(Interest::READABLE, || {
+            // The pipe is empty here: "would block" can only be the socket's.
+            splice(from, None, pipe_in, None, chunk, SpliceFlags::NONBLOCK | SpliceFlags::MOVE)
+                .map_err(io::Error::from)
+        });
+        match moved {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Moves `left` bytes from the pipe into `to`.
+async fn drain(pipe_out: &OwnedFd, to: &TcpStream, mut left: usize) -> io::Result<()> {
+    while left > 0 {
+        to.writable().await?;
+        let moved = to.try_io(Interest::WRITABLE, || {
+            splice(pipe_out, None, to, None, left, SpliceFlags::NONBLOCK | SpliceFlags::MOVE)
+                .map_err(io::Error::from)
+        });
+        match moved {
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "the socket took nothing"));
+            }
+            Ok(n) => left -= n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
