@@ -1,6 +1,7 @@
 //! A 100 MB download from a local server, direct and through the bridge and the egress proxy
 //! (the path a confined agent's every byte takes), in the same run: `cargo bench -p
-//! nucleic-egress`. Prints MB/s of each round and the ratio (target ≥ 0.8).
+//! nucleic-egress` (EGRESS_BENCH_ROUNDS, default 9). Prints MB/s of each round and the ratio
+//! (target ≥ 0.8).
 
 #![allow(clippy::expect_used, clippy::panic)] // a bench: a failure ends it, saying what
 
@@ -12,9 +13,10 @@ use std::time::Instant;
 use nucleic_egress::{AllowList, bind_loopback, bridge, serve};
 
 const BYTES: usize = 100 * 1000 * 1000;
-const ROUNDS: usize = 5;
 
 fn main() {
+    let rounds: usize =
+        std::env::var("EGRESS_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(9);
     let server = TcpListener::bind("127.0.0.1:0").expect("bind the server");
     let port = server.local_addr().expect("server address").port();
     std::thread::spawn(move || {
@@ -52,9 +54,9 @@ fn main() {
     std::thread::spawn(move || {
         bridge(&socket, proxy_port_listener, vec![(forward, format!("127.0.0.1:{port}"))])
     });
-    println!("egress download bench: {} MB per download, {ROUNDS} rounds", BYTES / 1_000_000);
+    println!("egress download bench: {} MB per download, {rounds} rounds", BYTES / 1_000_000);
     let mut ratios = Vec::new();
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds {
         let direct = download(port);
         let proxied = download(forward_port);
         let ratio = proxied / direct;
