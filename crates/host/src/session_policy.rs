@@ -134,11 +134,36 @@ impl crate::host::Host {
         if let Some(policy) = &live {
             policy.set_mode(mode);
         }
-        let note = match (&live, row.backend) {
+        let mut note = match (&live, row.backend) {
             (None, _) => "applies when the agent next starts".to_owned(),
             (Some(_), nucleic_protocol::Backend::Codex) => "applies at once to every command and file change codex asks about (every write and every command it does not know to be safe); codex's own sandbox stays as started".to_owned(),
             (Some(_), _) => "applies at once: the host decides every tool call".to_owned(),
         };
+        // The worktree's writability is the file system the agent was started with: an idle
+        // agent is stopped so the next follow-up resumes it with the new one.
+        let was_read_only = is_read_only(row.mode.as_deref());
+        if live.is_some() && was_read_only != (mode == Mode::Readonly) {
+            let view = if was_read_only { "writable" } else { "read-only" };
+            match self.live_handle(id) {
+                Some(handle) if is_idle(&handle.state()) => {
+                    handle.stop(std::time::Duration::from_secs(5), None).await?;
+                    // Its end is recorded before the switch is, so a follow-up resumes it.
+                    let ended = handle.wait_finished();
+                    if tokio::time::timeout(std::time::Duration::from_secs(10), ended).await.is_err() {
+                        return Err(crate::HostError::Invalid(format!(
+                            "session {id}'s agent did not stop within 10 s for the mode switch"
+                        )));
+                    }
+                    note.push_str(&format!(
+                        "; the agent was stopped and resumes at the next follow-up with its \
+                         worktree {view}"
+                    ));
+                }
+                _ => note.push_str(&format!(
+                    "; its worktree becomes {view} to the agent when it next starts (it is busy now)"
+                )),
+            }
+        }
         let update = nucleic_protocol::SessionUpdated {
             title: None,
             archived: None,
@@ -149,6 +174,14 @@ impl crate::host::Host {
         self.record(id, nucleic_protocol::EventKind::SessionUpdated(update.clone())).await?;
         Ok(update)
     }
+}
+
+/// Whether a session's agent waits for a person's next message, with nothing pending.
+fn is_idle(state: &nucleic_core::SessionState) -> bool {
+    use nucleic_protocol::SessionStatus;
+    state.pending_approvals == 0
+        && state.finished.is_none()
+        && matches!(state.status, SessionStatus::Idle | SessionStatus::AwaitingInput)
 }
 
 /// Whether a session in `mode` has a read-only worktree (the `readonly` mode is a property of

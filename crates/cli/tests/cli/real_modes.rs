@@ -117,3 +117,34 @@ async fn real_codex_switched_to_readonly_mid_session_denies_the_next_write() {
     edit_readonly_edit(&host, &id, |cmd| s.mock.set_script(turn_of(cmd))).await;
     shutdown(host).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_switched_out_of_readonly_writes_its_worktree_after_a_restart_of_its_agent() {
+    if isolated!(
+        "real_claude_switched_out_of_readonly_writes_its_worktree_after_a_restart_of_its_agent"
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    // A command the policy allows in every mode, that writes: only the file system stops it.
+    let write = "echo note > made.txt";
+    let mock = MockAnthropic::start(Script::bash_then_done(write)).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let mut request = new_session(&project.project_id, Backend::ClaudeCode, "go");
+    request.mode = Some("readonly".into());
+    let id = host.new_session(request, "test").await.unwrap().session_id;
+    run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
+    let worktree = host.session_summary(&id).await.unwrap().worktree.unwrap().path;
+    let made = std::path::Path::new(&worktree).join("made.txt");
+    assert!(!made.exists(), "a readonly session's agent wrote its worktree");
+    let update = host.set_session_mode(&id, "edit", "test").await.unwrap();
+    assert!(update.note.as_deref().is_some_and(|n| n.contains("resumes")), "{update:?}");
+    let from = host.session_summary(&id).await.unwrap().last_seq + 1;
+    host.send_input(&id, "now write it").await.unwrap();
+    run_turn_from(&host, &id, from, |_| Decision::Allow).await;
+    assert_eq!(std::fs::read_to_string(&made).unwrap_or_default(), "note\n", "edit writes again");
+    shutdown(host).await;
+}
