@@ -455,7 +455,7 @@ poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: 
 /**
  * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
  */
-snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
 /**
  * The name the paired device is recorded under (default: "paired device").
  */
@@ -644,7 +644,11 @@ pool?: PoolSummary | null,
 /**
  * Its worktree budget and reclaim age.
  */
-diskPolicy?: DiskPolicy, };
+diskPolicy?: DiskPolicy, 
+/**
+ * What its agents see beyond the default confinement.
+ */
+sandbox?: ProjectSandbox, };
 
 export type PoolSummary = { 
 /**
@@ -703,6 +707,25 @@ budgetBytes?: number | null,
  * Finished sessions' worktrees are reclaimed this long after their last event.
  */
 reclaimAfterSecs?: number | null, };
+
+export type ProjectSandbox = { 
+/**
+ * Absolute paths the agent sees read-only (a toolchain under a hidden home, say).
+ */
+readOnly?: Array<string>, 
+/**
+ * Absolute paths the agent may write (a cache the project's builds share).
+ */
+writable?: Array<string>, 
+/**
+ * Absolute paths hidden from the agent on top of the defaults.
+ */
+hide?: Array<string>, 
+/**
+ * Destinations its egress proxy allows besides the model's (`host`, `host:port`,
+ * `*.domain`).
+ */
+allowDomains?: Array<string>, };
 
 export type GitFacts = { baseBranch: string, baseSHA: string, 
 /**

@@ -114,6 +114,10 @@ pub struct NetworkBridge {
     /// Loopback endpoints (`127.0.0.1:PORT`) of the host's machine the agent reaches at the same
     /// address inside (a model server on loopback), each through the proxy.
     pub forwards: Vec<String>,
+    /// What the host's proxy lets through for it (`host:port`, `*.domain`): not used inside,
+    /// carried so the host serving the proxy (again, after a restart) knows.
+    #[serde(default)]
+    pub allowed: Vec<String>,
 }
 
 impl Isolation {
@@ -259,6 +263,7 @@ mod tests {
             socket_dir: "/data/egress/s1".into(),
             proxy_port: 3128,
             forwards: vec!["127.0.0.1:4000".into()],
+            allowed: vec!["127.0.0.1:4000".into()],
         });
         let args = isolation.args(Path::new("/bin/claude"), &["-p".into()], &wt, (0, 0));
         let joined = args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");

@@ -1,6 +1,6 @@
 //! Projects: a repository root plus the defaults new sessions in it start from.
 
-use nucleic_protocol::{Backend, CheckSpec, DiskPolicy};
+use nucleic_protocol::{Backend, CheckSpec, DiskPolicy, ProjectSandbox};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::Catalog;
@@ -25,6 +25,8 @@ pub struct ProjectSettings {
     pub pool_size: u32,
     /// Worktree budget and reclaim age of finished sessions (unset: reclaimed only on request).
     pub disk_policy: DiskPolicy,
+    /// What its agents see beyond the default confinement.
+    pub sandbox: ProjectSandbox,
 }
 
 /// The pool size of a new project: small, because each pooled worktree is a full checkout.
@@ -43,6 +45,7 @@ impl ProjectSettings {
             checks_after_turn: false,
             pool_size: DEFAULT_POOL_SIZE,
             disk_policy: DiskPolicy::default(),
+            sandbox: ProjectSandbox::default(),
         }
     }
 }
@@ -69,7 +72,7 @@ pub struct ProjectRow {
 
 const COLUMNS: &str = "id, name, root, default_branch, default_backend, setup_script, \
                        setup_timeout_secs, copy_files, created_at, checks, checks_after_turn, \
-                       pool_size, budget_bytes, reclaim_after_secs";
+                       pool_size, budget_bytes, reclaim_after_secs, sandbox";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
     let copy_files: String = row.get(7)?;
@@ -79,6 +82,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
     let checks: String = row.get(9)?;
     let checks = serde_json::from_str(&checks).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    let sandbox: String = row.get(14)?;
+    let sandbox = serde_json::from_str(&sandbox).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(14, rusqlite::types::Type::Text, Box::new(e))
     })?;
     Ok(ProjectRow {
         id: row.get(0)?,
@@ -100,6 +107,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ProjectRow> {
                     .map(|v| to_u64(13, v))
                     .transpose()?,
             },
+            sandbox,
         },
         created_at: row.get(8)?,
     })
@@ -116,8 +124,9 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
     let timeout = s.setup_timeout_secs.map(|t| to_i64("setup_timeout_secs", t)).transpose()?;
     let checks = encode_checks(&s.checks)?;
     let (budget, reclaim_after) = encode_disk_policy(&s.disk_policy)?;
+    let sandbox = encode_sandbox(&s.sandbox)?;
     conn.prepare_cached(&format!(
-        "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        "INSERT INTO projects ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -135,6 +144,7 @@ pub(crate) fn insert(conn: &Connection, project: &ProjectRow) -> Result<()> {
             s.pool_size,
             budget,
             reclaim_after,
+            sandbox,
         ])
     })
     .ctx("insert project")?;
@@ -211,7 +221,7 @@ impl Catalog {
             .execute(
                 "UPDATE projects SET default_branch = ?, default_backend = ?, setup_script = ?, \
                  setup_timeout_secs = ?, copy_files = ?, checks = ?, checks_after_turn = ?, \
-                 pool_size = ?, budget_bytes = ?, reclaim_after_secs = ? WHERE id = ?",
+                 pool_size = ?, budget_bytes = ?, reclaim_after_secs = ?, sandbox = ? WHERE id = ?",
                 params![
                     settings.default_branch,
                     settings.default_backend.as_str(),
@@ -223,6 +233,7 @@ impl Catalog {
                     settings.pool_size,
                     budget,
                     reclaim_after,
+                    encode_sandbox(&settings.sandbox)?,
                     id
                 ],
             )
@@ -270,4 +281,9 @@ fn encode_disk_policy(policy: &DiskPolicy) -> Result<(Option<i64>, Option<i64>)>
         policy.budget_bytes.map(|b| to_i64("budget_bytes", b)).transpose()?,
         policy.reclaim_after_secs.map(|s| to_i64("reclaim_after_secs", s)).transpose()?,
     ))
+}
+
+fn encode_sandbox(sandbox: &ProjectSandbox) -> Result<String> {
+    serde_json::to_string(sandbox)
+        .map_err(|source| CatalogError::Json { what: "encode sandbox", source })
 }

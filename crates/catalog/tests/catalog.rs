@@ -223,6 +223,12 @@ fn projects_round_trip_and_roots_are_unique() {
             budget_bytes: Some(20_000_000_000),
             reclaim_after_secs: Some(604_800),
         },
+        sandbox: nucleic_protocol::ProjectSandbox {
+            read_only: vec!["/opt/sdk".to_owned()],
+            writable: vec!["/var/cache/app".to_owned()],
+            hide: vec!["/srv/secrets".to_owned()],
+            allow_domains: vec!["*.crates.io".to_owned()],
+        },
     };
     let row = cat.update_project_settings("p1", &settings).unwrap();
     assert_eq!((row.name.as_str(), &row.settings), ("Repo", &settings));

@@ -55,6 +55,7 @@ fn main() {
         session_id: Some("bench-session"),
         read_only: false,
         program: Path::new("/bin/true"),
+        sandbox: &nucleic_protocol::ProjectSandbox::default(),
     };
     let iso = plan(&config, bwrap, &place);
     std::fs::create_dir_all(nucleic_host::confinement::egress_dir(&config, "bench-session"))

@@ -212,7 +212,8 @@ impl Host {
             if *stop.borrow() {
                 break;
             }
-            results.push(self.run_one(id, &worktree, spec, trigger, stop).await?);
+            let sandbox = &project.settings.sandbox;
+            results.push(self.run_one(id, &worktree, sandbox, spec, trigger, stop).await?);
         }
         Ok(results)
     }
@@ -221,6 +222,7 @@ impl Host {
         &self,
         id: &str,
         worktree: &std::path::Path,
+        sandbox: &nucleic_protocol::ProjectSandbox,
         spec: CheckSpec,
         trigger: CheckTrigger,
         stop: watch::Receiver<bool>,
@@ -237,7 +239,7 @@ impl Host {
             cwd: worktree.to_owned(),
             timeout: Duration::from_secs(spec.timeout_secs),
             env_allow: spec.env.clone(),
-            isolation: crate::launch::check_isolation(&self.config, worktree)?,
+            isolation: crate::launch::check_isolation(&self.config, worktree, sandbox)?,
             log_path: log_path.clone(),
             log_cap: LOG_CAP_BYTES,
         };

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use nucleic_agents::isolation::{Isolation, Mount, NetworkBridge};
-use nucleic_protocol::Backend;
+use nucleic_protocol::{Backend, ProjectSandbox};
 
 use crate::config::HostConfig;
 
@@ -82,6 +82,8 @@ pub struct AgentPlace<'a> {
     pub read_only: bool,
     /// The agent's executable (bound back read-only when it lives in a hidden home).
     pub program: &'a Path,
+    /// The project's additions (checked when they were set: `validate_sandbox`).
+    pub sandbox: &'a ProjectSandbox,
 }
 
 /// The sandbox of one agent start: `bwrap` found, every path decided.
@@ -116,6 +118,10 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
             m.push(Mount::Writable(dir));
         }
     }
+    // The project's own additions: hidden, read-only, writable, in that order.
+    m.extend(place.sandbox.hide.iter().map(|p| Mount::Hide(p.into())));
+    m.extend(place.sandbox.read_only.iter().map(|p| Mount::ReadOnly(p.into())));
+    m.extend(place.sandbox.writable.iter().map(|p| Mount::Writable(p.into())));
     // The project's own policy files, when the agent works in place.
     for name in ["settings.json", "settings.local.json"] {
         m.push(Mount::ReadOnly(cwd.join(".claude").join(name)));
@@ -134,11 +140,14 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     ]);
     iso.network = place.session_id.map(|id| {
         let forwards = loopback_forwards(config, place.backend);
+        let mut allowed = model_endpoints(config, place.backend);
+        allowed.extend(place.sandbox.allow_domains.iter().cloned());
         NetworkBridge {
             program: config.agents.nucleic.clone(),
             socket_dir: egress_dir(config, id),
             proxy_port: proxy_port(&forwards),
             forwards,
+            allowed,
         }
     });
     iso

@@ -44,19 +44,14 @@ impl Drop for Served {
 }
 
 impl Host {
-    /// The destinations session `id`'s agent of `backend` may reach.
-    pub(crate) fn egress_allowed(&self, backend: Backend) -> Vec<String> {
-        model_endpoints(&self.config, backend)
-    }
-
     /// Serves session `id`'s egress proxy (if it is not served already) in its socket directory,
     /// which a confined agent's sandbox has bound in; a socket left by an earlier host is
     /// replaced (an agent that outlived it reconnects to the new one).
-    pub(crate) fn serve_egress(&self, id: &str, backend: Backend) -> Result<(), HostError> {
+    pub(crate) fn serve_egress(&self, id: &str, allowed: &[String]) -> Result<(), HostError> {
         if self.egress.running.lock().is_ok_and(|r| r.contains_key(id)) {
             return Ok(());
         }
-        let (proxy, mut refusals) = start_proxy(&self.config, id, backend)?;
+        let (proxy, mut refusals) = start_proxy(&self.config, id, allowed)?;
         let (me, session) = (self.me.clone(), id.to_owned());
         let relay = tokio::spawn(async move {
             while let Some(event) = refusals.recv().await {
@@ -83,7 +78,6 @@ impl Host {
     ) -> Result<EventKind, HostError> {
         let spec = opts.spawn_spec().ok();
         let cwd = spec.as_ref().map(|s| s.cwd.clone()).unwrap_or_default();
-        let backend = opts.backend();
         let Some(isolation) = spec.and_then(|s| s.isolation) else {
             return Ok(EventKind::Confinement(Confinement {
                 confined: false,
@@ -91,11 +85,12 @@ impl Host {
                 egress_allowed: Vec::new(),
             }));
         };
-        let allowed = if isolation.network.is_some() {
-            self.serve_egress(id, backend)?;
-            self.egress_allowed(backend)
-        } else {
-            Vec::new()
+        let allowed = match &isolation.network {
+            Some(network) => {
+                self.serve_egress(id, &network.allowed)?;
+                network.allowed.clone()
+            }
+            None => Vec::new(),
         };
         let writes =
             if isolation.mounts.iter().any(|m| matches!(m, Mount::Writable(p) if p == &cwd)) {
@@ -127,14 +122,14 @@ impl Host {
 fn start_proxy(
     config: &crate::config::HostConfig,
     id: &str,
-    backend: Backend,
+    allowed: &[String],
 ) -> Result<(AbortHandle, UnboundedReceiver<EgressEvent>), HostError> {
     let dir = egress_dir(config, id);
     let socket = dir.join(nucleic_agents::isolation::EGRESS_SOCKET_NAME);
     let listener = bind(&dir, &socket).map_err(|e| {
         HostError::Invalid(format!("cannot serve the egress proxy at {}: {e}", socket.display()))
     })?;
-    let list = AllowList::parse(model_endpoints(config, backend)).map_err(|e| {
+    let list = AllowList::parse(allowed).map_err(|e| {
         HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
     })?;
     let (events, decisions) = tokio::sync::mpsc::unbounded_channel();
@@ -159,7 +154,7 @@ impl RunEgress {
         id: &str,
         backend: Backend,
     ) -> Result<RunEgress, HostError> {
-        let (proxy, decisions) = start_proxy(config, id, backend)?;
+        let (proxy, decisions) = start_proxy(config, id, &model_endpoints(config, backend))?;
         Ok(RunEgress { proxy, dir: egress_dir(config, id), decisions })
     }
 }

@@ -167,6 +167,7 @@ impl Host {
                         fork: forked.is_some(),
                         session_id: Some(new_id.clone()),
                         read_only: crate::session_policy::is_read_only(row.mode.as_deref()),
+                        sandbox: self.project_sandbox(row.project_id.as_deref()).await,
                     },
                     prompt,
                     trace: crate::start_trace::StartTrace::new(),
@@ -311,6 +312,9 @@ impl Host {
                     })
                     .await?;
                 Ok(json_of(&project))
+            }
+            Intent::SetProjectSandbox { project_id, sandbox } => {
+                Ok(json_of(&self.set_project_sandbox(&project_id, sandbox).await?))
             }
             Intent::SetDiskPolicy { project_id, policy } => {
                 Ok(json_of(&self.set_disk_policy(&project_id, policy).await?))

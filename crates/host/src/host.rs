@@ -264,6 +264,7 @@ impl Host {
             checks_after_turn: row.settings.checks_after_turn,
             pool: self.pools.summary(row),
             disk_policy: row.settings.disk_policy,
+            sandbox: row.settings.sandbox.clone(),
         }
     }
 
@@ -395,6 +396,7 @@ impl Host {
             fork: false,
             session_id: Some(session_id.clone()),
             read_only: crate::session_policy::is_read_only(mode.as_deref()),
+            sandbox: project.settings.sandbox.clone(),
         };
         // A backend that is not installed, or a mode it cannot map, is refused before any
         // worktree exists.

@@ -156,6 +156,7 @@ impl Host {
             fork: false,
             session_id: Some(id.to_owned()),
             read_only: crate::session_policy::is_read_only(row.mode.as_deref()),
+            sandbox: self.project_sandbox(row.project_id.as_deref()).await,
         };
         let opts = agent_options(&self.config, row.backend, Path::new(&row.cwd), &request)?;
         // The agent kept running in its sandbox: its way out is served again.

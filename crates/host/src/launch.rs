@@ -31,6 +31,8 @@ pub struct AgentRequest {
     pub session_id: Option<String>,
     /// The worktree is read-only to the agent (the `readonly` mode).
     pub read_only: bool,
+    /// What the project's agents see beyond the default confinement.
+    pub sandbox: nucleic_protocol::ProjectSandbox,
 }
 
 /// The launch options for `backend` in `cwd`.
@@ -113,6 +115,7 @@ pub(crate) fn isolation_for(
         session_id: request.session_id.as_deref(),
         read_only: request.read_only,
         program,
+        sandbox: &request.sandbox,
     };
     Ok(Some(crate::confinement::plan(config, bwrap, &place)))
 }
@@ -136,6 +139,7 @@ pub fn run_isolation(
 pub(crate) fn check_isolation(
     config: &HostConfig,
     worktree: &Path,
+    sandbox: &nucleic_protocol::ProjectSandbox,
 ) -> Result<Option<Isolation>, HostError> {
     let Some(bwrap) = confinement_tool(config, Backend::ClaudeCode)? else { return Ok(None) };
     let place = AgentPlace {
@@ -144,6 +148,7 @@ pub(crate) fn check_isolation(
         session_id: None,
         read_only: false,
         program: Path::new("/bin/sh"),
+        sandbox,
     };
     Ok(Some(crate::confinement::plan(config, bwrap, &place)))
 }

@@ -35,6 +35,7 @@ mod retained;
 mod review;
 mod rule_intents;
 pub mod rules;
+mod sandbox_settings;
 mod session_policy;
 mod shutdown;
 mod start_refusals;

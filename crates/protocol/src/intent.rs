@@ -194,6 +194,13 @@ pub enum Intent {
         project_id: String,
         policy: DiskPolicy,
     },
+    /// Sets what a project's agents see beyond the default confinement (replacing what was
+    /// set; an empty one goes back to the defaults). Applies at each agent's next start.
+    SetProjectSandbox {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        sandbox: crate::summaries::ProjectSandbox,
+    },
     /// Measures what the session's worktree takes on disk now (the summary carries it).
     MeasureDisk {
         #[serde(rename = "sessionID")]

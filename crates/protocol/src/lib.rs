@@ -53,7 +53,8 @@ pub use review::{CommentStatus, ReviewComment, ReviewSent, TurnSnapshot};
 pub use rule_list::{RuleBehaviour, RuleEntry, RuleList, RuleSource, RulesTarget};
 pub use status::SessionStatus;
 pub use summaries::{
-    DiffFile, DiskPolicy, DiskUsage, GitFacts, PoolSummary, ProjectSummary, SessionSummary,
+    DiffFile, DiskPolicy, DiskUsage, GitFacts, PoolSummary, ProjectSandbox, ProjectSummary,
+    SessionSummary,
 };
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, FEATURE_EVENT_BATCHES, HostMessage,

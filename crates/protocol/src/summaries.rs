@@ -31,6 +31,9 @@ pub struct ProjectSummary {
     /// Its worktree budget and reclaim age.
     #[serde(rename = "diskPolicy", default, skip_serializing_if = "DiskPolicy::is_unset")]
     pub disk_policy: DiskPolicy,
+    /// What its agents see beyond the default confinement.
+    #[serde(default, skip_serializing_if = "ProjectSandbox::is_empty")]
+    pub sandbox: ProjectSandbox,
 }
 
 impl DiskPolicy {
@@ -119,6 +122,36 @@ pub struct DiskPolicy {
     /// Finished sessions' worktrees are reclaimed this long after their last event.
     #[serde(rename = "reclaimAfterSecs", default, skip_serializing_if = "Option::is_none")]
     pub reclaim_after_secs: Option<u64>,
+}
+
+/// What a project's agents see beyond the default confinement (`docs/security.md`): paths bound
+/// back read-only or writable, paths hidden, and domains their egress proxy also allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct ProjectSandbox {
+    /// Absolute paths the agent sees read-only (a toolchain under a hidden home, say).
+    #[serde(rename = "readOnly", default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only: Vec<String>,
+    /// Absolute paths the agent may write (a cache the project's builds share).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// Absolute paths hidden from the agent on top of the defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hide: Vec<String>,
+    /// Destinations its egress proxy allows besides the model's (`host`, `host:port`,
+    /// `*.domain`).
+    #[serde(rename = "allowDomains", default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_domains: Vec<String>,
+}
+
+impl ProjectSandbox {
+    /// Nothing beyond the defaults.
+    pub fn is_empty(&self) -> bool {
+        self.read_only.is_empty()
+            && self.writable.is_empty()
+            && self.hide.is_empty()
+            && self.allow_domains.is_empty()
+    }
 }
 
 /// What a session's worktree changed, live.

@@ -87,6 +87,7 @@ fn declarations() -> Vec<String> {
         SessionSummary::decl(),
         DiskUsage::decl(),
         DiskPolicy::decl(),
+        ProjectSandbox::decl(),
         GitFacts::decl(),
         DiffFile::decl(),
         TurnSnapshot::decl(),

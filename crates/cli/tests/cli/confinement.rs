@@ -239,6 +239,7 @@ fn run_confined(config: &HostConfig, cwd: &Path, read_only: bool, script: &str) 
         session_id: None,
         read_only,
         program: Path::new("/bin/sh"),
+        sandbox: &nucleic_protocol::ProjectSandbox::default(),
     };
     let iso = nucleic_host::confinement::plan(config, bwrap, &place);
     let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
@@ -291,4 +292,60 @@ async fn git_inside_the_worktree_cannot_touch_the_persons_branches_or_the_reposi
     assert!(!git_config.contains("hooksPath"), "the repository's config was written: {output}");
     assert!(std::fs::read_to_string(worktree.join(".git")).unwrap().contains("worktrees"));
     assert!(output.contains("branched"), "stash and a session branch work: {output}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_projects_sandbox_adds_a_writable_cache_hides_a_path_and_allows_a_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(root.join("fixtures.key"), "project secret\n").unwrap();
+    let listener = CountingListener::start();
+    let host = Host::open(config(dir.path(), &person.home)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let refused = host
+        .set_project_sandbox(
+            &project.project_id,
+            nucleic_protocol::ProjectSandbox {
+                writable: vec![path(&person.home)],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("home"), "{refused}");
+    let sandbox = nucleic_protocol::ProjectSandbox {
+        writable: vec![path(&cache)],
+        hide: vec![path(&root.join("fixtures.key"))],
+        allow_domains: vec![format!("127.0.0.1:{}", listener.port)],
+        ..Default::default()
+    };
+    let summary = host.set_project_sandbox(&project.project_id, sandbox).await.unwrap();
+    assert_eq!(summary.sandbox.writable, vec![path(&cache.canonicalize().unwrap())]);
+    let (c, r, p) = (cache.display(), root.display(), listener.port);
+    let script = format!(
+        "echo built > {c}/artifact && echo cache-ok; cat {r}/fixtures.key; \
+         curl -fsS -m 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{p}/ -o /dev/null; \
+         echo probe-done"
+    );
+    let session = host
+        .new_session(new_session(&project.project_id, format!("run {script}"), None), "test")
+        .await
+        .unwrap();
+    until_turn_done(&host, &session.session_id).await;
+    let transcript =
+        dir.path().join("data/sessions").join(&session.session_id).join("transcript.jsonl");
+    let (output, _) = transcript_of(&transcript);
+    assert!(output.contains("probe-done") && output.contains("cache-ok"), "{output}");
+    assert_eq!(std::fs::read_to_string(cache.join("artifact")).unwrap(), "built\n");
+    assert!(!output.contains("project secret"), "a hidden path was read: {output}");
+    // The allowed destination was reached through the proxy (the listener reads the request).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while listener.accepted.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(listener.accepted.load(Ordering::SeqCst), 1, "{output}");
 }
