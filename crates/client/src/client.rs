@@ -345,8 +345,22 @@ impl Client {
             HostMessage::Events { session_id, events } => {
                 let mut kept = Vec::with_capacity(events.len());
                 for event in events {
-                    if self.judge(&event).await? {
-                        kept.push(event);
+                    match self.cursors.check(&event) {
+                        Verdict::Deliver => kept.push(event),
+                        Verdict::Duplicate => self.stats.duplicates += 1,
+                        Verdict::Resyncing | Verdict::NotSubscribed => {}
+                        Verdict::Gap { expected } => {
+                            // What was taken goes to the caller even if this call is dropped
+                            // while resubscribing (the cursor already moved past it).
+                            self.stats.gaps += 1;
+                            if !kept.is_empty() {
+                                let events = std::mem::take(&mut kept);
+                                let session_id = session_id.clone();
+                                self.inbox.push_back(HostMessage::Events { session_id, events });
+                            }
+                            self.resubscribe(&session_id, expected, Verbosity::Full).await?;
+                            break;
+                        }
                     }
                 }
                 Ok((!kept.is_empty()).then_some(HostMessage::Events { session_id, events: kept }))
