@@ -5,14 +5,13 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use nucleic_protocol::{
-    BackendInfo, ClientMessage, HostMessage, Intent, PROTOCOL_VERSION, Verbosity,
-};
+use nucleic_protocol::{BackendInfo, ClientMessage, HostMessage, PROTOCOL_VERSION, Verbosity};
 
 use crate::backoff::{Attempts, Backoff};
 use crate::cursor::{Cursors, Verdict};
 use crate::daemon::LocalDaemon;
 use crate::error::{ClientError, rejection};
+use crate::replies::{message_type, reply_id, reply_within};
 use crate::transport::{Endpoint, Socket, message_name};
 
 /// Who this client is and how long it waits for what.
@@ -104,6 +103,8 @@ pub struct Client {
     next_id: u64,
     /// Messages for the caller that arrived while a request waited for its reply.
     inbox: VecDeque<HostMessage>,
+    /// Requests sent and not answered yet, in order: resent after a reconnect.
+    unanswered: VecDeque<ClientMessage>,
     cursors: Cursors,
     stats: Stats,
 }
@@ -148,6 +149,7 @@ impl Client {
             port,
             next_id: 0,
             inbox: VecDeque::new(),
+            unanswered: VecDeque::new(),
             cursors: Cursors::default(),
             stats: Stats::default(),
         }
@@ -210,9 +212,33 @@ impl Client {
         within: Duration,
     ) -> Result<HostMessage, ClientError> {
         let name = message_name(&message);
-        let Some(id) = message.message_id().map(str::to_owned) else {
-            return Err(ClientError::Send { what: name, message: "it has no message id".into() });
-        };
+        let id = message.message_id().map(str::to_owned).unwrap_or_default();
+        let deadline = Instant::now() + within;
+        self.send(message).await?;
+        let what = format!("waiting for the reply to {name}");
+        loop {
+            let Some(reply) = self.pump(Some((deadline, within)), &what).await? else {
+                continue;
+            };
+            if reply_id(&reply) != Some(id.as_str()) {
+                self.inbox.push_back(reply);
+                continue;
+            }
+            return match rejection(&reply) {
+                Some(refused) => Err(ClientError::Rejected(refused)),
+                None => Ok(reply),
+            };
+        }
+    }
+
+    /// Sends a request without waiting: its reply comes from [`Client::next`] like anything
+    /// else (pipelining clients match it by [`reply_id`]). Until it is answered, a reconnect
+    /// resends it with its id.
+    pub async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
+        if message.message_id().is_none() {
+            let what = message_name(&message);
+            return Err(ClientError::Send { what, message: "it has no message id".into() });
+        }
         match &message {
             ClientMessage::Subscribe { session_id, from_seq, verbosity, .. } => {
                 self.cursors.subscribe(session_id, *from_seq, *verbosity);
@@ -220,25 +246,16 @@ impl Client {
             ClientMessage::Unsubscribe { session_id, .. } => self.cursors.unsubscribe(session_id),
             _ => {}
         }
-        let deadline = Instant::now() + within;
-        self.send_or_reconnect(&message).await?;
-        let what = format!("waiting for the reply to {name}");
-        loop {
-            let Some(reply) = self.pump(Some((deadline, within)), &what, Some(&message)).await?
-            else {
-                continue;
-            };
-            if reply_id(&reply) != Some(id.as_str()) {
-                self.inbox.push_back(reply);
-                continue;
-            }
-            if let Some(refused) = rejection(&reply) {
-                if let ClientMessage::Subscribe { session_id, .. } = &message {
-                    self.cursors.unsubscribe(session_id);
-                }
-                return Err(ClientError::Rejected(refused));
-            }
-            return Ok(reply);
+        self.unanswered.push_back(message.clone());
+        let send_within = self.options.send_within;
+        let Some(socket) = self.socket.as_mut() else {
+            // Reconnecting sends every unanswered request, this one included.
+            return self.lose(not_connected()).await;
+        };
+        match socket.send(&message, send_within).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_connection_loss() => self.lose(e).await,
+            Err(e) => Err(e),
         }
     }
 
@@ -250,7 +267,7 @@ impl Client {
             if let Some(message) = self.inbox.pop_front() {
                 return Ok(message);
             }
-            if let Some(message) = self.pump(None, "waiting for the host", None).await? {
+            if let Some(message) = self.pump(None, "waiting for the host").await? {
                 return Ok(message);
             }
         }
@@ -264,27 +281,9 @@ impl Client {
                 return Ok(message);
             }
             let what = "waiting for a message from the host";
-            if let Some(message) = self.pump(Some((deadline, within)), what, None).await? {
+            if let Some(message) = self.pump(Some((deadline, within)), what).await? {
                 return Ok(message);
             }
-        }
-    }
-
-    /// Sends `message`; a lost connection is made again (which sends it).
-    async fn send_or_reconnect(&mut self, message: &ClientMessage) -> Result<(), ClientError> {
-        let send_within = self.options.send_within;
-        let Some(socket) = self.socket.as_mut() else {
-            let cause = ClientError::Closed {
-                at: "(not connected)".into(),
-                code: None,
-                reason: "the connection was dropped".into(),
-            };
-            return self.lose(cause, Some(message)).await;
-        };
-        match socket.send(message, send_within).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_connection_loss() => self.lose(e, Some(message)).await,
-            Err(e) => Err(e),
         }
     }
 
@@ -294,16 +293,10 @@ impl Client {
         &mut self,
         deadline: Option<(Instant, Duration)>,
         what: &str,
-        in_flight: Option<&ClientMessage>,
     ) -> Result<Option<HostMessage>, ClientError> {
         let idle_within = self.options.idle_within;
         let Some(socket) = self.socket.as_mut() else {
-            let cause = ClientError::Closed {
-                at: "(not connected)".into(),
-                code: None,
-                reason: "the connection was dropped".into(),
-            };
-            self.lose(cause, in_flight).await?;
+            self.lose(not_connected()).await?;
             return Ok(None);
         };
         let idle_at = socket.last_heard + idle_within;
@@ -320,11 +313,11 @@ impl Client {
                     what: format!("hearing from the host {}", socket.at()),
                     within: idle_within,
                 };
-                self.lose(cause, in_flight).await?;
+                self.lose(cause).await?;
                 Ok(None)
             }
             Err(e) if e.is_connection_loss() => {
-                self.lose(e, in_flight).await?;
+                self.lose(e).await?;
                 Ok(None)
             }
             Err(e @ ClientError::Closed { .. }) => {
@@ -376,7 +369,24 @@ impl Client {
                 let why = rejection(&message).map(|r| r.to_string()).unwrap_or_default();
                 Err(ClientError::Daemon(format!("resubscribing to {session} failed: {why}")))
             }
-            other => Ok(Some(other)),
+            other => {
+                self.answered(&other);
+                Ok(Some(other))
+            }
+        }
+    }
+
+    /// Forgets the request `reply` answers; a refused subscription has no cursor.
+    fn answered(&mut self, reply: &HostMessage) {
+        let Some(id) = reply_id(reply) else { return };
+        let Some(at) = self.unanswered.iter().position(|m| m.message_id() == Some(id)) else {
+            return;
+        };
+        let request = self.unanswered.remove(at);
+        if let Some(ClientMessage::Subscribe { session_id, .. }) = request
+            && rejection(reply).is_some()
+        {
+            self.cursors.unsubscribe(&session_id);
         }
     }
 
@@ -427,12 +437,8 @@ impl Client {
     }
 
     /// The connection is gone (`cause`): makes it again within the reconnect deadline, says
-    /// hello, resubscribes every session from its cursor and resends `in_flight`.
-    async fn lose(
-        &mut self,
-        cause: ClientError,
-        in_flight: Option<&ClientMessage>,
-    ) -> Result<(), ClientError> {
+    /// hello, resubscribes every session from its cursor and resends what is unanswered.
+    async fn lose(&mut self, cause: ClientError) -> Result<(), ClientError> {
         self.socket = None;
         let backoff = self.options.reconnect;
         if backoff.within.is_zero() {
@@ -441,7 +447,7 @@ impl Client {
         let mut attempts = Attempts::start(backoff);
         let cause = cause.to_string();
         loop {
-            match self.reconnect_once(attempts.deadline(), in_flight).await {
+            match self.reconnect_once(attempts.deadline()).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_connection_loss() || matches!(e, ClientError::Daemon(_)) => {
                     self.socket = None;
@@ -459,11 +465,7 @@ impl Client {
         }
     }
 
-    async fn reconnect_once(
-        &mut self,
-        deadline: Instant,
-        in_flight: Option<&ClientMessage>,
-    ) -> Result<(), ClientError> {
+    async fn reconnect_once(&mut self, deadline: Instant) -> Result<(), ClientError> {
         let connect_within = self.options.connect_within;
         let (mut socket, port) = match &self.route {
             Route::Daemon(daemon) => daemon.open(false, deadline, connect_within).await?,
@@ -474,16 +476,20 @@ impl Client {
             }
         };
         let welcome = hello(&mut socket, &self.options).await?;
-        // The in-flight subscribe is resent as it is (its cursor has not moved: events follow
+        // An unanswered subscribe is resent as it is (its cursor has not moved: events follow
         // its ack), so it is not resubscribed twice.
-        let pending = match in_flight {
-            Some(ClientMessage::Subscribe { session_id, .. }) => Some(session_id.as_str()),
-            _ => None,
-        };
+        let pending: Vec<&str> = self
+            .unanswered
+            .iter()
+            .filter_map(|m| match m {
+                ClientMessage::Subscribe { session_id, .. } => Some(session_id.as_str()),
+                _ => None,
+            })
+            .collect();
         let sessions: Vec<(String, u64, Verbosity)> = self
             .cursors
             .iter()
-            .filter(|(s, _)| Some(s.as_str()) != pending)
+            .filter(|(s, _)| !pending.contains(&s.as_str()))
             .map(|(s, c)| (s.clone(), c.next, c.verbosity))
             .collect();
         let send_within = self.options.send_within;
@@ -493,7 +499,7 @@ impl Client {
             let message = ClientMessage::Subscribe { message_id, session_id, from_seq, verbosity };
             socket.send(&message, send_within).await?;
         }
-        if let Some(message) = in_flight {
+        for message in &self.unanswered {
             socket.send(message, send_within).await?;
             self.stats.resends += 1;
         }
@@ -502,6 +508,14 @@ impl Client {
         self.port = port;
         self.stats.reconnects += 1;
         Ok(())
+    }
+}
+
+fn not_connected() -> ClientError {
+    ClientError::Closed {
+        at: "(not connected)".into(),
+        code: None,
+        reason: "the connection was dropped".into(),
     }
 }
 
@@ -537,112 +551,9 @@ async fn hello(socket: &mut Socket, options: &ClientOptions) -> Result<Welcome, 
     }
 }
 
-/// The `messageID` a reply answers, if it is a reply.
-pub fn reply_id(message: &HostMessage) -> Option<&str> {
-    match message {
-        HostMessage::Ack { message_id, .. }
-        | HostMessage::Projects { message_id, .. }
-        | HostMessage::Sessions { message_id, .. }
-        | HostMessage::GitFacts { message_id, .. }
-        | HostMessage::Files { message_id, .. }
-        | HostMessage::Branches { message_id, .. }
-        | HostMessage::Devices { message_id, .. }
-        | HostMessage::Push { message_id, .. }
-        | HostMessage::FileContent { message_id, .. } => Some(message_id),
-        HostMessage::Error { message_id, .. } | HostMessage::Unsupported { message_id, .. } => {
-            message_id.as_deref()
-        }
-        HostMessage::Welcome { .. }
-        | HostMessage::Event { .. }
-        | HostMessage::Events { .. }
-        | HostMessage::SessionChanged { .. } => None,
-    }
-}
-
-/// A host message's `type`.
-fn message_type(message: &HostMessage) -> String {
-    serde_json::to_value(message)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str().map(str::to_owned)))
-        .unwrap_or_default()
-}
-
-/// How long a reply to `message` may take.
-fn reply_within(options: &ClientOptions, message: &ClientMessage) -> Duration {
-    let long = match message {
-        ClientMessage::Intent { intent, .. } => takes_long(intent),
-        ClientMessage::Hello { .. }
-        | ClientMessage::ListProjects { .. }
-        | ClientMessage::ListSessions { .. }
-        | ClientMessage::Subscribe { .. }
-        | ClientMessage::Unsubscribe { .. }
-        | ClientMessage::GitFacts { .. }
-        | ClientMessage::ExportSession { .. }
-        | ClientMessage::SendInput { .. }
-        | ClientMessage::Decide { .. }
-        | ClientMessage::ListFiles { .. }
-        | ClientMessage::ReadFile { .. }
-        | ClientMessage::ListBranches { .. }
-        | ClientMessage::ListDevices { .. }
-        | ClientMessage::GetPush { .. }
-        | ClientMessage::SetPush { .. } => false,
-    };
-    if long { options.long_reply_within } else { options.reply_within }
-}
-
-/// Intents whose reply waits on checks, setup scripts, `gh` or disk walks.
-fn takes_long(intent: &Intent) -> bool {
-    match intent {
-        Intent::NewSession(_)
-        | Intent::Finish { .. }
-        | Intent::RunChecks { .. }
-        | Intent::Import { .. }
-        | Intent::Gc { .. }
-        | Intent::MeasureDisk { .. }
-        | Intent::Reclaim { .. }
-        | Intent::AddProject { .. } => true,
-        Intent::SetPoolSize { .. }
-        | Intent::SetProjectChecks { .. }
-        | Intent::Report { .. }
-        | Intent::AddReviewComment { .. }
-        | Intent::ResolveReviewComment { .. }
-        | Intent::ReviewComments { .. }
-        | Intent::SendReview { .. }
-        | Intent::RenameProject { .. }
-        | Intent::RemoveProject { .. }
-        | Intent::Interrupt { .. }
-        | Intent::Stop { .. }
-        | Intent::SetModel { .. }
-        | Intent::SetPermissionMode { .. }
-        | Intent::SetMode { .. }
-        | Intent::SetProjectMode { .. }
-        | Intent::ListRules(_)
-        | Intent::AddRule { .. }
-        | Intent::RemoveRule { .. }
-        | Intent::Rename { .. }
-        | Intent::Archive { .. }
-        | Intent::SetDiskPolicy { .. }
-        | Intent::RevokeDevice { .. }
-        | Intent::RotateToken
-        | Intent::PairDevice { .. } => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_intents_get_the_long_deadline() {
-        let options = ClientOptions::new("t", "test");
-        let checks = ClientMessage::Intent {
-            message_id: "m1".into(),
-            intent: Intent::RunChecks { session_id: "s".into(), name: None },
-        };
-        assert_eq!(reply_within(&options, &checks), options.long_reply_within);
-        let list = ClientMessage::ListProjects { message_id: "m2".into() };
-        assert_eq!(reply_within(&options, &list), options.reply_within);
-    }
 
     #[test]
     fn client_ids_differ_per_options_and_keep_the_prefix() {

@@ -10,6 +10,7 @@
 //!   by id, reconnects with backoff that resend the request in flight (the host answers a
 //!   repeated id from its remembered reply) and resubscribe from the cursors.
 //! - `cursor`: per-session `seq` cursors: no duplicate, no gap (a gap resubscribes).
+//! - `replies`: which reply answers which request, and each request's deadline.
 //! - `backoff`: the reconnect pacing and its deadline.
 //! - `requests`: typed request helpers; `results`: typed intent results.
 //! - `error`: [`ClientError`], each saying what it was doing (and what timed out).
@@ -19,12 +20,14 @@ mod client;
 mod cursor;
 mod daemon;
 mod error;
+mod replies;
 mod requests;
 pub mod results;
 mod transport;
 
 pub use backoff::Backoff;
-pub use client::{Client, ClientOptions, Stats, Welcome, reply_id};
+pub use client::{Client, ClientOptions, Stats, Welcome};
 pub use daemon::{DaemonInfo, DaemonStarter, LocalDaemon, read_daemon_file, read_token};
 pub use error::{ClientError, Rejection, code_name, describe, rejection};
+pub use replies::reply_id;
 pub use transport::Endpoint;

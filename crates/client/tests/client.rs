@@ -115,6 +115,36 @@ async fn a_request_resent_after_a_lost_reply_is_answered_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn pipelined_requests_unanswered_at_a_loss_are_all_resent_and_answered_once() {
+    let served = serve().await;
+    let mut client = served.client("pipeliner").await;
+    served.proxy.mute();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let path = served.dir.path().join(format!("pipelined-{n}.jsonl"));
+        std::fs::write(&path, support::export_lines(2)).unwrap();
+        let message_id = client.id();
+        ids.push(message_id.clone());
+        let intent = Intent::Import { path: path.display().to_string() };
+        client.send(ClientMessage::Intent { message_id, intent }).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    served.proxy.cut();
+    let mut answered = Vec::new();
+    while answered.len() < ids.len() {
+        let message = client.next_within(Duration::from_secs(10)).await.unwrap();
+        if let HostMessage::Ack { message_id, .. } = message {
+            answered.push(message_id);
+        }
+    }
+    // The host carries out a connection's requests concurrently: any order, each once.
+    answered.sort();
+    assert_eq!(answered, ids, "each answered once");
+    assert_eq!(client.stats().resends, 3, "{:?}", client.stats());
+    assert_eq!(client.list_sessions(None, true).await.unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_malformed_or_unknown_host_message_is_a_clear_error_not_a_panic() {
     let frames: &[&str] =
         &[r#"{"type":"frobnicate","messageID":"m1"}"#, "not json at all", r#"{"type":"ack"}"#];

@@ -58,6 +58,9 @@ impl Served {
     /// A client through the proxy that reconnects quickly.
     pub async fn client(&self, name: &str) -> Client {
         let mut options = ClientOptions::new("test", name);
+        // Far below nextest's slow timeout: a lost resend fails the test instead of hanging it.
+        options.reply_within = Duration::from_secs(10);
+        options.long_reply_within = Duration::from_secs(10);
         options.reconnect = Backoff {
             first: Duration::from_millis(20),
             max: Duration::from_millis(200),
