@@ -26,6 +26,9 @@ pub struct ClientOptions {
     pub features: Vec<String>,
     /// Hand `sessionChanged` pushes to the caller (off: they are dropped).
     pub session_changes: bool,
+    /// Hand every event on as it came — no cursor, no dedupe, no gap repair, no resubscribing
+    /// after a reconnect — for checkers that judge the stream themselves (the soak, benches).
+    pub raw_events: bool,
     /// Opening the socket, and then the welcome.
     pub connect_within: Duration,
     /// Sending one message.
@@ -52,6 +55,7 @@ impl ClientOptions {
             client_name: client_name.into(),
             features: Vec::new(),
             session_changes: false,
+            raw_events: false,
             connect_within: Duration::from_secs(5),
             send_within: Duration::from_secs(30),
             reply_within: Duration::from_secs(300),
@@ -240,7 +244,9 @@ impl Client {
             return Err(ClientError::Send { what, message: "it has no message id".into() });
         }
         match &message {
-            ClientMessage::Subscribe { session_id, from_seq, verbosity, .. } => {
+            ClientMessage::Subscribe { session_id, from_seq, verbosity, .. }
+                if !self.options.raw_events =>
+            {
                 self.cursors.subscribe(session_id, *from_seq, *verbosity);
             }
             ClientMessage::Unsubscribe { session_id, .. } => self.cursors.unsubscribe(session_id),
@@ -330,6 +336,15 @@ impl Client {
 
     /// Events through their cursors; the client's own replies and unwanted pushes dropped.
     async fn filter(&mut self, message: HostMessage) -> Result<Option<HostMessage>, ClientError> {
+        if self.options.raw_events {
+            return Ok(match message {
+                HostMessage::SessionChanged { .. } if !self.options.session_changes => None,
+                other => {
+                    self.answered(&other);
+                    Some(other)
+                }
+            });
+        }
         match message {
             HostMessage::Event { event } => {
                 let keep = self.judge(&event).await?;

@@ -72,6 +72,30 @@ async fn a_subscription_survives_dropped_connections_with_no_gap_and_no_duplicat
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_raw_client_keeps_no_cursor_and_does_not_resubscribe_after_a_loss() {
+    let served = serve().await;
+    let mut writer = served.client("writer").await;
+    let session = served.imported_session(&mut writer, 20).await;
+    let mut raw = served.client_with("raw", true).await;
+    let mut cursor = served.client("cursor").await;
+    let last = last_seq(&mut writer, &session).await;
+    for client in [&mut raw, &mut cursor] {
+        client.subscribe(&session, 1, Verbosity::Full).await.unwrap();
+        seqs_until(client, &session, last, &mut Vec::new()).await;
+    }
+    served.proxy.cut();
+    writer.intent(Intent::Rename { session_id: session.clone(), title: "t".into() }).await.unwrap();
+    let mut seqs = Vec::new();
+    seqs_until(&mut cursor, &session, last + 1, &mut seqs).await;
+    assert_eq!(seqs, [last + 1], "resubscribed from its cursor");
+    // The raw client reconnects (its next wait notices the loss) but follows nothing.
+    let e = raw.next_within(Duration::from_secs(1)).await.unwrap_err();
+    assert!(matches!(e, ClientError::Timeout { .. }), "{e:?}");
+    assert_eq!(raw.next_seq(&session), None, "a raw client keeps no cursor");
+    assert_eq!(raw.stats().reconnects, 1, "{:?}", raw.stats());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_request_resent_after_a_lost_reply_is_answered_once() {
     let served = serve().await;
     let mut client = served.client("resender").await;

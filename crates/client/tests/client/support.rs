@@ -57,7 +57,13 @@ pub async fn serve() -> Served {
 impl Served {
     /// A client through the proxy that reconnects quickly.
     pub async fn client(&self, name: &str) -> Client {
+        self.client_with(name, false).await
+    }
+
+    /// [`Served::client`], with `raw_events` as given.
+    pub async fn client_with(&self, name: &str, raw_events: bool) -> Client {
         let mut options = ClientOptions::new("test", name);
+        options.raw_events = raw_events;
         // Far below nextest's slow timeout: a lost resend fails the test instead of hanging it.
         options.reply_within = Duration::from_secs(10);
         options.long_reply_within = Duration::from_secs(10);
