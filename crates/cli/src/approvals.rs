@@ -11,15 +11,15 @@ use nucleic_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::daemon::Daemon;
 use crate::render::summarize_input;
+use nucleic_client::Client;
 
 /// How long reading a session's events for its approvals may take.
 const READ_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The approvals of `summary`'s session still waiting for a decision, in request order.
 pub async fn pending(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     summary: &SessionSummary,
 ) -> anyhow::Result<Vec<ApprovalRequested>> {
     if summary.pending_approvals == 0 {
@@ -38,7 +38,7 @@ pub async fn pending(
     let mut open: Vec<ApprovalRequested> = Vec::new();
     let fold = async {
         loop {
-            let HostMessage::Event { event } = daemon.recv().await? else { continue };
+            let HostMessage::Event { event } = daemon.next().await? else { continue };
             if event.session_id != session_id {
                 continue;
             }
@@ -61,7 +61,7 @@ pub async fn pending(
 }
 
 /// The one pending approval of a session; refuses when there is none or more than one.
-pub async fn the_only_one(daemon: &mut Daemon, summary: &SessionSummary) -> anyhow::Result<String> {
+pub async fn the_only_one(daemon: &mut Client, summary: &SessionSummary) -> anyhow::Result<String> {
     only(&pending(daemon, summary).await?, &summary.session_id)
 }
 
@@ -150,7 +150,7 @@ pub fn answers(asked: &ApprovalRequested, given: &[String]) -> anyhow::Result<Ve
 }
 
 /// The summary of session `session_id` (archived ones included).
-pub async fn summary(daemon: &mut Daemon, session_id: &str) -> anyhow::Result<SessionSummary> {
+pub async fn summary(daemon: &mut Client, session_id: &str) -> anyhow::Result<SessionSummary> {
     let message_id = daemon.id();
     let request =
         ClientMessage::ListSessions { message_id, project_id: None, include_archived: true };
@@ -159,7 +159,7 @@ pub async fn summary(daemon: &mut Daemon, session_id: &str) -> anyhow::Result<Se
             .into_iter()
             .find(|s| s.session_id == session_id)
             .with_context(|| format!("no session {session_id}")),
-        other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
+        other => bail!("unexpected reply: {}", nucleic_client::describe(&other)),
     }
 }
 

@@ -11,8 +11,8 @@ use nucleic_protocol::{
     ApprovalRequested, ClientMessage, Decision, EventKind, HostMessage, Verbosity,
 };
 
-use crate::daemon::Daemon;
 use crate::render::Renderer;
+use nucleic_client::Client;
 
 /// What came of asking about one approval.
 enum Asked {
@@ -24,7 +24,7 @@ enum Asked {
 }
 
 pub async fn attach(
-    mut daemon: Daemon,
+    mut daemon: Client,
     session_id: String,
     from: u64,
     until_idle: bool,
@@ -46,7 +46,7 @@ pub async fn attach(
         let message = match backlog.pop_front() {
             Some(m) => m,
             None => tokio::select! {
-                m = daemon.recv() => m?,
+                m = daemon.next() => m?,
                 _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
             },
         };
@@ -94,7 +94,7 @@ pub async fn attach(
 /// the host's pings, and an answer from another client ends the question). What is read
 /// meanwhile goes to `backlog`, in order.
 async fn ask_unless_answered(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     backlog: &mut VecDeque<HostMessage>,
     a: &ApprovalRequested,
 ) -> anyhow::Result<Asked> {
@@ -114,7 +114,7 @@ async fn ask_unless_answered(
                     }
                 });
             }
-            message = daemon.recv() => {
+            message = daemon.next() => {
                 let message = message?;
                 let answered = resolves(&message, &a.request_id);
                 backlog.push_back(message);

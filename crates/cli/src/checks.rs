@@ -10,8 +10,8 @@ use nucleic_protocol::{
 };
 use serde_json::Value;
 
-use crate::commands::intent;
-use crate::daemon::Daemon;
+use nucleic_client::Client;
+use nucleic_client::results::ChecksRun;
 
 #[derive(Debug, Subcommand)]
 pub enum CheckCommand {
@@ -45,7 +45,7 @@ pub enum CheckCommand {
     },
 }
 
-async fn project(daemon: &mut Daemon, id: &str) -> anyhow::Result<ProjectSummary> {
+async fn project(daemon: &mut Client, id: &str) -> anyhow::Result<ProjectSummary> {
     let message_id = daemon.id();
     let HostMessage::Projects { projects, .. } =
         daemon.request(ClientMessage::ListProjects { message_id }).await?
@@ -64,7 +64,7 @@ fn print_check(c: &CheckSpec) {
     println!("{}  timeout {} s{flags}  {}", c.name, c.timeout_secs, c.argv.join(" "));
 }
 
-pub async fn project_check(daemon: &mut Daemon, command: CheckCommand) -> anyhow::Result<()> {
+pub async fn project_check(daemon: &mut Client, command: CheckCommand) -> anyhow::Result<()> {
     let (project_id, checks, after_turn) = match command {
         CheckCommand::List { project_id } => {
             let p = project(daemon, &project_id).await?;
@@ -96,7 +96,7 @@ pub async fn project_check(daemon: &mut Daemon, command: CheckCommand) -> anyhow
         }
     };
     let set = Intent::SetProjectChecks { project_id, checks, checks_after_turn: after_turn };
-    if let Some(p) = intent(daemon, set).await?
+    if let Some(p) = daemon.intent(set).await?
         && let Ok(p) = serde_json::from_value::<ProjectSummary>(p)
     {
         p.checks.iter().for_each(print_check);
@@ -106,16 +106,12 @@ pub async fn project_check(daemon: &mut Daemon, command: CheckCommand) -> anyhow
 
 /// `nucleic session check ID [NAME]`: runs them now; fails when one does.
 pub async fn session_check(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     session_id: String,
     name: Option<String>,
 ) -> anyhow::Result<ExitCode> {
-    let result = intent(daemon, Intent::RunChecks { session_id, name }).await?;
-    let checks: Vec<CheckFinished> = result
-        .and_then(|r| r.get("checks").cloned())
-        .map(serde_json::from_value)
-        .transpose()?
-        .unwrap_or_default();
+    let run: ChecksRun = daemon.intent_as(Intent::RunChecks { session_id, name }).await?;
+    let checks = run.checks;
     for c in &checks {
         println!("{}", c.summary());
         if let Some(log) = &c.log_path {
@@ -131,11 +127,11 @@ pub async fn session_check(
 
 /// `nucleic session report ID [--json]`: records and prints the report.
 pub async fn session_report(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     session_id: String,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let result = intent(daemon, Intent::Report { session_id }).await?.unwrap_or(Value::Null);
+    let result = daemon.intent(Intent::Report { session_id }).await?.unwrap_or(Value::Null);
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(ExitCode::SUCCESS);

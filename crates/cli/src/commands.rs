@@ -9,11 +9,10 @@ use clap::Subcommand;
 use nucleic_protocol::{
     Backend, ClientMessage, FinishAction, HostMessage, Intent, NewSession, SessionSummary,
 };
-use serde_json::Value;
 
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::daemon::Daemon;
+use nucleic_client::Client;
 
 /// `--format` of `session export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -240,14 +239,6 @@ pub enum SessionCommand {
     },
 }
 
-pub(crate) async fn intent(daemon: &mut Daemon, intent: Intent) -> anyhow::Result<Option<Value>> {
-    let message_id = daemon.id();
-    match daemon.request(ClientMessage::Intent { message_id, intent }).await? {
-        HostMessage::Ack { result, .. } => Ok(result),
-        other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
-    }
-}
-
 /// Answers approval `request_id` of a session, or its only pending one.
 fn parse_mode(text: &str) -> Result<nucleic_protocol::SessionMode, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned()))
@@ -260,7 +251,7 @@ fn parse_scope(text: &str) -> Result<nucleic_protocol::RuleScope, String> {
 }
 
 async fn decide(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     session_id: String,
     request_id: Option<String>,
     decision: nucleic_protocol::Decision,
@@ -292,7 +283,7 @@ fn print_session(s: &SessionSummary) {
 }
 
 pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
+    let mut daemon = crate::daemon::connect(home).await?;
     let finish = |session_id: String, action: FinishAction| Intent::Finish { session_id, action };
     let result = match command {
         SessionCommand::New {
@@ -321,7 +312,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 mode,
                 prompt: prompt.join(" "),
             };
-            let result = intent(&mut daemon, Intent::NewSession(request)).await?;
+            let result = daemon.intent(Intent::NewSession(request)).await?;
             if let Some(summary) =
                 result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok())
             {
@@ -436,11 +427,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             None
         }
         SessionCommand::Interrupt { session_id } => {
-            intent(&mut daemon, Intent::Interrupt { session_id }).await?
+            daemon.intent(Intent::Interrupt { session_id }).await?
         }
-        SessionCommand::Stop { session_id } => {
-            intent(&mut daemon, Intent::Stop { session_id }).await?
-        }
+        SessionCommand::Stop { session_id } => daemon.intent(Intent::Stop { session_id }).await?,
         SessionCommand::Diff { session_id, patch, turn } => {
             return crate::review::session_diff(&mut daemon, session_id, turn, patch).await;
         }
@@ -449,19 +438,19 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         }
         SessionCommand::Pr(args) => {
             let (session_id, action) = args.into_action();
-            intent(&mut daemon, finish(session_id, action)).await?
+            daemon.intent(finish(session_id, action)).await?
         }
         SessionCommand::Merge { session_id, message, update_checkout, force } => {
             let action = FinishAction::Merge { message, update_checkout, force_reason: force };
-            intent(&mut daemon, finish(session_id, action)).await?
+            daemon.intent(finish(session_id, action)).await?
         }
         SessionCommand::Squash { session_id, message, update_checkout, force } => {
             let action = FinishAction::Squash { message, update_checkout, force_reason: force };
-            intent(&mut daemon, finish(session_id, action)).await?
+            daemon.intent(finish(session_id, action)).await?
         }
         SessionCommand::Rebase { session_id, message, update_checkout, force } => {
             let action = FinishAction::Rebase { message, update_checkout, force_reason: force };
-            intent(&mut daemon, finish(session_id, action)).await?
+            daemon.intent(finish(session_id, action)).await?
         }
         SessionCommand::Check { session_id, name } => {
             return crate::checks::session_check(&mut daemon, session_id, name).await;
@@ -476,34 +465,25 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             return crate::checks::session_report(&mut daemon, session_id, json).await;
         }
         SessionCommand::Discard { session_id } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Discard)).await?
+            daemon.intent(finish(session_id, FinishAction::Discard)).await?
         }
         SessionCommand::Keep { session_id } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Keep)).await?
+            daemon.intent(finish(session_id, FinishAction::Keep)).await?
         }
         SessionCommand::Rollback { session_id, yes } => {
-            intent(&mut daemon, finish(session_id, FinishAction::Rollback { confirm: yes })).await?
+            daemon.intent(finish(session_id, FinishAction::Rollback { confirm: yes })).await?
         }
         SessionCommand::Continue { session_id, prompt } => {
-            intent(
-                &mut daemon,
-                finish(session_id, FinishAction::Continue { prompt: prompt.join(" ") }),
-            )
-            .await?
+            daemon
+                .intent(finish(session_id, FinishAction::Continue { prompt: prompt.join(" ") }))
+                .await?
         }
         SessionCommand::Export { session_id, format, output } => {
             let format = match format {
                 ExportFormatArg::Markdown => nucleic_protocol::ExportFormat::Markdown,
                 ExportFormatArg::Jsonl => nucleic_protocol::ExportFormat::Jsonl,
             };
-            let message_id = daemon.id();
-            let reply = daemon
-                .request(ClientMessage::ExportSession { message_id, session_id, format })
-                .await?;
-            let HostMessage::Ack { result: Some(result), .. } = reply else {
-                bail!("the daemon sent no document")
-            };
-            let text = result.get("text").and_then(Value::as_str).unwrap_or_default();
+            let text = daemon.export_session(&session_id, format).await?;
             match output {
                 Some(path) => {
                     let mut file = std::fs::OpenOptions::new()
@@ -519,19 +499,16 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Handoff { session_id } => {
-            let result = intent(&mut daemon, finish(session_id, FinishAction::Handoff)).await?;
-            if let Some(command) =
-                result.as_ref().and_then(|r| r.get("command")).and_then(Value::as_str)
-            {
-                println!("{command}");
-            }
+            let intent = finish(session_id, FinishAction::Handoff);
+            let handoff: nucleic_client::results::Handoff = daemon.intent_as(intent).await?;
+            println!("{}", handoff.command);
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Rename { session_id, title } => {
-            intent(&mut daemon, Intent::Rename { session_id, title }).await?
+            daemon.intent(Intent::Rename { session_id, title }).await?
         }
         SessionCommand::Mode { session_id, mode } => {
-            let changed = intent(&mut daemon, Intent::SetMode { session_id, mode }).await?;
+            let changed = daemon.intent(Intent::SetMode { session_id, mode }).await?;
             let field = |k: &str| {
                 changed.as_ref().and_then(|v| v[k].as_str()).unwrap_or_default().to_owned()
             };
@@ -539,7 +516,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Archive { session_id, undo } => {
-            intent(&mut daemon, Intent::Archive { session_id, archived: !undo }).await?
+            daemon.intent(Intent::Archive { session_id, archived: !undo }).await?
         }
     };
     if let Some(value) = result {
@@ -551,9 +528,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
 /// `nucleic import PATH`: a read-only session from a Claude transcript or a Nucleic export.
 pub async fn import(home: &Path, path: &Path) -> anyhow::Result<ExitCode> {
     let path = std::fs::canonicalize(path)?;
-    let mut daemon = Daemon::connect(home).await?;
+    let mut daemon = crate::daemon::connect(home).await?;
     let result =
-        intent(&mut daemon, Intent::Import { path: path.to_string_lossy().into_owned() }).await?;
+        daemon.intent(Intent::Import { path: path.to_string_lossy().into_owned() }).await?;
     if let Some(summary) = result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok()) {
         print_session(&summary);
     }

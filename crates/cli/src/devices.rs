@@ -6,10 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Subcommand;
+use nucleic_client::results::{Pairing, TokenRotated, decode_result};
 use nucleic_protocol::{ClientMessage, DeviceSummary, HostMessage, Intent};
-
-use crate::commands::intent;
-use crate::daemon::Daemon;
 
 #[derive(Debug, Subcommand)]
 pub enum DeviceCommand {
@@ -44,7 +42,7 @@ fn print_device(d: &DeviceSummary) {
 }
 
 pub async fn device(home: &Path, command: DeviceCommand) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
+    let mut daemon = crate::daemon::connect(home).await?;
     match command {
         DeviceCommand::List => {
             let message_id = daemon.id();
@@ -55,11 +53,11 @@ pub async fn device(home: &Path, command: DeviceCommand) -> anyhow::Result<ExitC
                     }
                     devices.iter().for_each(print_device);
                 }
-                other => bail!("unexpected reply: {}", crate::daemon::describe(&other)),
+                other => bail!("unexpected reply: {}", nucleic_client::describe(&other)),
             }
         }
         DeviceCommand::Revoke { device_id } => {
-            intent(&mut daemon, Intent::RevokeDevice { device_id: device_id.clone() }).await?;
+            daemon.intent(Intent::RevokeDevice { device_id: device_id.clone() }).await?;
             println!("revoked {device_id}");
         }
     }
@@ -73,13 +71,12 @@ pub async fn pair(
     ttl_secs: Option<u32>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
-    let result = intent(&mut daemon, Intent::PairDevice { name, ttl_secs }).await?;
-    let Some(link) = result.as_ref().and_then(|v| v.get("link")).and_then(|l| l.as_str()) else {
-        bail!("the daemon answered without a link");
-    };
+    let mut daemon = crate::daemon::connect(home).await?;
+    let result = daemon.intent(Intent::PairDevice { name, ttl_secs }).await?;
+    let pairing: Pairing = decode_result("intent pairDevice", result.clone())?;
+    let link = pairing.link.as_str();
     if json {
-        let mut v = result.clone().unwrap_or_default();
+        let mut v = result.unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.remove("qrSvg");
         }
@@ -97,16 +94,14 @@ pub async fn pair(
 }
 
 pub async fn token(home: &Path, command: TokenCommand) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
+    let mut daemon = crate::daemon::connect(home).await?;
     match command {
         TokenCommand::Rotate => {
-            let result = intent(&mut daemon, Intent::RotateToken).await?;
-            let revoked =
-                result.and_then(|v| v.get("devicesRevoked").and_then(serde_json::Value::as_u64));
+            let rotated: TokenRotated = daemon.intent_as(Intent::RotateToken).await?;
             println!(
                 "new token written to {}; {} device(s) signed out",
                 home.join(nucleic_server::TOKEN_FILE).display(),
-                revoked.unwrap_or(0)
+                rotated.devices_revoked
             );
         }
     }

@@ -9,10 +9,8 @@ use nucleic_protocol::{
     ClientMessage, DiskPolicy, DiskUsage, HostMessage, Intent, SessionSummary, human_bytes,
 };
 
-use serde_json::Value;
-
-use crate::commands::intent;
-use crate::daemon::Daemon;
+use nucleic_client::Client;
+use nucleic_client::results::GcReport;
 
 /// `1.2 GB (900.0 MB build output)`.
 pub fn usage_text(disk: &DiskUsage) -> String {
@@ -29,18 +27,16 @@ pub fn list_column(s: &SessionSummary) -> String {
 }
 
 /// `nucleic session disk <id>`: measures the worktree now.
-pub async fn session_disk(daemon: &mut Daemon, session_id: String) -> anyhow::Result<ExitCode> {
-    let value = intent(daemon, Intent::MeasureDisk { session_id }).await?.unwrap_or_default();
-    let disk: DiskUsage = serde_json::from_value(value).context("the daemon's measurement")?;
+pub async fn session_disk(daemon: &mut Client, session_id: String) -> anyhow::Result<ExitCode> {
+    let disk: DiskUsage = daemon.intent_as(Intent::MeasureDisk { session_id }).await?;
     println!("{}", usage_text(&disk));
     Ok(ExitCode::SUCCESS)
 }
 
 /// `nucleic session reclaim <id>`.
-pub async fn session_reclaim(daemon: &mut Daemon, session_id: String) -> anyhow::Result<ExitCode> {
-    let value = intent(daemon, Intent::Reclaim { session_id }).await?.unwrap_or_default();
+pub async fn session_reclaim(daemon: &mut Client, session_id: String) -> anyhow::Result<ExitCode> {
     let event: nucleic_protocol::WorktreeReclaimed =
-        serde_json::from_value(value).context("the daemon's answer")?;
+        daemon.intent_as(Intent::Reclaim { session_id }).await?;
     println!("{}; `nucleic session continue` or a follow-up brings it back", event.summary());
     Ok(ExitCode::SUCCESS)
 }
@@ -48,7 +44,7 @@ pub async fn session_reclaim(daemon: &mut Daemon, session_id: String) -> anyhow:
 /// `nucleic project disk <id> [--budget SIZE] [--reclaim-after AGE] [--clear]`: sets the policy
 /// when asked, then shows it and what each session's worktree took when last measured.
 pub async fn project_disk(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     project_id: String,
     budget: Option<String>,
     reclaim_after: Option<String>,
@@ -71,7 +67,7 @@ pub async fn project_disk(
         policy.reclaim_after_secs = Some(parse_age(&age)?);
     }
     if policy != project.disk_policy {
-        intent(daemon, Intent::SetDiskPolicy { project_id: project_id.clone(), policy }).await?;
+        daemon.intent(Intent::SetDiskPolicy { project_id: project_id.clone(), policy }).await?;
     }
     println!(
         "budget: {}; reclaim finished worktrees after: {}",
@@ -154,11 +150,9 @@ fn age_text(secs: u64) -> String {
 /// `nucleic gc [--apply]`: worktrees no session owns, stray keepers, and finished worktrees due
 /// for reclaiming (listed; removed or reclaimed with --apply).
 pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
-    let result = intent(&mut daemon, Intent::Gc { apply }).await?.unwrap_or_default();
-    let orphans =
-        result.get("orphanWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
-    let strays = result.get("strayKeepers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut daemon = crate::daemon::connect(home).await?;
+    let report: GcReport = daemon.intent_as(Intent::Gc { apply }).await?;
+    let (orphans, strays) = (report.orphan_worktrees, report.stray_keepers);
     if orphans.is_empty() {
         println!("no orphan worktrees");
     }
@@ -166,39 +160,32 @@ pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
         println!("no stray keepers");
     }
     for o in orphans {
-        println!(
-            "{} {}",
-            if apply { "removed" } else { "orphan (dry run; --apply removes)" },
-            o.as_str().unwrap_or_default()
-        );
+        println!("{} {}", if apply { "removed" } else { "orphan (dry run; --apply removes)" }, o);
     }
-    let reclaimable =
-        result.get("reclaimableWorktrees").and_then(Value::as_array).cloned().unwrap_or_default();
+    let reclaimable = report.reclaimable_worktrees;
     if reclaimable.is_empty() {
         println!("no worktrees due for reclaiming");
     }
     for r in reclaimable {
-        let bytes = r.get("bytes").and_then(Value::as_u64).unwrap_or(0);
-        let build = r.get("buildBytes").and_then(Value::as_u64).unwrap_or(0);
-        let what = match (apply, r.get("error").and_then(Value::as_str)) {
+        let what = match (apply, &r.error) {
             (true, Some(e)) => format!("not reclaimed ({e})"),
             (true, None) => "reclaimed".to_owned(),
             (false, _) => "due for reclaiming (dry run; --apply reclaims)".to_owned(),
         };
         println!(
             "{what} {} {} ({}, {} build output; {})",
-            r.get("sessionID").and_then(Value::as_str).unwrap_or_default(),
-            r.get("path").and_then(Value::as_str).unwrap_or_default(),
-            human_bytes(bytes),
-            human_bytes(build),
-            r.get("reason").and_then(Value::as_str).unwrap_or_default(),
+            r.session_id,
+            r.path,
+            human_bytes(r.bytes),
+            human_bytes(r.build_bytes),
+            r.reason,
         );
     }
     for k in strays {
         println!(
             "{} {}",
             if apply { "removed stray keeper" } else { "stray keeper (dry run; --apply removes)" },
-            k.as_str().unwrap_or_default()
+            k
         );
     }
     Ok(ExitCode::SUCCESS)

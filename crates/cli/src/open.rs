@@ -7,11 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::daemon::Daemon;
-
 /// Prints a fresh sign-in URL of the daemon of `home` on stdout.
 pub async fn open(home: &Path) -> anyhow::Result<ExitCode> {
-    let port = Daemon::connect(home).await?.port();
+    let port = crate::daemon::connect(home).await?.port();
     let token =
         std::fs::read_to_string(home.join(nucleic_server::TOKEN_FILE)).context("no token file")?;
     let url = mint(port, token.trim()).await?;

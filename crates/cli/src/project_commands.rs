@@ -6,11 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Subcommand;
-use nucleic_protocol::{ClientMessage, HostMessage, Intent};
-use serde_json::Value;
-
-use crate::commands::intent;
-use crate::daemon::Daemon;
+use nucleic_protocol::{ClientMessage, HostMessage, Intent, ProjectSummary};
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
@@ -83,15 +79,14 @@ fn pool_text(pool: &nucleic_protocol::PoolSummary) -> String {
 }
 
 pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
-    let mut daemon = Daemon::connect(home).await?;
+    let mut daemon = crate::daemon::connect(home).await?;
     match command {
         ProjectCommand::Add { path, name, setup, copy_files, pool_size } => {
             let path = std::fs::canonicalize(&path)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or(path);
-            let result = intent(
-                &mut daemon,
-                Intent::AddProject {
+            let project: ProjectSummary = daemon
+                .intent_as(Intent::AddProject {
                     path,
                     name,
                     setup_script: setup,
@@ -100,15 +95,9 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                     checks: Vec::new(),
                     checks_after_turn: false,
                     pool_size,
-                },
-            )
-            .await?;
-            let id = result
-                .as_ref()
-                .and_then(|r| r.get("projectID"))
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            println!("{id}");
+                })
+                .await?;
+            println!("{}", project.project_id);
         }
         ProjectCommand::List => {
             let message_id = daemon.id();
@@ -130,8 +119,7 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         }
         ProjectCommand::Pool { project_id, size } => {
             if let Some(size) = size {
-                intent(&mut daemon, Intent::SetPoolSize { project_id: project_id.clone(), size })
-                    .await?;
+                daemon.intent(Intent::SetPoolSize { project_id: project_id.clone(), size }).await?;
             }
             let message_id = daemon.id();
             let HostMessage::Projects { projects, .. } =
@@ -158,10 +146,10 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
             .await;
         }
         ProjectCommand::Rm { project_id } => {
-            intent(&mut daemon, Intent::RemoveProject { project_id }).await?;
+            daemon.intent(Intent::RemoveProject { project_id }).await?;
         }
         ProjectCommand::Rename { project_id, name } => {
-            intent(&mut daemon, Intent::RenameProject { project_id, name }).await?;
+            daemon.intent(Intent::RenameProject { project_id, name }).await?;
         }
         ProjectCommand::Check { command } => {
             crate::checks::project_check(&mut daemon, command).await?;
@@ -172,9 +160,9 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                 project_id: Some(project_id.clone()),
             };
             if mode.is_some() || clear {
-                intent(&mut daemon, Intent::SetProjectMode { project_id, mode }).await?;
+                daemon.intent(Intent::SetProjectMode { project_id, mode }).await?;
             }
-            let listed = intent(&mut daemon, Intent::ListRules(target)).await?;
+            let listed = daemon.intent(Intent::ListRules(target)).await?;
             let mode = listed.as_ref().and_then(|v| v["projectMode"].as_str()).unwrap_or("edit");
             println!("{mode}");
         }

@@ -8,7 +8,7 @@ use nucleic_protocol::{
     Verbosity,
 };
 
-use crate::daemon::Daemon;
+use nucleic_client::Client;
 
 /// `nucleic session pr <id> [--title T] [--draft] [--base B] [--repo R] [--force REASON]`.
 #[derive(Debug, clap::Args)]
@@ -44,7 +44,7 @@ const READ_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The last pull request opened for the session, if any (read from its transcript).
 pub async fn latest(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     summary: &SessionSummary,
 ) -> anyhow::Result<Option<PullRequestOpened>> {
     if summary.last_seq == 0 {
@@ -62,7 +62,7 @@ pub async fn latest(
     let mut latest = None;
     let fold = async {
         loop {
-            let HostMessage::Event { event } = daemon.recv().await? else { continue };
+            let HostMessage::Event { event } = daemon.next().await? else { continue };
             if event.session_id != session_id {
                 continue;
             }

@@ -7,8 +7,8 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use nucleic_protocol::{ClientMessage, CommentStatus, HostMessage, Intent, ReviewComment};
 
-use crate::commands::intent;
-use crate::daemon::Daemon;
+use nucleic_client::Client;
+use nucleic_client::results::{ReviewComments, ReviewSendout};
 
 #[derive(Debug, Subcommand)]
 pub enum ReviewCommand {
@@ -35,7 +35,7 @@ pub enum ReviewCommand {
 
 /// `nucleic session diff ID [--turn N] [--patch]`.
 pub async fn session_diff(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     session_id: String,
     turn: Option<u32>,
     patch: bool,
@@ -72,7 +72,7 @@ pub async fn session_diff(
 
 /// `nucleic session review …`.
 pub async fn session_review(
-    daemon: &mut Daemon,
+    daemon: &mut Client,
     command: ReviewCommand,
 ) -> anyhow::Result<ExitCode> {
     match command {
@@ -81,14 +81,13 @@ pub async fn session_review(
             let body = text.join(" ");
             let add =
                 Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot: None };
-            let comment: ReviewComment =
-                serde_json::from_value(answer(intent(daemon, add).await?)?)?;
+            let comment: ReviewComment = daemon.intent_as(add).await?;
             print_comment(&comment);
         }
         ReviewCommand::List { session_id } => {
-            let result = intent(daemon, Intent::ReviewComments { session_id }).await?;
-            let comments: Vec<ReviewComment> =
-                serde_json::from_value(answer(result.and_then(|r| r.get("comments").cloned()))?)?;
+            let listed: ReviewComments =
+                daemon.intent_as(Intent::ReviewComments { session_id }).await?;
+            let comments = listed.comments;
             if comments.is_empty() {
                 println!("no review comments");
             }
@@ -97,14 +96,13 @@ pub async fn session_review(
         ReviewCommand::Resolve { session_id, comment_id, reopen } => {
             let resolve =
                 Intent::ResolveReviewComment { session_id, comment_id, resolved: !reopen };
-            let comment: ReviewComment =
-                serde_json::from_value(answer(intent(daemon, resolve).await?)?)?;
+            let comment: ReviewComment = daemon.intent_as(resolve).await?;
             print_comment(&comment);
         }
         ReviewCommand::Send { session_id } => {
-            let result = intent(daemon, Intent::SendReview { session_id }).await?;
-            let sent = result.as_ref().and_then(|r| r.get("sent")).and_then(|v| v.as_u64());
-            println!("sent {} comment(s) to the agent", sent.unwrap_or(0));
+            let sendout: ReviewSendout =
+                daemon.intent_as(Intent::SendReview { session_id }).await?;
+            println!("sent {} comment(s) to the agent", sendout.sent);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -123,10 +121,6 @@ fn parse_at(at: &str) -> anyhow::Result<(String, u32, Option<u32>)> {
         bail!("{at:?}: the path is empty");
     }
     Ok((path.to_owned(), line, end))
-}
-
-fn answer(value: Option<serde_json::Value>) -> anyhow::Result<serde_json::Value> {
-    value.context("the daemon answered nothing")
 }
 
 fn print_comment(c: &ReviewComment) {

@@ -19,7 +19,7 @@ use crate::locate::{find_claude, find_codex};
 use crate::signals::{StopSignals, force_exit_after};
 
 /// The file a running daemon writes its address into.
-pub const DAEMON_FILE: &str = "daemon.json";
+pub const DAEMON_FILE: &str = nucleic_protocol::DAEMON_FILE;
 
 /// The daemon's Unix socket with `--no-tcp`.
 pub const DAEMON_SOCKET: &str = "daemon.sock";

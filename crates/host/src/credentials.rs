@@ -14,7 +14,7 @@ use crate::error::HostError;
 use crate::host::Host;
 
 /// The token file's name inside `$NUCLEIC_HOME`.
-pub const TOKEN_FILE: &str = "token";
+pub const TOKEN_FILE: &str = nucleic_protocol::TOKEN_FILE;
 
 /// Length of a device key paired over the Noise channel (X25519).
 const CHANNEL_KEY_LEN: usize = 32;

@@ -57,8 +57,8 @@ pub use summaries::{
     SessionSummary,
 };
 pub use sync::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, FEATURE_EVENT_BATCHES, HostMessage,
-    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, Verbosity,
+    CLIENT_MESSAGE_TYPES, ClientMessage, DAEMON_FILE, FEATURE_EVENT_BATCHES, HostMessage,
+    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, TOKEN_FILE, Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

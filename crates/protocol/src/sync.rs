@@ -18,6 +18,13 @@ use crate::summaries::{GitFacts, ProjectSummary, SessionSummary};
 /// Bumped on incompatible changes; `hello` carries the client's, `welcome` the host's.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// In `$NUCLEIC_HOME`: the running daemon's `{"port", "pid", "socket"?}` (0600), written by
+/// `nucleic serve` (bootstrap, `docs/protocol.md`).
+pub const DAEMON_FILE: &str = "daemon.json";
+
+/// In `$NUCLEIC_HOME`: the host's bearer token (0600).
+pub const TOKEN_FILE: &str = "token";
+
 /// `hello.features` value: the client accepts `events` batches.
 pub const FEATURE_EVENT_BATCHES: &str = "eventBatches";
 

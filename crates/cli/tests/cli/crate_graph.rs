@@ -108,6 +108,30 @@ fn crate_graph_in_architecture_md_matches_cargo_metadata() {
     );
 }
 
+/// Crates that talk to the host through `client` yet still link it: `cli` runs the daemon
+/// (`serve`, `demo`) and the host's own tests, until those move out (issue 26, item 4).
+const FRONT_ENDS_HOSTING_THE_DAEMON: &[&str] = &["cli"];
+
+#[test]
+fn front_ends_reach_the_host_only_through_the_client_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let graph = workspace_graph(&root);
+    let (client, _) = graph.get("client").expect("a client crate");
+    let allowed = ["protocol", "channel"];
+    assert!(
+        client.iter().all(|d| allowed.contains(&d.as_str())),
+        "client may depend on protocol and channel only, not {client:?}"
+    );
+    for (name, (deps, _)) in &graph {
+        if !deps.contains("client") || FRONT_ENDS_HOSTING_THE_DAEMON.contains(&name.as_str()) {
+            continue;
+        }
+        for inner in ["host", "core", "agents"] {
+            assert!(!deps.contains(inner), "front end {name} depends on {inner}: use client");
+        }
+    }
+}
+
 #[test]
 fn render_orders_crates_after_their_dependencies() {
     let mut graph = Graph::new();

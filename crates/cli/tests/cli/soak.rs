@@ -14,7 +14,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::daemon::Socket;
 use crate::soak_client::{Frame, REPLY_DEADLINE};
 use crate::soak_config::{Rng, SoakConfig, SoakReport};
 use crate::soak_ledger::{SessionLog, Tally};
@@ -79,7 +78,7 @@ struct Soak {
     home: PathBuf,
     repo: PathBuf,
     daemon: Option<tokio::process::Child>,
-    client: Option<Socket>,
+    client: Option<nucleic_client::Client>,
     next_id: u64,
     sessions: Vec<SessionLog>,
     /// When each kill happened, unix ms.

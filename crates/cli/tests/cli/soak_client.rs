@@ -1,14 +1,15 @@
-//! The soak's connection to its daemon: starting `nucleic serve`, waiting for it to answer,
-//! the WebSocket with `hello`, and reading frames with a deadline.
+//! The soak's connection to its daemon: starting `nucleic serve`, waiting for it to answer, and
+//! a `nucleic-client` connection that hands every message on as it came (the soak judges the
+//! stream itself: no cursor, no dedupe) and never reconnects on its own (the soak kills the
+//! host on purpose and reconnects when it means to).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
+use nucleic_client::{Backoff, Client, ClientError, ClientOptions, read_daemon_file, read_token};
+use nucleic_protocol::ClientMessage;
+use serde_json::Value;
 
-use crate::daemon::Socket;
 use crate::support::nucleic;
 
 /// How long the host may take to answer after a restart (recovery included).
@@ -49,22 +50,15 @@ pub(crate) async fn connect(
     home: &Path,
     daemon: &mut tokio::process::Child,
     round: usize,
-) -> Result<Socket, String> {
-    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+) -> Result<Client, String> {
     let pid = daemon.id().ok_or("the daemon has no pid")?;
     let deadline = Instant::now() + START_DEADLINE;
-    let port = loop {
+    let info = loop {
         if let Ok(Some(status)) = daemon.try_wait() {
             return Err(format!("the daemon (start {round}) exited while starting: {status}"));
         }
-        let info = std::fs::read_to_string(home.join("daemon.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        if let Some(info) = info
-            && info["pid"].as_u64() == Some(u64::from(pid))
-            && let Some(port) = info["port"].as_u64()
-        {
-            break port;
+        if let Some(info) = read_daemon_file(home).filter(|i| i.pid == Some(pid)) {
+            break info;
         }
         if Instant::now() >= deadline {
             return Err(format!(
@@ -73,56 +67,37 @@ pub(crate) async fn connect(
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
-    let token = std::fs::read_to_string(home.join("token"))
-        .map_err(|e| format!("cannot read the token: {e}"))?;
-    let mut request = format!("ws://127.0.0.1:{port}/ws")
-        .into_client_request()
-        .map_err(|e| format!("bad WebSocket address: {e}"))?;
-    let bearer =
-        format!("Bearer {}", token.trim()).parse().map_err(|e| format!("bad token header: {e}"))?;
-    request.headers_mut().insert("authorization", bearer);
-    let connected = tokio::time::timeout(REPLY_DEADLINE, tokio_tungstenite::connect_async(request))
+    let token = read_token(home).map_err(|e| e.to_string())?;
+    let mut options = ClientOptions::new("soak", "soak");
+    options.raw_events = true;
+    options.reconnect = Backoff::never();
+    options.connect_within = REPLY_DEADLINE;
+    options.reply_within = REPLY_DEADLINE;
+    Client::connect(info.endpoint(), &token, options)
         .await
-        .map_err(|_| format!("connecting to the daemon (start {round}) timed out"))?
-        .map_err(|e| format!("cannot connect to the daemon (start {round}): {e}"))?;
-    let mut socket = connected.0;
-    let hello =
-        json!({"type": "hello", "clientID": "soak", "clientName": "soak", "protocolVersion": 1});
-    send(&mut socket, &hello).await?;
-    match next_frame(Some(&mut socket), Instant::now() + REPLY_DEADLINE).await {
-        Frame::Message(v) if v["type"] == "welcome" => Ok(socket),
-        Frame::Message(v) => Err(format!("hello answered by {v}")),
-        Frame::Timeout => Err(format!("no welcome within {REPLY_DEADLINE:?}")),
-        Frame::Closed(e) => Err(format!("the connection closed before welcome: {e}")),
-    }
+        .map_err(|e| format!("cannot connect to the daemon (start {round}): {e}"))
 }
 
-/// Sends one message.
-pub(crate) async fn send(socket: &mut Socket, message: &Value) -> Result<(), String> {
-    tokio::time::timeout(REPLY_DEADLINE, socket.send(Message::Text(message.to_string().into())))
-        .await
-        .map_err(|_| format!("sending {} timed out", message["type"]))?
-        .map_err(|e| format!("cannot send {}: {e}", message["type"]))
+/// Sends one message (it carries its `messageID`).
+pub(crate) async fn send(client: &mut Client, message: &Value) -> Result<(), String> {
+    let what = &message["type"];
+    let typed: ClientMessage = serde_json::from_value(message.clone())
+        .map_err(|e| format!("{what} is not a client message: {e}"))?;
+    client.send(typed).await.map_err(|e| format!("cannot send {what}: {e}"))
 }
 
-/// The next JSON message, or why there is none by `until`.
-pub(crate) async fn next_frame(socket: Option<&mut Socket>, until: Instant) -> Frame {
-    let Some(socket) = socket else {
+/// The next message as JSON, or why there is none by `until`.
+pub(crate) async fn next_frame(client: Option<&mut Client>, until: Instant) -> Frame {
+    let Some(client) = client else {
         return Frame::Closed("not connected".into());
     };
-    loop {
-        match tokio::time::timeout_at(until.into(), socket.next()).await {
-            Err(_) => return Frame::Timeout,
-            Ok(None) => return Frame::Closed("the stream ended".into()),
-            Ok(Some(Err(e))) => return Frame::Closed(e.to_string()),
-            Ok(Some(Ok(Message::Close(reason)))) => {
-                return Frame::Closed(format!("{reason:?}"));
-            }
-            Ok(Some(Ok(Message::Text(text)))) => match serde_json::from_str(&text) {
-                Ok(v) => return Frame::Message(v),
-                Err(e) => return Frame::Closed(format!("a frame that is not JSON ({e})")),
-            },
-            Ok(Some(Ok(_))) => {}
-        }
+    let within = until.saturating_duration_since(Instant::now());
+    match client.next_within(within).await {
+        Ok(message) => match serde_json::to_value(&message) {
+            Ok(v) => Frame::Message(v),
+            Err(e) => Frame::Closed(format!("a message that does not encode ({e})")),
+        },
+        Err(ClientError::Timeout { .. }) if Instant::now() >= until => Frame::Timeout,
+        Err(e) => Frame::Closed(e.to_string()),
     }
 }

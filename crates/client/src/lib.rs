@@ -1,0 +1,33 @@
+//! The client side of Nucleic's sync protocol (`docs/protocol.md`), for every front end in
+//! Rust: the CLI, the benches, tests, and front ends to come. A front end depends on this and on
+//! `nucleic-protocol`, never on the host.
+//!
+//! - `daemon`: the local daemon of a `$NUCLEIC_HOME` — `daemon.json`, the token, and starting
+//!   one (through a [`DaemonStarter`] the binary supplies) only when no host holds the home.
+//! - `transport`: the local transport, a WebSocket over loopback TCP or the daemon's Unix
+//!   socket, with a deadline on opening, sending and reading.
+//! - `client`: [`Client`] — hello/welcome with a stable client id, message ids, replies matched
+//!   by id, reconnects with backoff that resend the request in flight (the host answers a
+//!   repeated id from its remembered reply) and resubscribe from the cursors.
+//! - `cursor`: per-session `seq` cursors: no duplicate, no gap (a gap resubscribes).
+//! - `replies`: which reply answers which request, and each request's deadline.
+//! - `backoff`: the reconnect pacing and its deadline.
+//! - `requests`: typed request helpers; `results`: typed intent results.
+//! - `error`: [`ClientError`], each saying what it was doing (and what timed out).
+
+mod backoff;
+mod client;
+mod cursor;
+mod daemon;
+mod error;
+mod replies;
+mod requests;
+pub mod results;
+mod transport;
+
+pub use backoff::Backoff;
+pub use client::{Client, ClientOptions, Stats, Welcome};
+pub use daemon::{DaemonInfo, DaemonStarter, LocalDaemon, read_daemon_file, read_token};
+pub use error::{ClientError, Rejection, code_name, describe, rejection};
+pub use replies::reply_id;
+pub use transport::Endpoint;
