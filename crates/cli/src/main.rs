@@ -20,6 +20,7 @@ mod render;
 mod review;
 mod rules;
 mod run;
+mod sandbox;
 mod serve;
 mod signals;
 mod tuning;

@@ -1,7 +1,7 @@
 //! `nucleic project …`: adding, listing and configuring projects (pool, checks, disk, mode), as
 //! a thin client of the daemon's sync protocol.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -45,6 +45,26 @@ pub enum ProjectCommand {
         #[arg(long)]
         reclaim_after: Option<String>,
         /// Remove the budget and the age first.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// What the project's agents see beyond the default confinement: paths exposed read-only
+    /// or writable, paths hidden, egress destinations; shown, or changed and then shown.
+    Sandbox {
+        project_id: String,
+        /// A path the agents may read (a toolchain under a hidden home).
+        #[arg(long = "read-only", value_name = "PATH")]
+        read_only: Vec<PathBuf>,
+        /// A path the agents may write (a build cache).
+        #[arg(long, value_name = "PATH")]
+        writable: Vec<PathBuf>,
+        /// A path hidden from the agents.
+        #[arg(long, value_name = "PATH")]
+        hide: Vec<PathBuf>,
+        /// A destination the agents' egress proxy also allows (`host`, `host:port`, `*.domain`).
+        #[arg(long = "allow-domain", value_name = "DOMAIN")]
+        allow_domains: Vec<String>,
+        /// Start from nothing (the defaults) before adding.
         #[arg(long)]
         clear: bool,
     },
@@ -144,6 +164,11 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
                 clear,
             )
             .await;
+        }
+        ProjectCommand::Sandbox { project_id, read_only, writable, hide, allow_domains, clear } => {
+            let change =
+                crate::sandbox::SandboxChange { read_only, writable, hide, allow_domains, clear };
+            return crate::sandbox::project_sandbox(&mut daemon, project_id, change).await;
         }
         ProjectCommand::Rm { project_id } => {
             daemon.intent(Intent::RemoveProject { project_id }).await?;

@@ -349,3 +349,37 @@ async fn a_projects_sandbox_adds_a_writable_cache_hides_a_path_and_allows_a_dest
     }
     assert_eq!(listener.accepted.load(Ordering::SeqCst), 1, "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nucleic_project_sandbox_sets_and_shows_it_and_a_refusal_says_why() {
+    use crate::daemon::{DaemonGuard, cli_env};
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("nucleic-home");
+    let _guard = DaemonGuard(home.clone());
+    let root = repo(dir.path());
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let (code, project, err) =
+        cli_env(&home, &["project", "add", root.to_str().unwrap()], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let project = project.trim().to_owned();
+    let cache_arg = cache.to_str().unwrap();
+    let args =
+        ["project", "sandbox", &project, "--writable", cache_arg, "--allow-domain", "*.crates.io"];
+    let (code, out, err) = cli_env(&home, &args, &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let cache = cache.canonicalize().unwrap();
+    assert!(out.contains(&format!("writable: {}", cache.display())), "{out}");
+    assert!(out.contains("egress also to: *.crates.io"), "{out}");
+    // Shown again, unchanged.
+    let (code, out, _) = cli_env(&home, &["project", "sandbox", &project], &[]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("*.crates.io") && out.contains("read-only: none"), "{out}");
+    // The whole machine as writable is refused, and nothing changes.
+    let (code, _, err) =
+        cli_env(&home, &["project", "sandbox", &project, "--writable", "/"], &[]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("whole machine"), "{err}");
+    let (_, out, _) = cli_env(&home, &["project", "sandbox", &project], &[]).await;
+    assert!(out.contains(&format!("writable: {}", cache.display())), "{out}");
+}
