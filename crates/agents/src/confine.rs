@@ -92,9 +92,9 @@ pub fn run(asked: &ConfineArgs) -> ExitCode {
         }
     }
     std::thread::spawn(move || {
-        if let Err(e) = nucleic_egress::bridge(&socket, proxy, forwards) {
-            eprintln!("nucleic {CONFINE_ENTRY}: the network bridge stopped: {e}");
-        }
+        // It returns only when a listener broke: the agent's network is gone, said once.
+        let Err(e) = nucleic_egress::bridge(&socket, proxy, forwards);
+        eprintln!("nucleic {CONFINE_ENTRY}: the network bridge stopped: {e}");
     });
     let status = match Command::new(&asked.program).args(&asked.args).status() {
         Ok(status) => status,

@@ -7,12 +7,13 @@
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
 use rustix::net::{
-    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType, recvmsg, sendmsg,
 };
 use tokio::io::Interest;
 
@@ -46,9 +47,16 @@ impl Handoff {
     }
 }
 
-/// Hands `connection` to the proxy listening at `socket` (blocking: the bridge's side).
-pub fn hand_over(socket: &Path, connection: &impl AsFd, what: &Handoff) -> io::Result<()> {
-    let proxy = UnixStream::connect(socket)?;
+/// Hands `connection` to the proxy listening at `socket` (blocking: the bridge's side). A proxy
+/// that is not there fails at once; one that accepts nothing (its backlog full) fails after
+/// `deadline`.
+pub fn hand_over(
+    socket: &Path,
+    connection: &impl AsFd,
+    what: &Handoff,
+    deadline: Duration,
+) -> io::Result<()> {
+    let proxy = connect_within(socket, deadline)?;
     let header = what.header();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -57,11 +65,44 @@ pub fn hand_over(socket: &Path, connection: &impl AsFd, what: &Handoff) -> io::R
         return Err(io::Error::other("no room for the descriptor"));
     }
     let sent =
-        sendmsg(&proxy, &[IoSlice::new(header.as_bytes())], &mut control, SendFlags::empty())?;
+        sendmsg(&proxy, &[IoSlice::new(header.as_bytes())], &mut control, SendFlags::NOSIGNAL)?;
     if sent != header.len() {
         return Err(io::Error::other("the header was cut short"));
     }
     Ok(())
+}
+
+/// A connection to the Unix socket at `path`, made within `deadline`.
+fn connect_within(path: &Path, deadline: Duration) -> io::Result<OwnedFd> {
+    let address = SocketAddrUnix::new(path)?;
+    // Non-blocking: a full backlog answers "try again" instead of blocking without end.
+    let fd = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )?;
+    let until = Instant::now() + deadline;
+    loop {
+        match rustix::net::connect(&fd, &address) {
+            Ok(()) => return Ok(fd),
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(Errno::AGAIN) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the egress proxy at {} accepted no connection within {} s",
+                        path.display(),
+                        deadline.as_secs_f32()
+                    ),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Takes a handed-over connection from `stream` (the host's side).

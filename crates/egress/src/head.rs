@@ -85,6 +85,22 @@ fn find_blank_line(bytes: &[u8]) -> Option<usize> {
     bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
+/// Refuses a header line that could be read two ways: folded, without a name, a name with
+/// spaces, or a bare CR, LF or NUL inside.
+fn check_header(line: &str) -> Result<(), HeadError> {
+    let bad = |why: &str| Err(HeadError::Malformed(format!("{why}: {line:.80}")));
+    let Some((name, value)) = line.split_once(':') else {
+        return bad("a header line without a colon");
+    };
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return bad("a header name that is empty or has spaces");
+    }
+    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        return bad("a control character in a header value");
+    }
+    Ok(())
+}
+
 /// Parses a head read by [`read_head`].
 pub fn parse(head: &[u8]) -> Result<Request, HeadError> {
     let text = std::str::from_utf8(head)
@@ -99,12 +115,15 @@ pub fn parse(head: &[u8]) -> Result<Request, HeadError> {
     if !version.starts_with("HTTP/1.") || !method.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(HeadError::Malformed(format!("not an HTTP/1 request: {request_line:.80}")));
     }
+    if request_line.bytes().any(|b| b.is_ascii_control()) {
+        return Err(HeadError::Malformed("a control character in the request line".into()));
+    }
     let headers: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
     if headers.len() > MAX_HEADERS {
         return Err(HeadError::TooLarge(format!("more than {MAX_HEADERS} header lines")));
     }
-    if headers.iter().any(|h| !h.contains(':')) {
-        return Err(HeadError::Malformed("a header line without a colon".into()));
+    for header in &headers {
+        check_header(header)?;
     }
     let malformed = |e: crate::EgressError| HeadError::Malformed(e.to_string());
     if method == "CONNECT" {
@@ -123,10 +142,16 @@ pub fn parse(head: &[u8]) -> Result<Request, HeadError> {
     let authority = authority.rsplit('@').next().unwrap_or(authority);
     let dest = Destination::parse(authority, Some(80)).map_err(malformed)?;
     let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
-    let mut upstream = format!("{method} {path} {version}\r\n");
+    // The upstream is told the authority it was reached by, whatever `Host` the client sent
+    // (RFC 9112 §3.2.2): one server, one name.
+    let host = match dest.port {
+        80 => dest.to_string().trim_end_matches(":80").to_owned(),
+        _ => dest.to_string(),
+    };
+    let mut upstream = format!("{method} {path} {version}\r\nHost: {host}\r\n");
     for header in &headers {
-        let name = header.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
-        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
+        let name = header.split(':').next().unwrap_or_default().to_ascii_lowercase();
+        if name.starts_with("proxy-") || ["connection", "keep-alive", "host"].contains(&&*name) {
             continue;
         }
         upstream.push_str(header);
@@ -163,6 +188,21 @@ mod tests {
     }
 
     #[test]
+    fn the_upstream_is_told_the_authority_it_was_reached_by() {
+        let upstream = |head: &[u8]| String::from_utf8(parse(head).unwrap().upstream_head).unwrap();
+        assert_eq!(
+            upstream(b"GET http://a.test/ HTTP/1.1\r\nHost: other.test\r\nHOST: x\r\n\r\n"),
+            "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+        );
+        assert!(
+            upstream(b"GET http://[::1]:81/ HTTP/1.1\r\n\r\n").contains("\r\nHost: [::1]:81\r\n")
+        );
+        assert!(
+            upstream(b"GET http://u@b.test:80/ HTTP/1.1\r\n\r\n").contains("\r\nHost: b.test\r\n")
+        );
+    }
+
+    #[test]
     fn what_is_not_a_proxy_request_is_malformed() {
         for head in [
             &b"GET / HTTP/1.1\r\n\r\n"[..],
@@ -172,6 +212,12 @@ mod tests {
             b"CONNECT h.test:443 SPDY/3\r\n\r\n",
             b"GET http://h.test/ HTTP/1.1\r\nno colon\r\n\r\n",
             b"GET http://h\xff/ HTTP/1.1\r\n\r\n",
+            b"GET http://h.test/a\nb HTTP/1.1\r\n\r\n",
+            b"GET http://h.test/ HTTP/1.1\r\nX: a\nHost: b\r\n\r\n",
+            b"GET http://h.test/ HTTP/1.1\r\nX: a\r\n folded: b\r\n\r\n",
+            b"GET http://h.test/ HTTP/1.1\r\nX : a\r\n\r\n",
+            b"GET http://h.test/ HTTP/1.1\r\n: a\r\n\r\n",
+            b"GET http://h.test/ HTTP/1.1\r\nX: a\0b\r\n\r\n",
         ] {
             assert!(matches!(parse(head), Err(HeadError::Malformed(_))), "{head:?}");
         }

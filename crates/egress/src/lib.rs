@@ -7,6 +7,7 @@
 //! - [`allow`]: the allow-list and the destination a request names.
 //! - [`head`]: reading and parsing a proxy request's head, bounded.
 //! - [`proxy`]: the host side (tokio): CONNECT tunnels and plain HTTP, refusals as 403s.
+//! - [`resolve`]: names resolved on the host, and the addresses a name must not lead to.
 //! - [`bridge`]: the sandbox side (blocking, threads): hands each connection over.
 //! - [`handoff`]: the connection itself passed over the Unix socket (`SCM_RIGHTS`).
 //! - [`splice`]: a relayed connection's bytes moved inside the kernel.
@@ -17,9 +18,11 @@ mod error;
 pub mod handoff;
 pub mod head;
 pub mod proxy;
+pub mod resolve;
 pub mod splice;
 
 pub use allow::{AllowList, Destination};
 pub use bridge::{bind_loopback, bridge};
 pub use error::EgressError;
-pub use proxy::{EgressEvent, EgressRules, ProxyConfig, Resolver, serve, serve_with};
+pub use proxy::{EgressEvent, EgressRules, ProxyConfig, serve, serve_with};
+pub use resolve::Resolver;

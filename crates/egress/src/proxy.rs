@@ -3,83 +3,62 @@
 //! decision. A name that resolves only to this machine's own or link-local addresses is refused
 //! (DNS rebinding onto the host's services); an IP literal is reached only when listed exactly.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::allow::{AllowList, Destination};
+use crate::handoff::{Handoff, take_over};
 use crate::head::{HeadError, Request, parse, read_head};
+use crate::resolve::{Resolver, is_own};
 
 /// A decision of the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EgressEvent {
+    /// Allowed and connected upstream.
     Allowed { host: String, port: u16, method: String },
+    /// Refused by the rules (answered 403, or the forwarded connection closed).
     Refused { host: String, port: u16, method: String, reason: String },
+    /// Allowed, but the upstream could not be reached (answered 502 or 504).
+    Unreachable { host: String, port: u16, method: String, reason: String },
 }
 
 /// What the proxy may let through; the host can change it while the proxy runs.
 pub trait EgressRules: Send + Sync {
-    /// Whether `dest` is allowed at all.
+    /// Whether `dest` is allowed. An IP literal is allowed only when listed exactly, so a
+    /// listed literal is reached even on loopback; a name never leads there.
     fn allows(&self, dest: &Destination) -> bool;
-    /// Whether `dest` is an IP literal listed exactly (then even a loopback one is reached).
-    fn names_address(&self, dest: &Destination) -> bool;
 }
 
 impl EgressRules for AllowList {
     fn allows(&self, dest: &Destination) -> bool {
         self.permits(dest)
     }
-    fn names_address(&self, dest: &Destination) -> bool {
-        AllowList::names_address(self, dest)
-    }
 }
 
+/// Rules the host changes live (a poisoned lock allows nothing).
 impl EgressRules for RwLock<AllowList> {
     fn allows(&self, dest: &Destination) -> bool {
         self.read().is_ok_and(|l| l.permits(dest))
     }
-    fn names_address(&self, dest: &Destination) -> bool {
-        self.read().is_ok_and(|l| l.names_address(dest))
-    }
 }
 
-/// How names are resolved.
-#[derive(Debug, Clone, Default)]
-pub enum Resolver {
-    /// The host's resolver.
-    #[default]
-    System,
-    /// Fixed answers (tests); an unknown name does not resolve.
-    Fixed(HashMap<String, Vec<IpAddr>>),
-}
-
-impl Resolver {
-    async fn resolve(&self, dest: &Destination) -> std::io::Result<Vec<IpAddr>> {
-        match self {
-            Resolver::System => {
-                let found = tokio::net::lookup_host((dest.host.as_str(), dest.port)).await?;
-                Ok(found.map(|a| a.ip()).collect())
-            }
-            Resolver::Fixed(map) => map
-                .get(&dest.host)
-                .cloned()
-                .ok_or_else(|| std::io::Error::other(format!("{} does not resolve", dest.host))),
-        }
-    }
-}
-
-/// The proxy's deadlines and resolver.
+/// The proxy's deadlines, limits and resolver.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    /// A client must have sent its whole request head within this.
+    /// A client must have handed over its connection and sent its whole request head within
+    /// this.
     pub head_deadline: Duration,
     /// Resolving and connecting upstream must be done within this.
     pub connect_deadline: Duration,
+    /// The most connections served at once; more are closed at once (the host's descriptors
+    /// are not the agent's to exhaust).
+    pub max_connections: usize,
     pub resolver: Resolver,
 }
 
@@ -88,6 +67,7 @@ impl Default for ProxyConfig {
         ProxyConfig {
             head_deadline: Duration::from_secs(10),
             connect_deadline: Duration::from_secs(10),
+            max_connections: 256,
             resolver: Resolver::System,
         }
     }
@@ -102,7 +82,8 @@ pub async fn serve(
     serve_with(listener, rules, events, ProxyConfig::default()).await;
 }
 
-/// Serves `listener`: one task per connection, each ended when the client or upstream closes.
+/// Serves `listener`: one task per connection, each ended when the client or upstream closes;
+/// all of them end when this task is dropped.
 pub async fn serve_with(
     listener: UnixListener,
     rules: Arc<dyn EgressRules>,
@@ -110,6 +91,7 @@ pub async fn serve_with(
     config: ProxyConfig,
 ) {
     let config = Arc::new(config);
+    let slots = Arc::new(Semaphore::new(config.max_connections));
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -122,8 +104,13 @@ pub async fn serve_with(
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
+        // Over the limit the handed-over connection is dropped unread: the agent sees it closed.
+        let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
         let (rules, events, config) = (rules.clone(), events.clone(), config.clone());
-        connections.spawn(async move { take(stream, &*rules, &events, &config).await });
+        connections.spawn(async move {
+            take(stream, &*rules, &events, &config).await;
+            drop(slot);
+        });
     }
 }
 
@@ -134,46 +121,72 @@ async fn take(
     events: &UnboundedSender<EgressEvent>,
     config: &ProxyConfig,
 ) {
-    let taken =
-        tokio::time::timeout(config.head_deadline, crate::handoff::take_over(&stream)).await;
+    let taken = tokio::time::timeout(config.head_deadline, take_over(&stream)).await;
     drop(stream);
     let Ok(Ok((what, fd))) = taken else { return };
+    // Whatever descriptor came: one that is not a socket tokio can poll ends here.
     let agent = std::net::TcpStream::from(fd);
     let Ok(agent) = agent.set_nonblocking(true).and_then(|()| TcpStream::from_std(agent)) else {
         return;
     };
     match what {
-        crate::handoff::Handoff::Proxy => handle(agent, rules, events, config).await,
-        crate::handoff::Handoff::Forward(target) => {
+        Handoff::Proxy => handle(agent, rules, events, config).await,
+        Handoff::Forward(target) => {
             let Ok(dest) = Destination::parse(&target, None) else { return };
             let request = Request { method: "FORWARD".into(), dest, upstream_head: Vec::new() };
             match open_upstream(&request, rules, config).await {
                 Ok(upstream) => {
-                    report_allowed(events, &request);
+                    report(events, &request, None);
                     let _ = crate::splice::relay(&agent, &upstream).await;
                 }
-                // The agent's connection is closed: it sees the refusal as a reset.
-                Err(reason) => report_refused(events, &request, reason),
+                // The agent's connection is closed: its client sees the end at once.
+                Err(failure) => report(events, &request, Some(&failure)),
             }
         }
     }
 }
 
-fn report_allowed(events: &UnboundedSender<EgressEvent>, request: &Request) {
-    let _ = events.send(EgressEvent::Allowed {
-        host: request.dest.host.clone(),
-        port: request.dest.port,
-        method: request.method.clone(),
-    });
+/// Why a request got no upstream connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// The rules refuse it (403).
+    Refused(String),
+    /// Allowed, but not reached (502).
+    Unreachable(String),
+    /// Allowed, but resolving and connecting took longer than the deadline (504).
+    TimedOut(String),
 }
 
-fn report_refused(events: &UnboundedSender<EgressEvent>, request: &Request, reason: String) {
-    let _ = events.send(EgressEvent::Refused {
-        host: request.dest.host.clone(),
-        port: request.dest.port,
-        method: request.method.clone(),
-        reason,
-    });
+impl Failure {
+    fn status(&self) -> &'static str {
+        match self {
+            Failure::Refused(_) => "403 Forbidden",
+            Failure::Unreachable(_) => "502 Bad Gateway",
+            Failure::TimedOut(_) => "504 Gateway Timeout",
+        }
+    }
+
+    fn reason(&self) -> &str {
+        match self {
+            Failure::Refused(why) | Failure::Unreachable(why) | Failure::TimedOut(why) => why,
+        }
+    }
+}
+
+fn report(events: &UnboundedSender<EgressEvent>, request: &Request, failure: Option<&Failure>) {
+    let (host, port, method) =
+        (request.dest.host.clone(), request.dest.port, request.method.clone());
+    let event = match failure {
+        None => EgressEvent::Allowed { host, port, method },
+        Some(Failure::Refused(reason)) => {
+            EgressEvent::Refused { host, port, method, reason: reason.clone() }
+        }
+        Some(Failure::Unreachable(reason) | Failure::TimedOut(reason)) => {
+            EgressEvent::Unreachable { host, port, method, reason: reason.clone() }
+        }
+    };
+    // Nobody listening to the decisions does not stop the proxy.
+    let _ = events.send(event);
 }
 
 async fn handle(
@@ -195,18 +208,18 @@ async fn handle(
     };
     let upstream = match open_upstream(&request, rules, config).await {
         Ok(upstream) => upstream,
-        Err(reason) => {
-            report_refused(events, &request, reason.clone());
-            let status = if reason.contains("allow-list") || reason.contains("own addresses") {
-                "403 Forbidden"
-            } else {
-                "502 Bad Gateway"
+        Err(failure) => {
+            report(events, &request, Some(&failure));
+            let verdict = match failure {
+                Failure::Refused(_) => "refused",
+                Failure::Unreachable(_) | Failure::TimedOut(_) => "not reached",
             };
-            let body = format!("nucleic egress: {} refused: {reason}\n", request.dest);
-            return answer(&mut client, status, &body).await;
+            let body =
+                format!("nucleic egress: {} {verdict}: {}\n", request.dest, failure.reason());
+            return answer(&mut client, failure.status(), &body).await;
         }
     };
-    report_allowed(events, &request);
+    report(events, &request, None);
     relay(client, upstream, &request, &early).await;
 }
 
@@ -215,67 +228,48 @@ async fn open_upstream(
     request: &Request,
     rules: &dyn EgressRules,
     config: &ProxyConfig,
-) -> Result<TcpStream, String> {
+) -> Result<TcpStream, Failure> {
     let dest = &request.dest;
     if !rules.allows(dest) {
-        return Err(format!("{dest} is not on this session's egress allow-list"));
+        return Err(Failure::Refused(format!("{dest} is not on this session's egress allow-list")));
     }
     let connect = async {
-        let addresses = match dest.ip() {
-            Some(ip) => vec![ip],
-            None => {
-                let found = config
-                    .resolver
-                    .resolve(dest)
-                    .await
-                    .map_err(|e| format!("cannot resolve {}: {e}", dest.host))?;
-                let outside: Vec<IpAddr> = found.into_iter().filter(|ip| !is_own(ip)).collect();
-                if outside.is_empty() {
-                    return Err(format!(
-                        "{} resolves only to this machine's own addresses (loopback, link-local)",
-                        dest.host
-                    ));
-                }
-                outside
-            }
+        let found = config
+            .resolver
+            .resolve(dest)
+            .await
+            .map_err(|e| Failure::Unreachable(format!("cannot resolve {}: {e}", dest.host)))?;
+        if found.is_empty() {
+            return Err(Failure::Unreachable(format!("{} resolves to no address", dest.host)));
+        }
+        // A literal was listed exactly (the rules said so): it is reached wherever it is.
+        let addresses: Vec<IpAddr> = match dest.ip() {
+            Some(_) => found,
+            None => found.into_iter().filter(|ip| !is_own(ip)).collect(),
         };
-        let mut last = String::from("no address");
+        if addresses.is_empty() {
+            return Err(Failure::Refused(format!(
+                "{} resolves only to this machine's own addresses (loopback, link-local, \
+                 unspecified, multicast)",
+                dest.host
+            )));
+        }
+        let mut last = String::new();
         for ip in addresses {
-            match TcpStream::connect(SocketAddr::new(ip, dest.port)).await {
+            let at = SocketAddr::new(ip, dest.port);
+            match TcpStream::connect(at).await {
                 Ok(stream) => return Ok(stream),
-                Err(e) => {
-                    last = format!("cannot connect to {}: {e}", SocketAddr::new(ip, dest.port))
-                }
+                Err(e) => last = format!("cannot connect to {at}: {e}"),
             }
         }
-        Err(last)
+        Err(Failure::Unreachable(last))
     };
     match tokio::time::timeout(config.connect_deadline, connect).await {
         Ok(result) => result,
-        Err(_) => Err(format!(
-            "connecting to {dest} timed out after {} s",
+        Err(_) => Err(Failure::TimedOut(format!(
+            "resolving and connecting to {dest} timed out after {} s",
             config.connect_deadline.as_secs_f32()
-        )),
-    }
-}
-
-/// Whether `ip` is this machine's own or link-local (never reached through a name).
-fn is_own(ip: &IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-        }
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || v6.is_unicast_link_local()
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_own(&IpAddr::V4(v4)))
-        }
+        ))),
     }
 }
 
@@ -299,34 +293,19 @@ async fn answer_bad_head(client: &mut TcpStream, error: &HeadError) {
     }
 }
 
+/// Answers `status` with a one-line text `body`, then closes (within a deadline: a client
+/// that reads nothing does not hold the task).
 async fn answer(client: &mut TcpStream, status: &str, body: &str) {
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let _ = client.write_all(reply.as_bytes()).await;
-    let _ = client.shutdown().await;
+    let sent = async {
+        client.write_all(reply.as_bytes()).await?;
+        client.shutdown().await
+    };
+    let _ = tokio::time::timeout(ANSWER_DEADLINE, sent).await;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn own_addresses_are_loopback_link_local_and_the_like() {
-        for own in [
-            "127.0.0.1",
-            "127.9.9.9",
-            "169.254.1.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(is_own(&own.parse().unwrap()), "{own}");
-        }
-        for outside in ["10.1.2.3", "93.184.216.34", "2001:db8::1"] {
-            assert!(!is_own(&outside.parse().unwrap()), "{outside}");
-        }
-    }
-}
+/// How long a client has to take an error answer.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(5);

@@ -11,16 +11,25 @@ use tokio::net::TcpStream;
 /// The pipe each direction moves through (the most one splice carries).
 const PIPE_BYTES: usize = 1 << 20;
 
-/// Relays `a` ⇄ `b` until both directions ended; an error on either ends both (the sockets
-/// are closed by their owner after).
+/// Relays `a` ⇄ `b` until both directions ended. An error on either (a side reset, say: an
+/// upstream killed mid-download) ends both as an abort: each side is reset when its owner
+/// closes it, so a client sees an error where the stream broke, not an end that could pass for
+/// a complete download.
 pub async fn relay(a: &TcpStream, b: &TcpStream) -> io::Result<()> {
     let up = pump(a, b);
     let down = pump(b, a);
     tokio::pin!(up, down);
-    tokio::select! {
-        result = &mut up => { result?; down.await }
-        result = &mut down => { result?; up.await }
+    let result = tokio::select! {
+        result = &mut up => match result { Ok(()) => down.await, Err(e) => Err(e) },
+        result = &mut down => match result { Ok(()) => up.await, Err(e) => Err(e) },
+    };
+    if result.is_err() {
+        for side in [a, b] {
+            // Closing with a zero linger sends a reset; without it, an end of stream.
+            let _ = rustix::net::sockopt::set_socket_linger(side, Some(std::time::Duration::ZERO));
+        }
     }
+    result
 }
 
 /// One direction: `from` → pipe → `to`, until `from` ends (then `to` is shut for writing).
