@@ -3,11 +3,15 @@
 //! It is not a shell. It understands what decides *which programs run with which words*:
 //! lists (`;`, `&&`, `||`, `&`, newlines), pipelines, subshells and groups, command and process
 //! substitution, backticks, quoting and escapes, assignments, redirections and here-documents.
-//! Whatever it cannot pin down (parameter expansion, brace expansion, `for`/`case`, function
-//! definitions, unbalanced quotes) marks the word `dynamic` or the script `opaque`, which the
-//! policy never auto-allows. Work is bounded by [`MAX_INPUT`] and [`MAX_DEPTH`].
+//! Whatever it cannot pin down (parameter expansion, brace and tilde forms, arithmetic,
+//! `case`, function definitions, unbalanced quotes, NUL bytes) marks the word `dynamic` or the
+//! script `opaque`, which the policy never auto-allows. Substitutions inside `${…}`, `$((…))`
+//! and unquoted here-document bodies are parsed like any other. Work is bounded by
+//! [`MAX_INPUT`] and [`MAX_DEPTH`].
 
+mod expand;
 mod lex;
+mod redirect;
 
 /// Longest command line parsed (bytes); longer ones are opaque.
 pub const MAX_INPUT: usize = 64 * 1024;
@@ -27,6 +31,10 @@ pub struct Word {
     pub glob: bool,
     /// Byte offset in `text` where the first run-time expansion sits.
     pub dynamic_at: Option<usize>,
+    /// An expansion outside double quotes: its value is split and globbed at run time.
+    pub unquoted_expansion: bool,
+    /// The word as written, quotes included (for messages).
+    pub raw: String,
 }
 
 /// What a redirection does.
@@ -100,6 +108,12 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
         script.opaque.push(format!("command longer than {MAX_INPUT} bytes"));
         return script;
     }
+    if line.contains('\0') {
+        script.opaque.push("a NUL byte (bash stops reading the line there)".to_owned());
+    }
+    if line.contains('\u{fffd}') {
+        script.opaque.push("bytes that are not valid UTF-8 (shown as U+FFFD)".to_owned());
+    }
     if depth > MAX_DEPTH {
         script.opaque.push(format!("nested deeper than {MAX_DEPTH} levels"));
         return script;
@@ -140,6 +154,8 @@ struct Building {
     substitutions: Vec<usize>,
     /// A `for NAME in WORDS` / `select` header: its words run nothing (their substitutions do).
     loop_header: bool,
+    /// The `time` keyword was just skipped (its `-p` is not the command name).
+    after_time: bool,
 }
 
 impl Building {
@@ -195,7 +211,7 @@ impl Parser<'_> {
                 return;
             }
             match c {
-                ' ' | '\t' | '\r' => self.pos += 1,
+                ' ' | '\t' => self.pos += 1,
                 '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
                 '#' => {
                     while self.peek().is_some_and(|c| c != '\n') {
@@ -233,6 +249,10 @@ impl Parser<'_> {
                         pipeline = self.new_pipeline();
                         stage = 0;
                     }
+                }
+                '(' if self.peek_at(1) == Some('(') && cmd.is_empty() && !cmd.loop_header => {
+                    self.pos += 2;
+                    self.arithmetic_command(&mut cmd);
                 }
                 '(' => {
                     self.pos += 1;
@@ -276,6 +296,9 @@ impl Parser<'_> {
     }
 
     fn place_word(&mut self, cmd: &mut Building, word: Word) {
+        if cmd.words.is_empty() && std::mem::take(&mut cmd.after_time) && word.text == "-p" {
+            return;
+        }
         if cmd.words.is_empty() {
             if !word.glob && is_assignment(&word) {
                 cmd.assignments.push(word);
@@ -283,6 +306,7 @@ impl Parser<'_> {
             }
             if cmd.assignments.is_empty() && !word.dynamic {
                 if KEYWORDS_SKIPPED.contains(&word.text.as_str()) {
+                    cmd.after_time = word.text == "time";
                     return;
                 }
                 if matches!(word.text.as_str(), "for" | "select") && !cmd.loop_header {
@@ -296,6 +320,28 @@ impl Parser<'_> {
             }
         }
         cmd.words.push(word);
+    }
+
+    /// `((…))` as a command: arithmetic evaluated at run time (substitutions inside still run).
+    fn arithmetic_command(&mut self, cmd: &mut Building) {
+        let mut depth = 2usize;
+        let mut scratch = Word::default();
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                '$' => self.dollar(&mut scratch, cmd, true),
+                '`' => self.backticks(&mut scratch, cmd),
+                _ => {}
+            }
+        }
+        self.opaque("an arithmetic command `((…))` is evaluated at run time");
     }
 
     fn finish(&mut self, cmd: &mut Building, pipeline: usize, stage: usize) {
