@@ -52,6 +52,53 @@ const SHELL_STATE: &[&str] = &[
     "LD_LIBRARY_PATH",
     "LD_AUDIT",
 ];
+/// Variables whose value is a program (or options or code) another program runs: `git log`
+/// with `GIT_PAGER='sh -c …'` runs that. A line assigning one (other than a plain pager) is
+/// not understood.
+const CODE_VARIABLES: &[&str] = &[
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "BROWSER",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PROMPT_COMMAND",
+    "SHELL",
+    "CARGO_HOME",
+    "RUSTC_WRAPPER",
+    "RUSTC",
+    "CC",
+    "CXX",
+    "MAKEFLAGS",
+    "npm_config_script_shell",
+];
+
 /// Wrappers that only change scheduling or output, not what runs: a rule for the wrapped
 /// command allows the wrapped line.
 const TRANSPARENT: &[&str] = &["time", "nohup", "nice", "timeout", "stdbuf", "command", "builtin"];
@@ -259,10 +306,18 @@ fn check_names(
     for a in assignments {
         let name = a.text.split_once('=').map_or(a.text.as_str(), |(n, _)| n);
         let name = name.strip_suffix('+').unwrap_or(name);
-        if SHELL_STATE.contains(&name) {
+        if SHELL_STATE.contains(&name) || name.starts_with("LD_") || name.starts_with("DYLD_") {
             push_opaque(
                 out,
                 format!("assigns `{name}`, which changes how the shell finds programs or paths"),
+            );
+        }
+        let value = a.text.split_once('=').map_or("", |(_, v)| v);
+        let plain_pager = name.ends_with("PAGER") && matches!(value, "cat" | "less" | "more" | "");
+        if (CODE_VARIABLES.contains(&name) || name.starts_with("GIT_CONFIG_")) && !plain_pager {
+            push_opaque(
+                out,
+                format!("assigns `{name}`, a program or options another program runs"),
             );
         }
     }
@@ -358,6 +413,11 @@ fn nested_programs(
         }
     }
     match program_name {
+        "sed" => {
+            if let Some(why) = crate::data::sed_not_understood(&out.invocations[index]) {
+                push_opaque(out, why);
+            }
+        }
         "find" => find_exec(words, depth, via_shell, out),
         "watch" => watch(words, depth, via_shell, out),
         "git" => {

@@ -263,6 +263,24 @@ fn pattern_first(
     }
 }
 
+/// Why a sed command is not understood: a script that reads, writes or runs (`r`, `w`, `e`,
+/// `s///e`), or options that hide where the script is.
+pub fn sed_not_understood(invocation: &Invocation) -> Option<String> {
+    let args: Vec<&str> = invocation.args().collect();
+    let mut marks = vec![false; args.len()];
+    pattern_first(&args, &mut marks, &["-e", "--expression"], &["-f", "--file"], SED_VALUES);
+    let scripts: Vec<&str> =
+        args.iter().zip(&marks).filter(|(_, m)| **m).map(|(a, _)| *a).collect();
+    let from_file = args.iter().any(|a| matches!(*a, "-f" | "--file") || a.starts_with("--file="));
+    if scripts.is_empty() && !from_file {
+        return Some("`sed`'s options are not understood, so neither is its script".into());
+    }
+    scripts
+        .iter()
+        .find(|s| !sed_script_is_data(s))
+        .map(|s| format!("the `sed` script `{s}` reads, writes or runs something"))
+}
+
 /// A sed script with no command that reads, writes or runs (`r`, `R`, `w`, `W`, `e`, `s///w`,
 /// `s///e`) is data.
 fn sed_script_is_data(script: &str) -> bool {

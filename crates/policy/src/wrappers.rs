@@ -88,6 +88,7 @@ pub(crate) const RUNS_OTHERS: &[&str] = &[
     "doas-keepenv",
     "ssh-agent",
     "flatpak-spawn",
+    "alias",
 ];
 
 fn spec(name: &str) -> Spec {

@@ -81,9 +81,17 @@ pub fn check_command(analysis: &Analysis, ctx: &Context<'_>) -> Option<Violation
     }
     let mut cwd: Option<PathBuf> = Some(ctx.cwd.clone());
     let mut asked: Option<Violation> = None;
+    let mut links: Vec<String> = Vec::new();
     for invocation in &analysis.invocations {
         let mut found = Vec::new();
         check_invocation(invocation, analysis, cwd.as_deref(), ctx, &mut found);
+        if let Some(link) = through_new_link(invocation, &links) {
+            found.push(unverifiable(
+                "write-outside-worktree",
+                format!("{link:?} is a symbolic link this line makes; where it leads is only known at run time."),
+            ));
+        }
+        links.extend(symlinks_made(invocation));
         for v in found {
             if v.behaviour == Behaviour::Deny {
                 return Some(v);
@@ -95,6 +103,45 @@ pub fn check_command(analysis: &Analysis, ctx: &Context<'_>) -> Option<Violation
         }
     }
     asked
+}
+
+/// Symbolic links `ln -s` makes (its last operand, or every operand with `-t`).
+fn symlinks_made(invocation: &Invocation) -> Vec<String> {
+    let symbolic = invocation.args().take_while(|a| *a != "--").any(|a| {
+        a == "--symbolic" || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+    });
+    if invocation.name() != "ln" || !symbolic {
+        return Vec::new();
+    }
+    writes::positional(invocation)
+        .last()
+        .map(|w| w.text.trim_end_matches('/').to_owned())
+        .into_iter()
+        .collect()
+}
+
+/// A word of `invocation` that goes through a link made earlier in the line.
+fn through_new_link(invocation: &Invocation, links: &[String]) -> Option<String> {
+    if links.is_empty() {
+        return None;
+    }
+    let texts = invocation.program.iter().skip(1).map(|w| w.text.as_str()).chain(
+        invocation
+            .redirects
+            .iter()
+            .filter(|r| r.kind != RedirectKind::Input)
+            .map(|r| r.target.text.as_str()),
+    );
+    for text in texts {
+        let text = text.strip_prefix("./").unwrap_or(text);
+        if let Some(link) = links.iter().find(|l| {
+            let l = l.strip_prefix("./").unwrap_or(l);
+            text == l || text.starts_with(&format!("{l}/")) || crate::command::basename(l) == text
+        }) {
+            return Some(link.clone());
+        }
+    }
+    None
 }
 
 /// The directory after `cd`; `None` when it cannot be known.
@@ -235,7 +282,13 @@ fn check_paths(
             ));
             return;
         }
-        if TREE_READERS.contains(&name) && protected::ancestor_of_protected(&physical, ctx) {
+        let tree_reader = TREE_READERS.contains(&name)
+            && (name != "ls"
+                || invocation.args().any(|a| {
+                    a.starts_with('-') && !a.starts_with("--") && a.contains('R')
+                        || a == "--recursive"
+                }));
+        if tree_reader && protected::ancestor_of_protected(&physical, ctx) {
             found.push(unverifiable(
                 "protected-path",
                 format!("`{name}` reads the tree {text:?}, which holds credentials or the host's data; a person decides."),
@@ -277,7 +330,11 @@ fn check_deletes(
         }
         let outside = match cwd {
             None => true,
-            Some(cwd) => !ctx.may_write(&ctx.resolve_from(&target.text, cwd)),
+            Some(cwd) => {
+                let resolved = ctx.resolve_from(&target.text, cwd);
+                let dot = matches!(target.text.trim_end_matches('/'), "." | "");
+                !ctx.may_write(&resolved) || (!dot && is_write_root(&resolved, ctx))
+            }
         };
         if outside {
             found.push(violation(
@@ -289,6 +346,13 @@ fn check_deletes(
             return;
         }
     }
+}
+
+/// The worktree or an extra write root itself: deleting it is deleting outside it.
+fn is_write_root(path: &Path, ctx: &Context<'_>) -> bool {
+    std::iter::once(&ctx.worktree)
+        .chain(&ctx.extra_write_roots)
+        .any(|root| ctx.resolver.resolve(root) == path)
 }
 
 /// A glob that can match `..` or follow a link in a middle component (`.*`, `*/..`, `x*/y`).

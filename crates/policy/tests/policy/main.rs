@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attacks;
 mod codex;
 mod compound;
 mod corpus;
