@@ -179,8 +179,8 @@ impl Parser<'_> {
                 (8, 3)
             }
             'x' => (16, 2),
-            'u' => (16, 4),
-            'U' => (16, 8),
+            // `\u` and `\U` depend on the locale (in C, bash keeps them as written).
+            'u' | 'U' => return None,
             'c' => {
                 let control = self.peek()?;
                 self.pos += 1;

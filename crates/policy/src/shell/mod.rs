@@ -192,24 +192,33 @@ impl Parser<'_> {
     /// Parses commands until `end` (a closing `)` or backtick) or the end of input.
     fn parse_list(&mut self, end: Option<char>, mut pipeline: usize, mut stage: usize) {
         let mut cmd = Building::default();
+        // A command (word, redirection, group) since the last operator; an operator (`|`,
+        // `&&`, `||`) still waiting for its right-hand command.
+        let mut have_command = false;
+        let mut pending = false;
         loop {
             if self.full() {
                 self.opaque(format!("more than {MAX_COMMANDS} commands"));
                 self.pos = self.chars.len();
                 return;
             }
-            let Some(c) = self.peek() else {
+            let at_end = match self.peek() {
+                None => true,
+                Some(c) => Some(c) == end,
+            };
+            if at_end {
+                if pending {
+                    self.opaque("an operator without a command after it");
+                }
                 self.finish(&mut cmd, pipeline, stage);
-                if end.is_some() {
+                if self.peek().is_some() {
+                    self.pos += 1;
+                } else if end.is_some() {
                     self.opaque("unterminated subshell or substitution");
                 }
                 return;
-            };
-            if Some(c) == end {
-                self.pos += 1;
-                self.finish(&mut cmd, pipeline, stage);
-                return;
             }
+            let Some(c) = self.peek() else { return };
             match c {
                 ' ' | '\t' => self.pos += 1,
                 '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
@@ -218,7 +227,11 @@ impl Parser<'_> {
                         self.pos += 1;
                     }
                 }
+                '\n' if pending => self.pos += 1,
                 '\n' | ';' => {
+                    if c == ';' && !have_command {
+                        self.opaque("`;` without a command before it");
+                    }
                     self.pos += 1;
                     self.finish(&mut cmd, pipeline, stage);
                     if self.peek() == Some(';') {
@@ -227,12 +240,18 @@ impl Parser<'_> {
                     }
                     pipeline = self.new_pipeline();
                     stage = 0;
+                    have_command = false;
                 }
                 '&' | '|' => {
                     let next = self.peek_at(1);
                     if c == '&' && next == Some('>') {
                         self.redirect(&mut cmd);
+                        have_command = true;
+                        pending = false;
                         continue;
+                    }
+                    if !have_command {
+                        self.opaque(format!("`{c}` without a command before it"));
                     }
                     self.pos += 1;
                     self.finish(&mut cmd, pipeline, stage);
@@ -240,19 +259,23 @@ impl Parser<'_> {
                         self.pos += 1;
                         pipeline = self.new_pipeline();
                         stage = 0;
+                        pending = true;
                     } else if c == '|' {
                         if next == Some('&') {
                             self.pos += 1;
                         }
                         stage += 1;
+                        pending = true;
                     } else {
                         pipeline = self.new_pipeline();
                         stage = 0;
                     }
+                    have_command = false;
                 }
                 '(' if self.peek_at(1) == Some('(') && cmd.is_empty() && !cmd.loop_header => {
                     self.pos += 2;
                     self.arithmetic_command(&mut cmd);
+                    (have_command, pending) = (true, false);
                 }
                 '(' => {
                     self.pos += 1;
@@ -265,6 +288,7 @@ impl Parser<'_> {
                     // A subshell's commands keep the enclosing pipeline position.
                     self.parse_list(Some(')'), pipeline, stage);
                     self.depth -= 1;
+                    (have_command, pending) = (true, false);
                 }
                 ')' => {
                     self.pos += 1;
@@ -273,12 +297,20 @@ impl Parser<'_> {
                 '<' | '>' if self.peek_at(1) == Some('(') => {
                     let word = self.process_substitution(&mut cmd);
                     cmd.words.push(word);
+                    (have_command, pending) = (true, false);
                 }
-                '<' | '>' => self.redirect(&mut cmd),
-                d if d.is_ascii_digit() && self.fd_redirect_ahead() => self.redirect(&mut cmd),
+                '<' | '>' => {
+                    self.redirect(&mut cmd);
+                    (have_command, pending) = (true, false);
+                }
+                d if d.is_ascii_digit() && self.fd_redirect_ahead() => {
+                    self.redirect(&mut cmd);
+                    (have_command, pending) = (true, false);
+                }
                 _ => {
                     let word = self.read_word(end, &mut cmd);
                     self.place_word(&mut cmd, word);
+                    (have_command, pending) = (true, false);
                 }
             }
         }
