@@ -373,6 +373,12 @@ fn check_writes(
 ) {
     let name = invocation.name();
     for (target, dynamic) in writes::write_words(invocation) {
+        // A policy file by its name, wherever it is (`~user/.claude/settings.json`).
+        let named = paths::absolute(&target, cwd.unwrap_or(&ctx.cwd), &ctx.home);
+        if is_policy_file(&named, ctx) {
+            found.push(protected::policy_file_write(&target, &named));
+            return;
+        }
         if dynamic {
             found.push(unverifiable(
                 "write-outside-worktree",

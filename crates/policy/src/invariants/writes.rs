@@ -70,7 +70,14 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
     let name = invocation.name();
     let operands: Vec<(String, bool)> =
         positional(invocation).into_iter().map(|w| (w.text.clone(), w.dynamic)).collect();
-    // `git diff --output=f`, `--log-file=f`, … from any program.
+    // `git diff --output=f`, `--log-file=f`, … from any program, and their abbreviations
+    // (`--outp=f`).
+    out.extend(invocation.program.iter().skip(1).filter_map(|w| {
+        let (name, value) = w.text.strip_prefix("--")?.split_once('=')?;
+        let abbreviates = name.len() >= 3
+            && ["output", "output-file", "log-file"].iter().any(|o| o.starts_with(name));
+        abbreviates.then(|| (value.to_owned(), w.dynamic))
+    }));
     out.extend(invocation.program.iter().skip(1).filter_map(|w| {
         [
             "--output=",
@@ -91,7 +98,11 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
                 if w.text == *n {
                     words.get(i + 1).map(|v| (v.text.clone(), v.dynamic))
                 } else if n.starts_with("--") {
-                    w.text.strip_prefix(&format!("{n}=")).map(|v| (v.to_owned(), w.dynamic))
+                    // GNU getopt takes any unique abbreviation (`--target=` for
+                    // `--target-directory=`).
+                    let (given, value) = w.text.split_once('=')?;
+                    (given.len() >= 5 && n.starts_with(given))
+                        .then(|| (value.to_owned(), w.dynamic))
                 } else {
                     w.text
                         .strip_prefix(n)

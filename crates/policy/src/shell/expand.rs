@@ -9,12 +9,18 @@ impl Parser<'_> {
         match self.peek() {
             Some('(') if self.peek_at(1) == Some('(') => {
                 self.pos += 2;
-                self.arithmetic(cmd, 2);
+                if self.descend() {
+                    self.arithmetic(cmd, 2);
+                    self.depth -= 1;
+                }
                 mark_dynamic(word);
             }
             Some('[') => {
                 self.pos += 1;
-                self.skip_bracketed('[', ']', cmd);
+                if self.descend() {
+                    self.skip_bracketed('[', ']', cmd);
+                    self.depth -= 1;
+                }
                 self.opaque("arithmetic expansion `$[…]` is not interpreted");
                 mark_dynamic(word);
             }
@@ -25,7 +31,11 @@ impl Parser<'_> {
             }
             Some('{') => {
                 self.pos += 1;
-                self.parameter(word, cmd);
+                if self.descend() {
+                    self.parameter(word, cmd);
+                    self.depth -= 1;
+                }
+                mark_dynamic(word);
             }
             Some('\'') if !quoted => {
                 self.pos += 1;

@@ -19,6 +19,8 @@ pub const MAX_INPUT: usize = 64 * 1024;
 pub const MAX_DEPTH: usize = 12;
 /// Most simple commands collected from one line.
 pub const MAX_COMMANDS: usize = 512;
+/// Most here-documents in one line (each scans the rest of its line).
+pub const MAX_HEREDOCS: usize = 64;
 
 /// One shell word after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -125,6 +127,7 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
         script: &mut script,
         next_pipeline: 0,
         in_substitution: 0,
+        heredocs: 0,
     };
     let pipeline = parser.new_pipeline();
     parser.parse_list(None, pipeline, 0);
@@ -143,6 +146,8 @@ struct Parser<'s> {
     next_pipeline: usize,
     /// How many substitutions enclose the current position.
     in_substitution: usize,
+    /// Here-documents read so far.
+    heredocs: usize,
 }
 
 /// A command being assembled.
@@ -274,7 +279,11 @@ impl Parser<'_> {
                 }
                 '(' if self.peek_at(1) == Some('(') && cmd.is_empty() && !cmd.loop_header => {
                     self.pos += 2;
+                    if !self.descend() {
+                        return;
+                    }
                     self.arithmetic_command(&mut cmd);
+                    self.depth -= 1;
                     (have_command, pending) = (true, false);
                 }
                 '(' => {
@@ -320,6 +329,7 @@ impl Parser<'_> {
     fn descend(&mut self) -> bool {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
+            self.depth -= 1;
             self.opaque(format!("nested deeper than {MAX_DEPTH} levels"));
             self.pos = self.chars.len();
             return false;

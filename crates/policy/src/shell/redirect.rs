@@ -50,6 +50,12 @@ impl Parser<'_> {
             self.opaque("redirection without a target");
         }
         if heredoc {
+            self.heredocs += 1;
+            if self.heredocs > super::MAX_HEREDOCS {
+                self.opaque(format!("more than {} here-documents", super::MAX_HEREDOCS));
+                self.pos = self.chars.len();
+                return;
+            }
             let quoted =
                 self.chars[raw_start..self.pos].iter().any(|c| matches!(c, '\'' | '"' | '\\'));
             if target.dynamic && !quoted {
