@@ -138,46 +138,102 @@ pub fn shell_run(name: &str, words: &[Word]) -> ShellRun {
     }
 }
 
-/// The inline program of an interpreter (`python3 -c CODE`, `perl -e CODE`, `awk 'PROGRAM'`),
-/// if it has one.
-pub fn inline_code<'w>(name: &str, words: &'w [Word]) -> Option<&'w Word> {
-    let args = &words[1..];
+/// The inline program of an interpreter (`python3 -c CODE`, `python3 -BcCODE`, `perl -ne CODE`,
+/// `awk 'PROGRAM'`), if it has one, read as each interpreter parses its options.
+pub fn inline_code(name: &str, words: &[Word]) -> Option<Word> {
+    let args = words.get(1..)?;
     if is_awk(name) {
         let mut i = 0;
         while let Some(w) = args.get(i) {
             match w.text.as_str() {
                 "-f" | "--file" => return None,
                 "-v" | "-F" | "--assign" | "--field-separator" => i += 2,
-                "--" => return args.get(i + 1),
+                "--" => return args.get(i + 1).cloned(),
                 t if t.starts_with('-') && t.len() > 1 => i += 1,
-                _ => return Some(w),
+                _ => return Some(w.clone()),
             }
         }
         return None;
     }
-    let flags: &[&str] = match name {
-        "python" | "python2" | "python3" | "pypy" | "pypy3" => &["-c"],
-        "perl" | "perl5" => &["-e", "-E"],
-        "ruby" | "node" | "nodejs" | "bun" | "deno" | "Rscript" | "julia" | "lua" | "luajit"
-        | "elixir" => &["-e", "--eval", "-p", "--print", "eval"],
-        "php" => &["-r"],
-        _ => &[],
-    };
-    let mut iter = args.iter();
-    while let Some(w) = iter.next() {
+    // (letters whose value is the code, letters taking a value, letters that end the options,
+    //  long options whose value is the code, long options taking a value)
+    let (code, values, stop, long_code, long_values): (&str, &str, &str, &[&str], &[&str]) =
+        match name {
+            "python" | "python2" | "python3" | "pypy" | "pypy3" => {
+                ("c", "WXQ", "m", &[], &["--check-hash-based-pycs"])
+            }
+            "perl" | "perl5" => ("eE", "IMmCdDx0l", "", &[], &[]),
+            "ruby" => (
+                "e",
+                "IrCEFKTxW0l",
+                "",
+                &[],
+                &[
+                    "--encoding",
+                    "--external-encoding",
+                    "--internal-encoding",
+                    "--enable",
+                    "--disable",
+                ],
+            ),
+            "node" | "nodejs" | "bun" | "deno" => (
+                "ep",
+                "rC",
+                "",
+                &["--eval", "--print"],
+                &[
+                    "--require",
+                    "--import",
+                    "--loader",
+                    "--experimental-loader",
+                    "--conditions",
+                    "--input-type",
+                ],
+            ),
+            "php" => ("rRBE", "dcz", "f", &[], &[]),
+            "lua" | "luajit" => ("e", "l", "", &[], &[]),
+            "Rscript" | "julia" | "elixir" => ("e", "", "", &["--eval"], &[]),
+            _ => ("", "", "", &[], &[]),
+        };
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
         let t = w.text.as_str();
-        if flags.contains(&t) {
-            return iter.next();
-        }
-        // Clusters ending in the code flag: `perl -ne CODE`, `python3 -Bc CODE`.
-        if t.starts_with('-')
-            && !t.starts_with("--")
-            && flags.iter().any(|f| f.len() == 2 && t.ends_with(&f[1..]))
-        {
-            return iter.next();
-        }
-        if !t.starts_with('-') {
+        if t == "--" || t == "-" || !t.starts_with('-') {
             return None;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (option, joined) = long.split_once('=').map_or((long, None), |(o, v)| (o, Some(v)));
+            let option = format!("--{option}");
+            if long_code.contains(&option.as_str()) {
+                return match joined {
+                    Some(v) => Some(Word { text: v.to_owned(), ..w.clone() }),
+                    None => args.get(i).cloned(),
+                };
+            }
+            if long_values.contains(&option.as_str()) && joined.is_none() {
+                i += 1;
+            }
+            continue;
+        }
+        for (at, letter) in t.char_indices().skip(1) {
+            let rest = &t[at + letter.len_utf8()..];
+            if code.contains(letter) {
+                return if rest.is_empty() {
+                    args.get(i).cloned()
+                } else {
+                    Some(Word { text: rest.to_owned(), ..w.clone() })
+                };
+            }
+            if stop.contains(letter) {
+                return None;
+            }
+            if values.contains(letter) {
+                if rest.is_empty() {
+                    i += 1;
+                }
+                break;
+            }
         }
     }
     None

@@ -390,7 +390,7 @@ fn nested_programs(
     if code::INTERPRETERS.contains(&program_name) {
         match code::inline_code(program_name, words) {
             Some(code) => {
-                if let Some(why) = code::code_not_understood(program_name, code) {
+                if let Some(why) = code::code_not_understood(program_name, &code) {
                     push_opaque(out, why);
                 }
             }

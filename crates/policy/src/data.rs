@@ -12,7 +12,7 @@ pub fn data_positions(invocation: &Invocation) -> Vec<bool> {
     let args: Vec<&str> = invocation.args().collect();
     let mut data = vec![false; args.len()];
     match invocation.name() {
-        "echo" | "printf" | "test" | "[" | "[[" | "true" | "false" | ":" => data.fill(true),
+        "echo" | "printf" | "true" | "false" | ":" => data.fill(true),
         "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" => pattern_first(
             &args,
             &mut data,

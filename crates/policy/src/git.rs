@@ -133,12 +133,13 @@ pub fn git_subcommand(invocation: &Invocation) -> Option<(&str, Vec<&str>)> {
     Some((args[i], args[i + 1..].to_vec()))
 }
 
-/// `git push` with a force option in any spelling git accepts: `-f` in a cluster, `--force`,
-/// `--force-with-lease[=…]`, `--force-if-includes`, `--mirror`, their unique abbreviations
-/// (`--forc`, `--mi`), or a `+refspec`.
+/// `git push` that rewrites or deletes remote history, in any spelling git accepts: `-f` in a
+/// cluster, `--force`, `--force-with-lease[=…]`, `--force-if-includes`, `--mirror`, `--prune`,
+/// `-d`/`--delete`, their unique abbreviations (`--forc`, `--mi`), a `+refspec` or `:branch`.
 pub fn is_force_push(invocation: &Invocation) -> bool {
     let Some(("push", args)) = git_subcommand(invocation) else { return false };
-    const FORCING: &[&str] = &["force", "force-with-lease", "force-if-includes", "mirror", "prune"];
+    const FORCING: &[&str] =
+        &["force", "force-with-lease", "force-if-includes", "mirror", "prune", "delete"];
     let mut after_dashdash = false;
     for a in args {
         if a == "--" {
@@ -149,8 +150,9 @@ pub fn is_force_push(invocation: &Invocation) -> bool {
             let name = long.split_once('=').map_or(long, |(n, _)| n);
             name.len() >= 2 && FORCING.iter().any(|f| f.starts_with(name))
         } else {
-            (!after_dashdash && a.starts_with('-') && a.contains('f'))
+            (!after_dashdash && a.starts_with('-') && (a.contains('f') || a.contains('d')))
                 || a.starts_with('+')
+                || a.starts_with(':')
                 || a.contains(":+")
         };
         if forcing {
@@ -218,6 +220,15 @@ pub fn runs_code(invocation: &Invocation) -> Option<String> {
         "submodule" if rest.contains(&"foreach") => {
             Some("`git submodule foreach` runs a command".into())
         }
+        "help" if rest.iter().any(|a| matches!(*a, "-w" | "--web" | "-i" | "--info")) => {
+            Some("`git help --web` starts a browser program".into())
+        }
+        "apply" | "am" if rest.iter().any(|a| a.starts_with("--unsafe")) => {
+            Some(format!("`git {sub} --unsafe-paths` writes outside the repository"))
+        }
+        "credential" | "credential-store" | "credential-cache" | "web--browse" => {
+            Some(format!("`git {sub}` runs credential helpers or a browser"))
+        }
         "filter-branch" | "filter-repo" | "difftool" | "mergetool" | "instaweb" | "daemon"
         | "send-email" | "p4" | "svn" | "cvsimport" => {
             Some(format!("`git {sub}` runs other programs"))
@@ -273,8 +284,20 @@ fn config_sets_code(rest: &[&str]) -> Option<String> {
     if reads {
         return None;
     }
-    let key =
-        rest.iter().find(|a| !a.starts_with('-') && !matches!(**a, "set" | "unset" | "--add"))?;
+    let mut words = rest.iter();
+    let mut key = None;
+    while let Some(a) = words.next() {
+        if matches!(
+            *a,
+            "-f" | "--file" | "--blob" | "--type" | "--default" | "--comment" | "--value"
+        ) {
+            words.next();
+        } else if !a.starts_with('-') && !matches!(*a, "set" | "unset" | "--add") {
+            key = Some(*a);
+            break;
+        }
+    }
+    let key = key?;
     let key = key.to_ascii_lowercase();
     CODE_KEYS.iter().any(|k| key == *k || (k.ends_with('.') && key.starts_with(k))).then_some(key)
 }
@@ -299,4 +322,49 @@ pub fn config_write_targets(invocation: &Invocation) -> Vec<String> {
         }
     }
     out
+}
+
+/// The directories of `git -C DIR`.
+pub fn chdirs(invocation: &Invocation) -> Vec<String> {
+    let args: Vec<&str> = invocation.args().collect();
+    let end = subcommand_index(&args).unwrap_or(args.len());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < end {
+        if args[i] == "-C" {
+            out.extend(args.get(i + 1).map(|d| (*d).to_owned()));
+            i += 2;
+        } else {
+            if let Some(d) = args[i].strip_prefix("-C").filter(|d| !d.is_empty()) {
+                out.push(d.to_owned());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Directories git creates: `git init DIR`, `git clone URL DIR`, `git worktree add DIR`.
+pub fn created_dirs(invocation: &Invocation) -> Vec<String> {
+    let Some((sub, rest)) = git_subcommand(invocation) else { return Vec::new() };
+    let positional: Vec<&str> = rest.iter().copied().filter(|a| !a.starts_with('-')).collect();
+    match sub {
+        "init" => positional.first().map(|d| vec![(*d).to_owned()]).unwrap_or_default(),
+        "clone" => positional.get(1).map(|d| vec![(*d).to_owned()]).unwrap_or_default(),
+        "worktree" if positional.first() == Some(&"add") => {
+            // `-b NAME` / `-B NAME` / `--reason TEXT` take a value.
+            let mut words = rest.iter().skip_while(|a| **a != "add").skip(1);
+            while let Some(a) = words.next() {
+                match *a {
+                    "-b" | "-B" | "--reason" => {
+                        words.next();
+                    }
+                    _ if a.starts_with('-') => {}
+                    _ => return vec![(*a).to_owned()],
+                }
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
 }

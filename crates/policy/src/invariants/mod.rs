@@ -200,13 +200,14 @@ fn privilege_in_code(invocation: &Invocation) -> Option<Violation> {
     if !code::INTERPRETERS.contains(&name) {
         return None;
     }
-    let inline = code::inline_code(name, &invocation.program).map(|w| w.text.as_str());
+    let inline = code::inline_code(name, &invocation.program).map(|w| w.text);
     let here = invocation
         .redirects
         .iter()
         .find(|r| r.kind == RedirectKind::Input)
-        .map(|r| r.target.text.as_str());
+        .map(|r| r.target.text.clone());
     inline.into_iter().chain(here).find_map(|code_text| {
+        let code_text = code_text.as_str();
         let word = code_text
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
             .find(|t| PRIVILEGE.contains(t))?;
@@ -372,6 +373,17 @@ fn check_writes(
     found: &mut Vec<Violation>,
 ) {
     let name = invocation.name();
+    if name == "git" && !crate::mode::is_read_only(invocation) {
+        for dir in crate::git::chdirs(invocation) {
+            let outside = cwd.is_none_or(|cwd| !ctx.may_write(&ctx.resolve_from(&dir, cwd)));
+            if outside {
+                found.push(unverifiable(
+                    "write-outside-worktree",
+                    format!("`git -C {dir}` changes a repository outside this session's worktree; a person decides."),
+                ));
+            }
+        }
+    }
     for (target, dynamic) in writes::write_words(invocation) {
         // A policy file by its name, wherever it is (`~user/.claude/settings.json`).
         let named = paths::absolute(&target, cwd.unwrap_or(&ctx.cwd), &ctx.home);

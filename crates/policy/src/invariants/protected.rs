@@ -47,9 +47,17 @@ pub(super) fn names_secret_dir(text: &str) -> bool {
 /// A path component as written (maybe a glob: `.ss?`) against a name; like the shell, a
 /// glob only matches a dot-name when it starts with a literal dot.
 pub(super) fn part_matches(part: &str, name: &str) -> bool {
-    if part == name {
+    // Case-insensitive: a macOS home (`~/.SSH` is `~/.ssh` there).
+    if part.eq_ignore_ascii_case(name) {
         return true;
     }
+    let lower;
+    let part = if part.bytes().any(|b| b.is_ascii_uppercase()) {
+        lower = part.to_ascii_lowercase();
+        lower.as_str()
+    } else {
+        part
+    };
     part.contains(['*', '?', '['])
         && (!name.starts_with('.') || part.starts_with('.'))
         && glob::component(&brackets_as_any(part), name)

@@ -118,6 +118,9 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
     }
     if name == "git" {
         out.extend(
+            crate::git::created_dirs(invocation).into_iter().map(|t| (t, invocation.dynamic)),
+        );
+        out.extend(
             crate::git::config_write_targets(invocation)
                 .into_iter()
                 .map(|t| (t, invocation.dynamic)),

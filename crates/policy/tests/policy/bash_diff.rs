@@ -78,7 +78,9 @@ const SHADOWED: &[&str] = &[
 
 fn prelude() -> String {
     let mut p = String::from(
-        "__rec() { { builtin printf '%s' \"$1\"; builtin shift; for __a; do builtin printf '\\037%s' \"$__a\"; done; builtin printf '\\036'; } >> \"$NUCLEIC_TRACE\"; }\n\
+        // One write per record (`printf -v`, then a single append): pipeline stages record
+        // concurrently and must not interleave.
+        "__rec() { builtin printf -v __r '%s\\037' \"$@\"; builtin printf '%s\\036' \"${__r%$'\\037'}\" >> \"$NUCLEIC_TRACE\"; }\n\
          command_not_found_handle() { __rec \"$@\"; return 0; }\n\
          false() { __rec false \"$@\"; return 1; }\n",
     );
