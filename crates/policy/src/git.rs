@@ -133,13 +133,13 @@ pub fn git_subcommand(invocation: &Invocation) -> Option<(&str, Vec<&str>)> {
     Some((args[i], args[i + 1..].to_vec()))
 }
 
-/// `git push` that rewrites or deletes remote history, in any spelling git accepts: `-f` in a
-/// cluster, `--force`, `--force-with-lease[=…]`, `--force-if-includes`, `--mirror`, `--prune`,
-/// `-d`/`--delete`, their unique abbreviations (`--forc`, `--mi`), a `+refspec` or `:branch`.
+/// `git push` that rewrites remote history, in any spelling git accepts: `-f` in a cluster,
+/// `--force`, `--force-with-lease[=…]`, `--force-if-includes`, `--mirror`, `--prune`, their
+/// unique abbreviations (`--forc`, `--mi`), or a `+refspec`. (Deleting one branch, `-d` or
+/// `:branch`, is a push like any other: asked in full mode, refused in edit without a rule.)
 pub fn is_force_push(invocation: &Invocation) -> bool {
     let Some(("push", args)) = git_subcommand(invocation) else { return false };
-    const FORCING: &[&str] =
-        &["force", "force-with-lease", "force-if-includes", "mirror", "prune", "delete"];
+    const FORCING: &[&str] = &["force", "force-with-lease", "force-if-includes", "mirror", "prune"];
     let mut after_dashdash = false;
     for a in args {
         if a == "--" {
@@ -150,9 +150,8 @@ pub fn is_force_push(invocation: &Invocation) -> bool {
             let name = long.split_once('=').map_or(long, |(n, _)| n);
             name.len() >= 2 && FORCING.iter().any(|f| f.starts_with(name))
         } else {
-            (!after_dashdash && a.starts_with('-') && (a.contains('f') || a.contains('d')))
+            (!after_dashdash && a.starts_with('-') && a.contains('f'))
                 || a.starts_with('+')
-                || a.starts_with(':')
                 || a.contains(":+")
         };
         if forcing {

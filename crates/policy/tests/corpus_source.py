@@ -185,8 +185,7 @@ ATTACKS = {
         "git push origin main --force", "git push --prune origin", "git -c remote.origin.mirror=true push",
         "git -c push.default=matching push", "g=git; $g push -f", "git $(echo push) -f",
         "git push $FLAGS", "git push -- +main", "git --git-dir=.git push -f",
-        "git --work-tree=. push -f", "echo x | xargs git push -f", "git push origin :main",
-        "git push -d origin main", "git push --delete origin main", "git push --del origin main",
+        "git --work-tree=. push -f", "echo x | xargs git push -f", 
         "git push origin HEAD -f", "git push --repo=origin -f", "git push --atomic --force",
     ],
     "rm-outside-worktree": [
