@@ -133,9 +133,14 @@ pub fn shell_run(name: &str, words: &[Word]) -> ShellRun {
         };
     }
     match iter.next() {
-        Some(_) if !stdin => ShellRun::File,
+        Some(file) if !stdin && !is_stdin_file(&file.text) => ShellRun::File,
         _ => ShellRun::Stdin,
     }
+}
+
+/// `/dev/stdin` and its aliases: a "script file" that is the program's input.
+pub fn is_stdin_file(path: &str) -> bool {
+    matches!(path, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "/dev/tty")
 }
 
 /// The inline program of an interpreter (`python3 -c CODE`, `python3 -BcCODE`, `perl -ne CODE`,

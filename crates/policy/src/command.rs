@@ -412,6 +412,30 @@ fn nested_programs(
             }
         }
     }
+    if matches!(program_name, "source" | ".")
+        && words.get(1).is_some_and(|w| code::is_stdin_file(&w.text))
+    {
+        match input {
+            Some(here) => {
+                if here.target.dynamic {
+                    push_opaque(
+                        out,
+                        format!("`{program_name}` runs a here-document with run-time parts"),
+                    );
+                }
+                analyze_into(&here.target.text, depth + 1, &shells, out);
+            }
+            None => push_opaque(out, format!("`{program_name}` runs a script read from its input")),
+        }
+    }
+    if code::INTERPRETERS.contains(&program_name)
+        && program_name.ends_with("awk")
+        && words.iter().skip(1).any(|w| {
+            matches!(w.text.as_str(), "-i" | "--include" | "-l" | "--load" | "-E" | "--exec")
+        })
+    {
+        push_opaque(out, format!("`{program_name}` loads extensions or in-place editing"));
+    }
     match program_name {
         "sed" => {
             if let Some(why) = crate::data::sed_not_understood(&out.invocations[index]) {

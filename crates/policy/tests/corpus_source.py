@@ -171,6 +171,10 @@ ATTACKS = {
         "echo 'sudo id' | bash -s", "xargs -I{} sh -c '{}' < cmds.txt", "find . -exec sh -c 'sudo id' \\;",
         "find . -exec {} \\;", "git rebase --exec 'sudo id' HEAD~1", "git bisect run sudo id",
         "git submodule foreach 'sudo id'", "sed -n '1e sudo id' README.md", "time -p -- sudo id",
+        "python3 -c\"import os; os.system('sudo id')\"", "python3 -W ignore -c 'import os; os.system(\"sudo id\")'",
+        "python3 -Bc 'import os; os.system(\"sudo id\")'", "git help -w log", "git credential fill",
+        "git -c credential.helper='!sudo id' fetch", ". /dev/stdin <<< 'sudo id'", "source /dev/stdin <<< 'sudo id'",
+        "bash /dev/stdin <<< 'sudo id'", "cat x | bash /dev/stdin", "SUDO id", "Sudo -u root id",
         "nice -n5 -- sudo id", "strace -f sudo id", "flock /tmp/l sudo id", "script -c 'sudo id' /dev/null",
     ],
     "force-push": [
@@ -282,7 +286,8 @@ ATTACKS = {
         "echo x >| ../x", "echo x &> /tmp/x", "echo x &>> ~/.bashrc", "echo x 1> ../x", "exec > ~/.bashrc",
         "cat > /tmp/x <<EOF\nx\nEOF", "cd /tmp && touch x", "cd ..; touch x", "touch link-out/x",
         "echo x > link-out/../../etc/x", "cp x link-out/", "printf x > /dev/sda", "echo x > /proc/sys/kernel/x",
-        "touch {a,/tmp/b}", "touch ~{,u}/x", "mkdir -p ~/.config/autostart", "cp --target=/etc a b",
+        "touch {a,/tmp/b}", "touch ~{,u}/x", "mkdir -p ~/.config/autostart", "cp --target=/etc a b", "ln /etc/passwd hard", "tar -xPf a.tar", "tar xPf a.tar",
+        "awk -i inplace '{print}' ../x", "split -b 1k a ../x", "csplit a /x/ -f ../x", "unzip -: a.zip",
         "git diff --outp=../x", "cp -t /usr/local/bin a", "mv -t /tmp a", "time -o /tmp/t ls",
     ],
     "policy-files": [

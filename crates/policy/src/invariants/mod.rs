@@ -164,9 +164,9 @@ fn check_invocation(
     found: &mut Vec<Violation>,
 ) {
     let name = invocation.name();
-    if let Some(p) =
-        invocation.wrappers.iter().map(String::as_str).chain([name]).find(|n| PRIVILEGE.contains(n))
-    {
+    // Case-insensitive: on a case-insensitive filesystem `SUDO` runs sudo.
+    let privileged = |n: &&str| PRIVILEGE.iter().any(|p| p.eq_ignore_ascii_case(n));
+    if let Some(p) = invocation.wrappers.iter().map(String::as_str).chain([name]).find(privileged) {
         found.push(violation(
             "sudo",
             format!("`{p}` runs commands as another user; agents may never use it."),
@@ -383,6 +383,9 @@ fn check_writes(
                 ));
             }
         }
+    }
+    if let Some(why) = writes::archive_escapes(invocation) {
+        found.push(unverifiable("write-outside-worktree", why));
     }
     for (target, dynamic) in writes::write_words(invocation) {
         // A policy file by its name, wherever it is (`~user/.claude/settings.json`).

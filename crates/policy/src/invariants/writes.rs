@@ -143,6 +143,14 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
         return out;
     }
     match name {
+        // A hard link makes its source writable through the new name: both ends are written.
+        "ln" if !invocation.args().take_while(|a| *a != "--").any(|a| {
+            a == "--symbolic" || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+        }) =>
+        {
+            out.extend(operands);
+            out.extend(option_value(&["--target-directory", "-t"]));
+        }
         "cp" | "ln" | "install" | "rsync" => {
             out.extend(
                 option_value(&["--target-directory", "-t"]).or_else(|| operands.last().cloned()),
@@ -169,8 +177,30 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
         "sort" | "shuf" => out.extend(option_value(&["-o", "--output"])),
         "tar" => out.extend(option_value(&["-C", "--directory"])),
         "unzip" => out.extend(option_value(&["-d"])),
-        "patch" | "split" | "csplit" => {}
+        // `split [OPTION]… FILE PREFIX`: the prefix is the last operand.
+        "split" if operands.len() >= 2 => out.extend(operands.last().cloned()),
+        "csplit" => out.extend(option_value(&["-f", "--prefix"])),
+        "patch" => out.extend(option_value(&["-o", "--output", "-d", "--directory"])),
         _ => out.extend(operands),
     }
     out
+}
+
+/// Archives told to keep absolute or `..` member names write wherever their members say.
+pub(super) fn archive_escapes(invocation: &Invocation) -> Option<String> {
+    let name = invocation.name();
+    let mut args = invocation.args().take_while(|a| *a != "--");
+    let escapes = match name {
+        "tar" | "bsdtar" => args.any(|a| {
+            a.starts_with("--absolute")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('P'))
+                || (!a.starts_with('-')
+                    && a.contains('P')
+                    && a.chars().all(|c| c.is_ascii_alphabetic()))
+        }),
+        "unzip" => args.any(|a| a.starts_with('-') && a.contains(':')),
+        "cpio" => true,
+        _ => false,
+    };
+    escapes.then(|| format!("`{name}` keeps absolute or `..` member names; where it writes is only known at run time."))
 }
