@@ -144,7 +144,15 @@ impl crate::host::Host {
         let was_read_only = is_read_only(row.mode.as_deref());
         if live.is_some() && was_read_only != (mode == Mode::Readonly) {
             let view = if was_read_only { "writable" } else { "read-only" };
-            match self.live_handle(id) {
+            let handle = self.live_handle(id);
+            // A turn that just ended may not have said so yet: a moment's grace.
+            if let Some(handle) = &handle {
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+                while !is_idle(&handle.state()) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
+            match handle {
                 Some(handle) if is_idle(&handle.state()) => {
                     handle.stop(std::time::Duration::from_secs(5), None).await?;
                     // Its end is recorded before the switch is, so a follow-up resumes it.

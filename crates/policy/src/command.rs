@@ -1,8 +1,12 @@
 //! From parsed simple commands to the programs a line runs: wrappers stripped, `bash -c` recursed.
 
-use crate::shell::{self, Origin, Redirect, Script, SimpleCommand, Word};
+pub use crate::code::SHELLS;
+use crate::code::{self, ShellRun};
+use crate::shell::{self, Origin, Redirect, RedirectKind, Script, SimpleCommand, Word};
+use crate::wrappers::{self, RUNS_OTHERS, Stripped, WRAPPERS};
 
-/// Environment variables whose assignment in front of a command does not change what runs.
+/// Environment variables whose assignment in front of a command does not change what runs
+/// (with a plain value: letters, digits and `-_.,:+`; `PAGER` only as `cat`, `less`, `more`).
 const SAFE_ASSIGNMENTS: &[&str] = &[
     "CI",
     "COLUMNS",
@@ -20,16 +24,86 @@ const SAFE_ASSIGNMENTS: &[&str] = &[
     "CARGO_TERM_COLOR",
     "PYTHONUNBUFFERED",
 ];
+/// Variables that change how the shell finds programs, files or its own behaviour: a line
+/// assigning one is not understood.
+const SHELL_STATE: &[&str] = &[
+    "HOME",
+    "PATH",
+    "CDPATH",
+    "IFS",
+    "GLOBIGNORE",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "BASH_XTRACEFD",
+    "OLDPWD",
+    "PWD",
+    "BASH_CMDS",
+    "BASH_ALIASES",
+    "EXECIGNORE",
+    "FIGNORE",
+    "HOSTFILE",
+    "INPUTRC",
+    "TMOUT",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+];
+/// Variables whose value is a program (or options or code) another program runs: `git log`
+/// with `GIT_PAGER='sh -c …'` runs that. A line assigning one (other than a plain pager) is
+/// not understood.
+const CODE_VARIABLES: &[&str] = &[
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "BROWSER",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PROMPT_COMMAND",
+    "SHELL",
+    "CARGO_HOME",
+    "RUSTC_WRAPPER",
+    "RUSTC",
+    "CC",
+    "CXX",
+    "MAKEFLAGS",
+    "npm_config_script_shell",
+];
+
 /// Wrappers that only change scheduling or output, not what runs: a rule for the wrapped
 /// command allows the wrapped line.
 const TRANSPARENT: &[&str] = &["time", "nohup", "nice", "timeout", "stdbuf", "command", "builtin"];
-/// Programs that run another program from their arguments.
-const WRAPPERS: &[&str] = &[
-    "env", "time", "nohup", "nice", "timeout", "stdbuf", "command", "builtin", "exec", "sudo",
-    "doas", "pkexec", "run0", "setsid", "xargs", "ionice", "chroot", "unshare", "nsenter", "su",
-];
-/// Shells whose `-c` argument is a script.
-pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"];
+/// Builtins whose arguments are assignments.
+const DECLARE: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
 
 /// One program a line runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +117,8 @@ pub struct Invocation {
     pub program: Vec<Word>,
     /// Wrappers removed in front of `program`, outermost first (basenames).
     pub wrappers: Vec<String>,
+    /// Values of the wrappers' options (`xargs -a FILE`, `timeout 5`): checked as paths.
+    pub wrapper_args: Vec<Word>,
     /// Shells that ran it through `-c` or `eval`, outermost first.
     pub via_shell: Vec<String>,
     /// Assignments in front of it (including `env`'s).
@@ -51,6 +127,8 @@ pub struct Invocation {
     pub redirects: Vec<Redirect>,
     /// Some argument is only known at run time (expansion, `xargs`, `find -exec`).
     pub dynamic: bool,
+    /// Run-time arguments are appended to it (`xargs`, `find -exec … {}`).
+    pub appended_args: bool,
     /// The pipeline it belongs to and its stage.
     pub pipeline: usize,
     /// Stage in the pipeline (0 = first).
@@ -89,6 +167,9 @@ pub struct Analysis {
 pub fn analyze(line: &str) -> Analysis {
     let mut analysis = Analysis::default();
     analyze_into(line, 0, &[], &mut analysis);
+    for why in crate::pinned::unpinned(&analysis) {
+        push_opaque(&mut analysis, why);
+    }
     analysis
 }
 
@@ -99,9 +180,7 @@ fn analyze_into(line: &str, depth: usize, via_shell: &[String], out: &mut Analys
 
 fn add_script(script: Script, depth: usize, via_shell: &[String], out: &mut Analysis) {
     for why in script.opaque {
-        if !out.opaque.contains(&why) {
-            out.opaque.push(why);
-        }
+        push_opaque(out, why);
     }
     let pipeline_base = out.invocations.iter().map(|i| i.pipeline).max().unwrap_or(0);
     // Index of each simple command's (first) invocation, for substitution links.
@@ -123,68 +202,65 @@ fn add_command(
     out: &mut Analysis,
 ) {
     let written = join(command.assignments.iter().chain(&command.words));
-    let mut assignments: Vec<String> = command.assignments.iter().map(|w| w.text.clone()).collect();
+    let mut assignment_words: Vec<Word> = command.assignments.clone();
     let mut words: Vec<Word> = command.words.clone();
     let mut wrappers = Vec::new();
-    let mut plain_ok = assignments.iter().all(|a| is_safe_assignment(a));
-    let mut dynamic = false;
-    let mut opaque = Vec::new();
+    let mut wrapper_args = Vec::new();
+    let mut plain_ok = true;
+    let mut appended_args = false;
     while let Some(first) = words.first() {
         let name = basename(&first.text).to_owned();
         if first.dynamic || !WRAPPERS.contains(&name.as_str()) {
             break;
         }
-        let rest = strip_wrapper(&name, &words[1..], &mut assignments, &mut opaque);
-        if !TRANSPARENT.contains(&name.as_str()) || (name == "command" && rest.is_none()) {
-            plain_ok = false;
-        }
-        if name == "env" && !assignments.iter().all(|a| is_safe_assignment(a)) {
+        let stripped = wrappers::strip(&name, &words[1..], &mut assignment_words);
+        if !TRANSPARENT.contains(&name.as_str()) {
             plain_ok = false;
         }
         if name == "xargs" {
-            dynamic = true;
+            appended_args = true;
         }
         wrappers.push(name);
-        match rest {
-            Some(rest) => words = rest,
-            None => break,
+        match stripped {
+            Stripped::Wrapped { rest, values } => {
+                wrapper_args.extend(values);
+                words = rest;
+            }
+            Stripped::Nothing { values } => {
+                wrapper_args.extend(values);
+                if wrappers.last().is_some_and(|w| w == "command") {
+                    plain_ok = false;
+                }
+                words.clear();
+                break;
+            }
+            Stripped::Opaque(why) => {
+                push_opaque(out, why);
+                words.remove(0);
+            }
         }
     }
-    for why in opaque {
-        if !out.opaque.contains(&why) {
-            out.opaque.push(why);
-        }
-    }
+    plain_ok &= assignment_words.iter().all(is_safe_assignment);
+    let assignments: Vec<String> = assignment_words.iter().map(|w| w.text.clone()).collect();
     let program_name = words.first().map_or(String::new(), |w| basename(&w.text).to_owned());
-    if let Some(first) = words.first() {
-        if first.dynamic || first.glob {
-            push_opaque(out, "the command name is only known at run time");
-        }
-        if !first.text.is_ascii() {
-            push_opaque(out, "non-ASCII command name");
-        }
+    check_names(&words, &program_name, &assignment_words, &wrappers, out);
+    if DECLARE.contains(&program_name.as_str()) {
+        let declared: Vec<Word> = words[1..].to_vec();
+        check_names(&[], "", &declared, &[], out);
     }
-    if program_name == "shopt"
-        || assignments.iter().any(|a| a.starts_with("GLOBIGNORE=") || a.starts_with("IFS="))
-    {
-        push_opaque(out, "changes how the shell expands words (shopt, GLOBIGNORE, IFS)");
-    }
-    if wrappers.iter().any(|w| w == "xargs")
-        && (SHELLS.contains(&program_name.as_str()) || program_name == "eval")
-    {
-        push_opaque(out, "`xargs` feeds run-time text to a shell");
-    }
-    dynamic |= words.iter().any(|w| w.dynamic);
+    let dynamic = appended_args || words.iter().any(|w| w.dynamic);
     let plain = plain_ok.then(|| join(words.iter()));
     let invocation = Invocation {
         written,
         plain,
         program: words.clone(),
         wrappers: wrappers.clone(),
+        wrapper_args,
         via_shell: via_shell.to_vec(),
         assignments,
         redirects: command.redirects.clone(),
         dynamic,
+        appended_args,
         pipeline: pipeline_base + command.pipeline,
         stage: command.stage,
         in_substitution: command.origin == Origin::Substitution,
@@ -193,58 +269,224 @@ fn add_command(
     };
     let index = out.invocations.len();
     out.invocations.push(invocation);
+    nested_programs(command, &words, &program_name, index, depth, via_shell, out);
+}
 
-    // Programs this one runs from its arguments.
-    if SHELLS.contains(&program_name.as_str()) || program_name == "eval" || program_name == "su" {
-        if let Some(script) = inline_script(&program_name, &words) {
-            let mut shells = via_shell.to_vec();
-            shells.push(program_name.clone());
-            if script.dynamic {
-                push_opaque(out, format!("`{program_name}` runs a script only known at run time"));
-            } else if program_name != "su" && out.invocations[index].plain.is_some() {
-                // Not with `BASH_ENV=… bash -c`, `sudo bash -c`: those run more than the script.
-                out.invocations[index].runs_script = true;
-            }
-            analyze_into(&script.text, depth + 1, &shells, out);
+/// Names and assignments the policy cannot look past.
+fn check_names(
+    words: &[Word],
+    program_name: &str,
+    assignments: &[Word],
+    wrappers: &[String],
+    out: &mut Analysis,
+) {
+    if let Some(first) = words.first() {
+        if first.dynamic || first.glob {
+            push_opaque(out, format!("the command name `{}` is only known at run time", first.raw));
         }
-        if let Some(here) = command.redirects.iter().find(|r| r.kind == shell::RedirectKind::Input)
-            && SHELLS.contains(&program_name.as_str())
-        {
-            let mut shells = via_shell.to_vec();
-            shells.push(program_name.clone());
-            analyze_into(&here.target.text, depth + 1, &shells, out);
+        if !first.text.is_ascii() {
+            push_opaque(out, "non-ASCII command name");
+        }
+        if first.text.starts_with('-') && !first.dynamic {
+            push_opaque(
+                out,
+                format!("`{}` is an option where a command name should be", first.text),
+            );
         }
     }
-    if program_name == "find" {
-        find_exec(&words, depth, via_shell, out);
+    if program_name == "shopt" || program_name == "set" && words.len() > 1 {
+        push_opaque(out, "changes how the shell expands words or runs commands (shopt, set)");
     }
-    if program_name == "watch" {
-        let text = join(words.iter().skip(1).skip_while(|w| w.text.starts_with('-')));
-        analyze_into(&text, depth + 1, via_shell, out);
+    if RUNS_OTHERS.contains(&program_name) {
+        push_opaque(
+            out,
+            format!("`{program_name}` runs other programs in a way not looked through"),
+        );
+    }
+    for a in assignments {
+        let name = a.text.split_once('=').map_or(a.text.as_str(), |(n, _)| n);
+        let name = name.strip_suffix('+').unwrap_or(name);
+        if SHELL_STATE.contains(&name) || name.starts_with("LD_") || name.starts_with("DYLD_") {
+            push_opaque(
+                out,
+                format!("assigns `{name}`, which changes how the shell finds programs or paths"),
+            );
+        }
+        let value = a.text.split_once('=').map_or("", |(_, v)| v);
+        let plain_pager = name.ends_with("PAGER") && matches!(value, "cat" | "less" | "more" | "");
+        if (CODE_VARIABLES.contains(&name) || name.starts_with("GIT_CONFIG_")) && !plain_pager {
+            push_opaque(
+                out,
+                format!("assigns `{name}`, a program or options another program runs"),
+            );
+        }
+    }
+    if wrappers.iter().any(|w| w == "xargs")
+        && (SHELLS.contains(&program_name)
+            || code::INTERPRETERS.contains(&program_name)
+            || program_name == "eval")
+    {
+        push_opaque(out, format!("`xargs` feeds run-time text to `{program_name}`"));
     }
 }
 
-/// The script of `bash -c '…'`, `su -c '…'` or `eval …`.
-fn inline_script(name: &str, words: &[Word]) -> Option<Word> {
-    if name == "eval" {
-        let text = join(words.iter().skip(1));
-        let dynamic = words.iter().skip(1).any(|w| w.dynamic);
-        return Some(Word { text, dynamic, glob: false, dynamic_at: None });
+/// Programs one program runs from its arguments or its input.
+fn nested_programs(
+    command: &SimpleCommand,
+    words: &[Word],
+    program_name: &str,
+    index: usize,
+    depth: usize,
+    via_shell: &[String],
+    out: &mut Analysis,
+) {
+    let mut shells = via_shell.to_vec();
+    shells.push(program_name.to_owned());
+    let input = command.redirects.iter().find(|r| r.kind == RedirectKind::Input);
+    let from_pipe = out.invocations[index].stage > 0;
+    if SHELLS.contains(&program_name) || program_name == "eval" || program_name == "su" {
+        let run = if program_name == "eval" {
+            let text = join(words.iter().skip(1));
+            let dynamic = words.iter().skip(1).any(|w| w.dynamic);
+            ShellRun::Inline(Word { text, dynamic, ..Word::default() })
+        } else if program_name == "su" {
+            su_script(words).map_or(ShellRun::File, ShellRun::Inline)
+        } else {
+            code::shell_run(program_name, words)
+        };
+        match run {
+            ShellRun::Inline(script) => {
+                if script.dynamic {
+                    push_opaque(
+                        out,
+                        format!("`{program_name}` runs a script only known at run time"),
+                    );
+                } else if program_name != "su" && out.invocations[index].plain.is_some() {
+                    // Not with `BASH_ENV=… bash -c`, `sudo bash -c`: those run more than the script.
+                    out.invocations[index].runs_script = true;
+                }
+                analyze_into(&script.text, depth + 1, &shells, out);
+            }
+            ShellRun::Stdin => match input {
+                Some(here) if !code::INTERPRETERS.contains(&program_name) => {
+                    if here.target.dynamic {
+                        push_opaque(
+                            out,
+                            format!("`{program_name}` runs a here-document with run-time parts"),
+                        );
+                    }
+                    analyze_into(&here.target.text, depth + 1, &shells, out);
+                }
+                Some(_) => {}
+                None if from_pipe => {
+                    push_opaque(out, format!("`{program_name}` runs a program read from a pipe"));
+                }
+                None => {}
+            },
+            ShellRun::File => {}
+            ShellRun::Opaque(why) => push_opaque(out, why),
+        }
     }
+    if code::INTERPRETERS.contains(&program_name) {
+        match code::inline_code(program_name, words) {
+            Some(code) => {
+                if let Some(why) = code::code_not_understood(program_name, &code) {
+                    push_opaque(out, why);
+                }
+            }
+            None => {
+                let stdin = words.iter().skip(1).all(|w| w.text.starts_with('-') && w.text != "-m")
+                    || words.iter().any(|w| w.text == "-" || w.text == "/dev/stdin");
+                match input {
+                    Some(here) if stdin => {
+                        if let Some(why) = code::code_not_understood(program_name, &here.target) {
+                            push_opaque(out, why);
+                        }
+                    }
+                    None if stdin && from_pipe => push_opaque(
+                        out,
+                        format!("`{program_name}` runs code from a pipe, which is not analysed"),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if matches!(program_name, "source" | ".")
+        && words.get(1).is_some_and(|w| code::is_stdin_file(&w.text))
+    {
+        match input {
+            Some(here) => {
+                if here.target.dynamic {
+                    push_opaque(
+                        out,
+                        format!("`{program_name}` runs a here-document with run-time parts"),
+                    );
+                }
+                analyze_into(&here.target.text, depth + 1, &shells, out);
+            }
+            None => push_opaque(out, format!("`{program_name}` runs a script read from its input")),
+        }
+    }
+    if code::INTERPRETERS.contains(&program_name)
+        && program_name.ends_with("awk")
+        && words.iter().skip(1).any(|w| {
+            matches!(w.text.as_str(), "-i" | "--include" | "-l" | "--load" | "-E" | "--exec")
+        })
+    {
+        push_opaque(out, format!("`{program_name}` loads extensions or in-place editing"));
+    }
+    match program_name {
+        "sed" => {
+            if let Some(why) = crate::data::sed_not_understood(&out.invocations[index]) {
+                push_opaque(out, why);
+            }
+        }
+        "find" => find_exec(words, depth, via_shell, out),
+        "watch" => watch(words, depth, via_shell, out),
+        "git" => {
+            if let Some(why) = crate::git::runs_code(&out.invocations[index]) {
+                push_opaque(out, why);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `su -c SCRIPT`.
+fn su_script(words: &[Word]) -> Option<Word> {
     let mut iter = words.iter().skip(1);
-    while let Some(word) = iter.next() {
-        let t = word.text.as_str();
-        if t == "--" || !t.starts_with('-') || t == "-" {
-            return None;
-        }
-        if t == "--command" || (!t.starts_with("--") && t.contains('c')) {
+    while let Some(w) = iter.next() {
+        if matches!(w.text.as_str(), "-c" | "--command") {
             return iter.next().cloned();
-        }
-        if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-            iter.next();
         }
     }
     None
+}
+
+/// `watch [options] COMMAND…`: the words, joined, run through `sh -c`.
+fn watch(words: &[Word], depth: usize, via_shell: &[String], out: &mut Analysis) {
+    let mut i = 1;
+    while let Some(w) = words.get(i) {
+        match w.text.as_str() {
+            "-n" | "--interval" | "-q" | "--equexit" => i += 2,
+            "-d" | "--differences" | "-t" | "--no-title" | "-b" | "--beep" | "-e" | "--errexit"
+            | "-g" | "--chgexit" | "-c" | "--color" | "-p" | "--precise" | "-w" | "--no-wrap"
+            | "-x" | "--exec" => i += 1,
+            t if t.starts_with("--interval=") || t.starts_with("-n") && t.len() > 2 => i += 1,
+            t if t.starts_with('-') => {
+                push_opaque(out, format!("`watch` option `{t}` is not understood"));
+                return;
+            }
+            _ => break,
+        }
+    }
+    let rest = &words[i.min(words.len())..];
+    if rest.iter().any(|w| w.dynamic) {
+        push_opaque(out, "`watch` runs a command only known at run time");
+    }
+    analyze_into(&join(rest.iter()), depth + 1, &[String::from("sh")], out);
+    let _ = via_shell;
 }
 
 /// `find … -exec cmd {} ;`: `cmd` runs with run-time arguments.
@@ -254,11 +496,14 @@ fn find_exec(words: &[Word], depth: usize, via_shell: &[String], out: &mut Analy
         if matches!(words[i].text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
             let inner: Vec<&Word> =
                 words[i + 1..].iter().take_while(|w| w.text != ";" && w.text != "+").collect();
-            if inner
-                .first()
-                .is_some_and(|w| SHELLS.contains(&basename(&w.text)) || w.text == "eval")
-            {
-                push_opaque(out, "`find -exec` runs a shell on file names");
+            if let Some(first) = inner.first() {
+                let name = basename(&first.text);
+                if SHELLS.contains(&name) || name == "eval" || code::INTERPRETERS.contains(&name) {
+                    push_opaque(out, format!("`find -exec` runs `{name}` on file names"));
+                }
+                if first.text.contains("{}") || first.dynamic {
+                    push_opaque(out, "`find -exec` runs a program named by a file name");
+                }
             }
             i += inner.len() + 1;
             let text = inner.iter().map(|w| quote(&w.text)).collect::<Vec<_>>().join(" ");
@@ -266,86 +511,38 @@ fn find_exec(words: &[Word], depth: usize, via_shell: &[String], out: &mut Analy
             analyze_into(&text, depth + 1, via_shell, out);
             for invocation in &mut out.invocations[before..] {
                 invocation.dynamic = true;
+                invocation.appended_args = true;
+                for word in invocation.program.iter_mut().skip(1) {
+                    if word.text.contains("{}") {
+                        word.dynamic = true;
+                        word.unquoted_expansion = true;
+                    }
+                }
             }
         }
         i += 1;
     }
 }
 
-/// Removes one wrapper's options; the wrapped words, or `None` when nothing is wrapped.
-fn strip_wrapper(
-    name: &str,
-    args: &[Word],
-    assignments: &mut Vec<String>,
-    opaque: &mut Vec<String>,
-) -> Option<Vec<Word>> {
-    // Options taking a value, per wrapper.
-    let with_value: &[&str] = match name {
-        "env" => &["-u", "--unset", "-C", "--chdir"],
-        "nice" => &["-n", "--adjustment"],
-        "timeout" => &["-s", "--signal", "-k", "--kill-after"],
-        "stdbuf" => &["-i", "-o", "-e"],
-        "exec" => &["-a"],
-        "sudo" => &["-u", "-g", "-C", "-h", "-p", "-D", "-r", "-t", "-T", "-U"],
-        "doas" => &["-u", "-C"],
-        "pkexec" => &["--user"],
-        "xargs" => &["-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--delimiter", "--arg-file"],
-        "ionice" => &["-c", "-n", "-p"],
-        "su" => &["-c", "--command", "-s", "--shell", "-g", "-G"],
-        _ => &[],
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if name == "env" && (t == "-S" || t.starts_with("--split-string")) {
-            opaque.push("`env -S` splits a string into a command".to_owned());
-            return None;
-        }
-        if name == "env" && is_assignment_text(t) {
-            assignments.push(t.to_owned());
-            i += 1;
-            continue;
-        }
-        if t.starts_with('-') && t.len() > 1 {
-            i += if with_value.contains(&t) { 2 } else { 1 };
-            continue;
-        }
-        break;
-    }
-    if name == "timeout" && i < args.len() {
-        i += 1; // the duration
-    }
-    if matches!(name, "chroot") && i < args.len() {
-        i += 1; // the new root
-    }
-    if name == "command" && args.iter().any(|w| matches!(w.text.as_str(), "-v" | "-V")) {
-        return None;
-    }
-    let rest = args.get(i..).unwrap_or_default();
-    (!rest.is_empty()).then(|| rest.to_vec())
-}
-
-fn push_opaque(out: &mut Analysis, why: impl Into<String>) {
+pub(crate) fn push_opaque(out: &mut Analysis, why: impl Into<String>) {
     let why = why.into();
     if !out.opaque.contains(&why) {
         out.opaque.push(why);
     }
 }
 
-fn is_assignment_text(text: &str) -> bool {
-    text.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
-}
-
-fn is_safe_assignment(assignment: &str) -> bool {
-    assignment.split_once('=').is_some_and(|(name, _)| SAFE_ASSIGNMENTS.contains(&name))
+fn is_safe_assignment(assignment: &Word) -> bool {
+    if assignment.dynamic {
+        return false;
+    }
+    let Some((name, value)) = assignment.text.split_once('=') else { return false };
+    if !SAFE_ASSIGNMENTS.contains(&name) {
+        return false;
+    }
+    if name.ends_with("PAGER") {
+        return matches!(value, "cat" | "less" | "more" | "");
+    }
+    value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:+=".contains(c))
 }
 
 /// `/usr/bin/git` → `git`.

@@ -42,6 +42,9 @@ impl std::fmt::Debug for Context<'_> {
 impl Context<'_> {
     /// A path as written (relative to `base`, `~` expanded), symlinks resolved.
     pub fn resolve_from(&self, text: &str, base: &Path) -> PathBuf {
+        if text.contains("..") {
+            return paths::physical(&paths::joined(text, base, &self.home), self.resolver);
+        }
         self.resolver.resolve(&paths::absolute(text, base, &self.home))
     }
 

@@ -143,9 +143,6 @@ impl Policy {
         if let Some(v) = violation {
             return (Behaviour::Ask, format!("invariant:{}", v.name), v.message.clone());
         }
-        if let Some(why) = touches_policy_files(target, ctx) {
-            return (Behaviour::Ask, "invariant:policy-files".into(), why);
-        }
         if let Target::Shell(analysis) = target
             && let Some(why) = analysis.opaque.first()
         {
@@ -167,10 +164,28 @@ impl Policy {
         }
         let reason = match target {
             Target::Interaction => "This tool needs a person's answer.".to_owned(),
-            Target::Shell(_) => "No rule allows this command.".to_owned(),
+            Target::Shell(analysis) => not_allowed_reason(analysis, &matcher),
             _ => format!("No rule allows {tool} here."),
         };
         (Behaviour::Ask, format!("mode:{}", mode.as_str()), reason)
+    }
+}
+
+/// Names the first program no rule allows.
+fn not_allowed_reason(analysis: &Analysis, matcher: &Matcher<'_>) -> String {
+    let first = analysis.invocations.iter().find(|i| {
+        !builtin_allowed(i, matcher.ctx)
+            && !matcher.policy.with(Behaviour::Allow).any(|r| matcher.command_rule(r, i, false))
+    });
+    match first {
+        Some(i) if i.program.is_empty() => {
+            format!("No rule allows the assignment `{}`.", i.written)
+        }
+        Some(i) => {
+            let shown: String = i.written.chars().take(80).collect();
+            format!("No rule allows `{shown}`; a person decides.")
+        }
+        None => "No rule allows this command.".to_owned(),
     }
 }
 
@@ -198,31 +213,6 @@ fn violation(tool: &str, input: &Value, target: &Target, ctx: &Context<'_>) -> O
     }
 }
 
-/// Writing Claude Code's settings or Nucleic's rule files changes the policy itself: asked.
-fn touches_policy_files(target: &Target, ctx: &Context<'_>) -> Option<String> {
-    let is_policy_file = |text: &str| {
-        let path = ctx.resolve_from(text, &ctx.cwd);
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let parent =
-            path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
-        (parent == ".claude" && name.starts_with("settings"))
-            || (parent == ".nucleic" && name == "rules.json")
-    };
-    let hit = match target {
-        Target::File { path, write: true } => is_policy_file(path),
-        Target::Shell(analysis) => analysis.invocations.iter().any(|i| {
-            i.redirects
-                .iter()
-                .any(|r| r.kind == RedirectKind::Write && is_policy_file(&r.target.text))
-                || (!mode::is_read_only(i)
-                    && i.args()
-                        .any(|a| a.contains(".claude/settings") || a.contains(".nucleic/rules")))
-        }),
-        _ => false,
-    };
-    hit.then(|| "This changes permission rules; a person decides.".to_owned())
-}
-
 /// What the mode forbids outright (the seed's matrix), whatever allow rules say.
 fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<String> {
     match (mode, target) {
@@ -244,28 +234,43 @@ fn mode_refuses(mode: Mode, target: &Target, matcher: &Matcher<'_>) -> Option<St
     }
 }
 
-/// A read-only program with nothing dynamic (or a bare assignment, or a shell whose script is
-/// analysed on its own). Its output redirections are edits, judged on their own.
+/// A read-only program with nothing dynamic (or a shell whose script is analysed on its own,
+/// or a command of redirections only). Its output redirections are edits, judged on their own.
 fn read_only_program(invocation: &Invocation) -> bool {
     invocation.runs_script
-        || invocation.program.is_empty()
+        || (invocation.program.is_empty() && invocation.assignments.is_empty())
         || (mode::is_read_only(invocation) && !invocation.dynamic)
 }
 
-/// Allowed in every mode without a rule: a read-only program whose path arguments all stay in
-/// the worktree or the project (`cat ~/.netrc`, `ls /etc`, `cd .. && cat x` need a rule).
+/// Allowed in every mode without a rule: a read-only program, fully understood, with no
+/// assignment or wrapper in front, whose path arguments all stay in the worktree or the
+/// project (`cat ~/.netrc`, `ls /etc`, `cd .. && cat x` need a rule). Data arguments (a
+/// pattern, text to print) are not paths.
 fn builtin_allowed(invocation: &Invocation, ctx: &Context<'_>) -> bool {
-    read_only_program(invocation)
-        && invocation.args().all(|arg| {
-            let value = match arg.strip_prefix('-') {
-                Some(option) => {
-                    option.split_once('=').map_or(option.get(1..).unwrap_or(""), |(_, v)| v)
-                }
-                None => arg,
-            };
-            !(value.contains('/') || value.starts_with('~') || value.starts_with(".."))
-                || reads_inside(value, ctx)
-        })
+    if !read_only_program(invocation) {
+        return false;
+    }
+    if invocation.runs_script || invocation.program.is_empty() {
+        return true;
+    }
+    if !invocation.assignments.is_empty() || !invocation.wrappers.is_empty() {
+        return false;
+    }
+    let data = crate::data::data_positions(invocation);
+    invocation.program.iter().enumerate().skip(1).all(|(i, word)| {
+        if data.get(i).copied().unwrap_or(false) && !word.glob {
+            return true;
+        }
+        let arg = word.text.as_str();
+        let value = match arg.strip_prefix('-') {
+            Some(option) => {
+                option.split_once('=').map_or(option.get(1..).unwrap_or(""), |(_, v)| v)
+            }
+            None => arg,
+        };
+        !(value.contains('/') || value.starts_with('~') || value.starts_with(".."))
+            || reads_inside(value, ctx)
+    })
 }
 
 /// True when a path read by a tool or a command is in the worktree or the project.

@@ -6,20 +6,25 @@
 //! let decision = policy.evaluate("Bash", &json!({"command": "git status"}), &context);
 //! ```
 
+mod code;
 pub mod codex;
 pub mod command;
 pub mod context;
+mod data;
 pub mod evaluate;
+mod git;
 mod glob;
 pub mod invariants;
 pub mod mode;
 pub mod paths;
+mod pinned;
 pub mod policy;
 pub mod risk;
 pub mod rule;
 pub mod settings;
 pub mod shell;
 mod suggest;
+mod wrappers;
 
 pub use codex::CodexCommand;
 pub use context::Context;

@@ -138,7 +138,9 @@ pub fn is_read_only(invocation: &Invocation) -> bool {
                     | "-fls"
             )
         }),
-        "rg" => !args.iter().any(|a| a.starts_with("--pre")),
+        "rg" => !args.iter().any(|a| a.starts_with("--pre") || a.starts_with("--hostname-bin")),
+        "less" | "more" => !args.iter().any(|a| a.starts_with('+') || a.starts_with("--lesskey")),
+        "printf" => !args.iter().any(|a| a.starts_with("-v")),
         "date" => !args.iter().any(|a| a.starts_with("-s") || a.starts_with("--set")),
         "hostname" => args.iter().all(|a| a.starts_with('-')),
         "tree" => !args.iter().any(|a| a.starts_with("-o")),
@@ -158,7 +160,24 @@ fn git_read_only(args: &[&str]) -> bool {
     }
     let Some(sub) = args.get(i) else { return false };
     let rest = &args[i + 1..];
-    if rest.iter().any(|a| a.starts_with("--output") || a.starts_with("--ext-diff") || *a == "-o") {
+    // Options that write a file or run a program, and their unique abbreviations.
+    const RISKY_LONG: &[&str] = &[
+        "output",
+        "output-directory",
+        "open-files-in-pager",
+        "ext-diff",
+        "textconv",
+        "exec",
+        "upload-pack",
+    ];
+    let runs_or_writes = |a: &&str| match a.strip_prefix("--") {
+        Some(long) => {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            name.len() >= 2 && RISKY_LONG.iter().any(|r| r.starts_with(name))
+        }
+        None => a.starts_with("-O") || *a == "-o",
+    };
+    if rest.iter().any(runs_or_writes) {
         return false;
     }
     match *sub {
@@ -169,6 +188,10 @@ fn git_read_only(args: &[&str]) -> bool {
         "stash" => rest.first() == Some(&"list") || rest.first() == Some(&"show"),
         "config" => {
             rest.first().is_some_and(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all"))
+                && !rest.iter().any(|a| {
+                    matches!(*a, "--global" | "--system" | "--file" | "-f" | "--add" | "--unset")
+                })
+                && rest.len() <= 2
         }
         s => GIT_READ_ONLY.contains(&s),
     }

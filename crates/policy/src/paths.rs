@@ -115,7 +115,13 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// Turns a path as the model wrote it into an absolute, normalised path: `~` and `$HOME`
 /// expanded, relative paths taken from `cwd`.
 pub fn absolute(text: &str, cwd: &Path, home: &Path) -> PathBuf {
-    let expanded = if text == "~" || text == "$HOME" || text == "${HOME}" {
+    normalize(&joined(text, cwd, home))
+}
+
+/// The path as written, `~` and `$HOME` expanded and relative to `cwd`, not normalised
+/// (`link/..` is only known once `link` is resolved).
+pub fn joined(text: &str, cwd: &Path, home: &Path) -> PathBuf {
+    if text == "~" || text == "$HOME" || text == "${HOME}" {
         home.to_path_buf()
     } else if let Some(rest) = text
         .strip_prefix("~/")
@@ -125,8 +131,24 @@ pub fn absolute(text: &str, cwd: &Path, home: &Path) -> PathBuf {
         home.join(rest)
     } else {
         cwd.join(text)
-    };
-    normalize(&expanded)
+    }
+}
+
+/// Resolves a path as the kernel walks it: symlinks in front of each `..` are resolved
+/// before it climbs (`link-out/..` is the link target's parent, not the link's directory).
+pub fn physical(path: &Path, resolver: &dyn PathResolver) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out = resolver.resolve(&out);
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    resolver.resolve(&out)
 }
 
 /// True when `path` is `root` or inside it.

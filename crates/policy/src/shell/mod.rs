@@ -3,11 +3,15 @@
 //! It is not a shell. It understands what decides *which programs run with which words*:
 //! lists (`;`, `&&`, `||`, `&`, newlines), pipelines, subshells and groups, command and process
 //! substitution, backticks, quoting and escapes, assignments, redirections and here-documents.
-//! Whatever it cannot pin down (parameter expansion, brace expansion, `for`/`case`, function
-//! definitions, unbalanced quotes) marks the word `dynamic` or the script `opaque`, which the
-//! policy never auto-allows. Work is bounded by [`MAX_INPUT`] and [`MAX_DEPTH`].
+//! Whatever it cannot pin down (parameter expansion, brace and tilde forms, arithmetic,
+//! `case`, function definitions, unbalanced quotes, NUL bytes) marks the word `dynamic` or the
+//! script `opaque`, which the policy never auto-allows. Substitutions inside `${…}`, `$((…))`
+//! and unquoted here-document bodies are parsed like any other. Work is bounded by
+//! [`MAX_INPUT`] and [`MAX_DEPTH`].
 
+mod expand;
 mod lex;
+mod redirect;
 
 /// Longest command line parsed (bytes); longer ones are opaque.
 pub const MAX_INPUT: usize = 64 * 1024;
@@ -15,6 +19,8 @@ pub const MAX_INPUT: usize = 64 * 1024;
 pub const MAX_DEPTH: usize = 12;
 /// Most simple commands collected from one line.
 pub const MAX_COMMANDS: usize = 512;
+/// Most here-documents in one line (each scans the rest of its line).
+pub const MAX_HEREDOCS: usize = 64;
 
 /// One shell word after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -27,6 +33,10 @@ pub struct Word {
     pub glob: bool,
     /// Byte offset in `text` where the first run-time expansion sits.
     pub dynamic_at: Option<usize>,
+    /// An expansion outside double quotes: its value is split and globbed at run time.
+    pub unquoted_expansion: bool,
+    /// The word as written, quotes included (for messages).
+    pub raw: String,
 }
 
 /// What a redirection does.
@@ -100,6 +110,12 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
         script.opaque.push(format!("command longer than {MAX_INPUT} bytes"));
         return script;
     }
+    if line.contains('\0') {
+        script.opaque.push("a NUL byte (bash stops reading the line there)".to_owned());
+    }
+    if line.contains('\u{fffd}') {
+        script.opaque.push("bytes that are not valid UTF-8 (shown as U+FFFD)".to_owned());
+    }
     if depth > MAX_DEPTH {
         script.opaque.push(format!("nested deeper than {MAX_DEPTH} levels"));
         return script;
@@ -111,6 +127,7 @@ pub fn parse_at_depth(line: &str, depth: usize) -> Script {
         script: &mut script,
         next_pipeline: 0,
         in_substitution: 0,
+        heredocs: 0,
     };
     let pipeline = parser.new_pipeline();
     parser.parse_list(None, pipeline, 0);
@@ -129,6 +146,8 @@ struct Parser<'s> {
     next_pipeline: usize,
     /// How many substitutions enclose the current position.
     in_substitution: usize,
+    /// Here-documents read so far.
+    heredocs: usize,
 }
 
 /// A command being assembled.
@@ -140,6 +159,8 @@ struct Building {
     substitutions: Vec<usize>,
     /// A `for NAME in WORDS` / `select` header: its words run nothing (their substitutions do).
     loop_header: bool,
+    /// The `time` keyword was just skipped (its `-p` is not the command name).
+    after_time: bool,
 }
 
 impl Building {
@@ -176,33 +197,46 @@ impl Parser<'_> {
     /// Parses commands until `end` (a closing `)` or backtick) or the end of input.
     fn parse_list(&mut self, end: Option<char>, mut pipeline: usize, mut stage: usize) {
         let mut cmd = Building::default();
+        // A command (word, redirection, group) since the last operator; an operator (`|`,
+        // `&&`, `||`) still waiting for its right-hand command.
+        let mut have_command = false;
+        let mut pending = false;
         loop {
             if self.full() {
                 self.opaque(format!("more than {MAX_COMMANDS} commands"));
                 self.pos = self.chars.len();
                 return;
             }
-            let Some(c) = self.peek() else {
+            let at_end = match self.peek() {
+                None => true,
+                Some(c) => Some(c) == end,
+            };
+            if at_end {
+                if pending {
+                    self.opaque("an operator without a command after it");
+                }
                 self.finish(&mut cmd, pipeline, stage);
-                if end.is_some() {
+                if self.peek().is_some() {
+                    self.pos += 1;
+                } else if end.is_some() {
                     self.opaque("unterminated subshell or substitution");
                 }
                 return;
-            };
-            if Some(c) == end {
-                self.pos += 1;
-                self.finish(&mut cmd, pipeline, stage);
-                return;
             }
+            let Some(c) = self.peek() else { return };
             match c {
-                ' ' | '\t' | '\r' => self.pos += 1,
+                ' ' | '\t' => self.pos += 1,
                 '\\' if self.peek_at(1) == Some('\n') => self.pos += 2,
                 '#' => {
                     while self.peek().is_some_and(|c| c != '\n') {
                         self.pos += 1;
                     }
                 }
+                '\n' if pending => self.pos += 1,
                 '\n' | ';' => {
+                    if c == ';' && !have_command {
+                        self.opaque("`;` without a command before it");
+                    }
                     self.pos += 1;
                     self.finish(&mut cmd, pipeline, stage);
                     if self.peek() == Some(';') {
@@ -211,12 +245,18 @@ impl Parser<'_> {
                     }
                     pipeline = self.new_pipeline();
                     stage = 0;
+                    have_command = false;
                 }
                 '&' | '|' => {
                     let next = self.peek_at(1);
                     if c == '&' && next == Some('>') {
                         self.redirect(&mut cmd);
+                        have_command = true;
+                        pending = false;
                         continue;
+                    }
+                    if !have_command {
+                        self.opaque(format!("`{c}` without a command before it"));
                     }
                     self.pos += 1;
                     self.finish(&mut cmd, pipeline, stage);
@@ -224,15 +264,27 @@ impl Parser<'_> {
                         self.pos += 1;
                         pipeline = self.new_pipeline();
                         stage = 0;
+                        pending = true;
                     } else if c == '|' {
                         if next == Some('&') {
                             self.pos += 1;
                         }
                         stage += 1;
+                        pending = true;
                     } else {
                         pipeline = self.new_pipeline();
                         stage = 0;
                     }
+                    have_command = false;
+                }
+                '(' if self.peek_at(1) == Some('(') && cmd.is_empty() && !cmd.loop_header => {
+                    self.pos += 2;
+                    if !self.descend() {
+                        return;
+                    }
+                    self.arithmetic_command(&mut cmd);
+                    self.depth -= 1;
+                    (have_command, pending) = (true, false);
                 }
                 '(' => {
                     self.pos += 1;
@@ -245,6 +297,7 @@ impl Parser<'_> {
                     // A subshell's commands keep the enclosing pipeline position.
                     self.parse_list(Some(')'), pipeline, stage);
                     self.depth -= 1;
+                    (have_command, pending) = (true, false);
                 }
                 ')' => {
                     self.pos += 1;
@@ -253,12 +306,20 @@ impl Parser<'_> {
                 '<' | '>' if self.peek_at(1) == Some('(') => {
                     let word = self.process_substitution(&mut cmd);
                     cmd.words.push(word);
+                    (have_command, pending) = (true, false);
                 }
-                '<' | '>' => self.redirect(&mut cmd),
-                d if d.is_ascii_digit() && self.fd_redirect_ahead() => self.redirect(&mut cmd),
+                '<' | '>' => {
+                    self.redirect(&mut cmd);
+                    (have_command, pending) = (true, false);
+                }
+                d if d.is_ascii_digit() && self.fd_redirect_ahead() => {
+                    self.redirect(&mut cmd);
+                    (have_command, pending) = (true, false);
+                }
                 _ => {
                     let word = self.read_word(end, &mut cmd);
                     self.place_word(&mut cmd, word);
+                    (have_command, pending) = (true, false);
                 }
             }
         }
@@ -268,6 +329,7 @@ impl Parser<'_> {
     fn descend(&mut self) -> bool {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
+            self.depth -= 1;
             self.opaque(format!("nested deeper than {MAX_DEPTH} levels"));
             self.pos = self.chars.len();
             return false;
@@ -276,6 +338,9 @@ impl Parser<'_> {
     }
 
     fn place_word(&mut self, cmd: &mut Building, word: Word) {
+        if cmd.words.is_empty() && std::mem::take(&mut cmd.after_time) && word.text == "-p" {
+            return;
+        }
         if cmd.words.is_empty() {
             if !word.glob && is_assignment(&word) {
                 cmd.assignments.push(word);
@@ -283,6 +348,7 @@ impl Parser<'_> {
             }
             if cmd.assignments.is_empty() && !word.dynamic {
                 if KEYWORDS_SKIPPED.contains(&word.text.as_str()) {
+                    cmd.after_time = word.text == "time";
                     return;
                 }
                 if matches!(word.text.as_str(), "for" | "select") && !cmd.loop_header {
@@ -296,6 +362,28 @@ impl Parser<'_> {
             }
         }
         cmd.words.push(word);
+    }
+
+    /// `((…))` as a command: arithmetic evaluated at run time (substitutions inside still run).
+    fn arithmetic_command(&mut self, cmd: &mut Building) {
+        let mut depth = 2usize;
+        let mut scratch = Word::default();
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                '$' => self.dollar(&mut scratch, cmd, true),
+                '`' => self.backticks(&mut scratch, cmd),
+                _ => {}
+            }
+        }
+        self.opaque("an arithmetic command `((…))` is evaluated at run time");
     }
 
     fn finish(&mut self, cmd: &mut Building, pipeline: usize, stage: usize) {

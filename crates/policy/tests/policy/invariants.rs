@@ -227,7 +227,7 @@ fn critical_risk_is_never_auto_allowed() {
 }
 
 #[test]
-fn writing_policy_files_is_asked_even_when_allowed() {
+fn writing_policy_files_is_denied_even_when_allowed() {
     let p = permissive();
     let d = tool(
         &p,
@@ -235,13 +235,13 @@ fn writing_policy_files_is_asked_even_when_allowed() {
         "Write",
         json!({"file_path": format!("{WORKTREE}/.claude/settings.local.json"), "content": "{}"}),
     );
-    assert_eq!((d.behaviour, d.by.as_str()), (Ask, "invariant:policy-files"));
+    assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:policy-files"));
     let d = bash(
         &p,
         Mode::Edit,
         "echo '{\"permissions\":{\"allow\":[\"Bash\"]}}' > .claude/settings.json",
     );
-    assert_eq!(d.behaviour, Ask);
+    assert_eq!((d.behaviour, d.by.as_str()), (Deny, "invariant:policy-files"));
 }
 
 #[test]

@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attacks;
+mod bad_input;
+mod bash_diff;
 mod codex;
 mod compound;
 mod corpus;
