@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the web cockpit (web/ → web/dist) with the npm registry's packages pinned by
 # web/package-lock.json. crates/server embeds web/dist into the `nucleic` binary at compile
-# time, so run this before `cargo build` (scripts/demo.sh and scripts/test.sh do).
+# time. web/dist is committed, so `cargo install` needs no npm: run this after changing web/ and
+# commit web/dist with the change (scripts/test.sh checks, under CI, that a build reproduces it).
 set -euo pipefail
 cd "$(dirname "$0")/../web"
 command -v npm >/dev/null || { echo "build-web: npm is required (Node.js 20+)" >&2; exit 1; }

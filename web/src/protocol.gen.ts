@@ -388,6 +388,16 @@ message?: string | null,
  */
 mode?: SessionMode | null, };
 
+export type EgressAsked = { 
+/**
+ * The name asked about (lower case).
+ */
+host: string, port: number, 
+/**
+ * The request's method (`CONNECT` for HTTPS, else the plain HTTP method).
+ */
+method: string, };
+
 export type DecisionKind = "allow" | "allowEdited" | "allowAlways" | "deny" | "denyAndStop" | "cancelled" | "approvePlan" | "answered";
 
 export type Decision = { "type": "allow" } | { "type": "allowEdited", updatedInput: JsonValue, } | { "type": "allowAlways", scope?: RuleScope | null, } | { "type": "deny", message: string, } | { "type": "denyAndStop", message: string, } | { "type": "approvePlan", mode: SessionMode, } | { "type": "answer", answers: Array<QuestionAnswer>, };

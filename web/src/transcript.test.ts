@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import type { Event, EventKind } from "./protocol.gen";
-import { Transcript, displayText, toolSummary } from "./transcript";
+import { Transcript, displayText, egressAsked, toolSummary } from "./transcript";
 
 let seq = 0;
 function ev(kind: EventKind | Record<string, unknown>): Event {
@@ -105,6 +105,15 @@ describe("Transcript.fold", () => {
     t.fold(events);
     expect(t.rows).toHaveLength(10000);
     expect(t.facts.lastSeq).toBe(20000);
+  });
+});
+
+describe("egressAsked", () => {
+  it("reads the host's network question, and nothing else as one", () => {
+    const input = { host: "pkg.test", port: 443, method: "CONNECT" };
+    expect(egressAsked({ requestID: "e", toolName: "egress", input })).toEqual(input);
+    expect(egressAsked({ requestID: "b", toolName: "Bash", input })).toBeNull();
+    expect(egressAsked({ requestID: "x", toolName: "egress", input: { host: 1 } })).toBeNull();
   });
 });
 

@@ -6,6 +6,7 @@ import type {
   ApprovalRequested,
   ApprovalResolved,
   CheckFinished,
+  EgressAsked,
   Event,
   JsonValue,
   PullRequestOpened,
@@ -390,6 +391,14 @@ export function displayText(value: JsonValue | unknown): string {
     return value.map((b) => String((b as { text: unknown }).text)).join("\n");
   }
   return JSON.stringify(value, null, 2) ?? "";
+}
+
+/** What the host's network question (`toolName` `egress`) asks, if `request` is one. */
+export function egressAsked(request: ApprovalRequested): EgressAsked | null {
+  if (request.toolName !== "egress") return null;
+  const input = request.input as Partial<EgressAsked> | null;
+  if (!input || typeof input.host !== "string" || typeof input.port !== "number") return null;
+  return { host: input.host, port: input.port, method: String(input.method ?? "") };
 }
 
 /** The one-line summary of a tool call: its most telling input field. */

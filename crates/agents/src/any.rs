@@ -2,13 +2,15 @@
 //! the simulated agent or Codex through the same calls.
 
 use nucleic_protocol::{Backend, Decision};
+
+use crate::options::CommonOptions;
 use tokio::sync::mpsc;
 
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
-use crate::claude::{CLAUDE_CAPABILITIES, ClaudeHandle, ClaudeOptions, run_claude, spawn_claude};
+use crate::claude::{ClaudeHandle, ClaudeOptions, run_claude, spawn_claude};
 use crate::codex::{
-    CODEX_CAPABILITIES, CodexExecHandle, CodexExecOptions, CodexHandle, CodexOptions, run_codex,
-    run_codex_exec, spawn_codex, spawn_codex_exec,
+    CodexExecHandle, CodexExecOptions, CodexHandle, CodexOptions, run_codex, run_codex_exec,
+    spawn_codex, spawn_codex_exec,
 };
 use crate::error::AgentError;
 use crate::keeper::{
@@ -48,21 +50,48 @@ pub enum AnyAgent {
     CodexExec(CodexExecHandle),
 }
 
-/// What `backend` supports through its interactive adapter (Codex: `app-server`), known before
-/// anything is started.
-pub fn backend_capabilities(backend: Backend) -> Capabilities {
-    match backend {
-        Backend::ClaudeCode | Backend::Simulated => CLAUDE_CAPABILITIES,
-        Backend::Codex => CODEX_CAPABILITIES,
-    }
-}
-
 impl AgentLaunch {
     /// The backend the events will be recorded under.
     pub fn backend(&self) -> Backend {
         match self {
             AgentLaunch::Claude(o) => o.backend,
             AgentLaunch::Codex(_) | AgentLaunch::CodexExec(_) => Backend::Codex,
+        }
+    }
+
+    /// The options every backend shares (program, cwd, mode, model, resume, env, confinement).
+    pub fn common(&self) -> &CommonOptions {
+        match self {
+            AgentLaunch::Claude(o) => &o.common,
+            AgentLaunch::Codex(o) => &o.common,
+            AgentLaunch::CodexExec(o) => &o.common,
+        }
+    }
+
+    /// The same, to change (the host fills in `isolation` once the launch is built).
+    pub fn common_mut(&mut self) -> &mut CommonOptions {
+        match self {
+            AgentLaunch::Claude(o) => &mut o.common,
+            AgentLaunch::Codex(o) => &mut o.common,
+            AgentLaunch::CodexExec(o) => &mut o.common,
+        }
+    }
+
+    /// How long the adapter's own watchdog lets a turn make no progress (`None`: no watchdog).
+    pub fn provider_timeout(&self) -> Option<std::time::Duration> {
+        match self {
+            AgentLaunch::Claude(_) => None,
+            AgentLaunch::Codex(o) => o.provider_timeout,
+            AgentLaunch::CodexExec(o) => o.provider_timeout,
+        }
+    }
+
+    /// What holds for the commands the agent runs inside Nucleic's sandbox, beyond it (one
+    /// sentence for the confinement summary), when the backend adds a sandbox of its own.
+    pub fn commands_note(&self) -> Option<String> {
+        match self {
+            AgentLaunch::Claude(o) => o.command_sandbox().map(|s| s.note()),
+            AgentLaunch::Codex(_) | AgentLaunch::CodexExec(_) => None,
         }
     }
 
@@ -162,76 +191,51 @@ impl AgentLaunch {
     }
 }
 
+/// `$call` on the handle inside `$agent`, whichever backend it is.
+macro_rules! on_handle {
+    ($agent:expr, $h:ident => $call:expr) => {
+        match $agent {
+            AnyAgent::Claude($h) => $call,
+            AnyAgent::Codex($h) => $call,
+            AnyAgent::CodexExec($h) => $call,
+        }
+    };
+}
+
 impl AgentControl for AnyAgent {
     fn capabilities(&self) -> Capabilities {
-        match self {
-            AnyAgent::Claude(h) => h.capabilities(),
-            AnyAgent::Codex(h) => h.capabilities(),
-            AnyAgent::CodexExec(h) => h.capabilities(),
-        }
+        on_handle!(self, h => h.capabilities())
     }
 
     async fn send_user_text(&self, text: &str) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.send_user_text(text).await,
-            AnyAgent::Codex(h) => h.send_user_text(text).await,
-            AnyAgent::CodexExec(h) => h.send_user_text(text).await,
-        }
+        on_handle!(self, h => h.send_user_text(text).await)
     }
 
     async fn respond(&self, request_id: &str, decision: &Decision) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.respond(request_id, decision).await,
-            AnyAgent::Codex(h) => h.respond(request_id, decision).await,
-            AnyAgent::CodexExec(h) => h.respond(request_id, decision).await,
-        }
+        on_handle!(self, h => h.respond(request_id, decision).await)
     }
 
     fn is_precheck(&self, request_id: &str) -> bool {
-        match self {
-            AnyAgent::Claude(h) => h.is_precheck(request_id),
-            AnyAgent::Codex(h) => h.is_precheck(request_id),
-            AnyAgent::CodexExec(h) => h.is_precheck(request_id),
-        }
+        on_handle!(self, h => h.is_precheck(request_id))
     }
 
     async fn defer(&self, request_id: &str) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.defer(request_id).await,
-            AnyAgent::Codex(h) => h.defer(request_id).await,
-            AnyAgent::CodexExec(h) => h.defer(request_id).await,
-        }
+        on_handle!(self, h => h.defer(request_id).await)
     }
 
     async fn interrupt(&self) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.interrupt().await,
-            AnyAgent::Codex(h) => h.interrupt().await,
-            AnyAgent::CodexExec(h) => h.interrupt().await,
-        }
+        on_handle!(self, h => h.interrupt().await)
     }
 
     async fn set_model(&self, model: &str) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.set_model(model).await,
-            AnyAgent::Codex(h) => h.set_model(model).await,
-            AnyAgent::CodexExec(h) => h.set_model(model).await,
-        }
+        on_handle!(self, h => h.set_model(model).await)
     }
 
     async fn set_permission_mode(&self, mode: &str) -> Result<(), AgentError> {
-        match self {
-            AnyAgent::Claude(h) => h.set_permission_mode(mode).await,
-            AnyAgent::Codex(h) => h.set_permission_mode(mode).await,
-            AnyAgent::CodexExec(h) => h.set_permission_mode(mode).await,
-        }
+        on_handle!(self, h => h.set_permission_mode(mode).await)
     }
 
     fn process(&self) -> Option<&AgentProcess> {
-        match self {
-            AnyAgent::Claude(h) => h.process(),
-            AnyAgent::Codex(h) => h.process(),
-            AnyAgent::CodexExec(h) => h.process(),
-        }
+        on_handle!(self, h => h.process())
     }
 }

@@ -1,10 +1,12 @@
 //! The first process inside an agent's sandbox (`nucleic __confine`): it opens the network
 //! bridge on the sandbox's loopback (the HTTP proxy port and each forwarded model endpoint,
-//! all relayed to the host's egress proxy), then runs the agent and exits with its status.
+//! all relayed to the host's egress proxy, which hears whether the agent itself or one of its
+//! commands opened a connection), then runs the agent and exits with its status.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::{Arc, OnceLock};
 
 use crate::isolation::{CONFINE_ENTRY, EGRESS_SOCKET_NAME, SANDBOX_EGRESS_DIR};
 
@@ -91,13 +93,27 @@ pub fn run(asked: &ConfineArgs) -> ExitCode {
             eprintln!("nucleic {CONFINE_ENTRY}: cannot give the agent {}: {e}", dest.display());
         }
     }
+    // The agent's process, once started: the bridge tells its own traffic from its commands'.
+    let agent = Arc::new(OnceLock::new());
+    let bridged = agent.clone();
     std::thread::spawn(move || {
         // It returns only when a listener broke: the agent's network is gone, said once.
-        let Err(e) = nucleic_egress::bridge(&socket, proxy, forwards);
+        let Err(e) = nucleic_egress::bridge(&socket, proxy, forwards, bridged);
         eprintln!("nucleic {CONFINE_ENTRY}: the network bridge stopped: {e}");
     });
-    let status = match Command::new(&asked.program).args(&asked.args).status() {
-        Ok(status) => status,
+    let status = match Command::new(&asked.program).args(&asked.args).spawn() {
+        Ok(mut child) => {
+            let name = Path::new(&asked.program).file_name().unwrap_or_default();
+            let name = name.to_string_lossy().into_owned();
+            let _ = agent.set(nucleic_egress::AgentProcess { pid: child.id(), name });
+            match child.wait() {
+                Ok(status) => status,
+                Err(e) => {
+                    eprintln!("nucleic {CONFINE_ENTRY}: cannot wait for the agent: {e}");
+                    return ExitCode::from(125);
+                }
+            }
+        }
         Err(e) => {
             eprintln!(
                 "nucleic {CONFINE_ENTRY}: cannot run {}: {e}",

@@ -19,4 +19,7 @@ pub enum AgentError {
     Timeout { what: String, after: std::time::Duration },
     #[error("this backend does not support {0}")]
     Unsupported(&'static str),
+    /// A launch the backend cannot do (a fork, an option it has no flag for, no such mode).
+    #[error("{0}")]
+    Refused(String),
 }

@@ -97,7 +97,7 @@ async fn codex_resume_continues_the_thread_in_a_new_process() {
 
     s.mock.set_script(Script::shell_then_done("touch resumed.txt"));
     let mut o = s.options();
-    o.resume = Some(thread.clone());
+    o.common.resume = Some(thread.clone());
     let (handle, mut rx) = spawn_codex(&o).unwrap();
     let (seen, asks) = turn_answering(&handle, &mut rx, "touch it", &Decision::Allow).await;
     let started = seen
@@ -121,7 +121,7 @@ async fn codex_resume_continues_the_thread_in_a_new_process() {
     assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
 
     // An unknown thread cannot be resumed: the run ends with codex's reason.
-    o.resume = Some("00000000-0000-0000-0000-000000000000".into());
+    o.common.resume = Some("00000000-0000-0000-0000-000000000000".into());
     let (handle, mut rx) = spawn_codex(&o).unwrap();
     handle.send_user_text("hello?").await.unwrap();
     let finished = exited(&mut rx).await;

@@ -53,7 +53,7 @@ async fn bad_lines_unknown_items_and_a_death_mid_turn() {
     let (dir, program) = fake_codex(FAKE_APP_SERVER);
     let reply_file = dir.path().join("reply.json");
     let mut o = CodexOptions::new(program, dir.path().to_owned());
-    o.env = vec![("REPLY_FILE".into(), reply_file.clone().into())];
+    o.common.env = vec![("REPLY_FILE".into(), reply_file.clone().into())];
     let (handle, mut rx) = spawn_codex(&o).unwrap();
     handle.send_user_text("go").await.unwrap();
     let mut seen = Vec::new();

@@ -7,6 +7,17 @@
 //!
 //! One connection behind a mutex: a single writer by construction, meant to be called from
 //! blocking threads (`spawn_blocking`), shared as `Arc<Catalog>`. Timestamps are unix millis.
+//!
+//! - `db`: opening the database (rusqlite, bundled): private file modes, WAL, `user_version`
+//!   migrations up to [`SCHEMA_VERSION`] (schema 3 revoked the cookie-era browsers).
+//! - `projects`: projects ([`ProjectRow`]) and the defaults their new sessions start from.
+//! - `sessions`, `fold`: session rows ([`SessionRow`]) folded from their events, and approvals.
+//! - `devices`: devices ([`DeviceRow`]: id, name, public key, last seen, revoked).
+//! - `push`: devices' Web Push subscriptions.
+//! - `client_messages`: remembered client replies, bounded ([`ReplyCacheLimits`]: a day, 10,000
+//!   replies, 8 MiB).
+//! - `rebuild`: the session index recreated from transcripts alone ([`RebuildReport`]).
+//! - `wire`: protocol types as SQLite values; `error`: [`CatalogError`].
 
 mod client_messages;
 mod db;

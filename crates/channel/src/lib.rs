@@ -19,6 +19,24 @@
 //! This crate does no I/O: it turns bytes into bytes. The browser's side is
 //! `web/src/channel/` (TypeScript on `@noble/*`), checked against the same test vectors and
 //! against this crate both ways (`tests/channel/interop.rs`).
+//!
+//! Built on `snow` (X25519, ChaChaPoly, SHA-256):
+//!
+//! - `handshake`: [`Handshake`]: pairing `Noise_XXpsk3` with the one-time pairing secret as PSK,
+//!   reconnect `Noise_IK`; the device initiates; an IK responder must `accept_remote` the device
+//!   key before answering.
+//! - `transport`: [`Transport`]: strict counter nonces (a replayed, reordered or forged frame fails
+//!   and poisons the channel); messages split into ≤ 65,535-byte frames ([`MAX_FRAME`]) and
+//!   reassembled under a cap.
+//! - `keys`: [`StaticKeypair`], [`PublicKey`], [`PairingSecret`].
+//! - [`relay`]: the host's relay key answering the relay's challenge, the relay's frame codec.
+//! - [`streams`]: [`streams::DeviceStreams`], the host's demultiplexer of device streams over one
+//!   relay connection: a mode byte picks pairing or reconnect, a [`streams::DeviceRegistry`]
+//!   supplies the open pairing secret and the paired keys, a failing stream closes alone,
+//!   revocation drops a device's streams.
+//! - `error`: [`ChannelError`].
+//!
+//! See `docs/security.md`, "Remote access".
 
 mod error;
 mod handshake;

@@ -88,7 +88,14 @@ pub fn line(a: &ApprovalRequested) -> String {
             format!("  [{}]", serde_json::to_value(r).unwrap_or_default().as_str().unwrap_or("?"))
         })
         .unwrap_or_default();
-    format!("{}  {} {}{risk}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
+    match nucleic_protocol::EgressAsked::of(a) {
+        Some(asked) => {
+            format!("{}  network: allow access to {}?{risk}", a.request_id, asked.destination())
+        }
+        None => {
+            format!("{}  {} {}{risk}", a.request_id, a.tool_name, summarize_input(&a.input, 100))
+        }
+    }
 }
 
 /// What `session show` prints of an approval: its id, tool, input in one line, and the
@@ -190,6 +197,17 @@ mod tests {
         assert!(
             two.contains("r1  Write file_path=a.txt") && two.contains("r2  Write file_path=b.txt")
         );
+    }
+
+    #[test]
+    fn a_network_question_says_what_it_asks() {
+        let asked = nucleic_protocol::EgressAsked {
+            host: "pkg.test".into(),
+            port: 8443,
+            method: "CONNECT".into(),
+        };
+        let line = line(&asked.request("egress-1".into()));
+        assert_eq!(line, "egress-1  network: allow access to pkg.test:8443?  [medium]");
     }
 
     #[test]

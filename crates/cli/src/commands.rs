@@ -24,16 +24,22 @@ pub enum ExportFormatArg {
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// Start a session in a new worktree.
+    ///
+    /// Example: `nucleic session new --project <id> --agent claude "Fix the flaky login test"`.
     New {
+        /// The project (its name or id: `project list`).
         #[arg(long)]
         project: String,
         /// Branch or commit to start from (default: the project's default branch).
         #[arg(long)]
         base: Option<String>,
-        #[arg(long, value_enum)]
-        agent: Option<crate::AgentKind>,
+        /// Which agent runs it (default: Claude Code).
+        #[arg(long, value_parser = crate::agent_parser())]
+        agent: Option<Backend>,
+        /// The agent's model (default: its own configuration's).
         #[arg(long)]
         model: Option<String>,
+        /// The agent's own permission mode (Claude Code's `default`, `acceptEdits`, `plan`, …).
         #[arg(long)]
         permission_mode: Option<String>,
         /// The policy mode: readonly, edit or full (default: the project's, see `project mode`).
@@ -43,20 +49,21 @@ pub enum SessionCommand {
         /// (`session approve … --mode edit`) or reject with feedback (`session deny`).
         #[arg(long, conflicts_with = "permission_mode")]
         plan: bool,
+        /// The task, as you would type it to the agent.
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
     },
     /// List sessions.
     List {
+        /// Only this project's.
         #[arg(long)]
         project: Option<String>,
+        /// Archived ones too.
         #[arg(long)]
         all: bool,
     },
     /// Show one session's summary and its pending approvals (`approvals`: id, tool, input).
-    Show {
-        session_id: String,
-    },
+    Show { session_id: String },
     /// Stream a session's events and answer its approvals here (Ctrl-C detaches).
     Attach {
         session_id: String,
@@ -110,12 +117,10 @@ pub enum SessionCommand {
         #[arg(long)]
         stop: bool,
     },
-    Interrupt {
-        session_id: String,
-    },
-    Stop {
-        session_id: String,
-    },
+    /// Interrupt the agent's current turn (the session stays; send a follow-up to go on).
+    Interrupt { session_id: String },
+    /// Stop the session's agent (its worktree and history stay; `send` resumes it).
+    Stop { session_id: String },
     /// The worktree's diff vs its base (files, counts; --patch for the patch), or what one
     /// turn changed (--turn N).
     Diff {
@@ -172,12 +177,10 @@ pub enum SessionCommand {
         #[arg(long, value_name = "REASON")]
         force: Option<String>,
     },
-    Discard {
-        session_id: String,
-    },
-    Keep {
-        session_id: String,
-    },
+    /// Finish the session throwing its work away (the worktree and branch are removed).
+    Discard { session_id: String },
+    /// Finish the session keeping its worktree and branch as they are (`rollback` removes them).
+    Keep { session_id: String },
     /// Delete a kept session's worktree and branch.
     Rollback {
         session_id: String,
@@ -191,19 +194,12 @@ pub enum SessionCommand {
         prompt: Vec<String>,
     },
     /// Run the project's checks (or the one named) in the session's worktree now.
-    Check {
-        session_id: String,
-        name: Option<String>,
-    },
+    Check { session_id: String, name: Option<String> },
     /// Measure what the session's worktree takes on disk now (build output counted apart).
-    Disk {
-        session_id: String,
-    },
+    Disk { session_id: String },
     /// Remove a finished session's worktree directory to free disk; its branch and uncommitted
     /// work are kept, and a follow-up or `continue` brings it back.
-    Reclaim {
-        session_id: String,
-    },
+    Reclaim { session_id: String },
     /// The report: the agent's claims from its last turn next to the host's facts.
     Report {
         session_id: String,
@@ -220,20 +216,15 @@ pub enum SessionCommand {
         output: Option<std::path::PathBuf>,
     },
     /// Print the command that resumes this session in a terminal.
-    Handoff {
-        session_id: String,
-    },
-    Rename {
-        session_id: String,
-        title: String,
-    },
+    Handoff { session_id: String },
+    /// Give the session a title (shown in lists and the cockpit).
+    Rename { session_id: String, title: String },
     /// Switch the session's policy mode: readonly, edit or full (recorded in the transcript).
-    Mode {
-        session_id: String,
-        mode: String,
-    },
+    Mode { session_id: String, mode: String },
+    /// Hide a finished session from lists (`--undo` brings it back; `list --all` shows it).
     Archive {
         session_id: String,
+        /// Bring it back.
         #[arg(long)]
         undo: bool,
     },
@@ -297,11 +288,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             prompt,
         } => {
             let permission_mode = if plan { Some("plan".to_owned()) } else { permission_mode };
-            let backend = agent.map(|a| match a {
-                crate::AgentKind::Claude => Backend::ClaudeCode,
-                crate::AgentKind::Sim => Backend::Simulated,
-                crate::AgentKind::Codex => Backend::Codex,
-            });
+            let backend = agent;
             let request = NewSession {
                 project_id: project,
                 base_ref: base,

@@ -45,6 +45,15 @@ pub async fn connect(home: &Path) -> anyhow::Result<Client> {
     Ok(Client::local(daemon, options).await?)
 }
 
+/// Connects as a front end of its own (`prefix` of its client id, `name` its label), with a
+/// shorter reply deadline than a terminal's: a chat command waits a minute at most.
+pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new(prefix, name);
+    options.reply_within = std::time::Duration::from_secs(60);
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
+    Ok(Client::local(daemon, options).await?)
+}
+
 fn whoami() -> String {
     std::env::var("USER").unwrap_or_else(|_| "user".into())
 }

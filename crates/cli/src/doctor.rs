@@ -11,7 +11,46 @@ struct Finding {
     path: Option<std::path::PathBuf>,
     tested: Option<&'static str>,
     install: &'static str,
-    note: &'static str,
+    /// Whether the agent CLI has credentials to work with (`None`: not an agent CLI).
+    signed_in: Option<Result<String, String>>,
+}
+
+/// Whether Claude Code has credentials: a key in the environment or a login's credentials file.
+fn claude_signed_in() -> Result<String, String> {
+    for key in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"] {
+        if std::env::var_os(key).is_some_and(|v| !v.is_empty()) {
+            return Ok(format!("{key} is set"));
+        }
+    }
+    let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".claude")));
+    match dir.map(|d| d.join(".credentials.json")) {
+        Some(file) if file.is_file() => Ok(format!("logged in ({})", file.display())),
+        _ => Err("run `claude` once and log in (/login), or set ANTHROPIC_API_KEY".into()),
+    }
+}
+
+/// Whether Codex has credentials: a key in the environment, a login's `auth.json`, or a
+/// provider of its own in `config.toml` (its key then comes from the variable it names).
+fn codex_signed_in() -> Result<String, String> {
+    for key in ["OPENAI_API_KEY", "CODEX_API_KEY"] {
+        if std::env::var_os(key).is_some_and(|v| !v.is_empty()) {
+            return Ok(format!("{key} is set"));
+        }
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")));
+    let Some(home) = home else { return Err("HOME is not set".into()) };
+    if home.join("auth.json").is_file() {
+        return Ok(format!("logged in ({})", home.join("auth.json").display()));
+    }
+    let config = std::fs::read_to_string(home.join("config.toml")).unwrap_or_default();
+    if config.lines().any(|l| l.trim_start().starts_with("model_provider")) {
+        return Ok(format!("a provider of its own in {}", home.join("config.toml").display()));
+    }
+    Err("run `codex login`, or set OPENAI_API_KEY".into())
 }
 
 fn version_of(path: &Path) -> Result<String, String> {
@@ -82,6 +121,14 @@ fn isolation() -> bool {
                  worktree, egress only through the host's proxy, no privilege",
                 bwrap.display()
             );
+            let missing = nucleic_agents::claude::command_sandbox_missing_tools();
+            if !missing.is_empty() {
+                println!(
+                    "confinement of Claude Code's commands PARTIAL: its own sandbox needs {}; \
+                     until then the commands it runs can read its credentials",
+                    nucleic_agents::claude::describe_missing(&missing)
+                );
+            }
             true
         }
         (_, Err(why)) => {
@@ -107,12 +154,16 @@ fn git_confinement() {
     }
 }
 
-/// Prints the state of the daemon's relay connection, when it runs with `--relay`.
+/// Prints the chat bridge's state (when it ever ran) and the daemon's relay connection (when
+/// it runs with `--relay`).
 fn relay() {
     let Some(home) = crate::locate::nucleic_home(std::env::var_os("NUCLEIC_HOME").map(Into::into))
     else {
         return;
     };
+    if let Some(line) = crate::chat::doctor_line(&home) {
+        println!("{line}");
+    }
     let Some(status) = nucleic_server::remote::read_relay_status(&home) else { return };
     if !std::path::Path::new(&format!("/proc/{}", status.pid)).exists() {
         return;
@@ -132,6 +183,14 @@ fn relay() {
     println!("relay   {} — host {} — {state}", status.relay, status.host_id);
 }
 
+/// Prints whether the daemon runs as a systemd user service.
+fn service() {
+    match crate::service::unit_path().and_then(|path| crate::service::status_line(&path)) {
+        Ok(line) => println!("{line}"),
+        Err(e) => println!("service unknown: {e:#}"),
+    }
+}
+
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
 pub fn doctor() -> ExitCode {
     let findings = [
@@ -141,7 +200,7 @@ pub fn doctor() -> ExitCode {
             path: nucleic_agents::process::which("git".as_ref()),
             tested: None,
             install: "install git (apt-get install git)",
-            note: "",
+            signed_in: None,
         },
         Finding {
             name: "claude",
@@ -149,7 +208,7 @@ pub fn doctor() -> ExitCode {
             path: find_claude(),
             tested: Some(TESTED_CLAUDE),
             install: "scripts/install-agents.sh (pins @anthropic-ai/claude-code@2.1.332)",
-            note: "",
+            signed_in: Some(claude_signed_in()),
         },
         Finding {
             name: "codex",
@@ -157,16 +216,21 @@ pub fn doctor() -> ExitCode {
             path: find_codex(),
             tested: Some(TESTED_CODEX),
             install: "scripts/install-agents.sh (pins @openai/codex@0.171.0)",
-            note: "",
+            signed_in: Some(codex_signed_in()),
         },
     ];
     let mut missing_required = false;
+    // The one next step for each problem, in order.
+    let mut steps: Vec<String> = Vec::new();
     for f in &findings {
         match &f.path {
             None => {
                 missing_required |= f.required;
+                if f.required {
+                    steps.push(format!("{}: {}", f.name, f.install));
+                }
                 let what = if f.required { "MISSING (required)" } else { "missing" };
-                println!("{:<7} {what}: {}{}", f.name, f.install, f.note);
+                println!("{:<7} {what}: {}", f.name, f.install);
             }
             Some(path) => match version_of(path) {
                 Ok(version) => {
@@ -178,25 +242,58 @@ pub fn doctor() -> ExitCode {
                         Some(t) => format!("UNTESTED version (Nucleic is tested with {t})"),
                         None => "ok".into(),
                     };
-                    println!("{:<7} {} — {version} — {verdict}{}", f.name, path.display(), f.note);
+                    let signed_in = match &f.signed_in {
+                        None => String::new(),
+                        Some(Ok(how)) => format!("; signed in: {how}"),
+                        Some(Err(step)) => {
+                            steps.push(format!("{}: {step}", f.name));
+                            format!("; NOT signed in: {step}")
+                        }
+                    };
+                    println!("{:<7} {} — {version} — {verdict}{signed_in}", f.name, path.display());
                 }
                 Err(e) => {
                     missing_required |= f.required;
                     println!("{:<7} {} — BROKEN: {e}", f.name, path.display());
+                    steps.push(format!("{}: reinstall it ({})", f.name, f.install));
                 }
             },
         }
     }
     println!("sim     built in — always available (`nucleic run --agent sim …`, no API key)");
-    missing_required |= !isolation();
+    if !isolation() {
+        missing_required = true;
+        steps.push(
+            "confinement: apt-get install bubblewrap (and allow unprivileged user namespaces)"
+                .into(),
+        );
+    }
     keepers();
     git_confinement();
     relay();
+    service();
+    let agents = findings.iter().filter(|f| !f.required && f.path.is_some()).count();
     if missing_required {
-        println!("verdict: not ready — install what is marked MISSING");
+        println!("verdict: not ready — next:");
+        for (n, step) in steps.iter().enumerate() {
+            println!("  {}. {step}", n + 1);
+        }
         ExitCode::from(1)
+    } else if agents == 0 {
+        println!(
+            "verdict: ready for the simulated agent only — next: install claude or codex              (scripts/install-agents.sh, or npm as their vendors say) and sign in to it as usual"
+        );
+        ExitCode::SUCCESS
+    } else if !steps.is_empty() {
+        println!("verdict: ready, but an agent CLI cannot work yet — next:");
+        for (n, step) in steps.iter().enumerate() {
+            println!("  {}. {step}", n + 1);
+        }
+        ExitCode::SUCCESS
     } else {
-        println!("verdict: ready");
+        println!(
+            "verdict: ready — next: `nucleic open` (starts the daemon) or `nucleic service install`"
+        );
         ExitCode::SUCCESS
     }
 }

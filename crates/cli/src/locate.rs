@@ -1,14 +1,17 @@
 //! Finding agent executables: an explicit path, then `PATH`, then the project's pinned install
 //! cache (`scripts/install-agents.sh`).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
+use nucleic_agents::BackendDescription;
+use nucleic_agents::backend::AgentProgram;
 use nucleic_agents::process::which;
 
 /// Claude Code version the adapter is tested against.
-pub const TESTED_CLAUDE: &str = "2.1.332";
+pub const TESTED_CLAUDE: &str = nucleic_agents::claude::TESTED_CLAUDE;
 /// Codex version the adapter is tested against.
-pub const TESTED_CODEX: &str = "0.171.0";
+pub const TESTED_CODEX: &str = nucleic_agents::codex::TESTED_CODEX;
 
 /// The install cache of `scripts/install-agents.sh`.
 pub fn agent_cache() -> Option<PathBuf> {
@@ -21,21 +24,32 @@ pub fn agent_cache() -> Option<PathBuf> {
     Some(base.join("nucleic/agents"))
 }
 
+/// The executable of a backend and the arguments before its flags: an installed CLI on PATH,
+/// else its pinned install; `nucleic` itself for the simulated agent.
+pub fn find_agent(description: &BackendDescription) -> Option<(PathBuf, Vec<OsString>)> {
+    match description.program {
+        AgentProgram::Installed { executable, .. } => {
+            let found = which(executable.as_ref()).or_else(|| {
+                let p = description.program.in_cache(&agent_cache()?)?;
+                p.is_file().then_some(p)
+            })?;
+            Some((found, Vec::new()))
+        }
+        AgentProgram::Nucleic { args } => {
+            let nucleic = std::env::current_exe().ok()?;
+            Some((nucleic, args.iter().map(OsString::from).collect()))
+        }
+    }
+}
+
 /// `claude`: on PATH, else the pinned install.
 pub fn find_claude() -> Option<PathBuf> {
-    which("claude".as_ref()).or_else(|| {
-        let p =
-            agent_cache()?.join(format!("claude-code-{TESTED_CLAUDE}/node_modules/.bin/claude"));
-        p.is_file().then_some(p)
-    })
+    find_agent(&nucleic_agents::claude::CLAUDE_CODE).map(|(p, _)| p)
 }
 
 /// `codex`: on PATH, else the pinned install.
 pub fn find_codex() -> Option<PathBuf> {
-    which("codex".as_ref()).or_else(|| {
-        let p = agent_cache()?.join(format!("codex-{TESTED_CODEX}/node_modules/.bin/codex"));
-        p.is_file().then_some(p)
-    })
+    find_agent(&nucleic_agents::codex::CODEX).map(|(p, _)| p)
 }
 
 /// Where sessions live: `--home` / `$NUCLEIC_HOME`, else `$XDG_DATA_HOME/nucleic`, else

@@ -1,8 +1,37 @@
 //! The `nucleic` binary: argument parsing and dispatch. Everything with substance lives in the
-//! library crates; this file only turns errors into one line on stderr and an exit code.
+//! library crates; this file only turns errors into one line on stderr and an exit code. It is the
+//! only crate using `anyhow`.
+//!
+//! The hidden entry points (`__confine`, `__keeper`, `__sim-agent`: `nucleic_agents::entry_points`)
+//! are dispatched before any argument parsing, by this binary and by `nucleic-host`'s
+//! `nucleic-entry-points`, which the host's own tests and benches start instead.
+//!
+//! - `run`: `nucleic run`, one session in place in the foreground; `render`: its events rendered
+//!   for people; `plan_prompt`: plans and questions on the terminal.
+//! - `doctor`: `nucleic doctor`, the tools present and the relay connection's state too.
+//! - `serve`: `nucleic serve`, the daemon (`--relay URL`: remote access, `--relay-ca FILE` for a
+//!   self-hosted relay's CA, `--allow-plain-relay` for `ws://` off loopback; `--lan ADDR`: the
+//!   channel directly; `--no-tcp`: no TCP port, the CLI uses `daemon.sock`); `signals`: stopping on
+//!   Ctrl-C or SIGTERM; `tuning`: its timing knobs from the environment.
+//! - `devices`: `nucleic pair` (a QR code and a one-time pairing link), `device list|revoke`,
+//!   `token rotate`.
+//! - `open`: `nucleic open`, a sign-in link of the daemon.
+//! - `demo` (`demo.rs`): `nucleic demo`, a host in process on a throwaway repository with three
+//!   simulated sessions, for people and the browser suite.
+//! - `project_commands`, `checks`, `sandbox`: `nucleic project …`.
+//! - `commands`, `attach`, `approvals`, `review`, `pull_request`, `disk`: `nucleic session …`,
+//!   `import` and `gc`.
+//! - `rules`: `nucleic rules list|add|rm`, on the rule files directly.
+//! - `chat`: `nucleic chat`, the Telegram bridge (`nucleic-chat`) in the foreground, and
+//!   `chat pair|list|unpair`.
+//! - `service`: `nucleic service install|uninstall|status`, the daemon as a systemd user unit.
+//! - `daemon` (`daemon.rs`): its daemon through `nucleic-client`, starting `nucleic serve` only
+//!   when no host holds `host.lock` (`home_lock.rs`: one host per `NUCLEIC_HOME`).
+//! - `locate`: finding agent executables and the home.
 
 mod approvals;
 mod attach;
+mod chat;
 mod checks;
 mod commands;
 mod daemon;
@@ -22,23 +51,34 @@ mod rules;
 mod run;
 mod sandbox;
 mod serve;
+mod service;
 mod signals;
 mod tuning;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Nucleic runs coding agents (Claude Code, Codex, a built-in simulated agent) and turns their
-/// output into one normalized, sequenced event stream.
+/// Nucleic runs many coding agents (Claude Code, Codex, a built-in simulated agent) side by side,
+/// each in its own git worktree and confined by the kernel, and lets you watch, approve, steer
+/// and merge them from the web cockpit, your phone or this CLI.
 #[derive(Debug, Parser)]
-#[command(name = "nucleic", version, about)]
+#[command(name = "nucleic", version, about, after_help = GETTING_STARTED)]
 struct Cli {
     #[command(subcommand)]
     command: Commands,
 }
+
+/// The top-level help's example path, from nothing to a first session.
+const GETTING_STARTED: &str = "Getting started:
+  nucleic demo                      the cockpit with three simulated sessions (no API key)
+  nucleic doctor                    what is installed, and the next step
+  nucleic project add ~/src/app     a git repository for sessions to run in (prints its id)
+  nucleic session new --project <id> --agent claude \"Fix the flaky login test\"
+  nucleic open                      a sign-in link to the cockpit (starts the daemon)
+  nucleic service install           keep the daemon running (a systemd user service)
+Every command has --help. The docs: docs/README.md";
 
 #[derive(Debug, Subcommand)]
 enum Commands {
@@ -150,6 +190,22 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
+    /// The daemon as a systemd user service: install (enable, start), uninstall, status.
+    Service {
+        #[command(subcommand)]
+        command: service::ServiceCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// Run and steer sessions from Telegram with `/cc` commands: the bridge in the foreground
+    /// (one per bot token; the token from $NUCLEIC_TELEGRAM_TOKEN or --token-file), and
+    /// `chat pair|list|unpair` for who may use it (docs/chat.md).
+    Chat {
+        #[command(flatten)]
+        args: Box<chat::ChatArgs>,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
     /// Find worktrees no session owns (dry run); `--apply` removes them.
     Gc {
         #[arg(long)]
@@ -157,26 +213,15 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
-    /// The built-in simulated agent (speaks the Claude Code stream-json protocol).
-    #[command(name = "__sim-agent", hide = true)]
-    SimAgent {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<OsString>,
-    },
-    /// The keeper of one agent process (started by the host; see `nucleic_agents::keeper`).
-    #[command(name = "__keeper", hide = true)]
-    Keeper { dir: PathBuf },
 }
 
-/// Which agent `run` starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentKind {
-    /// Claude Code (the `claude` CLI).
-    Claude,
-    /// The built-in simulated agent: no API key, no network.
-    Sim,
-    /// OpenAI Codex (`codex app-server`; `CODEX_HOME` and the provider's key from the environment).
-    Codex,
+/// `--agent`: a backend by its name on the command line (`nucleic_agents::BACKENDS`).
+pub fn agent_parser() -> impl clap::builder::TypedValueParser<Value = nucleic_protocol::Backend> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let names = nucleic_agents::BACKENDS.iter().map(|d| PossibleValue::new(d.name).help(d.about));
+    PossibleValuesParser::new(names).try_map(|name| {
+        nucleic_agents::backend_named(&name).map(|d| d.backend).ok_or("no such agent")
+    })
 }
 
 /// How `run` answers approvals.
@@ -193,8 +238,8 @@ pub enum ApproveMode {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The agent to run.
-    #[arg(long, value_enum, default_value = "claude")]
-    agent: AgentKind,
+    #[arg(long, value_parser = agent_parser(), default_value = "claude")]
+    agent: nucleic_protocol::Backend,
     /// Working directory for the agent (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -241,24 +286,34 @@ pub struct RunArgs {
     prompt: Vec<String>,
 }
 
+/// `nucleic doctor | head`: a reader that went away ends the program quietly with a SIGPIPE's
+/// status (141), as other command-line tools do, instead of a panic's message (Rust ignores
+/// SIGPIPE, so `println!` panics on the broken pipe).
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
-    // The first process of every agent's sandbox: nothing else is parsed or set up for it.
-    if let Some(code) = nucleic_agents::confine::run_if_asked() {
+    // The host's own entry points (a sandbox's first process, a keeper, the simulated agent):
+    // nothing else is parsed or set up for them.
+    if let Some(code) = nucleic_agents::entry_points::run_if_asked() {
         return code;
     }
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     match cli.command {
-        Commands::SimAgent { args } => {
-            let args = args.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
-            ExitCode::from(u8::try_from(nucleic_sim::run_cli(args)).unwrap_or(1))
-        }
-        Commands::Keeper { dir } => match nucleic_agents::keeper::run_keeper(&dir) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("nucleic keeper: {e}");
-                ExitCode::FAILURE
-            }
-        },
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
         Commands::Serve {
@@ -325,6 +380,20 @@ fn main() -> ExitCode {
             Some(home) => block_on(commands::import(&home, &path)),
             None => no_home(),
         },
+        Commands::Service { command, home } => match locate::nucleic_home(home) {
+            Some(home) => match service::run(command, &home) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("nucleic: {e:#}");
+                    ExitCode::from(2)
+                }
+            },
+            None => no_home(),
+        },
+        Commands::Chat { args, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(chat::chat(&home, *args)),
+            None => no_home(),
+        },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(disk::gc(&home, apply)),
             None => no_home(),
@@ -356,5 +425,30 @@ fn block_on(future: impl std::future::Future<Output = anyhow::Result<ExitCode>>)
             eprintln!("nucleic: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command and subcommand says what it does in `--help`.
+    #[test]
+    fn every_command_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+                let name = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() {
+                    missing.push(name.clone());
+                }
+                walk(sub, &name, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "nucleic", &mut missing);
+        assert!(missing.is_empty(), "commands without help: {missing:?}");
+        Cli::command().debug_assert();
     }
 }

@@ -91,9 +91,16 @@ impl Renderer {
                 let mark = if r.is_error { "✗" } else { "↳" };
                 format!("  {mark} {}", shorten(&result_text(&r.content), 100))
             }
-            EventKind::ApprovalRequested(a) => {
-                format!("? {} wants approval: {}", a.tool_name, summarize_input(&a.input, 100))
-            }
+            EventKind::ApprovalRequested(a) => match nucleic_protocol::EgressAsked::of(a) {
+                Some(asked) => format!(
+                    "? network: allow access to {} ({})? approve once, --always for the project, or deny",
+                    asked.destination(),
+                    asked.method
+                ),
+                None => {
+                    format!("? {} wants approval: {}", a.tool_name, summarize_input(&a.input, 100))
+                }
+            },
             EventKind::ApprovalResolved(r) => {
                 let what = match r.decision {
                     DecisionKind::Allow => "allowed",

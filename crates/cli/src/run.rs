@@ -10,16 +10,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use nucleic_agents::AgentLaunch;
-use nucleic_agents::claude::ClaudeOptions;
-use nucleic_agents::codex::{CodexExecOptions, CodexOptions};
+use nucleic_agents::{AgentLaunch, LaunchRequest};
 use nucleic_core::{CoreError, SessionConfig, SessionController, SessionHandle};
-use nucleic_protocol::{ApprovalRequested, Backend, Decision, EventKind, SessionCreated};
+use nucleic_protocol::{ApprovalRequested, Decision, EventKind, SessionCreated};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::locate::{find_claude, find_codex, nucleic_home};
+use crate::locate::nucleic_home;
 use crate::render::{Renderer, summarize_input};
-use crate::{AgentKind, ApproveMode, RunArgs};
+use crate::{ApproveMode, RunArgs};
 
 /// Runs the session; `Ok` carries the exit code (0 only when the run completed).
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -49,7 +47,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 title: nucleic_host::title_from_prompt(&prompt),
                 project_id: None,
                 project_root: None,
-                cwd: launch_cwd(&launch).to_string_lossy().into_owned(),
+                cwd: launch.common().cwd.to_string_lossy().into_owned(),
                 worktree: None,
                 model: args.model.clone(),
                 permission_mode: Some(args.permission_mode.clone()),
@@ -86,9 +84,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut timed_out = false;
     // Approvals being answered, by request id: resolving one withdraws its terminal prompt.
     let mut withdraw: HashMap<String, oneshot::Sender<()>> = HashMap::new();
-    // For Codex the adapter's watchdog applies the idle timeout to turns (with a clearer
-    // message); this timer is then only a backstop, at twice the time.
-    let backstop = if backend == Backend::Codex { 2 } else { 1 };
+    // Where the adapter's watchdog applies the idle timeout to turns (Codex, with a clearer
+    // message), this timer is only a backstop, at twice the time.
+    let backstop = if launch.provider_timeout().is_some() { 2 } else { 1 };
     let idle = args.idle_timeout.map(|secs| Duration::from_secs(secs * backstop));
     loop {
         let event = tokio::select! {
@@ -166,69 +164,32 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
-/// The backend's launch options from the command line.
+/// The backend's launch from the command line, built by its description (what it cannot do —
+/// `--fork`, `--exec`, `--append-system-prompt`, a mode it has not — is refused there).
 fn agent_launch(args: &RunArgs, cwd: PathBuf) -> anyhow::Result<AgentLaunch> {
-    let (program, prefix, backend) = match (args.agent, &args.agent_bin) {
-        (_, Some(bin)) => (bin.clone(), Vec::new(), backend_of(args.agent)),
-        (AgentKind::Sim, None) => (
-            std::env::current_exe().context("cannot find the nucleic executable")?,
-            vec!["__sim-agent".into()],
-            Backend::Simulated,
-        ),
-        (AgentKind::Claude, None) => match find_claude() {
-            Some(p) => (p, Vec::new(), Backend::ClaudeCode),
-            None => bail!(
-                "claude not found on PATH or in the agent cache; run scripts/install-agents.sh, pass --agent-bin, or use --agent sim"
-            ),
-        },
-        (AgentKind::Codex, None) => match find_codex() {
-            Some(p) => (p, Vec::new(), Backend::Codex),
-            None => bail!(
-                "codex not found on PATH or in the agent cache; run scripts/install-agents.sh or pass --agent-bin"
-            ),
-        },
+    let description = nucleic_agents::describe(args.agent);
+    let (program, prefix) = match &args.agent_bin {
+        Some(bin) => (bin.clone(), Vec::new()),
+        None => crate::locate::find_agent(description).with_context(|| {
+            format!(
+                "{} not found on PATH or in the agent cache; run scripts/install-agents.sh, \
+                 pass --agent-bin, or use --agent sim",
+                description.name
+            )
+        })?,
     };
-    if args.exec && backend != Backend::Codex {
-        bail!("--exec is for --agent codex");
-    }
-    if backend == Backend::Codex {
-        if args.fork {
-            bail!("--fork is not supported with --agent codex");
-        }
-        if args.append_system_prompt.is_some() {
-            bail!("--append-system-prompt is not supported with --agent codex");
-        }
-        if args.exec {
-            let mut opts = CodexExecOptions::new(program, cwd);
-            opts.permission_mode.clone_from(&args.permission_mode);
-            opts.sandbox()?;
-            opts.model = args.model.clone();
-            opts.resume = args.resume.clone();
-            if let Some(secs) = args.idle_timeout {
-                opts.provider_timeout = Some(Duration::from_secs(secs));
-            }
-            return Ok(AgentLaunch::CodexExec(opts));
-        }
-        let mut opts = CodexOptions::new(program, cwd);
-        opts.set_permission_mode(&args.permission_mode)?;
-        opts.model = args.model.clone();
-        opts.resume = args.resume.clone();
-        // codex retries an unreachable provider forever, and its retry notices count as output:
-        // the adapter's own watchdog applies the idle timeout to turns that make no progress.
-        if let Some(secs) = args.idle_timeout {
-            opts.provider_timeout = Some(Duration::from_secs(secs));
-        }
-        return Ok(AgentLaunch::Codex(opts));
-    }
-    let mut opts = ClaudeOptions::new(program, cwd);
-    opts.prefix_args = prefix;
-    opts.backend = backend;
-    opts.permission_mode = args.permission_mode.clone();
-    opts.model = args.model.clone();
-    opts.resume = args.resume.clone();
-    opts.fork = args.fork;
-    opts.append_system_prompt = args.append_system_prompt.clone();
-    Ok(AgentLaunch::Claude(opts))
+    let mut request = LaunchRequest::new(program, cwd);
+    request.prefix_args = prefix;
+    request.common.permission_mode.clone_from(&args.permission_mode);
+    request.common.model.clone_from(&args.model);
+    request.common.resume.clone_from(&args.resume);
+    request.fork = args.fork;
+    request.append_system_prompt.clone_from(&args.append_system_prompt);
+    request.exec = args.exec;
+    // A backend with a watchdog (codex retries an unreachable provider forever, and its retry
+    // notices count as output) applies the idle timeout to turns that make no progress.
+    request.provider_timeout = args.idle_timeout.map(Duration::from_secs);
+    Ok(description.launch(request)?)
 }
 
 /// Confines the run's agent as a daemon session's would be (`NUCLEIC_AGENT_ISOLATION`), with its
@@ -240,26 +201,24 @@ fn confine(
 ) -> anyhow::Result<(EventKind, Option<nucleic_host::RunEgress>)> {
     let config = crate::serve::host_config(home)?;
     let backend = launch.backend();
-    let (cwd, program, slot) = match launch {
-        AgentLaunch::Claude(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
-        AgentLaunch::Codex(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
-        AgentLaunch::CodexExec(o) => (o.cwd.clone(), o.program.clone(), &mut o.isolation),
-    };
+    let common = launch.common_mut();
+    let (cwd, program) = (common.cwd.clone(), common.program.clone());
     let isolation = nucleic_host::run_isolation(&config, backend, &cwd, run_id, &program)?;
     let confined = isolation.is_some();
     let egress = match isolation.as_ref().and_then(|i| i.network.as_ref()) {
         Some(_) => Some(nucleic_host::RunEgress::start(&config, run_id, backend)?),
         None => None,
     };
-    *slot = isolation;
+    common.isolation = isolation;
     let allowed = match egress {
         Some(_) => nucleic_host::confinement::model_endpoints(&config, backend),
         None => Vec::new(),
     };
+    let commands = launch.commands_note().map(|n| format!("; {n}")).unwrap_or_default();
     let summary = if confined {
         format!(
             "bubblewrap: your home and secrets hidden, writes only in {} and the agent's own \
-             state, no privilege, network only to {}",
+             state, no privilege, network only to {}{commands}",
             cwd.display(),
             if allowed.is_empty() { "nothing".to_owned() } else { allowed.join(", ") }
         )
@@ -273,26 +232,10 @@ fn confine(
     Ok((EventKind::Confinement(event), egress))
 }
 
-fn launch_cwd(launch: &AgentLaunch) -> &Path {
-    match launch {
-        AgentLaunch::Claude(o) => &o.cwd,
-        AgentLaunch::Codex(o) => &o.cwd,
-        AgentLaunch::CodexExec(o) => &o.cwd,
-    }
-}
-
 async fn sleep_or_never(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
-    }
-}
-
-fn backend_of(agent: AgentKind) -> Backend {
-    match agent {
-        AgentKind::Claude => Backend::ClaudeCode,
-        AgentKind::Sim => Backend::Simulated,
-        AgentKind::Codex => Backend::Codex,
     }
 }
 
@@ -378,11 +321,17 @@ pub async fn ask_person(request: &ApprovalRequested) -> Option<Decision> {
             Err(e) => Decision::Deny { message: format!("no usable answer: {e}") },
         });
     }
-    let prompt = format!(
-        "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
-        request.tool_name,
-        summarize_input(&request.input, 80)
-    );
+    let prompt = match nucleic_protocol::EgressAsked::of(request) {
+        Some(asked) => format!(
+            "Allow network access to {}? [y]es / [n]o <reason> / [a]lways (for the project): ",
+            asked.destination()
+        ),
+        None => format!(
+            "Allow {} {}? [y]es / [n]o <reason> / [a]lways / [s]top: ",
+            request.tool_name,
+            summarize_input(&request.input, 80)
+        ),
+    };
     let line = read_answer(&prompt).await?;
     let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
     let reason = if rest.trim().is_empty() {

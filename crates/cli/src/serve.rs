@@ -41,7 +41,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
             claude: find_claude(),
             codex: find_codex(),
             sim_program: program.clone(),
-            sim_prefix: vec!["__sim-agent".into()],
+            sim_prefix: vec![nucleic_agents::entry_points::SIM_AGENT_ENTRY.into()],
             nucleic: program.clone(),
         },
         limits: Limits::default(),

@@ -1,6 +1,7 @@
 //! The client side of Nucleic's sync protocol (`docs/protocol.md`), for every front end in
 //! Rust: the CLI, the benches, tests, and front ends to come. A front end depends on this and on
-//! `nucleic-protocol`, never on the host.
+//! `nucleic-protocol`, never on the host. This crate itself depends on `nucleic-protocol` only;
+//! a test (`crates/cli/tests/cli/crate_graph.rs`) keeps it so, and keeps front ends off the host.
 //!
 //! - `daemon`: the local daemon of a `$NUCLEIC_HOME` — `daemon.json`, the token, and starting
 //!   one (through a [`DaemonStarter`] the binary supplies) only when no host holds the home.

@@ -26,6 +26,12 @@ impl ApprovalCoordinator {
     /// Records a new request.
     pub fn open(&mut self, request: ApprovalRequested) {
         let deadline = self.timeout.map(|t| Instant::now() + t);
+        self.open_until(request, deadline);
+    }
+
+    /// Records a new request that expires at `deadline` (never, when `None`) whatever the
+    /// coordinator's timeout.
+    pub fn open_until(&mut self, request: ApprovalRequested, deadline: Option<Instant>) {
         self.pending.insert(request.request_id.clone(), (request, deadline));
     }
 

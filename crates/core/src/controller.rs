@@ -24,6 +24,7 @@ use crate::status::next_status;
 use idle::Transcript;
 
 mod decisions;
+mod host_asks;
 mod idle;
 #[cfg(test)]
 mod idle_tests;
@@ -149,6 +150,7 @@ impl SessionController {
             user_turns: 0,
             exit_origin: kept.map(|k| exit_origin(&k.run)),
             settled: std::collections::HashSet::new(),
+            host_asks: host_asks::HostAsks::default(),
         };
         let mut writer = writer;
         if last_seq == 0
@@ -187,6 +189,8 @@ struct Writer<A> {
     exit_origin: Option<String>,
     /// Requests the policy answered: recorded with their answer, they move no status.
     settled: std::collections::HashSet<String>,
+    /// The host's own questions still open.
+    host_asks: host_asks::HostAsks,
 }
 
 impl<A: AgentControl> Writer<A> {
@@ -251,6 +255,9 @@ impl<A: AgentControl> Writer<A> {
                 Command::Record { kind, reply } => {
                     self.append(vec![Draft::host(*kind)]);
                     let _ = reply.send(Ok(()));
+                }
+                Command::AskHost { reply, .. } => {
+                    let _ = reply.send(Err(CoreError::AgentGone));
                 }
                 Command::UserText { reply, .. }
                 | Command::Interrupt { reply, .. }
@@ -449,6 +456,9 @@ impl<A: AgentControl> Writer<A> {
                 self.append(vec![Draft::host(*kind)]);
                 let _ = reply.send(Ok(()));
             }
+            Command::AskHost { request, deadline, reply } => {
+                let _ = reply.send(self.ask_host(*request, deadline));
+            }
             Command::Close { reply } => {
                 let _ = reply.send(Err(CoreError::Unsupported(
                     "the agent is still running; stop it first".into(),
@@ -497,25 +507,32 @@ impl<A: AgentControl> Writer<A> {
             };
             if let Some(why) = void_reason {
                 for r in self.approvals.cancel_all(why) {
+                    self.host_asks.resolved(&r);
                     drafts.push(Draft::host(EventKind::ApprovalResolved(r)));
                 }
             }
             let settled = match &draft.kind {
                 EventKind::ApprovalRequested(a) => {
-                    self.approvals.open(a.clone());
+                    match self.host_asks.deadline(&a.request_id) {
+                        Some(wait) => {
+                            let deadline = tokio::time::Instant::now() + wait;
+                            self.approvals.open_until(a.clone(), Some(deadline));
+                        }
+                        None => self.approvals.open(a.clone()),
+                    }
                     self.settled.contains(&a.request_id)
                 }
                 EventKind::ApprovalResolved(r) => {
+                    self.host_asks.resolved(r);
                     self.approvals.close(r);
                     self.settled.remove(&r.request_id)
                 }
                 _ => false,
             };
-            let status = if settled {
-                self.status
-            } else {
-                next_status(self.status, &draft.kind, self.approvals.pending_count())
-            };
+            // The status follows the agent's approvals: the host's own questions move none.
+            let pending = self.approvals.pending_count().saturating_sub(self.host_asks.len());
+            let status =
+                if settled { self.status } else { next_status(self.status, &draft.kind, pending) };
             drafts.push(draft);
             if status != self.status {
                 let change = StatusChanged { status, previous: self.status };

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nucleic_protocol::{ApprovalResolved, Decision, EventKind, RunFinished, SessionStatus};
+use nucleic_protocol::{
+    ApprovalRequested, ApprovalResolved, Decision, EventKind, RunFinished, SessionStatus,
+};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::batch::EventBatch;
@@ -61,6 +63,11 @@ pub(crate) enum Command {
     Record {
         kind: Box<EventKind>,
         reply: Reply<()>,
+    },
+    AskHost {
+        request: Box<ApprovalRequested>,
+        deadline: Duration,
+        reply: Reply<oneshot::Receiver<ApprovalResolved>>,
     },
     Close {
         reply: Reply<()>,
@@ -186,6 +193,20 @@ impl SessionHandle {
     /// Appends an event the host made (e.g. a rename or a finished merge) to the transcript.
     pub async fn record(&self, kind: EventKind) -> Result<(), CoreError> {
         self.ask(|reply| Command::Record { kind: Box::new(kind), reply }).await
+    }
+
+    /// Asks the host's own question `request` as an approval of the session (no agent tool
+    /// call waits on it): recorded as `approvalRequested`, answered by the same decisions and
+    /// first-responder-wins as the agent's. Once recorded, returns where its resolution will
+    /// come: a person's answer, or `cancelled` by `host:timeout` after `deadline`, or
+    /// `cancelled` when the turn or the agent ends first. Refused when the agent is gone.
+    pub async fn ask_host(
+        &self,
+        request: ApprovalRequested,
+        deadline: Duration,
+    ) -> Result<oneshot::Receiver<ApprovalResolved>, CoreError> {
+        let request = Box::new(request);
+        self.ask(|reply| Command::AskHost { request, deadline, reply }).await
     }
 
     /// Every event from `from_seq` on: first what is on disk, then live.

@@ -1,8 +1,11 @@
 //! Component tests of the session controller with an in-process fake agent (fast and exact):
 //! seq and transcript, subscriptions from any seq, status, approvals (first responder wins,
-//! voiding, timeouts, capabilities), and a full disk.
+//! voiding, timeouts, capabilities), the host's own questions, and a full disk.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+#[path = "core/host_asks.rs"]
+mod host_asks;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

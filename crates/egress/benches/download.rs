@@ -52,7 +52,8 @@ fn main() {
     let forward_port = forward.local_addr().expect("forward address").port();
     let proxy_port_listener = bind_loopback(0).expect("bind the proxy port");
     std::thread::spawn(move || {
-        bridge(&socket, proxy_port_listener, vec![(forward, format!("127.0.0.1:{port}"))])
+        let forwards = vec![(forward, format!("127.0.0.1:{port}"))];
+        bridge(&socket, proxy_port_listener, forwards, Default::default())
     });
     println!("egress download bench: {} MB per download, {rounds} rounds", BYTES / 1_000_000);
     let mut ratios = Vec::new();

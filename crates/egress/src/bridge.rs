@@ -1,19 +1,21 @@
 //! The sandbox side: listeners on the sandbox's own loopback — the agent's HTTP proxy port and
 //! each forwarded endpoint — whose every accepted connection is handed to the host's proxy over
-//! its Unix socket (`handoff`), the connection itself, so the bridge carries no byte. Blocking,
-//! one thread per listener: it runs in a small process before the agent, with nothing else to do.
+//! its Unix socket (`handoff`), the connection itself, so the bridge carries no byte, with who
+//! opened a proxy connection ([`crate::origin`]). Blocking, one thread per listener: it runs in a
+//! small process before the agent, with nothing else to do.
 
 use std::convert::Infallible;
 use std::io;
 use std::net::{Shutdown, TcpListener};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
 use rustix::io::Errno;
 
 use crate::error::EgressError;
 use crate::handoff::{Handoff, hand_over};
+use crate::origin::{AgentProcess, Origin, origin_of};
 
 /// How long a hand-over may wait for a host that is there but accepts nothing.
 pub const HANDOFF_DEADLINE: Duration = Duration::from_secs(3);
@@ -23,7 +25,8 @@ pub fn bind_loopback(port: u16) -> std::io::Result<TcpListener> {
     TcpListener::bind(("127.0.0.1", port))
 }
 
-/// Hands `http_proxy`'s connections to the proxy at `proxy_socket` as proxy requests, and each
+/// Hands `http_proxy`'s connections to the proxy at `proxy_socket` as proxy requests, each
+/// saying whether the agent program (`agent`, once it is set) opened it, and each
 /// forward's as tunnels to its `host:port` (the proxy judges both). Without the host's socket
 /// an agent's connection is closed at once. Returns only when a listener is broken (not for a
 /// passing accept error such as running out of descriptors), saying which.
@@ -31,14 +34,15 @@ pub fn bridge(
     proxy_socket: &Path,
     http_proxy: TcpListener,
     forwards: Vec<(TcpListener, String)>,
+    agent: Arc<OnceLock<AgentProcess>>,
 ) -> Result<Infallible, EgressError> {
     let (broken, first_broken) = mpsc::channel();
-    let listeners = std::iter::once((http_proxy, Handoff::Proxy))
-        .chain(forwards.into_iter().map(|(l, target)| (l, Handoff::Forward(target))));
+    let listeners = std::iter::once((http_proxy, Listening::Proxy))
+        .chain(forwards.into_iter().map(|(l, target)| (l, Listening::Forward(target))));
     for (listener, what) in listeners {
-        let (socket, broken) = (proxy_socket.to_owned(), broken.clone());
+        let (socket, broken, agent) = (proxy_socket.to_owned(), broken.clone(), agent.clone());
         std::thread::spawn(move || {
-            let Err(e) = accept_loop(&listener, &socket, &what);
+            let Err(e) = accept_loop(&listener, &socket, &what, &agent);
             let _ = broken.send(e);
         });
     }
@@ -50,19 +54,26 @@ pub fn bridge(
     }
 }
 
+/// What a listener of the bridge is.
+enum Listening {
+    Proxy,
+    Forward(String),
+}
+
 fn accept_loop(
     listener: &TcpListener,
     socket: &Path,
-    what: &Handoff,
+    what: &Listening,
+    agent_pid: &OnceLock<AgentProcess>,
 ) -> Result<Infallible, EgressError> {
     let name = || match (what, listener.local_addr()) {
-        (Handoff::Proxy, Ok(at)) => format!("accepting on the proxy port {at}"),
-        (Handoff::Forward(target), Ok(at)) => format!("accepting on {at} (forward to {target})"),
+        (Listening::Proxy, Ok(at)) => format!("accepting on the proxy port {at}"),
+        (Listening::Forward(target), Ok(at)) => format!("accepting on {at} (forward to {target})"),
         (_, Err(_)) => "accepting".to_owned(),
     };
     loop {
-        let agent = match listener.accept() {
-            Ok((agent, _)) => agent,
+        let (agent, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e) if listener_broken(&e) => return Err(EgressError::io(name(), e)),
             // Out of descriptors, a connection reset before it was taken, …: the next may work.
             Err(_) => {
@@ -70,9 +81,17 @@ fn accept_loop(
                 continue;
             }
         };
+        let handoff = match what {
+            // Before the agent runs, nobody is its own.
+            Listening::Proxy => Handoff::Proxy(match (agent_pid.get(), agent.local_addr()) {
+                (Some(agent), Ok(local)) => origin_of(Path::new("/proc"), peer, local, agent),
+                _ => Origin::Command,
+            }),
+            Listening::Forward(target) => Handoff::Forward(target.clone()),
+        };
         // Without the host's socket (a host restarting) the agent sees its connection closed
         // at once: a clean error, no hang.
-        if hand_over(socket, &agent, what, HANDOFF_DEADLINE).is_err() {
+        if hand_over(socket, &agent, &handoff, HANDOFF_DEADLINE).is_err() {
             let _ = agent.shutdown(Shutdown::Both);
         }
     }
@@ -109,7 +128,8 @@ mod tests {
         let fd = std::os::fd::OwnedFd::from(socket);
         let listener = TcpListener::from(fd);
         let dir = tempfile::tempdir().unwrap();
-        let err = bridge(&dir.path().join("none.sock"), listener, Vec::new()).unwrap_err();
+        let agent = Arc::new(OnceLock::new());
+        let err = bridge(&dir.path().join("none.sock"), listener, Vec::new(), agent).unwrap_err();
         assert!(err.to_string().contains("accepting"), "{err}");
     }
 }

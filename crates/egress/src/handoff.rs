@@ -1,8 +1,10 @@
 //! How the bridge hands an agent's connection to the host's proxy: over the proxy's Unix socket,
 //! one message per connection carrying the connection itself (`SCM_RIGHTS`) and a one-line
-//! header saying what it is — `P` (it speaks the HTTP proxy protocol) or `F host:port` (a
+//! header saying what it is — `P` (it speaks the HTTP proxy protocol; `P agent` when the agent
+//! program itself opened it, not a command: see [`crate::origin`]) or `F host:port` (a
 //! forwarded endpoint: tunnel it there). The host then reads and writes the agent's socket
-//! directly; no byte passes through the bridge.
+//! directly; no byte passes through the bridge. Anything in the sandbox can reach the socket and
+//! write any header: saying `agent` only gets a name off the list refused without asking.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -17,14 +19,16 @@ use rustix::net::{
 };
 use tokio::io::Interest;
 
+use crate::origin::Origin;
+
 /// The longest header accepted.
 const MAX_HEADER: usize = 512;
 
 /// What a handed-over connection is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handoff {
-    /// The agent speaks the HTTP proxy protocol on it.
-    Proxy,
+    /// The agent speaks the HTTP proxy protocol on it; who in the sandbox opened it.
+    Proxy(Origin),
     /// A forwarded endpoint: its bytes go to `host:port` as they are.
     Forward(String),
 }
@@ -32,7 +36,8 @@ pub enum Handoff {
 impl Handoff {
     fn header(&self) -> String {
         match self {
-            Handoff::Proxy => "P\n".to_owned(),
+            Handoff::Proxy(Origin::Command) => "P\n".to_owned(),
+            Handoff::Proxy(Origin::Agent) => "P agent\n".to_owned(),
             Handoff::Forward(target) => format!("F {target}\n"),
         }
     }
@@ -40,7 +45,8 @@ impl Handoff {
     fn parse(bytes: &[u8]) -> Option<Handoff> {
         let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
         match text.split_once(' ') {
-            None if text == "P" => Some(Handoff::Proxy),
+            None if text == "P" => Some(Handoff::Proxy(Origin::Command)),
+            Some(("P", "agent")) => Some(Handoff::Proxy(Origin::Agent)),
             Some(("F", target)) if !target.is_empty() => Some(Handoff::Forward(target.to_owned())),
             _ => None,
         }
@@ -148,10 +154,11 @@ mod tests {
 
     #[test]
     fn headers_round_trip_and_nothing_else_parses() {
-        for what in [Handoff::Proxy, Handoff::Forward("127.0.0.1:9".into())] {
+        let proxy = [Handoff::Proxy(Origin::Command), Handoff::Proxy(Origin::Agent)];
+        for what in proxy.into_iter().chain([Handoff::Forward("127.0.0.1:9".into())]) {
             assert_eq!(Handoff::parse(what.header().as_bytes()), Some(what));
         }
-        for bad in [&b""[..], b"P", b"X\n", b"F \n", b"F\n", b"\xff\n"] {
+        for bad in [&b""[..], b"P", b"P x\n", b"X\n", b"F \n", b"F\n", b"\xff\n"] {
             assert_eq!(Handoff::parse(bad), None, "{bad:?}");
         }
     }

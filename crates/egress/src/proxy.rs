@@ -1,7 +1,9 @@
 //! The host side: an HTTP proxy on a Unix socket that tunnels CONNECTs and forwards plain HTTP
 //! to what the rules allow, refuses everything else with a 403 saying why, and reports each
 //! decision. A name that resolves only to this machine's own or link-local addresses is refused
-//! (DNS rebinding onto the host's services); an IP literal is reached only when listed exactly.
+//! (DNS rebinding onto the host's services); an IP literal is reached only when listed exactly. A
+//! name off the list is asked about when the rules can ask ([`crate::ask`]) and a command asked
+//! for it; the agent program's own background traffic to it is refused without asking.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
@@ -13,8 +15,10 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::allow::{AllowList, Destination};
+use crate::ask::{AnswerFuture, Asked, Question};
 use crate::handoff::{Handoff, take_over};
 use crate::head::{HeadError, Request, parse, read_head};
+use crate::origin::Origin;
 use crate::resolve::{Resolver, is_own};
 
 /// A decision of the proxy.
@@ -33,6 +37,15 @@ pub trait EgressRules: Send + Sync {
     /// Whether `dest` is allowed. An IP literal is allowed only when listed exactly, so a
     /// listed literal is reached even on loopback; a name never leads there.
     fn allows(&self, dest: &Destination) -> bool;
+
+    /// Asks whether `question`'s name, which [`EgressRules::allows`] refused, may be reached
+    /// after all; `None` (the default): it is refused at once. Called once per destination
+    /// while a question is open (every connection to it waits on that answer), never for an IP
+    /// literal or `localhost`; an answer should come within the question's deadline.
+    fn ask(&self, question: Question) -> Option<AnswerFuture> {
+        let _ = question;
+        None
+    }
 }
 
 impl EgressRules for AllowList {
@@ -60,6 +73,8 @@ pub struct ProxyConfig {
     /// are not the agent's to exhaust).
     pub max_connections: usize,
     pub resolver: Resolver,
+    /// How long a connection to a name off the list is held while the rules ask about it.
+    pub ask_deadline: Duration,
 }
 
 impl Default for ProxyConfig {
@@ -69,6 +84,7 @@ impl Default for ProxyConfig {
             connect_deadline: Duration::from_secs(10),
             max_connections: 256,
             resolver: Resolver::System,
+            ask_deadline: Duration::from_secs(300),
         }
     }
 }
@@ -91,6 +107,7 @@ pub async fn serve_with(
     config: ProxyConfig,
 ) {
     let config = Arc::new(config);
+    let asked = Arc::new(Asked::default());
     let slots = Arc::new(Semaphore::new(config.max_connections));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -107,17 +124,26 @@ pub async fn serve_with(
         // Over the limit the handed-over connection is dropped unread: the agent sees it closed.
         let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
         let (rules, events, config) = (rules.clone(), events.clone(), config.clone());
+        let asked = asked.clone();
         connections.spawn(async move {
-            take(stream, &*rules, &events, &config).await;
+            let rules = Rules { rules: &*rules, asked: &asked };
+            take(stream, rules, &events, &config).await;
             drop(slot);
         });
     }
 }
 
+/// The rules and the questions asked of them.
+#[derive(Clone, Copy)]
+struct Rules<'a> {
+    rules: &'a dyn EgressRules,
+    asked: &'a Asked,
+}
+
 /// Takes the agent's connection the bridge handed over on `stream`, and serves it.
 async fn take(
     stream: UnixStream,
-    rules: &dyn EgressRules,
+    rules: Rules<'_>,
     events: &UnboundedSender<EgressEvent>,
     config: &ProxyConfig,
 ) {
@@ -130,11 +156,12 @@ async fn take(
         return;
     };
     match what {
-        Handoff::Proxy => handle(agent, rules, events, config).await,
+        Handoff::Proxy(origin) => handle(agent, origin, rules, events, config).await,
         Handoff::Forward(target) => {
             let Ok(dest) = Destination::parse(&target, None) else { return };
             let request = Request { method: "FORWARD".into(), dest, upstream_head: Vec::new() };
-            match open_upstream(&request, rules, config).await {
+            // Only the listed model endpoints are forwarded; nothing there is asked.
+            match open_upstream(&request, Origin::Agent, rules, config).await {
                 Ok(upstream) => {
                     report(events, &request, None);
                     let _ = crate::splice::relay(&agent, &upstream).await;
@@ -191,7 +218,8 @@ fn report(events: &UnboundedSender<EgressEvent>, request: &Request, failure: Opt
 
 async fn handle(
     mut client: TcpStream,
-    rules: &dyn EgressRules,
+    origin: Origin,
+    rules: Rules<'_>,
     events: &UnboundedSender<EgressEvent>,
     config: &ProxyConfig,
 ) {
@@ -206,7 +234,7 @@ async fn handle(
         Ok(r) => r,
         Err(e) => return answer_bad_head(&mut client, &e).await,
     };
-    let upstream = match open_upstream(&request, rules, config).await {
+    let upstream = match open_upstream(&request, origin, rules, config).await {
         Ok(upstream) => upstream,
         Err(failure) => {
             report(events, &request, Some(&failure));
@@ -223,15 +251,25 @@ async fn handle(
     relay(client, upstream, &request, &early).await;
 }
 
-/// The upstream connection `request` may have, or why not.
+/// The upstream connection `request` from `origin` may have, or why not.
 async fn open_upstream(
     request: &Request,
-    rules: &dyn EgressRules,
+    origin: Origin,
+    rules: Rules<'_>,
     config: &ProxyConfig,
 ) -> Result<TcpStream, Failure> {
     let dest = &request.dest;
-    if !rules.allows(dest) {
-        return Err(Failure::Refused(format!("{dest} is not on this session's egress allow-list")));
+    if !rules.rules.allows(dest) && origin == Origin::Agent {
+        // Update checks, telemetry, plugin lists: not a question for the person.
+        return Err(Failure::Refused(format!(
+            "{dest} is not on the allow-list, and the agent program itself asked for it (its \
+             own background traffic, not a command it ran): refused without asking"
+        )));
+    }
+    if !rules.rules.allows(dest) {
+        // Held while asked (without resolving the name: no query leaves before a yes).
+        let asked = rules.asked.decide(rules.rules, dest, &request.method, config.ask_deadline);
+        asked.await.map_err(Failure::Refused)?;
     }
     let connect = async {
         let found = config

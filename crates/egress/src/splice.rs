@@ -32,18 +32,46 @@ pub async fn relay(a: &TcpStream, b: &TcpStream) -> io::Result<()> {
     result
 }
 
-/// One direction: `from` → pipe → `to`, until `from` ends (then `to` is shut for writing).
+/// One direction: `from` → pipes → `to`, until `from` ends (then `to` is shut for writing).
+/// Two pipes take turns, so the next read goes on while the last one is still being written:
+/// each read goes into an empty pipe (a "would block" is then always the socket's) and the
+/// pipes are written in the order they were filled.
 async fn pump(from: &TcpStream, to: &TcpStream) -> io::Result<()> {
-    let (pipe_out, pipe_in) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
-    // A smaller pipe than asked (a limit of the system) only means more splices.
-    let chunk = fcntl_setpipe_size(&pipe_in, PIPE_BYTES).unwrap_or(64 * 1024);
+    let mut pipes = Vec::with_capacity(2);
+    let mut chunk = PIPE_BYTES;
+    for _ in 0..2 {
+        let (pipe_out, pipe_in) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
+        // A smaller pipe than asked (a limit of the system) only means more splices.
+        chunk = chunk.min(fcntl_setpipe_size(&pipe_in, PIPE_BYTES).unwrap_or(64 * 1024));
+        pipes.push((pipe_out, pipe_in));
+    }
+    let mut held = [0usize; 2];
+    let (mut filling, mut draining) = (0usize, 0usize);
+    let mut ended = false;
     loop {
-        let filled = fill(from, &pipe_in, chunk).await?;
-        if filled == 0 {
+        if ended && held == [0, 0] {
             let _ = rustix::net::shutdown(to, rustix::net::Shutdown::Write);
             return Ok(());
         }
-        drain(&pipe_out, to, filled).await?;
+        let can_fill = !ended && held[filling] == 0;
+        let can_drain = held[draining] > 0;
+        tokio::select! {
+            filled = fill(from, &pipes[filling].1, chunk), if can_fill => {
+                match filled? {
+                    0 => ended = true,
+                    n => {
+                        held[filling] = n;
+                        filling ^= 1;
+                    }
+                }
+            }
+            drained = drain_some(&pipes[draining].0, to, held[draining]), if can_drain => {
+                held[draining] -= drained?;
+                if held[draining] == 0 {
+                    draining ^= 1;
+                }
+            }
+        }
     }
 }
 
@@ -64,9 +92,9 @@ async fn fill(from: &TcpStream, pipe_in: &OwnedFd, chunk: usize) -> io::Result<u
     }
 }
 
-/// Moves `left` bytes from the pipe into `to`.
-async fn drain(pipe_out: &OwnedFd, to: &TcpStream, mut left: usize) -> io::Result<()> {
-    while left > 0 {
+/// Moves some of the `left` bytes in the pipe into `to` (one splice); how many.
+async fn drain_some(pipe_out: &OwnedFd, to: &TcpStream, left: usize) -> io::Result<usize> {
+    loop {
         to.writable().await?;
         let moved = to.try_io(Interest::WRITABLE, || {
             splice(pipe_out, None, to, None, left, SpliceFlags::NONBLOCK | SpliceFlags::MOVE)
@@ -76,10 +104,9 @@ async fn drain(pipe_out: &OwnedFd, to: &TcpStream, mut left: usize) -> io::Resul
             Ok(0) => {
                 return Err(io::Error::new(io::ErrorKind::WriteZero, "the socket took nothing"));
             }
-            Ok(n) => left -= n,
+            Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => return Err(e),
         }
     }
-    Ok(())
 }

@@ -30,6 +30,33 @@
 //!   ([`exec_confinement`]).
 //!
 //! Calls are synchronous and spawn processes; call them from blocking threads.
+//!
+//! # Modules
+//!
+//! - `worktree`: the lifecycle of a [`Worktree`]: `.nucleic/worktrees/<slug>` on `nucleic/<slug>`
+//!   with the base SHA recorded; create, continue, list, prune, discard, rollback.
+//! - `provision`: copied gitignored files and setup scripts ([`SetupSpec`]) with a timeout that
+//!   kills their process group.
+//! - `diff`: diffs vs base including uncommitted and untracked work (via a temporary index, never
+//!   the real one), ahead/behind, conflict preview (`merge-tree`).
+//! - `snapshot`, `turns`: per-turn snapshots (trees kept by refs under
+//!   `refs/nucleic/turns/<session>/`, never a commit) and the diff between two.
+//! - `finish`: explicit finishing: merge / squash / rebase by compare-and-swap of the base ref (a
+//!   checkout that has the base branch checked out is never changed unless the person asks —
+//!   `updateCheckout` — and then only fast-forwarded when clean).
+//! - `pool`: warm worktrees prepared ahead and handed to a session by renaming.
+//! - `reclaim`, `disk`: a finished session's worktree directory reclaimed and brought back; what a
+//!   worktree takes on disk.
+//! - `repo`: [`Repo`], opening a repository and its read-only facts.
+//! - `runner`: the one runner that starts every git process: it names the git dir, common dir and
+//!   work tree from the host's records (never a `.git` file), locks configuration that runs
+//!   programs (fsmonitor, hooks, signing, external diff, credential / ssh helpers), reads no
+//!   `.gitattributes` and allows no transport.
+//! - `push`: the one narrow exception to "no transport": pushing a session branch to the
+//!   project's configured remote.
+//! - `spawn`: git killed at a deadline and, with Landlock, allowed to execute nothing but git
+//!   ([`exec_confinement`]; `docs/security.md`).
+//! - `error`: [`GitError`].
 
 mod diff;
 mod disk;

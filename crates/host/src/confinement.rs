@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use nucleic_agents::backend::{ConfinementNeeds, StateDir};
+use nucleic_agents::describe;
 use nucleic_agents::isolation::{Isolation, Mount, NetworkBridge};
 use nucleic_protocol::{Backend, ProjectSandbox};
 
@@ -51,21 +53,8 @@ pub const SYSTEM_SECRETS: &[&str] = &[
 /// own); they stay writable inside.
 const SCRATCH_VARIABLES: &[&str] = &["TMPDIR", "CLAUDE_CODE_TMPDIR", "XDG_RUNTIME_DIR"];
 
-/// What Claude Code writes under `~/.claude` as it works (created first, so they are there to
-/// bind): conversations, todos, shell snapshots, its bookkeeping.
-pub const CLAUDE_WRITABLE: &[&str] = &[
-    "projects",
-    "sessions",
-    "todos",
-    "shell-snapshots",
-    "session-env",
-    "file-history",
-    "plans",
-    "statsig",
-    "backups",
-    "debug",
-    "telemetry",
-];
+/// What Claude Code writes under `~/.claude` (its row in `nucleic_agents` says).
+pub use nucleic_agents::claude::CLAUDE_WRITABLE;
 
 /// The HTTP proxy's port inside a sandbox (its own loopback: no clash with the host's).
 pub const SANDBOX_PROXY_PORT: u16 = 3128;
@@ -108,7 +97,8 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
         m.push(Mount::Writable(cwd.clone()));
         git_writes(&cwd, m);
     }
-    agent_state(config, place.backend, m);
+    let needs = &describe(place.backend).confinement;
+    agent_state(config, needs, m);
     for name in SCRATCH_VARIABLES {
         if let Some(dir) = env_value(config, name).map(PathBuf::from)
             && dir.is_dir()
@@ -126,10 +116,10 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     for name in ["settings.json", "settings.local.json"] {
         m.push(Mount::ReadOnly(cwd.join(".claude").join(name)));
     }
-    if place.backend == Backend::ClaudeCode {
-        // Its configuration file (MCP servers it would start, trust, onboarding): a private
-        // copy, read and rewritten freely, never written back.
-        let file = canonical(&crate::policy::agent_home(config)).join(".claude.json");
+    // Its configuration files (Claude Code's MCP servers it would start, trust, onboarding): a
+    // private copy, read and rewritten freely, never written back.
+    for name in needs.private_copies {
+        let file = canonical(&crate::policy::agent_home(config)).join(name);
         iso.copies.push((file.clone(), file));
     }
     // A commit runs no garbage collection (it would rewrite packs it cannot write).
@@ -176,29 +166,20 @@ pub fn homes(config: &HostConfig) -> Vec<PathBuf> {
 /// The model endpoints an agent of `backend` must reach (`host:port`), from its configuration:
 /// the base URL it is given, else the vendor's API.
 pub fn model_endpoints(config: &HostConfig, backend: Backend) -> Vec<String> {
-    match backend {
-        Backend::Simulated => Vec::new(),
-        Backend::ClaudeCode => match env_value(config, "ANTHROPIC_BASE_URL") {
-            Some(url) => endpoint_of(&url).into_iter().collect(),
-            None => vec!["api.anthropic.com:443".into(), "console.anthropic.com:443".into()],
-        },
-        Backend::Codex => {
-            let mut found: Vec<String> = ["OPENAI_BASE_URL", "OPENAI_API_BASE"]
-                .iter()
-                .filter_map(|name| env_value(config, name))
-                .filter_map(|url| endpoint_of(&url))
-                .collect();
-            found.extend(codex_config_endpoints(config));
-            if found.is_empty() {
-                found = vec![
-                    "api.openai.com:443".into(),
-                    "chatgpt.com:443".into(),
-                    "auth.openai.com:443".into(),
-                ];
-            }
-            found
-        }
+    let needs = &describe(backend).confinement;
+    let wanted = needs.endpoints;
+    let set: Vec<String> =
+        wanted.base_url_variables.iter().filter_map(|name| env_value(config, name)).collect();
+    let mut found: Vec<String> = set.iter().filter_map(|url| endpoint_of(url)).collect();
+    if let Some(state) = &needs.state_dir {
+        found.extend(config_endpoints(config, state));
     }
+    let use_defaults =
+        if wanted.defaults_only_when_unset { set.is_empty() } else { found.is_empty() };
+    if use_defaults {
+        found = wanted.defaults.iter().map(|e| (*e).to_owned()).collect();
+    }
+    found
 }
 
 /// The model endpoints on this machine's loopback, forwarded into the sandbox.
@@ -231,10 +212,11 @@ pub fn endpoint_of(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| format!("{}:{port}", host.to_ascii_lowercase()))
 }
 
-/// The `base_url`s of Codex's configuration (`$CODEX_HOME/config.toml`).
-fn codex_config_endpoints(config: &HostConfig) -> Vec<String> {
-    let Some(home) = codex_home(config) else { return Vec::new() };
-    let text = std::fs::read_to_string(home.join("config.toml")).unwrap_or_default();
+/// The `base_url`s of an agent's configuration file (Codex's `$CODEX_HOME/config.toml`).
+fn config_endpoints(config: &HostConfig, state: &StateDir) -> Vec<String> {
+    let Some(file) = state.base_urls_in else { return Vec::new() };
+    let dir = state_dir(config, state);
+    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
     text.lines()
         .filter_map(|line| {
             let (key, value) = line.split_once('=')?;
@@ -244,36 +226,31 @@ fn codex_config_endpoints(config: &HostConfig) -> Vec<String> {
         .collect()
 }
 
-fn codex_home(config: &HostConfig) -> Option<PathBuf> {
-    env_value(config, "CODEX_HOME")
-        .map(PathBuf::from)
-        .or_else(|| Some(crate::policy::agent_home(config).join(".codex")))
+/// An agent's state directory: its variable's value, else its place under the agent's home.
+fn state_dir(config: &HostConfig, state: &StateDir) -> PathBuf {
+    env_value(config, state.variable)
+        .map_or_else(|| crate::policy::agent_home(config).join(state.default), PathBuf::from)
 }
 
 /// What the agent CLI itself must write: its state, never the settings the host reads as policy.
-fn agent_state(config: &HostConfig, backend: Backend, m: &mut Vec<Mount>) {
+fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>) {
     let home = canonical(&crate::policy::agent_home(config));
-    match backend {
-        Backend::ClaudeCode => {
-            // Its conversations and scratch state are writable (resume needs them); the rest of
-            // `~/.claude` — settings, plugins, agents, commands, hooks, credentials — is
-            // read-only: what a later Claude Code run by the person would load or execute.
-            let dir = home.join(".claude");
-            m.push(Mount::ReadOnly(dir.clone()));
-            for name in CLAUDE_WRITABLE {
-                let sub = dir.join(name);
-                let _ = std::fs::create_dir_all(&sub);
-                m.push(Mount::Writable(sub));
-            }
+    if let Some((dir, writable)) = needs.home_state {
+        // Its conversations and scratch state are writable (resume needs them); the rest of
+        // the directory — settings, plugins, agents, commands, hooks, credentials — is
+        // read-only: what a later run by the person would load or execute.
+        let dir = home.join(dir);
+        m.push(Mount::ReadOnly(dir.clone()));
+        for name in writable {
+            let sub = dir.join(name);
+            let _ = std::fs::create_dir_all(&sub);
+            m.push(Mount::Writable(sub));
         }
-        Backend::Codex => {
-            if let Some(dir) = codex_home(config) {
-                let dir = canonical(&dir);
-                m.push(Mount::Writable(dir.clone()));
-                m.push(Mount::ReadOnly(dir.join("config.toml")));
-            }
-        }
-        Backend::Simulated => {}
+    }
+    if let Some(state) = &needs.state_dir {
+        let dir = canonical(&state_dir(config, state));
+        m.push(Mount::Writable(dir.clone()));
+        m.extend(state.read_only.iter().map(|file| Mount::ReadOnly(dir.join(file))));
     }
 }
 
@@ -405,5 +382,97 @@ mod tests {
         let root = Path::new("/src/app");
         assert_eq!(checkout_of(&root.join(".nucleic/worktrees/fix-1")).as_deref(), Some(root));
         assert_eq!(checkout_of(Path::new("/src/app/sub/dir")), None);
+    }
+
+    fn config_with(home: &Path, env: &[(&str, &str)]) -> HostConfig {
+        // Every variable the rows read is set here ("" reads as unset), so the test's own
+        // environment does not leak in.
+        let mut agent_env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+            ("HOME".into(), home.as_os_str().to_owned()),
+            ("ANTHROPIC_BASE_URL".into(), "".into()),
+            ("OPENAI_BASE_URL".into(), "".into()),
+            ("OPENAI_API_BASE".into(), "".into()),
+            ("CODEX_HOME".into(), "".into()),
+        ];
+        agent_env.extend(env.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+        HostConfig {
+            home: home.join("data"),
+            agents: crate::config::AgentPaths {
+                claude: None,
+                codex: None,
+                sim_program: "/bin/true".into(),
+                sim_prefix: Vec::new(),
+                nucleic: "/bin/true".into(),
+            },
+            limits: crate::config::Limits::default(),
+            approval_timeout: None,
+            setup_timeout: std::time::Duration::from_secs(10),
+            agent_env,
+            agent_isolation: crate::config::AgentIsolation::Required,
+            keepers: None,
+            policy: false,
+        }
+    }
+
+    #[test]
+    fn each_backend_reaches_its_configured_model_or_its_vendors() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let endpoints =
+            |env: &[(&str, &str)], backend| model_endpoints(&config_with(home, env), backend);
+        assert_eq!(
+            endpoints(&[], Backend::ClaudeCode),
+            ["api.anthropic.com:443", "console.anthropic.com:443"]
+        );
+        assert_eq!(
+            endpoints(&[], Backend::Codex),
+            ["api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"]
+        );
+        assert!(endpoints(&[], Backend::Simulated).is_empty());
+        let local = [("ANTHROPIC_BASE_URL", "http://127.0.0.1:4123")];
+        assert_eq!(endpoints(&local, Backend::ClaudeCode), ["127.0.0.1:4123"]);
+        // A base URL that names no endpoint gives Claude Code none, and Codex its vendor's.
+        assert!(endpoints(&[("ANTHROPIC_BASE_URL", "nonsense")], Backend::ClaudeCode).is_empty());
+        let bad = [("OPENAI_BASE_URL", "nonsense")];
+        assert_eq!(endpoints(&bad, Backend::Codex).len(), 3);
+        let both =
+            [("OPENAI_BASE_URL", "http://127.0.0.1:1"), ("OPENAI_API_BASE", "https://o.example")];
+        assert_eq!(endpoints(&both, Backend::Codex), ["127.0.0.1:1", "o.example:443"]);
+        // Codex's config.toml, in $CODEX_HOME or ~/.codex.
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::write(home.join(".codex/config.toml"), "base_url = \"http://localhost:9\"\n")
+            .unwrap();
+        assert_eq!(endpoints(&[], Backend::Codex), ["127.0.0.1:9"]);
+        let elsewhere = home.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("config.toml"), "base_url = \"http://127.0.0.1:7\"\n")
+            .unwrap();
+        let codex_home = [("CODEX_HOME", elsewhere.to_str().unwrap())];
+        assert_eq!(endpoints(&codex_home, Backend::Codex), ["127.0.0.1:7"]);
+    }
+
+    #[test]
+    fn each_backend_gets_its_own_state_writable_and_its_settings_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = canonical(dir.path());
+        let config = config_with(&home, &[]);
+        let state = |backend| {
+            let mut m = Vec::new();
+            agent_state(&config, &describe(backend).confinement, &mut m);
+            m
+        };
+        let claude = state(Backend::ClaudeCode);
+        assert_eq!(claude[0], Mount::ReadOnly(home.join(".claude")));
+        assert_eq!(claude.len(), 1 + CLAUDE_WRITABLE.len());
+        assert!(claude.contains(&Mount::Writable(home.join(".claude/projects"))));
+        assert!(home.join(".claude/projects").is_dir());
+        assert_eq!(
+            state(Backend::Codex),
+            [
+                Mount::Writable(home.join(".codex")),
+                Mount::ReadOnly(home.join(".codex/config.toml"))
+            ]
+        );
+        assert!(state(Backend::Simulated).is_empty());
     }
 }

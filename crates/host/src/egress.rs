@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use nucleic_agents::isolation::Mount;
 use nucleic_egress::{AllowList, EgressEvent};
@@ -14,6 +15,7 @@ use tokio::task::AbortHandle;
 
 use crate::config::AgentIsolation;
 use crate::confinement::{egress_dir, model_endpoints};
+use crate::egress_ask::{SessionRules, Shared, egress_ask_timeout};
 use crate::error::HostError;
 use crate::host::Host;
 
@@ -21,18 +23,28 @@ use crate::host::Host;
 #[derive(Debug, Default)]
 pub(crate) struct EgressProxies {
     running: Mutex<HashMap<String, Served>>,
+    /// Held while an "always" adds to a project's sandbox (a read, then a write).
+    pub(crate) always: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug)]
 struct Served {
     proxy: AbortHandle,
     relay: AbortHandle,
+    rules: Shared,
 }
 
 impl EgressProxies {
     /// Sessions with a proxy served.
     pub(crate) fn held(&self) -> usize {
         self.running.lock().map_or(0, |r| r.len())
+    }
+
+    /// The rules of every served proxy, by session.
+    pub(crate) fn served_rules(&self) -> Vec<(String, Shared)> {
+        self.running.lock().map_or(Vec::new(), |r| {
+            r.iter().map(|(id, served)| (id.clone(), served.rules.clone())).collect()
+        })
     }
 }
 
@@ -46,12 +58,16 @@ impl Drop for Served {
 impl Host {
     /// Serves session `id`'s egress proxy (if it is not served already) in its socket directory,
     /// which a confined agent's sandbox has bound in; a socket left by an earlier host is
-    /// replaced (an agent that outlived it reconnects to the new one).
+    /// replaced (an agent that outlived it reconnects to the new one). A name off `allowed` is
+    /// asked about as an approval of the session.
     pub(crate) fn serve_egress(&self, id: &str, allowed: &[String]) -> Result<(), HostError> {
         if self.egress.running.lock().is_ok_and(|r| r.contains_key(id)) {
             return Ok(());
         }
-        let (proxy, mut refusals) = start_proxy(&self.config, id, allowed)?;
+        let list = allow_list(id, allowed)?;
+        let rules = Arc::new(SessionRules::new(list, id, self.me.clone()));
+        let ask_deadline = egress_ask_timeout()?;
+        let (proxy, mut refusals) = start_proxy(&self.config, id, rules.clone(), ask_deadline)?;
         let (me, session) = (self.me.clone(), id.to_owned());
         let relay = tokio::spawn(async move {
             while let Some(event) = refusals.recv().await {
@@ -62,7 +78,7 @@ impl Host {
                 let _ = host_now.record(&session, EventKind::EgressRefused(refused)).await;
             }
         });
-        let served = Served { proxy, relay: relay.abort_handle() };
+        let served = Served { proxy, relay: relay.abort_handle(), rules };
         if let Ok(mut running) = self.egress.running.lock() {
             running.insert(id.to_owned(), served);
         }
@@ -102,9 +118,12 @@ impl Host {
             true => "no network".to_owned(),
             false => format!("network only to {}", allowed.join(", ")),
         };
-        let summary = format!(
+        let mut summary = format!(
             "bubblewrap: your home and secrets hidden, writes only to {writes}, no privilege, {network}"
         );
+        if let Some(note) = opts.commands_note() {
+            summary = format!("{summary}; {note}");
+        }
         Ok(EventKind::Confinement(Confinement { confined: true, summary, egress_allowed: allowed }))
     }
 
@@ -122,19 +141,24 @@ impl Host {
 fn start_proxy(
     config: &crate::config::HostConfig,
     id: &str,
-    allowed: &[String],
+    rules: Arc<dyn nucleic_egress::EgressRules>,
+    ask_deadline: Duration,
 ) -> Result<(AbortHandle, UnboundedReceiver<EgressEvent>), HostError> {
     let dir = egress_dir(config, id);
     let socket = dir.join(nucleic_agents::isolation::EGRESS_SOCKET_NAME);
     let listener = bind(&dir, &socket).map_err(|e| {
         HostError::Invalid(format!("cannot serve the egress proxy at {}: {e}", socket.display()))
     })?;
-    let list = AllowList::parse(allowed).map_err(|e| {
-        HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
-    })?;
     let (events, decisions) = tokio::sync::mpsc::unbounded_channel();
-    let proxy = tokio::spawn(nucleic_egress::serve(listener, Arc::new(list), events));
+    let proxy_config = nucleic_egress::ProxyConfig { ask_deadline, ..Default::default() };
+    let proxy = tokio::spawn(nucleic_egress::serve_with(listener, rules, events, proxy_config));
     Ok((proxy.abort_handle(), decisions))
+}
+
+fn allow_list(id: &str, allowed: &[String]) -> Result<AllowList, HostError> {
+    AllowList::parse(allowed).map_err(|e| {
+        HostError::Invalid(format!("session {id}'s egress allow-list is invalid: {e}"))
+    })
 }
 
 /// The egress proxy of one agent run outside the daemon (`nucleic run`): stopped, and its
@@ -154,7 +178,9 @@ impl RunEgress {
         id: &str,
         backend: Backend,
     ) -> Result<RunEgress, HostError> {
-        let (proxy, decisions) = start_proxy(config, id, &model_endpoints(config, backend))?;
+        let list = allow_list(id, &model_endpoints(config, backend))?;
+        // Nobody to ask outside the daemon: what is not listed is refused at once.
+        let (proxy, decisions) = start_proxy(config, id, Arc::new(list), Duration::ZERO)?;
         Ok(RunEgress { proxy, dir: egress_dir(config, id), decisions })
     }
 }

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    Backend, CheckTrigger, EventKind, FinishAction, Intent, SessionCreated, SessionStatus,
-    WorktreeAction, WorktreeFinished, WorktreeInfo,
+    CheckTrigger, EventKind, FinishAction, Intent, SessionCreated, SessionStatus, WorktreeAction,
+    WorktreeFinished, WorktreeInfo,
 };
 use serde_json::{Value, json};
 
 use crate::error::{HostError, blocking};
 use crate::host::{Host, Launch};
 use crate::launch::AgentRequest;
-use crate::names::{shell_quote, slug_for};
+use crate::names::slug_for;
 use crate::pull_request::PullRequestRequest;
 
 impl Host {
@@ -184,15 +184,14 @@ impl Host {
                         "session {id} has no agent conversation to resume yet"
                     ))
                 })?;
-                let resume_command = match row.backend {
-                    Backend::Codex => "codex resume",
-                    Backend::ClaudeCode | Backend::Simulated => "claude --resume",
-                };
-                let command = format!(
-                    "cd {} && {resume_command} {}",
-                    shell_quote(&info.path),
-                    shell_quote(&resume)
-                );
+                let description = nucleic_agents::describe(row.backend);
+                let command =
+                    description.handoff_command(&info.path, &resume).ok_or_else(|| {
+                        HostError::Invalid(format!(
+                            "the {} backend has no CLI to hand a session over to",
+                            description.label
+                        ))
+                    })?;
                 Ok(Some(json!({ "command": command })))
             }
         }

@@ -6,10 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use nucleic_agents::AgentLaunch;
-use nucleic_agents::claude::ClaudeOptions;
-use nucleic_agents::codex::CodexOptions;
 use nucleic_agents::isolation::Isolation;
+use nucleic_agents::{AgentError, AgentLaunch, LaunchRequest, describe};
 use nucleic_protocol::Backend;
 
 use crate::config::{AgentIsolation, HostConfig};
@@ -35,67 +33,36 @@ pub struct AgentRequest {
     pub sandbox: nucleic_protocol::ProjectSandbox,
 }
 
-/// The launch options for `backend` in `cwd`.
+/// The launch options for `backend` in `cwd`, built by the backend's description; a backend
+/// that is not installed, or what it cannot do (a fork, a mode it cannot map), is refused.
 pub fn agent_options(
     config: &HostConfig,
     backend: Backend,
     cwd: &Path,
     request: &AgentRequest,
 ) -> Result<AgentLaunch, HostError> {
-    let mut opts = match backend {
-        Backend::ClaudeCode => {
-            let program = config.agents.claude.clone().ok_or_else(|| {
-                HostError::Invalid(
-                    "claude is not installed (scripts/install-agents.sh); use the simulated backend".into(),
-                )
-            })?;
-            ClaudeOptions::new(program, cwd.to_owned())
-        }
-        Backend::Simulated => {
-            let mut o = ClaudeOptions::new(config.agents.sim_program.clone(), cwd.to_owned());
-            o.prefix_args = config.agents.sim_prefix.clone();
-            o
-        }
-        Backend::Codex => return codex_options(config, cwd, request).map(AgentLaunch::Codex),
-    };
-    opts.backend = backend;
-    opts.model = request.model.clone();
+    let description = describe(backend);
+    let (program, prefix) = config
+        .agents
+        .program(backend)
+        .ok_or_else(|| HostError::Invalid(description.not_installed()))?;
+    let mut launch = LaunchRequest::new(program.to_owned(), cwd.to_owned());
+    launch.prefix_args = prefix.to_vec();
     if let Some(mode) = &request.permission_mode {
-        opts.permission_mode = mode.clone();
+        launch.common.permission_mode.clone_from(mode);
     }
-    opts.resume = request.resume.clone();
-    opts.fork = request.fork;
-    opts.env = config.agent_env.clone();
-    opts.isolation = isolation_for(config, backend, cwd, request, &opts.program)?;
-    // Every tool call is put to the host's policy first (the simulated agent has no hooks).
-    opts.host_hooks = config.policy && backend == Backend::ClaudeCode;
-    Ok(AgentLaunch::Claude(opts))
-}
-
-/// `codex app-server` options: the permission mode mapped onto approval policy and sandbox,
-/// `thread/resume` for a resume. Codex threads cannot be forked here, so a fork is refused.
-fn codex_options(
-    config: &HostConfig,
-    cwd: &Path,
-    request: &AgentRequest,
-) -> Result<CodexOptions, HostError> {
-    let program = config.agents.codex.clone().ok_or_else(|| {
-        HostError::Invalid(
-            "codex is not installed (scripts/install-agents.sh); use another backend".into(),
-        )
+    launch.common.model.clone_from(&request.model);
+    launch.common.resume.clone_from(&request.resume);
+    launch.common.env.clone_from(&config.agent_env);
+    launch.fork = request.fork;
+    launch.policy = config.policy;
+    let mut launch = description.launch(launch).map_err(|e| match e {
+        AgentError::Refused(why) => HostError::Invalid(why),
+        other => HostError::Invalid(other.to_string()),
     })?;
-    if request.fork {
-        return Err(HostError::Invalid("the Codex backend cannot fork a conversation".into()));
-    }
-    let mut o = CodexOptions::new(program, cwd.to_owned());
-    if let Some(mode) = &request.permission_mode {
-        o.set_permission_mode(mode).map_err(|e| HostError::Invalid(e.to_string()))?;
-    }
-    o.model = request.model.clone();
-    o.resume = request.resume.clone();
-    o.env = config.agent_env.clone();
-    o.isolation = isolation_for(config, Backend::Codex, cwd, request, &o.program)?;
-    Ok(o)
+    let isolation = isolation_for(config, backend, cwd, request, &launch.common().program)?;
+    launch.common_mut().isolation = isolation;
+    Ok(launch)
 }
 
 /// The confinement an agent of `backend` working in `cwd` runs under (`confinement::plan`).
@@ -168,7 +135,7 @@ fn choose_confinement(
     match (setting, probe) {
         (AgentIsolation::Off, _) => Ok(None),
         (_, Ok(bwrap)) => Ok(Some(bwrap.clone())),
-        (AgentIsolation::Auto, Err(_)) if backend == Backend::Simulated => Ok(None),
+        (AgentIsolation::Auto, Err(_)) if describe(backend).confinement.optional => Ok(None),
         (AgentIsolation::Auto | AgentIsolation::Required, Err(why)) => {
             Err(HostError::Invalid(format!(
                 "agents run confined (bubblewrap: no secrets, writes only in the worktree, \

@@ -26,11 +26,6 @@ pub fn slug_for(title: &str, session_id: &str) -> String {
     if words.is_empty() { format!("s-{short}") } else { format!("{words}-{short}") }
 }
 
-/// Quotes `s` for a POSIX shell (single quotes; embedded quotes escaped).
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +41,5 @@ mod tests {
     #[test]
     fn titles_and_quotes() {
         assert_eq!(title_from_prompt("  add export\nmore"), "add export");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 }

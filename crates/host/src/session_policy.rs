@@ -59,7 +59,7 @@ impl crate::host::Host {
                 Err(e) => rules.problems.push(error(format!("policy: {e}"))),
             }
         }
-        if !self.config.policy || backend == nucleic_protocol::Backend::Simulated {
+        if !self.has_policy(backend) {
             return rules;
         }
         let Some(project_id) = project_id else { return rules };
@@ -85,7 +85,7 @@ impl crate::host::Host {
 
     /// Whether sessions of `backend` are judged by a policy (and so have a mode).
     pub(crate) fn has_policy(&self, backend: nucleic_protocol::Backend) -> bool {
-        self.config.policy && backend != nucleic_protocol::Backend::Simulated
+        self.config.policy && nucleic_agents::describe(backend).policy
     }
 
     /// The mode a new session of `backend` in `project_id` starts in: `requested`, else the
@@ -134,10 +134,9 @@ impl crate::host::Host {
         if let Some(policy) = &live {
             policy.set_mode(mode);
         }
-        let mut note = match (&live, row.backend) {
-            (None, _) => "applies when the agent next starts".to_owned(),
-            (Some(_), nucleic_protocol::Backend::Codex) => "applies at once to every command and file change codex asks about (every write and every command it does not know to be safe); codex's own sandbox stays as started".to_owned(),
-            (Some(_), _) => "applies at once: the host decides every tool call".to_owned(),
+        let mut note = match &live {
+            None => "applies when the agent next starts".to_owned(),
+            Some(_) => nucleic_agents::describe(row.backend).live_mode_switch.to_owned(),
         };
         // The worktree's writability is the file system the agent was started with: an idle
         // agent is stopped so the next follow-up resumes it with the new one.

@@ -5,6 +5,37 @@ use crate::code::{self, ShellRun};
 use crate::shell::{self, Origin, Redirect, RedirectKind, Script, SimpleCommand, Word};
 use crate::wrappers::{self, RUNS_OTHERS, Stripped, WRAPPERS};
 
+/// What the policy knows about a program name, looked up once per simple command.
+#[derive(Debug, Clone, Copy, Default)]
+struct Kind {
+    wrapper: bool,
+    shell: bool,
+    interpreter: bool,
+    runs_others: bool,
+}
+
+static KINDS: std::sync::LazyLock<std::collections::HashMap<&'static str, Kind>> =
+    std::sync::LazyLock::new(|| {
+        let mut map: std::collections::HashMap<&'static str, Kind> = Default::default();
+        for name in WRAPPERS {
+            map.entry(name).or_default().wrapper = true;
+        }
+        for name in SHELLS {
+            map.entry(name).or_default().shell = true;
+        }
+        for name in code::INTERPRETERS {
+            map.entry(name).or_default().interpreter = true;
+        }
+        for name in RUNS_OTHERS {
+            map.entry(name).or_default().runs_others = true;
+        }
+        map
+    });
+
+fn kind(name: &str) -> Kind {
+    KINDS.get(name).copied().unwrap_or_default()
+}
+
 /// Environment variables whose assignment in front of a command does not change what runs
 /// (with a plain value: letters, digits and `-_.,:+`; `PAGER` only as `cat`, `less`, `more`).
 const SAFE_ASSIGNMENTS: &[&str] = &[
@@ -185,7 +216,7 @@ fn add_script(script: Script, depth: usize, via_shell: &[String], out: &mut Anal
     let pipeline_base = out.invocations.iter().map(|i| i.pipeline).max().unwrap_or(0);
     // Index of each simple command's (first) invocation, for substitution links.
     let mut first_of = Vec::with_capacity(script.commands.len());
-    for command in &script.commands {
+    for command in script.commands {
         first_of.push(out.invocations.len());
         let substitutions =
             command.substitutions.iter().filter_map(|&i| first_of.get(i).copied()).collect();
@@ -194,7 +225,7 @@ fn add_script(script: Script, depth: usize, via_shell: &[String], out: &mut Anal
 }
 
 fn add_command(
-    command: &SimpleCommand,
+    command: SimpleCommand,
     depth: usize,
     via_shell: &[String],
     pipeline_base: usize,
@@ -202,15 +233,22 @@ fn add_command(
     out: &mut Analysis,
 ) {
     let written = join(command.assignments.iter().chain(&command.words));
-    let mut assignment_words: Vec<Word> = command.assignments.clone();
-    let mut words: Vec<Word> = command.words.clone();
+    let SimpleCommand {
+        assignments: mut assignment_words,
+        mut words,
+        redirects,
+        pipeline,
+        stage,
+        origin,
+        substitutions: _,
+    } = command;
     let mut wrappers = Vec::new();
     let mut wrapper_args = Vec::new();
     let mut plain_ok = true;
     let mut appended_args = false;
     while let Some(first) = words.first() {
         let name = basename(&first.text).to_owned();
-        if first.dynamic || !WRAPPERS.contains(&name.as_str()) {
+        if first.dynamic || !kind(&name).wrapper {
             break;
         }
         let stripped = wrappers::strip(&name, &words[1..], &mut assignment_words);
@@ -250,26 +288,34 @@ fn add_command(
     }
     let dynamic = appended_args || words.iter().any(|w| w.dynamic);
     let plain = plain_ok.then(|| join(words.iter()));
+    let program = kind(&program_name);
+    // Only programs that run others need their words again after the invocation is stored.
+    let nested = (program.shell
+        || program.interpreter
+        || matches!(program_name.as_str(), "eval" | "su" | "find" | "watch" | "source" | "."))
+    .then(|| words.clone());
+    let input = redirects.iter().find(|r| r.kind == RedirectKind::Input).cloned();
     let invocation = Invocation {
         written,
         plain,
-        program: words.clone(),
-        wrappers: wrappers.clone(),
+        program: words,
+        wrappers,
         wrapper_args,
         via_shell: via_shell.to_vec(),
         assignments,
-        redirects: command.redirects.clone(),
+        redirects,
         dynamic,
         appended_args,
-        pipeline: pipeline_base + command.pipeline,
-        stage: command.stage,
-        in_substitution: command.origin == Origin::Substitution,
+        pipeline: pipeline_base + pipeline,
+        stage,
+        in_substitution: origin == Origin::Substitution,
         substitutions,
         runs_script: false,
     };
     let index = out.invocations.len();
     out.invocations.push(invocation);
-    nested_programs(command, &words, &program_name, index, depth, via_shell, out);
+    let words = nested.unwrap_or_default();
+    nested_programs(input.as_ref(), &words, &program_name, index, depth, via_shell, out);
 }
 
 /// Names and assignments the policy cannot look past.
@@ -297,7 +343,8 @@ fn check_names(
     if program_name == "shopt" || program_name == "set" && words.len() > 1 {
         push_opaque(out, "changes how the shell expands words or runs commands (shopt, set)");
     }
-    if RUNS_OTHERS.contains(&program_name) {
+    let program = kind(program_name);
+    if program.runs_others {
         push_opaque(
             out,
             format!("`{program_name}` runs other programs in a way not looked through"),
@@ -322,9 +369,7 @@ fn check_names(
         }
     }
     if wrappers.iter().any(|w| w == "xargs")
-        && (SHELLS.contains(&program_name)
-            || code::INTERPRETERS.contains(&program_name)
-            || program_name == "eval")
+        && (program.shell || program.interpreter || program_name == "eval")
     {
         push_opaque(out, format!("`xargs` feeds run-time text to `{program_name}`"));
     }
@@ -332,7 +377,7 @@ fn check_names(
 
 /// Programs one program runs from its arguments or its input.
 fn nested_programs(
-    command: &SimpleCommand,
+    input: Option<&Redirect>,
     words: &[Word],
     program_name: &str,
     index: usize,
@@ -342,9 +387,9 @@ fn nested_programs(
 ) {
     let mut shells = via_shell.to_vec();
     shells.push(program_name.to_owned());
-    let input = command.redirects.iter().find(|r| r.kind == RedirectKind::Input);
     let from_pipe = out.invocations[index].stage > 0;
-    if SHELLS.contains(&program_name) || program_name == "eval" || program_name == "su" {
+    let program = kind(program_name);
+    if program.shell || program_name == "eval" || program_name == "su" {
         let run = if program_name == "eval" {
             let text = join(words.iter().skip(1));
             let dynamic = words.iter().skip(1).any(|w| w.dynamic);
@@ -368,7 +413,7 @@ fn nested_programs(
                 analyze_into(&script.text, depth + 1, &shells, out);
             }
             ShellRun::Stdin => match input {
-                Some(here) if !code::INTERPRETERS.contains(&program_name) => {
+                Some(here) if !program.interpreter => {
                     if here.target.dynamic {
                         push_opaque(
                             out,
@@ -387,7 +432,7 @@ fn nested_programs(
             ShellRun::Opaque(why) => push_opaque(out, why),
         }
     }
-    if code::INTERPRETERS.contains(&program_name) {
+    if program.interpreter {
         match code::inline_code(program_name, words) {
             Some(code) => {
                 if let Some(why) = code::code_not_understood(program_name, &code) {
@@ -428,7 +473,7 @@ fn nested_programs(
             None => push_opaque(out, format!("`{program_name}` runs a script read from its input")),
         }
     }
-    if code::INTERPRETERS.contains(&program_name)
+    if program.interpreter
         && program_name.ends_with("awk")
         && words.iter().skip(1).any(|w| {
             matches!(w.text.as_str(), "-i" | "--include" | "-l" | "--load" | "-E" | "--exec")
@@ -498,7 +543,8 @@ fn find_exec(words: &[Word], depth: usize, via_shell: &[String], out: &mut Analy
                 words[i + 1..].iter().take_while(|w| w.text != ";" && w.text != "+").collect();
             if let Some(first) = inner.first() {
                 let name = basename(&first.text);
-                if SHELLS.contains(&name) || name == "eval" || code::INTERPRETERS.contains(&name) {
+                let k = kind(name);
+                if k.shell || name == "eval" || k.interpreter {
                     push_opaque(out, format!("`find -exec` runs `{name}` on file names"));
                 }
                 if first.text.contains("{}") || first.dynamic {

@@ -71,6 +71,17 @@ impl Context<'_> {
     }
 
     /// The protected directories: `~/.ssh`, `~/.aws`, `~/.config/gh` and the host's data dir.
+    /// Credential files and stores outside the protected directories: reading one is asked,
+    /// whatever the rules say (`cat ~/.netrc` under `Bash(cat:*)`).
+    pub fn credential_stores(&self) -> Vec<PathBuf> {
+        let mut stores: Vec<PathBuf> =
+            CREDENTIAL_STORES_IN_HOME.iter().map(|name| self.home.join(name)).collect();
+        stores.extend(CREDENTIAL_STORES_SYSTEM.iter().map(PathBuf::from));
+        let resolved: Vec<PathBuf> = stores.iter().map(|d| self.resolver.resolve(d)).collect();
+        stores.extend(resolved);
+        stores
+    }
+
     pub fn protected_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![
             self.home.join(".ssh"),
@@ -83,6 +94,37 @@ impl Context<'_> {
         dirs
     }
 }
+
+/// Files and directories under the home that hold credentials or their traces (relative).
+pub(crate) const CREDENTIAL_STORES_IN_HOME: &[&str] = &[
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/gcloud",
+    ".azure",
+    ".config/hub",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+];
+/// The system's own credential files.
+const CREDENTIAL_STORES_SYSTEM: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 
 /// `/dev/null` and friends: writing them changes nothing on disk.
 fn is_device_sink(path: &Path) -> bool {

@@ -26,6 +26,13 @@ fn unpinned_invocation(invocation: &Invocation) -> Option<String> {
     if invocation.runs_script {
         return None;
     }
+    let anything_dynamic = invocation.dynamic
+        || invocation.appended_args
+        || invocation.wrapper_args.iter().any(|w| w.dynamic)
+        || invocation.redirects.iter().any(|r| r.target.dynamic);
+    if !anything_dynamic {
+        return None;
+    }
     let data = data_positions(invocation);
     for (i, word) in invocation.program.iter().enumerate().skip(1) {
         let is_data = data.get(i).copied().unwrap_or(false);

@@ -5,6 +5,51 @@ use serde_json::Value;
 
 use crate::interactive::{QuestionAnswer, SessionMode};
 
+/// The `toolName` of an approval the host asks itself (no tool call of the agent's): may the
+/// session's egress proxy connect to a name that is not on its allow-list? Its `input` is
+/// [`EgressAsked`]; it is answered `allow` (this session), `allowAlways` (added to the
+/// project's sandbox domains) or `deny`. An agent's own request of this name is refused.
+pub const EGRESS_APPROVAL: &str = "egress";
+
+/// The `input` of an [`EGRESS_APPROVAL`] request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct EgressAsked {
+    /// The name asked about (lower case).
+    pub host: String,
+    pub port: u16,
+    /// The request's method (`CONNECT` for HTTPS, else the plain HTTP method).
+    pub method: String,
+}
+
+impl EgressAsked {
+    /// `host:port`, as the question shows it.
+    pub fn destination(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// The approval request asking it, with id `request_id`.
+    pub fn request(&self, request_id: String) -> ApprovalRequested {
+        ApprovalRequested {
+            request_id,
+            tool_call_id: None,
+            tool_name: EGRESS_APPROVAL.to_owned(),
+            input: serde_json::to_value(self).unwrap_or(Value::Null),
+            description: Some(format!("allow network access to {}?", self.destination())),
+            blocked_path: None,
+            risk: Some(Risk::Medium),
+            risk_reasons: vec!["network: a destination not on the allow-list".to_owned()],
+        }
+    }
+
+    /// What `request` asks, when it is an [`EGRESS_APPROVAL`].
+    pub fn of(request: &ApprovalRequested) -> Option<EgressAsked> {
+        (request.tool_name == EGRESS_APPROVAL)
+            .then(|| serde_json::from_value(request.input.clone()).ok())
+            .flatten()
+    }
+}
+
 /// A gated tool call waits for a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]

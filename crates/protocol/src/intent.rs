@@ -16,6 +16,8 @@ use crate::summaries::DiskPolicy;
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Intent {
+    /// Registers a git repository as a project (its checkout on the host); answers the
+    /// `ProjectSummary`. A setup script and files to copy prepare each new worktree.
     AddProject {
         path: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,29 +99,37 @@ pub enum Intent {
         #[serde(rename = "sessionID")]
         session_id: String,
     },
+    /// Renames a project (its display name only).
     RenameProject {
         #[serde(rename = "projectID")]
         project_id: String,
         name: String,
     },
+    /// Forgets a project; refused while it has sessions that are not archived.
     RemoveProject {
         #[serde(rename = "projectID")]
         project_id: String,
     },
+    /// Starts a session: a worktree on a new branch and an agent with the first prompt;
+    /// answers the `SessionSummary`.
     NewSession(NewSession),
+    /// Interrupts the agent's current turn (the session stays, ready for a follow-up).
     Interrupt {
         #[serde(rename = "sessionID")]
         session_id: String,
     },
+    /// Stops the session's agent process (and its running checks); a follow-up resumes it.
     Stop {
         #[serde(rename = "sessionID")]
         session_id: String,
     },
+    /// Switches the session's model (free text; `backends[].models` are suggestions).
     SetModel {
         #[serde(rename = "sessionID")]
         session_id: String,
         model: String,
     },
+    /// Switches the backend's own permission mode (one of `backends[].permissionModes`).
     SetPermissionMode {
         #[serde(rename = "sessionID")]
         session_id: String,
@@ -140,7 +150,7 @@ pub enum Intent {
         mode: Option<String>,
     },
     /// The rules that apply to a session (with its project's) or to a project, by scope;
-    /// answers with [`RuleList`].
+    /// answers with the `RuleList`.
     ListRules(RulesTarget),
     /// Adds a rule in Claude Code's syntax to Nucleic's rules of `scope` (`session` needs a
     /// running session, `project` a session or project).
@@ -162,16 +172,20 @@ pub enum Intent {
         scope: RuleScope,
         rule: String,
     },
+    /// Renames a session (its title).
     Rename {
         #[serde(rename = "sessionID")]
         session_id: String,
         title: String,
     },
+    /// Archives a session (hidden from the default lists) or brings it back.
     Archive {
         #[serde(rename = "sessionID")]
         session_id: String,
         archived: bool,
     },
+    /// Ends a session's work: merge, squash, rebase, pull request, keep, discard, rollback,
+    /// continue or handoff (`FinishAction`; each one's reply below).
     Finish {
         #[serde(rename = "sessionID")]
         session_id: String,
@@ -179,9 +193,7 @@ pub enum Intent {
     },
     /// A read-only session from a file on the host: a Nucleic export (markdown or JSONL) or a
     /// Claude Code transcript (`~/.claude/projects/…/<id>.jsonl`).
-    Import {
-        path: String,
-    },
+    Import { path: String },
     /// Worktrees under `.nucleic/worktrees` that no session owns, and finished sessions'
     /// worktrees due for reclaiming (by the projects' disk policies); removed only with `apply`.
     Gc {

@@ -13,7 +13,7 @@ use crate::*;
 
 /// The schema document: `ClientMessage` and `HostMessage` (and everything they hold) under
 /// `$defs`, the root accepting either.
-fn render() -> String {
+pub(crate) fn render() -> String {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let client = generator.subschema_for::<ClientMessage>();
     let host = generator.subschema_for::<HostMessage>();

@@ -3,6 +3,32 @@
 //! This crate does no I/O. Every type here is what travels on the wire (transcripts, the sync
 //! protocol, `nucleic run --json`), so field names are part of the contract: see
 //! `docs/architecture.md` and the round-trip tests against the seed export.
+//!
+//! - `event`: the [`Event`] envelope (`seq`, `at`, `sessionID`, `backend`, `nativeType`, `kind`)
+//!   and its [`Backend`].
+//! - `kind`: every [`EventKind`], the closed set of things that can happen in a session.
+//! - `status`: [`SessionStatus`], a session's lifecycle as its single writer tracks it.
+//! - `approval`: approval requests and their resolutions, with [`Decision`] and [`Risk`].
+//! - `interactive`: plans and questions an agent puts to a person, and how answers become input.
+//! - `timestamp`: [`Timestamp`], RFC 3339 UTC for `at`.
+//! - `raw_json`: [`RawJson`], a JSON value kept as its original text (native lines byte for byte).
+//! - `sync`: the sync protocol, [`ClientMessage`] and [`HostMessage`] (`docs/protocol.md`).
+//! - `intent`: [`Intent`] and what intents carry: [`NewSession`], [`FinishAction`],
+//!   [`ExportFormat`].
+//! - `summaries`: what list and detail views get: [`ProjectSummary`], [`SessionSummary`] and a
+//!   session's [`GitFacts`].
+//! - `capabilities`: what each backend can do, [`Capabilities`] / [`BackendInfo`].
+//! - `files`: read-only views of a session's worktree, [`FileEntry`] / [`FileContent`].
+//! - `checks`: project checks and the [`Report`] of claims next to facts (`docs/dev-loop.md`).
+//! - `review`: turn snapshots and review comments on the diff.
+//! - `pull_request`: the pull request a session was finished with.
+//! - `rule_list`: rules as clients see them.
+//! - `device`: device identities and the proof a device gives in `hello`.
+//! - `push`: Web Push settings on the wire.
+//!
+//! The tests round-trip every line of the seed's session export, and generate the cockpit's
+//! `web/src/protocol.gen.ts` with `ts-rs` (`typescript`) and `docs/protocol.v1.schema.json` with
+//! `schemars` (`json_schema`), failing when either drifts; both derives are test-only.
 
 mod approval;
 mod capabilities;
@@ -23,7 +49,10 @@ mod summaries;
 mod sync;
 mod timestamp;
 
-pub use approval::{ApprovalRequested, ApprovalResolved, Decision, DecisionKind, Risk, RuleScope};
+pub use approval::{
+    ApprovalRequested, ApprovalResolved, Decision, DecisionKind, EGRESS_APPROVAL, EgressAsked,
+    Risk, RuleScope,
+};
 pub use capabilities::{BackendInfo, Capabilities};
 pub use checks::{
     CheckFinished, CheckOutcome, CheckOutput, CheckSpec, CheckStarted, CheckTrigger, Contradiction,
@@ -65,6 +94,8 @@ pub use timestamp::{Timestamp, TimestampError};
 #[cfg(test)]
 mod typescript;
 
+#[cfg(test)]
+mod intent_table;
 #[cfg(test)]
 mod json_schema;
 

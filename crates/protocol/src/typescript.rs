@@ -57,6 +57,7 @@ fn declarations() -> Vec<String> {
         Contradiction::decl(),
         ApprovalRequested::decl(),
         ApprovalResolved::decl(),
+        crate::approval::EgressAsked::decl(),
         DecisionKind::decl(),
         Decision::decl(),
         Risk::decl(),

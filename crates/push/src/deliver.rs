@@ -3,13 +3,7 @@
 //! number of times within a deadline when the service is down or busy, never when it says the
 //! subscription is gone.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use http_body_util::Full;
-use hyper::Request;
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 
 use crate::PushError;
 
@@ -62,43 +56,9 @@ pub struct PushRequest {
     pub ttl_secs: u32,
 }
 
-/// How push services are reached: the TLS roots trusted for `https` endpoints.
-#[derive(Clone)]
-pub struct Transport {
-    tls: tokio_rustls::TlsConnector,
-}
-
-impl std::fmt::Debug for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transport").finish_non_exhaustive()
-    }
-}
-
-impl Transport {
-    /// The public Web PKI (Mozilla's roots, compiled in): what real push services use.
-    pub fn public() -> Transport {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        Transport::with_roots(roots)
-    }
-
-    /// Trusting only `roots` (tests with their own certificate authority).
-    pub fn with_roots(roots: rustls::RootCertStore) -> Transport {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = match rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-        {
-            Ok(builder) => builder.with_root_certificates(roots).with_no_client_auth(),
-            // The ring provider supports the default versions; this cannot fail in practice.
-            Err(_) => {
-                rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth()
-            }
-        };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Transport { tls: tokio_rustls::TlsConnector::from(Arc::new(config)) }
-    }
-}
+/// How push services are reached: the TLS roots trusted for `https` endpoints
+/// (`Transport::public()`, or a test's `Transport::with_roots`).
+pub use nucleic_http::Client as Transport;
 
 /// Sends `request`, retrying per `policy` on connection errors, 429 and 5xx.
 pub async fn deliver(
@@ -140,84 +100,32 @@ pub async fn deliver(
 
 /// One `POST`: the response's status code.
 async fn post(request: &PushRequest, transport: &Transport) -> Result<u16, PushError> {
-    let endpoint = &request.endpoint;
-    let (tls, rest) = match endpoint.split_once("://") {
-        Some(("http", rest)) => (false, rest),
-        Some(("https", rest)) => (true, rest),
-        _ => return Err(PushError::BadEndpoint(endpoint.clone())),
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let (host, port) =
-        host_and_port(authority, tls).ok_or_else(|| PushError::BadEndpoint(endpoint.clone()))?;
-    let address = format!("{authority} (port {port})");
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| PushError::Unreachable(format!("cannot connect to {address}: {e}")))?;
-    let http = Request::post(path)
-        .header("host", authority)
-        .header("authorization", &request.authorization)
+    let http = nucleic_http::Request::new(hyper::Method::POST, request.endpoint.clone())
+        .header("authorization", request.authorization.clone())
         .header("content-encoding", "aes128gcm")
         .header("content-type", "application/octet-stream")
         .header("ttl", request.ttl_secs.to_string())
         .header("urgency", "high")
-        .body(Full::new(Bytes::from(request.body.clone())))
-        .map_err(|e| PushError::BadEndpoint(format!("{endpoint}: {e}")))?;
-    if tls {
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|_| PushError::BadEndpoint(endpoint.clone()))?;
-        let stream = transport
-            .tls
-            .connect(name, stream)
-            .await
-            .map_err(|e| PushError::Unreachable(format!("TLS with {address}: {e}")))?;
-        send(TokioIo::new(stream), http, &address).await
-    } else {
-        send(TokioIo::new(stream), http, &address).await
+        .body(request.body.clone());
+    match transport.send(&http, ONE_EXCHANGE, RESPONSE_LIMIT).await {
+        Ok(response) => Ok(response.status),
+        Err(nucleic_http::HttpError::BadUrl(_)) => {
+            Err(PushError::BadEndpoint(request.endpoint.clone()))
+        }
+        Err(e) => Err(PushError::Unreachable(e.to_string())),
     }
 }
 
-/// The host and port of a URL's authority (`[v6]:port`, `name:port`, or the scheme's port).
-fn host_and_port(authority: &str, tls: bool) -> Option<(String, u16)> {
-    let default = if tls { 443 } else { 80 };
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().ok()?,
-            None if after.is_empty() => default,
-            None => return None,
-        };
-        return Some((host.to_owned(), port));
-    }
-    match authority.rsplit_once(':') {
-        Some((host, p)) => Some((host.to_owned(), p.parse().ok()?)),
-        None => Some((authority.to_owned(), default)),
-    }
-}
-
-/// One request over an open connection.
-async fn send<T>(io: T, http: Request<Full<Bytes>>, address: &str) -> Result<u16, PushError>
-where
-    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| PushError::Unreachable(format!("HTTP handshake with {address}: {e}")))?;
-    let driver = tokio::spawn(connection);
-    let response = sender
-        .send_request(http)
-        .await
-        .map_err(|e| PushError::Unreachable(format!("sending to {address}: {e}")));
-    driver.abort();
-    Ok(response?.status().as_u16())
-}
+/// One exchange's own bound (the caller's `attempt_timeout` is usually shorter).
+const ONE_EXCHANGE: std::time::Duration = std::time::Duration::from_secs(60);
+/// What a push service's answer body may be (it is not read for anything).
+const RESPONSE_LIMIT: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
     use std::process::Command;
+    use std::sync::Arc;
 
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -366,16 +274,5 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(seen.lock().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn authorities_split_into_host_and_port() {
-        assert_eq!(host_and_port("push.example", true), Some(("push.example".into(), 443)));
-        assert_eq!(host_and_port("push.example", false), Some(("push.example".into(), 80)));
-        assert_eq!(host_and_port("127.0.0.1:8080", false), Some(("127.0.0.1".into(), 8080)));
-        assert_eq!(host_and_port("[::1]:9", true), Some(("::1".into(), 9)));
-        assert_eq!(host_and_port("[::1]", true), Some(("::1".into(), 443)));
-        assert_eq!(host_and_port("h:port", true), None);
-        assert_eq!(host_and_port("[::1]x", true), None);
     }
 }

@@ -2,6 +2,22 @@
 //! gets a message that carries only the session's opaque id, encrypted for that browser
 //! (RFC 8291) and signed with the host's VAPID key (RFC 8292); the push service sees neither
 //! the id nor anything else about the session.
+//!
+//! - `vapid`: [`VapidKey`], the host's P-256 key (`$NUCLEIC_HOME/vapid.key`, made once 0600),
+//!   signing ES256 JWTs per push-service [`origin`] (RFC 8292); [`verify_authorization`] for the
+//!   mock.
+//! - `ece`: [`encrypt`] / [`decrypt`] (RFC 8291 `aes128gcm`, checked against the RFC's example).
+//! - `deliver`: [`deliver`], an HTTP/1.1 `POST` on hyper, TLS on rustls with Mozilla's roots,
+//!   bounded retries ([`RetryPolicy`]); `404`/`410` is [`Delivery::Gone`].
+//! - [`needs_person`]: which session changes push.
+//! - `watch`: [`SessionWatch`], the notifier's last summary of each session still under way:
+//!   finished ones are forgotten, so it does not grow with every session ever run.
+//! - [`payload`]: the session id alone.
+//! - `quiet`: [`QuietWindow`], quiet hours in the device's own time zone.
+//! - [`b64`]: base64url as Web Push and JWTs use it.
+//!
+//! The host's `push.rs` stores subscriptions per device and runs the notifier; `docs/cockpit.md`
+//! has the design.
 
 mod deliver;
 mod ece;

@@ -3,6 +3,33 @@
 //! loopback, behind the host's bearer token or a device key proven in `hello`, and Host/Origin
 //! checks. All behaviour
 //! lives in `nucleic_host::Host`; this crate only frames, authenticates and routes.
+//!
+//! - `auth`: bearer-token auth and the Host/Origin checks on every route.
+//! - `devices` (`devices.rs`): device proofs in `hello`: single-use challenges, ECDSA P-256 keys
+//!   registered with one-time links; revoked connections closed.
+//! - `connection` (`connection.rs`, over `wire.rs`): one connection loop for every carrier (a
+//!   WebSocket, or a device's Noise channel): the hello handshake, `unsupported` / `badMessage` /
+//!   `tooLarge` replies, verbosity filtering, `sessionChanged` pushes.
+//! - `wire`: what a connection is carried on, whatever carries it.
+//! - `dispatch`: the one `Host` call behind each `ClientMessage`; idempotent message ids for
+//!   changes.
+//! - `http`: one-shot `POST /api/message`.
+//! - `follow`: one client's stream of one session, catch-up then live, across resumes.
+//! - `batch` (`batch.rs`): event frames: a client's [`EventRun`] of a shared batch, framed as
+//!   `event` messages or, for clients that announce `eventBatches`, `events` messages of up to 512.
+//! - [`remote`] (`remote/`): remote access: the relay connection with backoff and its status file,
+//!   its TCP/TLS dialling (`dial.rs`: rustls on ring, Mozilla's roots plus `--relay-ca`, `ws://`
+//!   only to loopback), device streams, pairing links, the host's remote identity, the opt-in LAN
+//!   listener serving only the channel.
+//! - `accept` (`accept.rs`): its own accept loop ([`Listener`]): TCP or the daemon's Unix socket,
+//!   connection cap, header-read timeout.
+//! - `limits` (`limits.rs`): per-connection bounds ([`ServerLimits`]); `outbox` (`outbox.rs`): a
+//!   byte-bounded outbox, pings, slow readers dropped.
+//! - `headers` (`headers.rs`): hardening headers: CSP, no framing.
+//! - `web` (`web.rs`): the web app's assets: `build.rs` copies `web/dist` — or a "not built" page
+//!   — into `OUT_DIR` with gzipped twins, `rust-embed` puts them in the binary.
+//! - `signin` (`signin.rs`): sign-in links: one-time tokens a browser trades for a device
+//!   registration, `/api/login-link`.
 
 mod accept;
 mod auth;

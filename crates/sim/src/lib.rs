@@ -48,6 +48,23 @@
 //! `NUCLEIC_SIM_FAULT` holds a comma list: `crash_mid_turn`, `malformed_stdout`,
 //! `unknown_lines`, `hang`, `api_error`, `ignore_stdin_eof`, `fork_on_resume` (see
 //! [`faults::Faults`]).
+//!
+//! # Modules
+//!
+//! It runs as `nucleic __sim-agent` and as the `fake-claude` binary.
+//!
+//! - [`args`]: the subset of the real `claude` command line it honours.
+//! - [`inbox`]: stdin: a reader thread feeding a channel, each input line classified.
+//! - [`session`]: the main loop: session state, stdin pumping, control requests, turn scheduling.
+//! - [`planner`]: a prompt turned into its deterministic list of actions (the grammar above).
+//! - `turn`: one turn: init, the planned message, permission checks, tool runs, final message,
+//!   result.
+//! - [`permissions`]: which tool calls need asking, the `can_use_tool` request, the host's answers.
+//! - [`tools`]: Write, Edit and Bash really run, confined to the working directory.
+//! - [`stream`]: one simulated API message streamed: `stream_event` lines, per-block `assistant`
+//!   lines, aborts.
+//! - [`wire`]: the stdout JSON lines (shapes copied from Claude Code 2.1.332).
+//! - [`faults`]: fault injection (`NUCLEIC_SIM_FAULT`).
 
 pub mod args;
 pub mod faults;

@@ -4,7 +4,14 @@
 //! Conversation with one line per event, and every event as raw JSONL); [`export::jsonl`] writes
 //! the events alone. [`import::nucleic_export`] reads either back — events come from the raw
 //! JSONL, the source of truth — and [`import::claude_transcript`] / [`import::codex_rollout`]
-//! convert Claude Code's transcripts and Codex's rollouts into read-only sessions. Nothing here touches a file it was not given.
+//! convert Claude Code's transcripts and Codex's rollouts into read-only sessions. Nothing here
+//! touches a file it was not given.
+//!
+//! - [`export`]: the seed's markdown export, or JSONL.
+//! - [`import`]: Nucleic exports (markdown or JSONL), Claude Code transcripts, Codex rollouts.
+//! - `conversation`: one human line per event for an export's "Conversation" section.
+//! - `meta`: the export header's session metadata ([`ExportMeta`]) and what an import reads back.
+//! - `error`: [`TransferError`].
 
 mod conversation;
 mod error;

@@ -56,6 +56,29 @@ describe("ApprovalBar", () => {
     expect(sent[1]).toEqual({ type: "decide", sessionID: "s1", requestID: "r1", decision: { type: "allowAlways", scope: "project" } });
   });
 
+  it("asks the host's network question as what it is: this session, the project, or deny", async () => {
+    const question: ApprovalRequested = {
+      requestID: "egress-1",
+      toolName: "egress",
+      input: { host: "pkg.test", port: 8443, method: "CONNECT" },
+      description: "allow network access to pkg.test:8443?",
+      risk: "medium",
+      riskReasons: ["network: a destination not on the allow-list"],
+    };
+    const { root, sent, click } = setup(question);
+    expect(root.querySelector("[data-testid=egress-question]")?.textContent).toBe("Allow network access to pkg.test:8443?");
+    expect(root.querySelector("[data-testid=allow-edited]")).toBeNull();
+    await click("allow");
+    await click("egress-always");
+    await click("deny");
+    await click("send-deny");
+    expect(sent.map((m) => (m as { decision: unknown }).decision)).toEqual([
+      { type: "allow" },
+      { type: "allowAlways", scope: "project" },
+      { type: "deny", message: "Denied from the cockpit." },
+    ]);
+  });
+
   it("offline, an answer is refused with a clear message and nothing is sent or kept", async () => {
     const { root, sent, click } = setup(ask("medium"), "offline");
     await click("allow");

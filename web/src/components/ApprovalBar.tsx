@@ -1,12 +1,13 @@
 /** Answers the oldest pending approval: allow, allow with edited input, deny with a reason,
  *  always (as a rule for this session, the project or the host). Shows the host's risk class;
  *  a critical request is allowed only after a second, explicit click. Says who answered when
- *  another client was first. */
+ *  another client was first. The host's own network question (`egress`) is asked as what it
+ *  is: allow network access to HOST:PORT — this session, always for the project, or deny. */
 import { useEffect, useState } from "preact/hooks";
 
 import type { ApprovalRequested, Capabilities, Decision, RuleScope } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
-import { patchChanges, relative, toolSummary } from "../transcript";
+import { egressAsked, patchChanges, relative, toolSummary } from "../transcript";
 
 /** What tapping an answer says while the host is unreachable. */
 export const OFFLINE_REFUSAL =
@@ -84,6 +85,57 @@ export function ApprovalBar({
       : input && typeof input === "object" && typeof input.new_string === "string"
         ? `${String(input.old_string ?? "")}\n→\n${String(input.new_string)}`
         : null;
+
+  const egress = egressAsked(request);
+  if (egress) {
+    const how = egress.method === "CONNECT" ? "an HTTPS connection" : `a plain HTTP ${egress.method}`;
+    const denied = reason.trim() || "Denied from the cockpit.";
+    return (
+      <section class="approval-bar" role="region" aria-label="Network access" data-testid="approval-bar" data-request={request.requestID}>
+        <div class="ask">
+          <strong data-testid="egress-question">
+            Allow network access to {egress.host}:{egress.port}?
+          </strong>
+          {more > 0 && <span class="badge pending">+{more} more</span>}
+          <div class="description">
+            Not on this project's egress allow-list. The agent's command waits ({how}) until you answer, or until the question times out.
+          </div>
+        </div>
+        {mode === "deny" && (
+          <input class="reason" placeholder="Why not? (in the refusal the agent sees)" value={reason} onInput={(e) => setReason(e.currentTarget.value)} data-testid="deny-reason" />
+        )}
+        {outcome && (
+          <p class="outcome" role="status" data-testid="approval-error">
+            {outcome}
+          </p>
+        )}
+        <div class="actions">
+          {mode === "deny" ? (
+            <>
+              <button class="danger" disabled={disabled} onClick={() => decide({ type: "deny", message: denied })} data-testid="send-deny">
+                Deny
+              </button>
+              <button class="ghost" onClick={() => setMode("ask")}>
+                Back
+              </button>
+            </>
+          ) : (
+            <>
+              <button class="primary" disabled={disabled} onClick={() => decide({ type: "allow" })} data-testid="allow">
+                Allow for this session
+              </button>
+              <button disabled={disabled} onClick={() => decide({ type: "allowAlways", scope: "project" })} data-testid="egress-always" title="Add it to the project's sandbox: every session of the project may reach it">
+                Always for this project
+              </button>
+              <button class="danger" disabled={disabled} onClick={() => setMode("deny")} data-testid="deny">
+                Deny…
+              </button>
+            </>
+          )}
+        </div>
+      </section>
+    );
+  }
 
   return (
     <section class="approval-bar" role="region" aria-label="Approval" data-testid="approval-bar" data-request={request.requestID}>

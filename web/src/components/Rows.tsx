@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import { download } from "../download";
 import { renderMarkdown } from "../markdown";
 import type { CheckFinished } from "../protocol.gen";
-import { displayText, type Row, toolSummary } from "../transcript";
+import { displayText, egressAsked, type Row, toolSummary } from "../transcript";
 import { ReportCard } from "./ReportCard";
 
 /** Longest text shown before "Show all". */
@@ -125,11 +125,12 @@ function RowImpl({ row, cwd }: { row: Row; rev: number; cwd: string | null }) {
     }
     case "approval": {
       const r = row.resolved;
+      const asked = egressAsked(row.request);
       return (
         <div class={`row approval${r ? "" : " open"}`} data-kind="approval" data-seq={row.seq}>
           <span class="icon">{r ? (r.decision.startsWith("allow") || r.decision === "approvePlan" || r.decision === "answered" ? "✓" : "✗") : "?"}</span>
           <span>
-            {row.request.toolName} {toolSummary(row.request.input, cwd)} —{" "}
+            {asked ? `network access to ${asked.host}:${asked.port}` : `${row.request.toolName} ${toolSummary(row.request.input, cwd)}`} —{" "}
             {r ? (
               <span data-testid="approval-outcome">
                 {r.decision} by <strong>{r.by}</strong>

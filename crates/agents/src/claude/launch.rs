@@ -6,29 +6,25 @@ use std::path::PathBuf;
 use nucleic_protocol::Backend;
 
 use crate::error::AgentError;
-use crate::isolation::Isolation;
+use crate::options::CommonOptions;
 use crate::process::SpawnSpec;
 
 /// The simulated agent's fault list (`nucleic_sim`'s `FAULT_ENV`).
 const SIM_FAULT_VARIABLE: &str = "NUCLEIC_SIM_FAULT";
 
 use super::input::PERMISSION_MODES;
+use super::sandbox::CommandSandbox;
 
 /// Everything needed to start one Claude Code (or simulated agent) process.
 #[derive(Debug, Clone)]
 pub struct ClaudeOptions {
-    /// The `claude` executable (or `nucleic` itself for the simulated agent).
-    pub program: PathBuf,
+    /// Program, workspace, `--permission-mode` (`default` asks before edits and unknown
+    /// commands), `--model`, `--resume`, environment, confinement.
+    pub common: CommonOptions,
     /// Arguments placed before the CLI flags (e.g. the simulated agent's subcommand).
     pub prefix_args: Vec<OsString>,
     /// What to record as the events' backend.
     pub backend: Backend,
-    pub cwd: PathBuf,
-    /// `--permission-mode`; `default` asks before edits and unknown commands.
-    pub permission_mode: String,
-    pub model: Option<String>,
-    /// Resume this earlier conversation.
-    pub resume: Option<String>,
     /// With `resume`: continue in a new conversation id that carries the history.
     pub fork: bool,
     /// Use this conversation id for a new session.
@@ -36,10 +32,6 @@ pub struct ClaudeOptions {
     pub append_system_prompt: Option<String>,
     /// Stream text as partial deltas (`--include-partial-messages`).
     pub partial_messages: bool,
-    /// Extra environment (e.g. `ANTHROPIC_BASE_URL`); overrides the inherited one.
-    pub env: Vec<(OsString, OsString)>,
-    /// Run under bubblewrap with the host's data dir hidden.
-    pub isolation: Option<Isolation>,
     /// Register the host's PreToolUse hook (`initialize` on the control protocol): every tool
     /// call is then put to the host first. Real Claude Code only (the simulated agent has no
     /// hooks).
@@ -50,35 +42,31 @@ impl ClaudeOptions {
     /// Defaults for `program` in `cwd`: default permission mode, partial deltas on.
     pub fn new(program: PathBuf, cwd: PathBuf) -> ClaudeOptions {
         ClaudeOptions {
-            program,
+            common: CommonOptions::new(program, cwd),
             prefix_args: Vec::new(),
             backend: Backend::ClaudeCode,
-            cwd,
-            permission_mode: "default".into(),
-            model: None,
-            resume: None,
             fork: false,
             session_id: None,
             append_system_prompt: None,
             partial_messages: true,
-            env: Vec::new(),
-            isolation: None,
             host_hooks: false,
         }
+    }
+
+    /// Sets `--permission-mode`; a mode Claude Code does not have is refused.
+    pub fn set_permission_mode(&mut self, mode: &str) -> Result<(), AgentError> {
+        check_permission_mode(mode)?;
+        mode.clone_into(&mut self.common.permission_mode);
+        Ok(())
     }
 
     /// The process to spawn. Approvals go through the stdio control protocol
     /// (`--permission-prompt-tool stdio`), which needs stream-json input; project `.mcp.json`
     /// servers are ignored (`--strict-mcp-config`) because they would start without approval.
     pub fn spawn_spec(&self) -> Result<SpawnSpec, AgentError> {
-        if !PERMISSION_MODES.contains(&self.permission_mode.as_str()) {
-            return Err(AgentError::InvalidInput(format!(
-                "unknown permission mode {:?} (expected one of {})",
-                self.permission_mode,
-                PERMISSION_MODES.join(", ")
-            )));
-        }
-        if self.fork && self.resume.is_none() {
+        let c = &self.common;
+        check_permission_mode(&c.permission_mode)?;
+        if self.fork && c.resume.is_none() {
             return Err(AgentError::InvalidInput("fork needs a session to resume".into()));
         }
         let mut args: Vec<OsString> = self.prefix_args.clone();
@@ -96,7 +84,7 @@ impl ClaudeOptions {
         ] {
             args.push(a.into());
         }
-        args.push(self.permission_mode.clone().into());
+        args.push(c.permission_mode.clone().into());
         if self.partial_messages {
             args.push("--include-partial-messages".into());
         }
@@ -106,12 +94,16 @@ impl ClaudeOptions {
                 args.push(v.into());
             }
         };
-        flag("--model", &self.model);
-        flag("--resume", &self.resume);
+        flag("--model", &c.model);
+        flag("--resume", &c.resume);
         flag("--session-id", &self.session_id);
         flag("--append-system-prompt", &self.append_system_prompt);
         if self.fork {
             args.push("--fork-session".into());
+        }
+        if let Some(CommandSandbox::On { settings }) = self.command_sandbox() {
+            args.push("--settings".into());
+            args.push(settings.to_string().into());
         }
         let mut env: Vec<(OsString, OsString)> =
             vec![("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into())];
@@ -119,19 +111,33 @@ impl ClaudeOptions {
         // over explicitly (inherited `NUCLEIC_*` variables never reach an agent).
         if self.backend == Backend::Simulated
             && let Some(faults) = std::env::var_os(SIM_FAULT_VARIABLE)
-            && !self.env.iter().any(|(k, _)| k == SIM_FAULT_VARIABLE)
+            && !c.env.iter().any(|(k, _)| k == SIM_FAULT_VARIABLE)
         {
             env.push((SIM_FAULT_VARIABLE.into(), faults));
         }
-        env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec {
-            program: self.program.clone(),
-            args,
-            cwd: self.cwd.clone(),
-            env,
-            isolation: self.isolation.clone(),
-        })
+        Ok(c.spawn_spec(args, env))
     }
+}
+
+impl ClaudeOptions {
+    /// Claude Code's own sandbox for its commands: planned for a confined real Claude Code
+    /// (`None` for the simulated agent or an unconfined run).
+    pub fn command_sandbox(&self) -> Option<CommandSandbox> {
+        let isolation = self.common.isolation.as_ref()?;
+        (self.backend == Backend::ClaudeCode)
+            .then(|| CommandSandbox::plan(isolation, &self.common.env))
+    }
+}
+
+/// Refuses a mode Claude Code does not have, naming the ones it has.
+fn check_permission_mode(mode: &str) -> Result<(), AgentError> {
+    if PERMISSION_MODES.contains(&mode) {
+        return Ok(());
+    }
+    Err(AgentError::InvalidInput(format!(
+        "unknown permission mode {mode:?} (expected one of {})",
+        PERMISSION_MODES.join(", ")
+    )))
 }
 
 #[cfg(test)]
@@ -141,8 +147,8 @@ mod tests {
     #[test]
     fn argv_carries_the_required_flags_and_options() {
         let mut o = ClaudeOptions::new("claude".into(), "/tmp".into());
-        o.model = Some("sonnet".into());
-        o.resume = Some("abc".into());
+        o.common.model = Some("sonnet".into());
+        o.common.resume = Some("abc".into());
         o.fork = true;
         o.append_system_prompt = Some("be brief".into());
         let spec = o.spawn_spec().unwrap();
@@ -161,7 +167,8 @@ mod tests {
     #[test]
     fn bad_options_are_refused_before_spawning() {
         let mut o = ClaudeOptions::new("claude".into(), "/tmp".into());
-        o.permission_mode = "yolo".into();
+        assert!(o.set_permission_mode("yolo").is_err());
+        o.common.permission_mode = "yolo".into();
         assert!(o.spawn_spec().is_err());
         let mut o = ClaudeOptions::new("claude".into(), "/tmp".into());
         o.fork = true;

@@ -18,7 +18,7 @@ use super::leftovers::Leftovers;
 use super::{ControlIn, DecodedLine, ExecDecoder};
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
-use crate::isolation::Isolation;
+use crate::options::{CommonOptions, home_variable};
 use crate::process::SpawnSpec;
 use crate::supervisor::{
     AgentProcess, ProcessExit, Protocol, Streams, Supervision, launch, supervise,
@@ -50,42 +50,30 @@ pub const EXEC_SANDBOXES: &[(&str, &str)] = &[
 /// Everything needed to run one `codex exec --json` process.
 #[derive(Debug, Clone)]
 pub struct CodexExecOptions {
-    pub program: PathBuf,
-    pub cwd: PathBuf,
+    /// The `codex` executable, the workspace, the Nucleic permission mode (see
+    /// [`EXEC_SANDBOXES`]), `-m`, the thread to continue (`codex exec resume <id>`), extra
+    /// environment, confinement.
+    pub common: CommonOptions,
     /// `CODEX_HOME`; inherited when `None`.
     pub codex_home: Option<PathBuf>,
-    /// The Nucleic permission mode (see [`EXEC_SANDBOXES`]).
-    pub permission_mode: String,
-    pub model: Option<String>,
-    /// Continue this thread (`codex exec resume <id>`).
-    pub resume: Option<String>,
-    pub env: Vec<(OsString, OsString)>,
     /// Give up when the run shows no progress (retry notices do not count) for this long after
     /// its prompt, as the app-server adapter does; `None` waits forever.
     pub provider_timeout: Option<Duration>,
-    /// Run under bubblewrap with the host's data dir hidden.
-    pub isolation: Option<Isolation>,
 }
 
 impl CodexExecOptions {
     /// Defaults for `program` in `cwd`: the `default` mode (a read-only sandbox).
     pub fn new(program: PathBuf, cwd: PathBuf) -> CodexExecOptions {
         CodexExecOptions {
-            program,
-            cwd,
+            common: CommonOptions::new(program, cwd),
             codex_home: None,
-            permission_mode: "default".into(),
-            model: None,
-            resume: None,
-            env: Vec::new(),
             provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
-            isolation: None,
         }
     }
 
     /// The sandbox for the permission mode; other modes are refused.
     pub fn sandbox(&self) -> Result<&'static str, AgentError> {
-        let mode = self.permission_mode.as_str();
+        let mode = self.common.permission_mode.as_str();
         EXEC_SANDBOXES.iter().find(|(m, _)| *m == mode).map(|(_, s)| *s).ok_or_else(|| {
             let known: Vec<&str> = EXEC_SANDBOXES.iter().map(|(m, _)| *m).collect();
             AgentError::InvalidInput(format!(
@@ -100,33 +88,24 @@ impl CodexExecOptions {
     pub fn spawn_spec(&self) -> Result<SpawnSpec, AgentError> {
         let sandbox = self.sandbox()?;
         let mut args: Vec<OsString> = vec!["exec".into()];
-        if self.resume.is_some() {
+        if self.common.resume.is_some() {
             args.push("resume".into());
         }
         args.extend(["--json".into(), "--skip-git-repo-check".into(), "-c".into()]);
         args.push(format!("sandbox_mode=\"{sandbox}\"").into());
-        if let Some(model) = &self.model {
+        args.extend(super::launch::quiet_config_args());
+        if let Some(model) = &self.common.model {
             args.extend(["-m".into(), model.into()]);
         }
-        if let Some(id) = &self.resume {
+        if let Some(id) = &self.common.resume {
             if id.trim().is_empty() || id.starts_with('-') {
                 return Err(AgentError::InvalidInput(format!("bad thread id to resume: {id:?}")));
             }
             args.push(id.into());
         }
         args.push("-".into());
-        let mut env: Vec<(OsString, OsString)> = Vec::new();
-        if let Some(home) = &self.codex_home {
-            env.push(("CODEX_HOME".into(), home.clone().into_os_string()));
-        }
-        env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec {
-            program: self.program.clone(),
-            args,
-            cwd: self.cwd.clone(),
-            env,
-            isolation: self.isolation.clone(),
-        })
+        let env = home_variable("CODEX_HOME", self.codex_home.as_ref());
+        Ok(self.common.spawn_spec(args, env))
     }
 }
 
@@ -176,11 +155,13 @@ pub(crate) fn run_codex_exec(
         process: process.clone(),
         prompted: AtomicBool::new(false),
         turn: Mutex::new(Turn::default()),
-        leftovers: Leftovers::note(&opts.cwd),
+        leftovers: Leftovers::note(&opts.common.cwd),
     };
     let handle = CodexExecHandle { shared: Arc::new(shared) };
-    let decoder = ExecDecoder::new()
-        .with_session_info(opts.cwd.to_string_lossy(), opts.model.clone().unwrap_or_default());
+    let decoder = ExecDecoder::new().with_session_info(
+        opts.common.cwd.to_string_lossy(),
+        opts.common.model.clone().unwrap_or_default(),
+    );
     let rx = supervise(process, streams, handle.clone(), decoder, supervision);
     (handle, rx)
 }
@@ -290,11 +271,20 @@ mod tests {
         };
         assert_eq!(
             args(&o),
-            ["exec", "--json", "--skip-git-repo-check", "-c", "sandbox_mode=\"read-only\"", "-"]
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "-c",
+                "sandbox_mode=\"read-only\"",
+                "-c",
+                "features.plugins=false",
+                "-"
+            ]
         );
-        o.permission_mode = "acceptEdits".into();
-        o.resume = Some("t1".into());
-        o.model = Some("gpt-5.5".into());
+        o.common.permission_mode = "acceptEdits".into();
+        o.common.resume = Some("t1".into());
+        o.common.model = Some("gpt-5.5".into());
         assert_eq!(
             args(&o),
             [
@@ -304,16 +294,18 @@ mod tests {
                 "--skip-git-repo-check",
                 "-c",
                 "sandbox_mode=\"workspace-write\"",
+                "-c",
+                "features.plugins=false",
                 "-m",
                 "gpt-5.5",
                 "t1",
                 "-"
             ]
         );
-        o.resume = Some("--last".into());
+        o.common.resume = Some("--last".into());
         assert!(o.spawn_spec().is_err());
-        o.resume = None;
-        o.permission_mode = "dontAsk".into();
+        o.common.resume = None;
+        o.common.permission_mode = "dontAsk".into();
         assert!(o.spawn_spec().unwrap_err().to_string().contains("dontAsk"));
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::error::AgentError;
-use crate::isolation::Isolation;
+use crate::options::{CommonOptions, home_variable};
 use crate::process::SpawnSpec;
 
 /// Approval policies `thread/start` accepts.
@@ -45,34 +45,37 @@ pub fn codex_policy(mode: &str) -> Result<(&'static str, &'static str), AgentErr
 /// [`CodexOptions::provider_timeout`]).
 pub const DEFAULT_PROVIDER_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Config overrides (`-c`) every codex run gets: the plugin marketplace off. Its sync runs
+/// `git ls-remote https://github.com/openai/plugins.git` (and reaches api.github.com and
+/// chatgpt.com) at every start — a git process codex starts, which the egress bridge cannot
+/// tell from a command the agent ran, so each session would open with a question about
+/// github.com. Inside the sandbox it could not reach them anyway, unless allow-listed.
+pub const QUIET_CONFIG: &[&str] = &["features.plugins=false"];
+
+/// `-c KEY=VALUE` for each of [`QUIET_CONFIG`].
+pub(crate) fn quiet_config_args() -> impl Iterator<Item = OsString> {
+    QUIET_CONFIG.iter().flat_map(|kv| [OsString::from("-c"), OsString::from(kv)])
+}
+
 /// Everything needed to start one `codex app-server` process and its thread.
 #[derive(Debug, Clone)]
 pub struct CodexOptions {
-    /// The `codex` executable.
-    pub program: PathBuf,
-    /// The workspace (process cwd and the thread's `cwd`).
-    pub cwd: PathBuf,
+    /// The `codex` executable, the workspace (process cwd and the thread's `cwd`), the Nucleic
+    /// permission mode `approval_policy` and `sandbox` came from (reported as the session's
+    /// permission mode, so a resume maps it again), the thread's model (config.toml's when
+    /// `None`), the thread to resume instead of starting one, extra environment (e.g. the
+    /// provider's API key variable), confinement.
+    pub common: CommonOptions,
     /// `CODEX_HOME` (config.toml, sessions); inherited when `None`.
     pub codex_home: Option<PathBuf>,
-    /// The Nucleic permission mode `approval_policy` and `sandbox` came from (reported as the
-    /// session's permission mode, so a resume maps it again).
-    pub permission_mode: String,
     /// `approvalPolicy` of the thread; `on-request` asks before escalations.
     pub approval_policy: String,
     /// `sandbox` of the thread (passed again on resume: codex does not restore it).
     pub sandbox: String,
-    /// Model for the thread; config.toml's when `None`.
-    pub model: Option<String>,
-    /// Resume this earlier thread instead of starting one.
-    pub resume: Option<String>,
-    /// Extra environment (e.g. the provider's API key variable); overrides the inherited one.
-    pub env: Vec<(OsString, OsString)>,
     /// Give up (an `error`, then the run ends as `apiError`) when a turn shows no progress for
     /// this long while no approval is pending and no tool runs: codex itself retries an
     /// unreachable provider forever. `None` waits forever.
     pub provider_timeout: Option<Duration>,
-    /// Run under bubblewrap with the host's data dir hidden.
-    pub isolation: Option<Isolation>,
 }
 
 impl CodexOptions {
@@ -80,17 +83,11 @@ impl CodexOptions {
     /// in a `workspace-write` sandbox).
     pub fn new(program: PathBuf, cwd: PathBuf) -> CodexOptions {
         CodexOptions {
-            program,
-            cwd,
+            common: CommonOptions::new(program, cwd),
             codex_home: None,
-            permission_mode: "default".into(),
             approval_policy: "untrusted".into(),
             sandbox: "workspace-write".into(),
-            model: None,
-            resume: None,
-            env: Vec::new(),
             provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
-            isolation: None,
         }
     }
 
@@ -98,7 +95,7 @@ impl CodexOptions {
     /// [`PERMISSION_MODES`]).
     pub fn set_permission_mode(&mut self, mode: &str) -> Result<(), AgentError> {
         let (policy, sandbox) = codex_policy(mode)?;
-        mode.clone_into(&mut self.permission_mode);
+        mode.clone_into(&mut self.common.permission_mode);
         self.approval_policy = policy.into();
         self.sandbox = sandbox.into();
         Ok(())
@@ -120,7 +117,7 @@ impl CodexOptions {
                 SANDBOX_MODES.join(", ")
             )));
         }
-        if self.resume.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        if self.common.resume.as_deref().is_some_and(|r| r.trim().is_empty()) {
             return Err(AgentError::InvalidInput("empty thread id to resume".into()));
         }
         Ok(())
@@ -129,23 +126,14 @@ impl CodexOptions {
     /// The process to spawn: `codex app-server` (stdio transport).
     pub fn spawn_spec(&self) -> Result<SpawnSpec, AgentError> {
         self.validate()?;
-        let mut env: Vec<(OsString, OsString)> = Vec::new();
-        if let Some(home) = &self.codex_home {
-            env.push(("CODEX_HOME".into(), home.clone().into_os_string()));
-        }
-        env.extend(self.env.iter().cloned());
-        Ok(SpawnSpec {
-            program: self.program.clone(),
-            args: vec!["app-server".into()],
-            cwd: self.cwd.clone(),
-            env,
-            isolation: self.isolation.clone(),
-        })
+        let env = home_variable("CODEX_HOME", self.codex_home.as_ref());
+        let args = std::iter::once("app-server".into()).chain(quiet_config_args()).collect();
+        Ok(self.common.spawn_spec(args, env))
     }
 
     /// The `thread/start` (or `thread/resume`) method and params.
     pub fn thread_request(&self) -> (&'static str, Value) {
-        let mut params = match &self.resume {
+        let mut params = match &self.common.resume {
             Some(id) => json!({
                 "threadId": id,
                 "excludeTurns": true,
@@ -153,21 +141,23 @@ impl CodexOptions {
                 "sandbox": self.sandbox,
             }),
             None => json!({
-                "cwd": self.cwd.to_string_lossy(),
+                "cwd": self.common.cwd.to_string_lossy(),
                 "approvalPolicy": self.approval_policy,
                 "sandbox": self.sandbox,
             }),
         };
-        if let (Some(model), Some(obj)) = (&self.model, params.as_object_mut()) {
+        if let (Some(model), Some(obj)) = (&self.common.model, params.as_object_mut()) {
             obj.insert("model".into(), Value::String(model.clone()));
         }
-        let method = if self.resume.is_some() { "thread/resume" } else { "thread/start" };
+        let method = if self.common.resume.is_some() { "thread/resume" } else { "thread/start" };
         (method, params)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
     use super::*;
 
     #[test]
@@ -175,12 +165,14 @@ mod tests {
         let mut o = CodexOptions::new("codex".into(), "/tmp".into());
         o.codex_home = Some("/h".into());
         let spec = o.spawn_spec().unwrap();
-        assert_eq!(spec.args, vec![OsString::from("app-server")]);
+        let args: Vec<OsString> =
+            ["app-server", "-c", "features.plugins=false"].iter().map(OsString::from).collect();
+        assert_eq!(spec.args, args);
         assert_eq!(spec.env[0], ("CODEX_HOME".into(), "/h".into()));
         let (m, p) = o.thread_request();
         assert_eq!(m, "thread/start");
         assert_eq!(p["sandbox"], "workspace-write");
-        o.resume = Some("t1".into());
+        o.common.resume = Some("t1".into());
         let (m, p) = o.thread_request();
         assert_eq!(m, "thread/resume");
         assert_eq!(p["excludeTurns"], true);

@@ -6,6 +6,7 @@
 //! tool `apply_patch` with input `{changes}`, MCP calls `mcp__<server>__<tool>`.
 
 pub mod appserver;
+mod backend;
 pub mod exec;
 mod exec_session;
 mod exit;
@@ -24,6 +25,7 @@ use serde::de::{Deserializer, Visitor};
 use serde_json::Value;
 
 pub use appserver::AppServerDecoder;
+pub use backend::{CODEX, TESTED_CODEX};
 pub use exec::ExecDecoder;
 pub use exec_session::{
     CODEX_EXEC_CAPABILITIES, CodexExecHandle, CodexExecOptions, EXEC_SANDBOXES, spawn_codex_exec,

@@ -134,8 +134,8 @@ pub(crate) fn run_codex(
         state: Mutex::new(State::default()),
         thread_request: opts.thread_request(),
         next_id: AtomicI64::new(if adopted { ADOPTED_FIRST_ID } else { 1 }),
-        permission_mode: opts.permission_mode.clone(),
-        leftovers: Leftovers::note(&opts.cwd),
+        permission_mode: opts.common.permission_mode.clone(),
+        leftovers: Leftovers::note(&opts.common.cwd),
         ask_prefix: format!("codex-{tag}-"),
     };
     let handle = CodexHandle { shared: Arc::new(shared) };

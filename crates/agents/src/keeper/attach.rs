@@ -51,7 +51,7 @@ pub fn start_keeper(program: &Path, dir: &KeeperDir, spec: &KeeperSpec) -> Resul
         command.env_remove(name);
     }
     command
-        .arg("__keeper")
+        .arg(crate::entry_points::KEEPER_ENTRY)
         .arg(path)
         .current_dir("/")
         .stdin(Stdio::null())

@@ -13,7 +13,7 @@
 //! outputs (backpressure: a slow disk slows the agent down rather than losing its output).
 //!
 //! The supervisor does not care where the agent's stdio comes from: the readers take any
-//! [`AsyncRead`], the input any [`AsyncWrite`], the exit any future ([`Streams::new`],
+//! [`AsyncRead`], the input any [`AsyncWrite`](tokio::io::AsyncWrite), the exit any future ([`Streams::new`],
 //! [`AgentProcess::new`]), so a keeper process owning the agent's stdio can stand in for the
 //! child later.
 

@@ -38,7 +38,7 @@ impl Setup {
     pub fn options(&self) -> CodexOptions {
         let mut o = CodexOptions::new(real_codex(), self.ws());
         o.codex_home = Some(self.dir.path().join("home"));
-        o.env = codex_offline_env(&self.dir.path().join("home"), self.dir.path())
+        o.common.env = codex_offline_env(&self.dir.path().join("home"), self.dir.path())
             .into_iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();

@@ -79,3 +79,72 @@ async fn doctor_reports_each_tool() {
         }
     }
 }
+
+/// `doctor` with the agent CLIs missing, at an untested version, not signed in and signed in:
+/// each said on its line, with the next step in the verdict.
+#[tokio::test]
+async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, bin, cache) =
+        (dir.path().join("home"), dir.path().join("bin"), dir.path().join("cache"));
+    for d in [&home, &bin, &cache] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let link = |tool: &str| {
+        let found = nucleic_agents::process::which(tool.as_ref()).unwrap();
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    };
+    link("git");
+    let doctor = |path: String, extra: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(nucleic());
+        command
+            .arg("doctor")
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env("NUCLEIC_AGENT_CACHE", &cache)
+            .envs(extra.iter().copied());
+        String::from_utf8_lossy(&command.output().unwrap().stdout).into_owned()
+    };
+    let line =
+        |text: &str, tool: &str| text.lines().find(|l| l.starts_with(tool)).unwrap().to_owned();
+    // No bubblewrap: not ready, and the step says what to install.
+    let text = doctor(bin.display().to_string(), &[]);
+    assert!(text.contains("verdict: not ready — next:"), "{text}");
+    assert!(text.contains("1. confinement: apt-get install bubblewrap"), "{text}");
+    link("bwrap");
+    // Agent CLIs missing.
+    let text = doctor(bin.display().to_string(), &[]);
+    assert!(line(&text, "claude").contains("missing: scripts/install-agents.sh"), "{text}");
+    assert!(text.contains("verdict: ready for the simulated agent only"), "{text}");
+    // Present at an untested version and signed out; then signed in.
+    let fake = bin.join("claude");
+    std::fs::write(&fake, "#!/bin/sh\necho '9.9.9 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let text = doctor(bin.display().to_string(), &[]);
+    let claude = line(&text, "claude");
+    assert!(claude.contains("UNTESTED version (Nucleic is tested with 2.1.332)"), "{claude}");
+    assert!(claude.contains("NOT signed in"), "{claude}");
+    assert!(text.contains("1. claude: run `claude` once and log in"), "{text}");
+    let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
+    assert!(line(&text, "claude").contains("signed in: ANTHROPIC_API_KEY is set"), "{text}");
+    assert!(text.contains("verdict: ready — next"), "{text}");
+}
+
+#[test]
+fn doctor_into_a_closed_pipe_ends_quietly_like_sigpipe() {
+    // `nucleic doctor | head -1`: the reader goes away before doctor has printed everything.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(nucleic())
+        .arg("doctor")
+        .env("NUCLEIC_HOME", dir.path().join("home"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader closes at once
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}

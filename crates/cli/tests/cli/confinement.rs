@@ -103,7 +103,7 @@ fn transcript_of(path: &Path) -> (String, Vec<serde_json::Value>) {
 }
 
 fn config(dir: &Path, person: &Path) -> HostConfig {
-    let mut config = crate::host_sessions::config(dir);
+    let mut config = crate::host_support::config(dir);
     config.home = dir.join("data");
     config.agent_env = vec![("HOME".into(), person.as_os_str().to_owned())];
     config.agent_isolation = AgentIsolation::Required;

@@ -143,3 +143,118 @@ fn render_orders_crates_after_their_dependencies() {
     let body: Vec<&str> = text.lines().skip(2).take(3).collect();
     assert_eq!(body, ["b → —", "a → b   (tests: t)", "t → b"]);
 }
+
+/// The enums whose variants name a backend (or a backend's launch or handle).
+const BACKEND_ENUMS: &[&str] = &["Backend", "AgentLaunch", "AnyAgent", "AgentKind"];
+
+/// Crates allowed to match on them: `agents` holds each backend's description
+/// (`nucleic_agents::backend`), `protocol` defines `Backend` (its wire names).
+const BACKEND_OWNERS: &[&str] = &["agents", "protocol"];
+
+/// Where `line` matches on a backend variant: the variant in a match arm's pattern (before `=>`),
+/// compared with `==` / `!=`, or tested with `let` / `matches!`.
+fn backend_match(line: &str) -> Option<&str> {
+    for name in BACKEND_ENUMS {
+        let needle = format!("{name}::");
+        for (at, _) in line.match_indices(&needle) {
+            let before = &line[..at];
+            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue; // `AgentBackend::`, not ours
+            }
+            let rest = &line[at + needle.len()..];
+            let variant: &str = &rest
+                [..rest.find(|c: char| !c.is_alphanumeric() && c != '_').unwrap_or(rest.len())];
+            let is_variant = variant.starts_with(|c: char| c.is_ascii_uppercase())
+                && variant.chars().any(|c| c.is_ascii_lowercase());
+            if !is_variant {
+                continue;
+            }
+            // The path before the enum (`nucleic_protocol::`), then what precedes it.
+            let before = before
+                .trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+                .trim_end();
+            let arm = line[at..].contains("=>") && !before.contains("=>");
+            let compared = ["==", "!=", "let", "matches!("].iter().any(|op| before.ends_with(op))
+                || before.contains("matches!(");
+            if arm || compared {
+                return Some(variant);
+            }
+        }
+    }
+    None
+}
+
+/// The lines of a source file outside its `#[cfg(test)]` part.
+fn non_test_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("source dir is readable").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !path.file_stem().is_some_and(|s| s.to_string_lossy().ends_with("tests"))
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// What one backend is lives in `crates/agents` (`nucleic_agents::backend`): no other crate's
+/// code matches on backend variants (tests may name them).
+#[test]
+fn only_agents_matches_on_backend_variants() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).expect("crates/ is readable").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if BACKEND_OWNERS.contains(&name.as_str()) || !entry.path().join("src").is_dir() {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&entry.path().join("src"), &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("source is readable");
+            for (n, line) in non_test_lines(&text) {
+                if let Some(variant) = backend_match(line) {
+                    let shown = file.strip_prefix(&crates).unwrap_or(&file).display().to_string();
+                    found.push(format!("crates/{shown}:{}: {variant}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "only crates/agents may match on backend variants (put it in the backend's description, \
+         nucleic_agents::backend):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_backend_match_scan_sees_arms_comparisons_and_tests() {
+    for line in [
+        "Backend::Codex => \"codex resume\",",
+        "Backend::ClaudeCode | Backend::Simulated => x,",
+        "(Some(_), nucleic_protocol::Backend::Codex) => note,",
+        "if backend == Backend::Simulated {",
+        "x != nucleic_protocol::Backend::Simulated",
+        "AgentLaunch::Claude(o) => (o.cwd.clone(), o.program.clone()),",
+        "if let AnyAgent::Codex(h) = agent {",
+        "matches!(b, Backend::Codex)",
+        "crate::AgentKind::Claude => Backend::ClaudeCode,",
+    ] {
+        assert!(backend_match(line).is_some(), "{line}");
+    }
+    for line in [
+        "backend: Backend::Simulated,",
+        "meta.backend = Some(Backend::Codex);",
+        "let x = describe(Backend::ClaudeCode);",
+        "Some(kind) => Backend::ALL.iter(),",
+        "AgentBackend::Claude => 1,",
+    ] {
+        assert_eq!(backend_match(line), None, "{line}");
+    }
+}

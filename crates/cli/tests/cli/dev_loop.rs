@@ -199,7 +199,7 @@ async fn a_wrong_fix_is_caught_by_the_hosts_check_and_a_real_one_merges() {
 
 use nucleic_protocol::{CheckOutcome, CheckSpec, CheckTrigger, EventKind, FinishAction, Intent};
 
-use crate::host_sessions::{approve_until_turn_done, host, new_session, repo};
+use crate::host_support::{approve_until_turn_done, host, new_session, repo};
 
 fn check(name: &str, argv: &[&str], timeout_secs: u64) -> CheckSpec {
     CheckSpec {

@@ -1,4 +1,4 @@
-//! The request examples of `docs/protocol.md`, played verbatim (only the example ids replaced by
+//! The request examples of `docs/protocol-examples.md`, played verbatim (only the example ids replaced by
 //! real ones) against a real daemon and a session of the simulated agent: `newSession`,
 //! `subscribe`, `decide`, every read, `rename`, `unsubscribe` and `finish`/merge each get the
 //! reply the document shows.
@@ -17,7 +17,7 @@ type Socket =
 
 /// The ```` ```json client ```` examples of the document, by `messageID` (`hello` by "hello").
 fn client_examples() -> Vec<(String, String)> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol.md");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol-examples.md");
     let doc = std::fs::read_to_string(path).unwrap();
     let mut out = Vec::new();
     let mut lines = doc.lines();
@@ -44,11 +44,10 @@ struct Player {
 impl Player {
     /// The example with this `messageID` (the first `hello` for "hello"), ids replaced.
     fn example(&self, id: &str) -> Value {
-        let (_, text) = self
-            .examples
-            .iter()
-            .find(|(i, _)| i == id)
-            .unwrap_or_else(|| panic!("docs/protocol.md has no client example `{id}`"));
+        let (_, text) =
+            self.examples.iter().find(|(i, _)| i == id).unwrap_or_else(|| {
+                panic!("docs/protocol-examples.md has no client example `{id}`")
+            });
         let mut text = text.clone();
         for (from, to) in &self.ids {
             text = text.replace(from, to);

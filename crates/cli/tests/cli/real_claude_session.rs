@@ -26,7 +26,7 @@ struct Live {
 
 fn start(cwd: &Path, mock: &MockAnthropic, tweak: impl FnOnce(&mut ClaudeOptions)) -> Live {
     let mut opts = ClaudeOptions::new(real_claude(), cwd.to_owned());
-    opts.env = claude_offline_env(&mock.base_url(), &cwd.join(".scratch"))
+    opts.common.env = claude_offline_env(&mock.base_url(), &cwd.join(".scratch"))
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
@@ -354,7 +354,7 @@ async fn real_claude_resume_and_fork_carry_the_conversation() {
 
     let id = started.backend_session_id.clone();
     let mut resumed = start(&cwd, &mock, |o| {
-        o.resume = Some(id.clone());
+        o.common.resume = Some(id.clone());
         o.fork = true;
     });
     resumed.session.send_user_text("second run").await.unwrap();

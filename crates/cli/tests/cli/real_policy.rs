@@ -69,6 +69,12 @@ pub(crate) async fn run_turn_from(
         turn.events.push(kind.clone());
         match kind {
             EventKind::TurnCompleted(_) => return turn,
+            // The agent CLI's own network questions (Codex checks github.com at start, npm its
+            // registry) are refused; they are not the tool calls a test asks about.
+            EventKind::ApprovalRequested(a) if a.tool_name == nucleic_protocol::EGRESS_APPROVAL => {
+                let no = Decision::Deny { message: "not in tests".into() };
+                let _ = host.decide(id, &a.request_id, no, "person").await;
+            }
             EventKind::ApprovalRequested(a) => {
                 let next = tokio::time::timeout(Duration::from_secs(3), events.next()).await;
                 let next = next.ok().map(|n| n.unwrap().unwrap());
@@ -300,7 +306,7 @@ async fn real_claude_always_for_a_project_survives_a_restart_until_removed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_projects_approval_timeout_comes_from_its_rule_file() {
-    use crate::host_sessions::{config, new_session as sim_session, repo};
+    use crate::host_support::{config, new_session as sim_session, repo};
     let dir = tempfile::tempdir().unwrap();
     let root = repo(dir.path());
     let host = Host::open(config(dir.path())).await.unwrap();

@@ -17,6 +17,9 @@ impl<A: AgentControl> Writer<A> {
         by: &str,
         confirmed: bool,
     ) -> Result<ApprovalResolved, CoreError> {
+        if self.is_host_ask(request_id) {
+            return self.decide_host(request_id, decision, by);
+        }
         let request = self.approvals.check(request_id)?;
         let allows = matches!(
             decision,
@@ -88,19 +91,32 @@ impl<A: AgentControl> Writer<A> {
     }
 
     /// Asks the approvals a previous host left pending again, under new ids, and answers the
-    /// old ids `cancelled`: an answer meant for the old request can never apply.
+    /// old ids `cancelled`: an answer meant for the old request can never apply. The host's own
+    /// questions are not asked again (the connection that asked died with that host).
     pub(super) fn ask_again(&mut self, pending: Vec<ApprovalRequested>, generation: u64) {
         let mut drafts = Vec::new();
         for old in pending {
-            let mut again = old.clone();
-            again.request_id = reasked_id(&old.request_id, generation);
-            drafts.push(Draft::host(EventKind::ApprovalRequested(again)));
+            // The host's own question went with the connection that asked it: voided only.
+            let host_question = old.tool_name == nucleic_protocol::EGRESS_APPROVAL;
+            if host_question {
+                // Its voiding moves no status, as its asking did not.
+                self.settled.insert(old.request_id.clone());
+            } else {
+                let mut again = old.clone();
+                again.request_id = reasked_id(&old.request_id, generation);
+                drafts.push(Draft::host(EventKind::ApprovalRequested(again)));
+            }
+            let message = if host_question {
+                "the host restarted"
+            } else {
+                "asked again: the host restarted"
+            };
             drafts.push(Draft::host(EventKind::ApprovalResolved(ApprovalResolved {
                 request_id: old.request_id,
                 decision: DecisionKind::Cancelled,
                 by: "host".into(),
                 updated_input: None,
-                message: Some("asked again: the host restarted".into()),
+                message: Some(message.into()),
                 mode: None,
             })));
         }
@@ -110,6 +126,10 @@ impl<A: AgentControl> Writer<A> {
     pub(super) async fn expire_approvals(&mut self) {
         let secs = self.approvals.timeout().map_or(0, |t| t.as_secs());
         for id in self.approvals.expired(tokio::time::Instant::now()) {
+            if self.is_host_ask(&id) {
+                self.expire_host(&id);
+                continue;
+            }
             let message = format!("no answer within {secs} s; denied by the approval timeout");
             let _ = self.decide(&id, Decision::Deny { message }, "host:timeout", false).await;
         }

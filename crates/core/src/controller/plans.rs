@@ -4,8 +4,8 @@
 
 use nucleic_agents::{AgentControl, AgentError};
 use nucleic_protocol::{
-    ASK_USER_QUESTION, ApprovalRequested, Decision, EMPTY_PLAN_GUIDANCE, EXIT_PLAN_MODE,
-    SessionMode, answered_input, plan_text,
+    ASK_USER_QUESTION, ApprovalRequested, Decision, EGRESS_APPROVAL, EMPTY_PLAN_GUIDANCE,
+    EXIT_PLAN_MODE, SessionMode, answered_input, plan_text,
 };
 use serde_json::Value;
 
@@ -23,8 +23,19 @@ pub(super) fn backend_mode(_mode: SessionMode) -> &'static str {
     "default"
 }
 
-/// The host's own answer to a request no person needs to see: an empty plan.
+/// What `approvalResolved.by` says when the host refuses an agent's request under the name of
+/// the host's own questions.
+pub(super) const RESERVED_BY: &str = "host:reserved";
+
+/// The host's own answer to a request no person needs to see: an empty plan, or an agent's
+/// request named as the host's egress question (which a person could take for one).
 pub(super) fn refusal(request: &ApprovalRequested) -> Option<(Decision, String)> {
+    if request.tool_name == EGRESS_APPROVAL {
+        let message = format!(
+            "`{EGRESS_APPROVAL}` is the name of the host's own network questions; a tool of that name is refused"
+        );
+        return Some((Decision::Deny { message }, RESERVED_BY.to_owned()));
+    }
     if request.tool_name == EXIT_PLAN_MODE && plan_text(&request.input).is_none() {
         let message = EMPTY_PLAN_GUIDANCE.to_owned();
         return Some((Decision::Deny { message }, EMPTY_PLAN_BY.to_owned()));

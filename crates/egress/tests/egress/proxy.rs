@@ -213,7 +213,13 @@ async fn a_client_of_the_socket_that_hands_over_nothing_or_no_socket_is_dropped(
         }
         // Descriptors that are no connection: a file, a listening socket.
         let file = tempfile::tempfile().unwrap();
-        hand_over(&socket, &file, &Handoff::Proxy, Duration::from_secs(1)).unwrap();
+        hand_over(
+            &socket,
+            &file,
+            &Handoff::Proxy(nucleic_egress::Origin::Command),
+            Duration::from_secs(1),
+        )
+        .unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         hand_over(&socket, &listener, &Handoff::Forward("a:1".into()), Duration::from_secs(1))
             .unwrap();

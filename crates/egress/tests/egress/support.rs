@@ -4,11 +4,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use nucleic_egress::{
-    AllowList, EgressEvent, EgressRules, ProxyConfig, Resolver, bind_loopback, bridge, serve_with,
+    AgentProcess, AllowList, EgressEvent, EgressRules, ProxyConfig, Resolver, bind_loopback,
+    bridge, serve_with,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -96,12 +97,22 @@ impl Proxy {
     }
 
     pub fn start_with(rules: Arc<dyn EgressRules>, config: ProxyConfig) -> Proxy {
+        Proxy::start_for(rules, config, None)
+    }
+
+    /// A proxy whose bridge takes process `agent` for the agent program (`None`: no agent
+    /// started yet, so every connection counts as a command's).
+    pub fn start_for(
+        rules: Arc<dyn EgressRules>,
+        config: ProxyConfig,
+        agent: Option<u32>,
+    ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("proxy.sock");
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(serve_with(listener, rules, tx, config));
-        let (port, _) = start_bridge(&socket, &[]);
+        let (port, _) = start_bridge_for(&socket, &[], agent);
         Proxy { socket, port, events, _dir: dir, _task: task }
     }
 
@@ -143,6 +154,15 @@ pub fn fetch_through(port: u16, request: &[u8]) -> String {
 
 /// Starts a bridge to `socket` with its proxy port and one forward per target: their ports.
 pub fn start_bridge(socket: &Path, forwards: &[String]) -> (u16, Vec<u16>) {
+    start_bridge_for(socket, forwards, None)
+}
+
+/// [`start_bridge`], with process `agent` for the agent program.
+pub fn start_bridge_for(socket: &Path, forwards: &[String], agent: Option<u32>) -> (u16, Vec<u16>) {
+    let pid = Arc::new(OnceLock::new());
+    if let Some(agent) = agent {
+        pid.set(AgentProcess { pid: agent, name: "agent".into() }).unwrap();
+    }
     let proxy = bind_loopback(0).unwrap();
     let proxy_port = proxy.local_addr().unwrap().port();
     let mut listeners = Vec::new();
@@ -153,6 +173,6 @@ pub fn start_bridge(socket: &Path, forwards: &[String]) -> (u16, Vec<u16>) {
         listeners.push((l, target.clone()));
     }
     let socket = socket.to_owned();
-    std::thread::spawn(move || bridge(&socket, proxy, listeners));
+    std::thread::spawn(move || bridge(&socket, proxy, listeners, pid));
     (proxy_port, ports)
 }

@@ -225,13 +225,22 @@ fn check_paths(
     found: &mut Vec<Violation>,
 ) {
     let name = invocation.name();
-    let data = data_positions(invocation);
-    let read_only = crate::mode::is_read_only(invocation);
+    let moved = cwd != Some(ctx.cwd.as_path());
+    // Only words with a separator, a dot or a tilde can name a path or a credentials dir
+    // (after a `cd`, any word can).
+    let interesting = |t: &str| moved || t.contains(['/', '.', '~', ':', '=']);
+    let data = if invocation.program.iter().skip(1).any(|w| interesting(&w.text)) {
+        data_positions(invocation)
+    } else {
+        Vec::new()
+    };
+    let mut read_only: Option<bool> = None;
     let words = invocation
         .program
         .iter()
         .enumerate()
         .skip(1)
+        .filter(|(_, w)| interesting(&w.text))
         .filter(|(i, w)| w.glob || !data.get(*i).copied().unwrap_or(false))
         .map(|(_, w)| w)
         .chain(&invocation.wrapper_args)
@@ -242,7 +251,6 @@ fn check_paths(
         .iter()
         .filter(|r| r.kind != RedirectKind::Input)
         .map(|r| r.target.text.as_str());
-    let moved = cwd != Some(ctx.cwd.as_path());
     for text in words.chain(redirects) {
         if protected::names_secret_dir(text) {
             found.push(violation(
@@ -283,6 +291,13 @@ fn check_paths(
             ));
             return;
         }
+        if text.contains(['*', '?', '['])
+            && let Some(store) =
+                ctx.credential_stores().into_iter().find(|s| protected::glob_reaches(&lexical, s))
+        {
+            found.push(protected::credential_store(text, &store));
+            return;
+        }
         let tree_reader = TREE_READERS.contains(&name)
             && (name != "ls"
                 || invocation.args().any(|a| {
@@ -295,7 +310,9 @@ fn check_paths(
                 format!("`{name}` reads the tree {text:?}, which holds credentials or the host's data; a person decides."),
             ));
         }
-        if !read_only && [&lexical, &physical].iter().any(|p| is_policy_file(p, ctx)) {
+        if [&lexical, &physical].iter().any(|p| is_policy_file(p, ctx))
+            && !*read_only.get_or_insert_with(|| crate::mode::is_read_only(invocation))
+        {
             found.push(protected::policy_file_mention(name, text));
         }
     }
@@ -321,7 +338,8 @@ fn check_deletes(
         ));
     }
     for target in trees {
-        let what = format!("`{} {}`", invocation.name(), target.raw);
+        let shown = if target.raw.is_empty() { &target.text } else { &target.raw };
+        let what = format!("`{} {shown}`", invocation.name());
         if target.dynamic || dot_glob(&target.text) {
             found.push(unverifiable(
                 "rm-outside-worktree",

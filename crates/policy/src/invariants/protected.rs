@@ -30,7 +30,38 @@ pub(super) fn protected(candidates: &[&Path], text: &str, ctx: &Context<'_>) -> 
             format!("{text:?} names a credentials directory agents may never touch."),
         ));
     }
+    let stores = ctx.credential_stores();
+    if let Some(store) =
+        candidates.iter().find_map(|p| stores.iter().find(|s| paths::is_within(p, s)))
+    {
+        return Some(credential_store(text, store));
+    }
+    // Another user's (`/root/.netrc`, `~user/.kube`): by name, outside the worktree and project
+    // (a project may keep its own `.npmrc`).
+    let outside =
+        |p: &&&Path| !paths::is_within(p, &ctx.worktree) && !paths::is_within(p, &ctx.project_root);
+    if let Some(name) = candidates.iter().filter(outside).find_map(|p| names_credential_store(p)) {
+        return Some(credential_store(text, Path::new(name)));
+    }
     None
+}
+
+/// The credential store a path names by its components, wherever it sits.
+fn names_credential_store(path: &Path) -> Option<&'static str> {
+    let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
+    crate::context::CREDENTIAL_STORES_IN_HOME.iter().copied().find(|store| {
+        let store_parts: Vec<&str> = store.split('/').collect();
+        parts.windows(store_parts.len()).any(|w| w == store_parts.as_slice())
+    })
+}
+
+/// Reading or writing a credential store outside the protected directories: a person decides,
+/// whatever the rules say.
+pub(super) fn credential_store(text: &str, store: &Path) -> Violation {
+    unverifiable(
+        "protected-path",
+        format!("{text:?} reaches {}, which holds credentials; a person decides.", store.display()),
+    )
 }
 
 /// True when the text contains a credentials directory as path components (`.ssh`, `.aws`,

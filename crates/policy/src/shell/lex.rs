@@ -74,7 +74,10 @@ impl Parser<'_> {
                 _ => word.text.push(c),
             }
         }
-        word.raw = self.chars[start..self.pos].iter().collect();
+        // The source text is kept for messages about words the policy cannot pin down.
+        if word.dynamic || word.glob {
+            word.raw = self.chars[start..self.pos].iter().collect();
+        }
         word
     }
 
@@ -156,7 +159,9 @@ impl Parser<'_> {
         }
         self.chars = saved_chars;
         self.pos = saved_pos;
-        word.raw = body.to_owned();
+        if word.dynamic {
+            word.raw = body.to_owned();
+        }
         word
     }
 }

@@ -35,7 +35,7 @@ pub struct Word {
     pub dynamic_at: Option<usize>,
     /// An expansion outside double quotes: its value is split and globbed at run time.
     pub unquoted_expansion: bool,
-    /// The word as written, quotes included (for messages).
+    /// The word as written, quotes included, when it is dynamic or a glob (for messages).
     pub raw: String,
 }
 

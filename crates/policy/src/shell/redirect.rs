@@ -64,7 +64,7 @@ impl Parser<'_> {
             self.check_rest_of_line();
             let body = self.take_heredoc_body(&target.text, strip_tabs);
             let target = if quoted {
-                Word { raw: body.clone(), text: body, ..Word::default() }
+                Word { text: body, ..Word::default() }
             } else {
                 self.expand_body(&body, cmd)
             };

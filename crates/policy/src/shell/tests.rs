@@ -62,7 +62,7 @@ fn redirections_and_heredocs() {
         cat.redirects[0],
         Redirect {
             kind: RedirectKind::Input,
-            target: Word { text: "sudo rm\n".into(), raw: "sudo rm\n".into(), ..Word::default() }
+            target: Word { text: "sudo rm\n".into(), ..Word::default() }
         }
     );
     assert_eq!(cat.redirects[1].kind, RedirectKind::Write);

@@ -1,6 +1,6 @@
-//! `docs/protocol.md` is a contract: every JSON example in it parses as its type and validates
-//! against `docs/protocol.v1.schema.json`, every request example is played against a live host,
-//! every client example has malformed twins that get their documented error, and the examples
+//! `docs/protocol-examples.md` is a contract: every JSON example in it parses as its type and
+//! validates against `docs/protocol.v1.schema.json`, every request example is played against a
+//! live host, every client example has malformed twins that get their documented error, and the examples
 //! cover every message type, intent, finish action, decision and event kind of the schema.
 //! Also the mismatches of issue 16: reads never remembered, HTTP one-shot callers without a
 //! client id share nothing, HTTP status codes, refused handshakes' close codes.
@@ -25,9 +25,9 @@ fn repo_file(path: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every ```` ```json client|host|event ```` block of `docs/protocol.md`.
+/// Every ```` ```json client|host|event ```` block of `docs/protocol-examples.md`.
 fn examples() -> Vec<Example> {
-    let doc = repo_file("docs/protocol.md");
+    let doc = repo_file("docs/protocol-examples.md");
     let mut out = Vec::new();
     let mut open: Option<(String, usize, String)> = None;
     for (i, line) in doc.lines().enumerate() {
@@ -40,7 +40,7 @@ fn examples() -> Vec<Example> {
             Some((role, start, text)) => {
                 if line.trim() == "```" {
                     let value = serde_json::from_str(text).unwrap_or_else(|e| {
-                        panic!("docs/protocol.md:{start}: example is not JSON: {e}")
+                        panic!("docs/protocol-examples.md:{start}: example is not JSON: {e}")
                     });
                     out.push(Example { role: role.clone(), line: *start, value });
                     open = None;
@@ -51,7 +51,7 @@ fn examples() -> Vec<Example> {
             }
         }
     }
-    assert!(open.is_none(), "docs/protocol.md: an example block is never closed");
+    assert!(open.is_none(), "docs/protocol-examples.md: an example block is never closed");
     out
 }
 
@@ -207,12 +207,12 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
             }
             "host" => ("HostMessage", serde_json::from_value::<HostMessage>(value.clone()).err()),
             "event" => ("Event", serde_json::from_value::<Event>(value.clone()).err()),
-            other => panic!("docs/protocol.md:{line}: unknown example role `{other}`"),
+            other => panic!("docs/protocol-examples.md:{line}: unknown example role `{other}`"),
         };
-        assert!(parsed.is_none(), "docs/protocol.md:{line}: not a {name}: {parsed:?}");
+        assert!(parsed.is_none(), "docs/protocol-examples.md:{line}: not a {name}: {parsed:?}");
         let schema_ref = json!({"$ref": format!("#/$defs/{name}")});
         if let Err(e) = validate(&root, &schema_ref, value, "$") {
-            panic!("docs/protocol.md:{line}: does not validate as {name}: {e}");
+            panic!("docs/protocol-examples.md:{line}: does not validate as {name}: {e}");
         }
         // Malformed twins of what the host sends: each top-level field removed that the
         // schema requires, or the tag unknown — a client must not accept them.
@@ -238,7 +238,7 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
                             && serde_json::from_value::<Event>(twin.clone()).is_err()
                             || role == "host"
                                 && serde_json::from_value::<HostMessage>(twin.clone()).is_err()),
-                    "docs/protocol.md:{line}: accepted without {field}"
+                    "docs/protocol-examples.md:{line}: accepted without {field}"
                 );
             }
         }
@@ -276,12 +276,18 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
         .collect();
     let missing: Vec<_> =
         string_enum(&root, "ProtocolErrorCode").difference(&errors).cloned().collect();
-    assert!(missing.is_empty(), "docs/protocol.md has no error example with code {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/protocol-examples.md has no error example with code {missing:?}"
+    );
     for (name, field) in [("Verbosity", "verbosity"), ("ExportFormat", "format")] {
         let used: BTreeSet<String> =
             examples.iter().filter_map(|e| values(&e.value, field)).collect();
         let missing: Vec<_> = string_enum(&root, name).difference(&used).cloned().collect();
-        assert!(missing.is_empty(), "docs/protocol.md has no example with {field} {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "docs/protocol-examples.md has no example with {field} {missing:?}"
+        );
     }
     for (i, (name, tag)) in [
         ("ClientMessage", "type"),
@@ -295,7 +301,10 @@ fn every_example_parses_as_its_type_and_validates_against_the_schema() {
     .enumerate()
     {
         let missing: Vec<_> = schema_tags(&root, name, tag).difference(&seen[i]).cloned().collect();
-        assert!(missing.is_empty(), "docs/protocol.md has no example of {name} {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "docs/protocol-examples.md has no example of {name} {missing:?}"
+        );
     }
 }
 
@@ -320,17 +329,25 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
     let (hellos, requests): (Vec<&Example>, Vec<&Example>) =
         clients.iter().partition(|e| e.value["type"] == "hello");
     send(&mut socket, hellos[0].value.clone()).await;
-    assert_eq!(recv(&mut socket).await["type"], "welcome", "docs/protocol.md:{}", hellos[0].line);
+    assert_eq!(
+        recv(&mut socket).await["type"],
+        "welcome",
+        "docs/protocol-examples.md:{}",
+        hellos[0].line
+    );
     // rotateToken closes every connection: play it last.
     let (last, requests): (Vec<&Example>, Vec<&Example>) =
         requests.into_iter().partition(|e| e.value["intent"]["kind"] == "rotateToken");
     for Example { line, value, .. } in &requests {
         let reply = ask(&mut socket, value).await;
-        assert_eq!(reply["messageID"], value["messageID"], "docs/protocol.md:{line}: {reply}");
+        assert_eq!(
+            reply["messageID"], value["messageID"],
+            "docs/protocol-examples.md:{line}: {reply}"
+        );
         assert!(
             !matches!(reply["type"].as_str(), Some("unsupported"))
                 && !matches!(reply["code"].as_str(), Some("badMessage" | "tooLarge")),
-            "docs/protocol.md:{line}: the host refused the example's shape: {reply}"
+            "docs/protocol-examples.md:{line}: the host refused the example's shape: {reply}"
         );
         assert!(serde_json::from_value::<HostMessage>(reply.clone()).is_ok(), "{reply}");
         let id = value["messageID"].as_str().unwrap();
@@ -342,10 +359,10 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
             let reply = ask(&mut socket, &twin).await;
             assert_eq!(
                 reply["code"], "badMessage",
-                "docs/protocol.md:{line} without {field}: {reply}"
+                "docs/protocol-examples.md:{line} without {field}: {reply}"
             );
             if field != "messageID" {
-                assert_eq!(reply["messageID"], id, "docs/protocol.md:{line}: {reply}");
+                assert_eq!(reply["messageID"], id, "docs/protocol-examples.md:{line}: {reply}");
             }
         }
         // Twin 2: each required field of the wrong JSON type → badMessage.
@@ -356,7 +373,7 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
             let reply = ask(&mut socket, &twin).await;
             assert_eq!(
                 reply["code"], "badMessage",
-                "docs/protocol.md:{line} {field} mistyped: {reply}"
+                "docs/protocol-examples.md:{line} {field} mistyped: {reply}"
             );
         }
         // Twin 3: an unknown message tag → unsupported; an unknown inner tag → badMessage.
@@ -366,26 +383,29 @@ async fn the_request_examples_work_against_a_live_host_and_their_malformed_twins
         assert_eq!(
             (reply["type"].as_str(), reply["messageType"].as_str()),
             (Some("unsupported"), twin["type"].as_str()),
-            "docs/protocol.md:{line}: {reply}"
+            "docs/protocol-examples.md:{line}: {reply}"
         );
         for (outer, tag) in [("intent", "kind"), ("decision", "type")] {
             if value.get(outer).is_some() {
                 let mut twin = value.clone();
                 twin[outer][tag] = json!("teleport");
                 let reply = ask(&mut socket, &twin).await;
-                assert_eq!(reply["code"], "badMessage", "docs/protocol.md:{line}: {reply}");
+                assert_eq!(
+                    reply["code"], "badMessage",
+                    "docs/protocol-examples.md:{line}: {reply}"
+                );
             }
         }
         if value["intent"].get("action").is_some() {
             let mut twin = value.clone();
             twin["intent"]["action"]["action"] = json!("teleport");
             let reply = ask(&mut socket, &twin).await;
-            assert_eq!(reply["code"], "badMessage", "docs/protocol.md:{line}: {reply}");
+            assert_eq!(reply["code"], "badMessage", "docs/protocol-examples.md:{line}: {reply}");
         }
     }
     for Example { line, value, .. } in last {
         let reply = ask(&mut socket, value).await;
-        assert_eq!(reply["type"], "ack", "docs/protocol.md:{line}: {reply}");
+        assert_eq!(reply["type"], "ack", "docs/protocol-examples.md:{line}: {reply}");
         assert_eq!(close_code(&mut socket).await, Some(4401), "rotateToken closes with 4401");
     }
 }

@@ -1,0 +1,445 @@
+//! The Telegram bridge over `nucleic-client`: a poller task long-polls `getUpdates` from the
+//! persisted offset and hands each batch over, waiting until it is recorded before confirming
+//! it; the main loop dedupes updates by id (the outbox's inbound record), runs paired users'
+//! `/cc` commands as host requests (`exec`) and turns the host's events into reports (`report`);
+//! a sender task drains the outbox. A `409` (another poller) or `401` (a revoked token) stops
+//! the bridge with a clear status, never a busy loop; every wait has a deadline.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nucleic_client::{Client, ClientError};
+use nucleic_protocol::{Backend, Event, HostMessage, Verbosity};
+use thiserror::Error;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::outbox::{Outbox, OutboxError};
+use crate::pairing::{Pairing, PairingError};
+use crate::state::{State, StateError};
+use crate::telegram::{self, Button, ChatRef, Telegram, TelegramError, Update};
+
+/// How the bridge runs.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// `chat.db`.
+    pub store: PathBuf,
+    /// Where the bridge writes its state for `doctor` and people (`status.json`).
+    pub status_file: PathBuf,
+    /// The Bot API base (`telegram::PUBLIC_API`, or a mock's).
+    pub api_base: String,
+    pub token: String,
+    /// The agent new sessions run (the project's default when `None`).
+    pub agent: Option<Backend>,
+    /// How long one `getUpdates` waits for an update.
+    pub poll_wait: Duration,
+}
+
+/// Why the bridge stopped.
+#[derive(Debug, Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Pairing(#[from] PairingError),
+    #[error("the host: {0}")]
+    Client(#[from] ClientError),
+    #[error(
+        "stopped: another process polls this bot token (Telegram said {0}); only one `nucleic chat` per bot may run"
+    )]
+    Conflict(String),
+    #[error(
+        "stopped: Telegram refused the bot token ({0}); it was revoked or is wrong: set a valid one (docs/chat.md) and start `nucleic chat` again"
+    )]
+    Unauthorized(String),
+    #[error("stopped: {0}")]
+    Gone(String),
+}
+
+/// What the poller hands over.
+#[derive(Debug)]
+enum Polled {
+    /// Updates, and where to say they are recorded (the poller confirms them to Telegram
+    /// only then, with its next offset).
+    Batch(Vec<Update>, oneshot::Sender<()>),
+    Stop(BridgeError),
+}
+
+/// The first wait after a failed poll; doubled up to [`POLL_BACKOFF_MAX`].
+const POLL_BACKOFF: Duration = Duration::from_secs(1);
+const POLL_BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// The longest the sender sleeps between looks at the outbox.
+const SENDER_TICK: Duration = Duration::from_secs(1);
+/// How long the events task waits before trying again a host that did not come back.
+const HOST_RETRY: Duration = Duration::from_secs(1);
+/// How long the events task waits for the host before looking for new sessions to follow.
+const EVENTS_TICK: Duration = Duration::from_millis(300);
+
+/// The wall clock in unix milliseconds (what the store records times in).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Counts of one bridge's life, for the status file and the tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BridgeStats {
+    pub updates: u64,
+    pub duplicates: u64,
+    pub commands: u64,
+    pub strangers: u64,
+    pub reports: u64,
+}
+
+/// The bridge's main loop state: what `exec` and `report` work with.
+#[derive(Debug)]
+pub(crate) struct Bridge {
+    pub(crate) config: BridgeConfig,
+    pub(crate) outbox: Outbox,
+    pub(crate) state: State,
+    pub(crate) pairing: Pairing,
+    pub(crate) client: Client,
+    pub(crate) bot: Telegram,
+    pub(crate) follow: mpsc::UnboundedSender<(String, u64)>,
+    pub(crate) wake: Arc<Notify>,
+    pub(crate) stats: BridgeStats,
+    /// Requests this bridge answered itself (their resolution needs no notice).
+    pub(crate) answered_here: HashSet<String>,
+    cursor_key: String,
+}
+
+/// Runs the bridge until `shutdown` completes (Ok) or it must stop (the error says why).
+/// `requests` carries the commands; `events` follows the sessions the chats started.
+pub async fn run(
+    config: BridgeConfig,
+    requests: Client,
+    events: Client,
+    shutdown: impl Future<Output = ()>,
+) -> Result<BridgeStats, BridgeError> {
+    let http = nucleic_http::Client::public();
+    let bot = Telegram::new(http, &config.api_base, &config.token);
+    let outbox = Outbox::open(&config.store)?;
+    let state = State::open(&config.store)?;
+    let pairing = Pairing::open(&config.store)?;
+    let cursor_key = format!("{}:{}", telegram::TRANSPORT, crate::lock::token_key(&config.token));
+    let offset = outbox.cursor(&cursor_key)?.and_then(|c| c.parse::<i64>().ok());
+    let wake = Arc::new(Notify::new());
+    let (poll_tx, mut poll_rx) = mpsc::channel(1);
+    let (follow_tx, follow_rx) = mpsc::unbounded_channel();
+    let (event_tx, mut event_rx) = mpsc::channel(256);
+    for (session, _chat, next) in state.followed()? {
+        let _ = follow_tx.send((session, next));
+    }
+    let poller = tokio::spawn(poll(bot.clone(), offset, config.poll_wait, poll_tx));
+    let sender = tokio::spawn(send_loop(bot.clone(), Outbox::open(&config.store)?, wake.clone()));
+    let follower = tokio::spawn(follow_events(events, follow_rx, event_tx));
+    let mut bridge = Bridge {
+        config,
+        outbox,
+        state,
+        pairing,
+        client: requests,
+        bot,
+        follow: follow_tx,
+        wake,
+        stats: BridgeStats::default(),
+        answered_here: HashSet::new(),
+        cursor_key,
+    };
+    bridge.write_status("running", None);
+    tokio::pin!(shutdown);
+    let result = loop {
+        tokio::select! {
+            () = &mut shutdown => break Ok(bridge.stats),
+            polled = poll_rx.recv() => match polled {
+                Some(Polled::Batch(updates, ack)) => {
+                    if let Err(e) = bridge.handle_batch(updates).await {
+                        break Err(e);
+                    }
+                    let _ = ack.send(());
+                }
+                Some(Polled::Stop(e)) => break Err(e),
+                None => break Err(BridgeError::Gone("the poller ended".into())),
+            },
+            event = event_rx.recv() => match event {
+                Some(Ok(event)) => {
+                    if let Err(e) = bridge.on_event(&event) {
+                        break Err(e);
+                    }
+                }
+                Some(Err(e)) => break Err(BridgeError::Client(e)),
+                None => break Err(BridgeError::Gone("the host's event stream ended".into())),
+            },
+        }
+    };
+    poller.abort();
+    sender.abort();
+    follower.abort();
+    match &result {
+        Ok(_) => bridge.write_status("stopped", None),
+        Err(e) => bridge.write_status("failed", Some(&e.to_string())),
+    }
+    result
+}
+
+impl Bridge {
+    /// Records each update before acting on it (a redelivery is not acted on again), acts,
+    /// then persists the offset past the batch.
+    async fn handle_batch(&mut self, updates: Vec<Update>) -> Result<(), BridgeError> {
+        let mut last = None;
+        for update in updates {
+            let id = update.update_id();
+            last = Some(last.map_or(id, |l: i64| l.max(id)));
+            self.stats.updates += 1;
+            if !self.outbox.receive(&self.cursor_key, &id.to_string(), now_ms())? {
+                self.stats.duplicates += 1;
+                continue;
+            }
+            self.handle(update).await?;
+            self.outbox.handled(&self.cursor_key, &id.to_string(), now_ms())?;
+        }
+        if let Some(last) = last {
+            self.outbox.set_cursor(&self.cursor_key, &(last + 1).to_string())?;
+        }
+        Ok(())
+    }
+
+    async fn handle(&mut self, update: Update) -> Result<(), BridgeError> {
+        match update {
+            Update::Message { chat, user, text: Some(text), .. } => {
+                self.on_message(chat, user, &text).await
+            }
+            Update::Callback { callback_id, user, chat, data, .. } => {
+                if !self.pairing.is_paired(user)? {
+                    self.stranger(user)?;
+                    return Ok(());
+                }
+                let Some(chat) = chat else { return Ok(()) };
+                self.stats.commands += 1;
+                let notice = self.on_button(chat, user, &data).await?;
+                let _ = self.bot.answer_callback(&callback_id, &notice).await;
+                Ok(())
+            }
+            Update::Message { text: None, .. } | Update::Other { .. } => Ok(()),
+        }
+    }
+
+    async fn on_message(
+        &mut self,
+        chat: ChatRef,
+        user: i64,
+        text: &str,
+    ) -> Result<(), BridgeError> {
+        let command = match crate::command::parse(text) {
+            Ok(command) => command,
+            Err(crate::CommandError::NotCommand) => {
+                if !self.pairing.is_paired(user)? {
+                    self.stranger(user)?;
+                }
+                return Ok(());
+            }
+            Err(e) => {
+                if self.pairing.is_paired(user)? {
+                    self.say(chat, &e.to_string(), &[])?;
+                } else {
+                    self.stranger(user)?;
+                }
+                return Ok(());
+            }
+        };
+        if let crate::Command::Pair(code) = &command {
+            return self.pair(chat, user, code);
+        }
+        if !self.pairing.is_paired(user)? {
+            // Ignored: not a word back, so a stranger learns nothing, not even that we listen.
+            self.stranger(user)?;
+            return Ok(());
+        }
+        self.stats.commands += 1;
+        let reply = self.execute(chat, user, command).await?;
+        self.say(chat, &reply.text, &reply.buttons)
+    }
+
+    fn pair(&mut self, chat: ChatRef, user: i64, code: &str) -> Result<(), BridgeError> {
+        use crate::pairing::PairOutcome;
+        let text = match self.pairing.attempt(user, &chat.key(), code, now_ms())? {
+            PairOutcome::Paired => "Paired: this chat account may now run /cc commands on this host. /cc help lists them.".to_owned(),
+            PairOutcome::AlreadyPaired => "Already paired.".to_owned(),
+            PairOutcome::Wrong { left } => format!("That code is not valid (or expired). {left} tries left."),
+            // Locked and limited users are not answered: no reply to feed a guessing loop.
+            PairOutcome::Locked | PairOutcome::Limited => {
+                self.stranger(user)?;
+                return Ok(());
+            }
+        };
+        self.say(chat, &text, &[])
+    }
+
+    fn stranger(&mut self, user: i64) -> Result<(), BridgeError> {
+        self.stats.strangers += 1;
+        self.pairing.count_stranger(user, 1, now_ms())?;
+        Ok(())
+    }
+
+    /// Queues `text` (split at Telegram's limit) for `chat`, the buttons on its last part.
+    pub(crate) fn say(
+        &mut self,
+        chat: ChatRef,
+        text: &str,
+        buttons: &[Vec<Button>],
+    ) -> Result<(), BridgeError> {
+        let parts = crate::split::split(text, telegram::MESSAGE_LIMIT, crate::split::utf16_units);
+        let count = parts.len();
+        for (i, part) in parts.iter().enumerate() {
+            let buttons = if i + 1 == count { buttons } else { &[] };
+            let body = telegram::outbox_body(part, buttons);
+            self.outbox.enqueue(telegram::TRANSPORT, &chat.key(), &body, now_ms())?;
+        }
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    fn write_status(&self, state: &str, reason: Option<&str>) {
+        let status = serde_json::json!({
+            "state": state,
+            "reason": reason,
+            "at": now_ms(),
+            "pid": std::process::id(),
+            "updates": self.stats.updates,
+            "duplicates": self.stats.duplicates,
+            "commands": self.stats.commands,
+            "strangers": self.stats.strangers,
+            "reports": self.stats.reports,
+        });
+        let _ = std::fs::write(&self.config.status_file, format!("{status}\n"));
+    }
+}
+
+/// Long-polls from `offset`, handing each batch over and confirming it (the next offset) only
+/// once it is recorded. Transient failures back off; `409` and `401` stop it.
+async fn poll(bot: Telegram, mut offset: Option<i64>, wait: Duration, tx: mpsc::Sender<Polled>) {
+    let mut backoff = POLL_BACKOFF;
+    loop {
+        match bot.get_updates(offset, wait).await {
+            Ok(updates) => {
+                backoff = POLL_BACKOFF;
+                let Some(last) = updates.iter().map(Update::update_id).max() else { continue };
+                let (ack, recorded) = oneshot::channel();
+                if tx.send(Polled::Batch(updates, ack)).await.is_err() || recorded.await.is_err() {
+                    return;
+                }
+                offset = Some(last + 1);
+            }
+            Err(TelegramError::Conflict(why)) => {
+                let _ = tx.send(Polled::Stop(BridgeError::Conflict(why))).await;
+                return;
+            }
+            Err(TelegramError::Unauthorized(why)) => {
+                let _ = tx.send(Polled::Stop(BridgeError::Unauthorized(why))).await;
+                return;
+            }
+            Err(TelegramError::RetryAfter(after)) => tokio::time::sleep(after).await,
+            Err(
+                TelegramError::Http(_)
+                | TelegramError::Refused { .. }
+                | TelegramError::Malformed { .. },
+            ) => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(POLL_BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+/// Sends the outbox's due messages, then sleeps until the next is due, something is queued,
+/// or [`SENDER_TICK`].
+async fn send_loop(bot: Telegram, outbox: Outbox, wake: Arc<Notify>) {
+    loop {
+        // Not `telegram::send_due`: the store is not `Sync`, so no borrow of it crosses an await.
+        let mut round = telegram::Round::default();
+        for queued in outbox.due(telegram::TRANSPORT, now_ms()).unwrap_or_default() {
+            let attempt = telegram::send_one(&bot, &queued).await;
+            round.count(&attempt);
+            if outbox.record(queued.id, &attempt, now_ms()).is_err() {
+                break;
+            }
+        }
+        let progressed = round.sent + round.failed > 0;
+        let next = outbox.next_due(telegram::TRANSPORT).ok().flatten();
+        let wait = match next {
+            Some(at) => {
+                Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)).min(SENDER_TICK)
+            }
+            None => SENDER_TICK,
+        };
+        if wait.is_zero() && progressed {
+            continue;
+        }
+        let wait = wait.max(Duration::from_millis(20));
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Follows the sessions named on `follow` (each from its next `seq`), handing their events on.
+async fn follow_events(
+    mut client: Client,
+    mut follow: mpsc::UnboundedReceiver<(String, u64)>,
+    tx: mpsc::Sender<Result<Event, ClientError>>,
+) {
+    let mut followed: HashSet<String> = HashSet::new();
+    loop {
+        loop {
+            match follow.try_recv() {
+                Ok((session, from)) => {
+                    if !followed.insert(session.clone()) {
+                        continue;
+                    }
+                    if let Err(e) = client.subscribe(&session, from, Verbosity::Summary).await {
+                        if matches!(e, ClientError::Rejected(_)) {
+                            continue; // a session that is gone: nothing to follow
+                        }
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        }
+        match client.next_within(EVENTS_TICK).await {
+            Ok(HostMessage::Event { event }) => {
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(HostMessage::Events { events, .. }) => {
+                for event in events {
+                    if tx.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(_) | Err(ClientError::Timeout { .. }) => {}
+            // The host is gone for longer than the client's reconnect window: keep trying (the
+            // client resubscribes from its cursors once it is back), without spinning.
+            Err(
+                ClientError::Reconnect { .. } | ClientError::Daemon(_) | ClientError::Closed { .. },
+            ) => {
+                tokio::time::sleep(HOST_RETRY).await;
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        }
+    }
+}

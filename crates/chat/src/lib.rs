@@ -1,0 +1,32 @@
+//! The chat bridge (issue 27): a person runs and steers agents from a chat app with
+//! PingPongCode's `/cc` language. This crate holds the bridge: the language, the store, the transports, pairing, and the bridge to the host, reached only through `nucleic-client`.
+//!
+//! - [`command`]: one chat message → one [`Command`] (or an error saying what was expected).
+//! - [`codes`]: short, unambiguous codes for what waits on a person in one chat.
+//! - [`split`]: long text into messages a service takes, never cutting a code fence.
+//! - [`telegram`]: the Telegram Bot API (long polling, sends with buttons and topics, faults
+//!   classified for the outbox) and sending the outbox's due messages.
+//! - [`outbox`]: the bridge's durable store: every message written before it is sent, sent in
+//!   order per chat with retries and backoff; inbound updates recorded before they are acted
+//!   on; the services' sync cursors.
+//! - [`pairing`]: one-time codes that bind a chat user; everyone else ignored and counted.
+//! - [`state`]: per chat its project and session, the codes of what waits, followed sessions.
+//! - [`lock`]: one poller per bot token, ever.
+//! - [`bridge`]: the bridge itself over `nucleic-client` (poller, dedupe, sender, events);
+//!   `exec` runs each command as host requests, `report` turns events into reports.
+
+pub mod bridge;
+pub mod codes;
+pub mod command;
+mod exec;
+pub mod lock;
+pub mod outbox;
+pub mod pairing;
+mod report;
+pub mod split;
+pub mod state;
+pub mod telegram;
+
+pub use codes::CodeBook;
+pub use command::{Answer, Command, CommandError, Mode, parse};
+pub use outbox::{Attempt, Outbox, OutboxError, Queued};

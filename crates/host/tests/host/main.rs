@@ -1,0 +1,18 @@
+//! The host with the simulated agent (started through `nucleic-entry-points`) and real git:
+//! sessions, worktree pools, disk, modes, reviews, pushes, writers, idle agents, a hostile
+//! repository and a churn of sessions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod churn;
+mod disk;
+mod host_setup;
+mod hostile_git;
+mod idle;
+mod modes;
+mod pool;
+mod push;
+mod review;
+mod sessions;
+mod support;
+mod writers;
