@@ -21,6 +21,7 @@ mod host_support;
 mod keepers;
 mod plan_cli;
 mod pull_request;
+mod readme_walk;
 mod real_claude;
 mod real_claude_checks;
 mod real_claude_credentials;

@@ -288,7 +288,24 @@ async fn an_upstream_that_dies_mid_download_ends_the_clients_stream() {
     let [(closed, closed_end), (killed, killed_end)] = ends;
     assert!(closed.ends_with(b"partial"), "the client got what came: {} bytes", closed.len());
     assert_eq!(closed_end, None, "then the end");
-    assert!(killed.starts_with(b"HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK"));
+    // A reset is abortive: what the proxy had not yet written to the client when the upstream's
+    // reset reached it is dropped with the client's connection (under load, all of it). What
+    // did arrive is the tunnel's answer, then a prefix of the upstream's bytes.
+    let established: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
+    assert!(
+        killed.starts_with(established),
+        "{:?}",
+        String::from_utf8_lossy(&killed[..killed.len().min(80)])
+    );
+    let mut sent = b"HTTP/1.1 200 OK\r\nContent-Length: 67108864\r\n\r\n".to_vec();
+    sent.extend_from_slice(&vec![b'x'; 1 << 20]);
+    sent.extend_from_slice(b"partial");
+    let relayed = &killed[established.len()..];
+    assert!(
+        sent.starts_with(relayed),
+        "the tunnel relayed the upstream's bytes in order, {} of them",
+        relayed.len()
+    );
     assert_eq!(killed_end, Some(std::io::ErrorKind::ConnectionReset), "the client sees the break");
     assert!(started.elapsed() < Duration::from_secs(4), "both ended by themselves");
 }
