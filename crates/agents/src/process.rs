@@ -127,7 +127,8 @@ pub(crate) fn group_command(
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
             let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-            (isolation.bwrap.clone(), isolation.args(&spec.program, &spec.args, &spec.cwd, ids))
+            let inside = real_program(&spec.program);
+            (isolation.bwrap.clone(), isolation.args(&inside, &spec.args, &spec.cwd, ids))
         }
         None => (spec.program.clone(), spec.args.clone()),
     };
@@ -147,6 +148,15 @@ pub(crate) fn group_command(
         .stderr(stderr_writer);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     Ok((cmd, program))
+}
+
+/// The file `program` (a path, or a name on `PATH`) really is, symlinks resolved: what a sandbox
+/// runs, since the link may live where the sandbox hides (`~/.local/bin/claude` pointing into
+/// `~/.local/share/claude/versions/…`, a temporary `bin` folder) while its target is bound in.
+fn real_program(program: &Path) -> PathBuf {
+    let found =
+        if program.components().count() > 1 { Some(program.to_owned()) } else { which(program) };
+    found.and_then(|p| p.canonicalize().ok()).unwrap_or_else(|| program.to_owned())
 }
 
 /// Fails as a spawn would if `program` (a path, or a name on `PATH`) is missing or not executable.
@@ -302,6 +312,24 @@ pub fn which(name: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sandbox_runs_the_file_a_link_points_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("versions/2.1/claude");
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, "#!/bin/sh\n").unwrap();
+        let link = dir.path().join("bin/claude");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("../versions/2.1/claude", &link).unwrap();
+        assert_eq!(real_program(&link), target.canonicalize().unwrap());
+        assert_eq!(
+            real_program(Path::new("sh")),
+            which(Path::new("sh")).unwrap().canonicalize().unwrap()
+        );
+        let missing = Path::new("/no/such/agent");
+        assert_eq!(real_program(missing), missing, "left as asked, for the spawn error to name");
+    }
 
     #[tokio::test]
     async fn terminate_tree_reaches_children_in_other_sessions() {
