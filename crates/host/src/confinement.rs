@@ -87,8 +87,17 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     for home in &homes {
         m.extend(HOME_READ_ONLY.iter().map(|entry| Mount::ReadOnly(home.join(entry))));
     }
-    for program in [place.program, config.agents.nucleic.as_path()] {
-        m.extend(install_root(program).map(Mount::ReadOnly));
+    // The agent's install, Nucleic's own, and the interpreter the agent's first line names
+    // (`#!/usr/bin/env node`: under nvm, node lives in the hidden home too) — never a folder
+    // that holds a hidden home or Nucleic's data.
+    let interpreter = interpreter_of(place.program);
+    let programs =
+        [Some(place.program), Some(config.agents.nucleic.as_path()), interpreter.as_deref()];
+    let hidden: Vec<PathBuf> = homes.iter().cloned().chain([canonical(&config.home)]).collect();
+    for root in programs.into_iter().flatten().filter_map(install_root) {
+        if !hidden.iter().any(|h| h.starts_with(&root)) {
+            m.push(Mount::ReadOnly(root));
+        }
     }
     let cwd = canonical(place.cwd);
     // The checkout holding the worktree, read-only (it may be under a hidden home).
@@ -328,6 +337,27 @@ fn install_root(program: &Path) -> Option<PathBuf> {
     real.parent().map(Path::to_owned)
 }
 
+/// The interpreter `program`'s `#!` line runs (`#!/usr/bin/env node` → `node` on `PATH`), if any.
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let found = if program.is_absolute() {
+        program.to_owned()
+    } else {
+        nucleic_agents::process::which(program)?
+    };
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(found).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = Path::new(words.next()?);
+    if first.file_name() != Some(std::ffi::OsStr::new("env")) {
+        return Some(first.to_owned());
+    }
+    let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+    nucleic_agents::process::which(Path::new(name))
+}
+
 /// The machine's ssh host keys (`/etc/ssh/ssh_host_*_key`).
 fn host_keys() -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir("/etc/ssh") else { return Vec::new() };
@@ -474,5 +504,48 @@ mod tests {
             ]
         );
         assert!(state(Backend::Simulated).is_empty());
+    }
+
+    #[test]
+    fn an_agent_under_nvm_gets_its_interpreter_and_never_the_home_itself() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = canonical(dir.path());
+        let config = config_with(&home, &[]);
+        let node_bin = home.join(".nvm/versions/node/v20/bin");
+        let package = home.join(".nvm/versions/node/v20/lib/node_modules/@x/agent");
+        std::fs::create_dir_all(&node_bin).unwrap();
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(node_bin.join("node"), "").unwrap();
+        let cli = package.join("cli.js");
+        std::fs::write(&cli, format!("#!{}\nrun()\n", node_bin.join("node").display())).unwrap();
+        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let in_home = home.join("agent");
+        std::fs::write(&in_home, "#!/usr/bin/env -S sh -e\n").unwrap();
+        let cwd = home.join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let sandbox = ProjectSandbox::default();
+        let mounts = |program: &Path| {
+            let place = AgentPlace {
+                backend: Backend::Simulated,
+                cwd: &cwd,
+                session_id: None,
+                read_only: true,
+                program,
+                sandbox: &sandbox,
+            };
+            plan(&config, "/usr/bin/bwrap".into(), &place).mounts
+        };
+        let nvm = mounts(&cli);
+        assert!(nvm.contains(&Mount::ReadOnly(home.join(".nvm/versions/node/v20/lib"))), "{nvm:?}");
+        assert!(nvm.contains(&Mount::ReadOnly(node_bin)), "the interpreter: {nvm:?}");
+        let loose = mounts(&in_home);
+        assert!(
+            !loose.contains(&Mount::ReadOnly(home.clone())),
+            "the home is never bound: {loose:?}"
+        );
+        let sh = nucleic_agents::process::which(Path::new("sh")).unwrap();
+        assert_eq!(interpreter_of(&in_home), Some(sh), "`env -S sh -e` runs sh");
+        assert_eq!(interpreter_of(&home.join("work")), None, "a folder runs nothing");
     }
 }
