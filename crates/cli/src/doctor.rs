@@ -11,6 +11,8 @@ struct Finding {
     path: Option<std::path::PathBuf>,
     tested: Option<&'static str>,
     install: &'static str,
+    /// The npm package an update installs (`None`: not an npm tool).
+    package: Option<&'static str>,
     /// Whether the agent CLI has credentials to work with (`None`: not an agent CLI).
     signed_in: Option<Result<String, String>>,
 }
@@ -191,6 +193,17 @@ fn service() {
     }
 }
 
+/// Whether the dotted version in a tool's `--version` output (`2.1.4 (Claude Code)`,
+/// `codex-cli 0.9.0`) is older than `tested`; `None` when it names no such version.
+fn older_than(printed: &str, tested: &str) -> Option<bool> {
+    let parse = |text: &str| -> Option<Vec<u64>> {
+        let parts: Vec<u64> = text.split('.').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+        (parts.len() >= 2).then_some(parts)
+    };
+    let found = printed.split_whitespace().find_map(parse)?;
+    Some(found < parse(tested)?)
+}
+
 /// Prints one line per tool and a verdict; exit 1 when something required is missing.
 pub fn doctor() -> ExitCode {
     let findings = [
@@ -200,6 +213,7 @@ pub fn doctor() -> ExitCode {
             path: nucleic_agents::process::which("git".as_ref()),
             tested: None,
             install: "install git (apt-get install git)",
+            package: None,
             signed_in: None,
         },
         Finding {
@@ -208,6 +222,7 @@ pub fn doctor() -> ExitCode {
             path: find_claude(),
             tested: Some(TESTED_CLAUDE),
             install: "scripts/install-agents.sh (pins @anthropic-ai/claude-code@2.1.332)",
+            package: Some("@anthropic-ai/claude-code"),
             signed_in: Some(claude_signed_in()),
         },
         Finding {
@@ -216,6 +231,7 @@ pub fn doctor() -> ExitCode {
             path: find_codex(),
             tested: Some(TESTED_CODEX),
             install: "scripts/install-agents.sh (pins @openai/codex@0.171.0)",
+            package: Some("@openai/codex"),
             signed_in: Some(codex_signed_in()),
         },
     ];
@@ -239,7 +255,25 @@ pub fn doctor() -> ExitCode {
                         Some(t) if version.split_whitespace().any(|w| w == t) => {
                             format!("ok, tested version {t}")
                         }
-                        Some(t) => format!("UNTESTED version (Nucleic is tested with {t})"),
+                        Some(t) => match older_than(&version, t) {
+                            Some(true) => {
+                                let update = match f.package {
+                                    Some(package) => format!("npm install -g {package}@{t}"),
+                                    None => f.install.to_owned(),
+                                };
+                                steps.push(format!(
+                                    "{}: update it, it is older than the tested {t} ({update})",
+                                    f.name
+                                ));
+                                format!(
+                                    "TOO OLD (Nucleic is tested with {t}): update it ({update})"
+                                )
+                            }
+                            Some(false) => format!(
+                                "UNTESTED newer version (Nucleic is tested with {t}; it may work)"
+                            ),
+                            None => format!("UNTESTED version (Nucleic is tested with {t})"),
+                        },
                         None => "ok".into(),
                     };
                     let signed_in = match &f.signed_in {
@@ -295,5 +329,19 @@ pub fn doctor() -> ExitCode {
             "verdict: ready — next: `nucleic open` (starts the daemon) or `nucleic service install`"
         );
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::older_than;
+
+    #[test]
+    fn versions_compare_as_numbers() {
+        assert_eq!(older_than("2.1.4 (Claude Code)", "2.1.332"), Some(true));
+        assert_eq!(older_than("2.10.0 (Claude Code)", "2.1.332"), Some(false));
+        assert_eq!(older_than("codex-cli 0.171.0", "0.171.0"), Some(false));
+        assert_eq!(older_than("codex-cli 0.99.1", "0.171.0"), Some(true));
+        assert_eq!(older_than("Claude Code (dev build)", "2.1.332"), None);
     }
 }

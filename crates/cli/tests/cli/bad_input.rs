@@ -123,12 +123,22 @@ async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step(
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let text = doctor(bin.display().to_string(), &[]);
     let claude = line(&text, "claude");
-    assert!(claude.contains("UNTESTED version (Nucleic is tested with 2.1.332)"), "{claude}");
+    assert!(claude.contains("UNTESTED newer version (Nucleic is tested with 2.1.332"), "{claude}");
     assert!(claude.contains("NOT signed in"), "{claude}");
     assert!(text.contains("1. claude: run `claude` once and log in"), "{text}");
     let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
     assert!(line(&text, "claude").contains("signed in: ANTHROPIC_API_KEY is set"), "{text}");
     assert!(text.contains("verdict: ready — next"), "{text}");
+    // Too old: named, with the update as its next step; a version it cannot read is said so.
+    std::fs::write(&fake, "#!/bin/sh\necho '2.0.9 (Claude Code)'\n").unwrap();
+    let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
+    let claude = line(&text, "claude");
+    assert!(claude.contains("TOO OLD (Nucleic is tested with 2.1.332)"), "{claude}");
+    let step = "1. claude: update it, it is older than the tested 2.1.332 (npm install -g @anthropic-ai/claude-code@2.1.332)";
+    assert!(text.contains(step), "{text}");
+    std::fs::write(&fake, "#!/bin/sh\necho 'Claude Code (dev build)'\n").unwrap();
+    let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
+    assert!(line(&text, "claude").contains("UNTESTED version (Nucleic is tested with 2.1.332)"));
 }
 
 #[test]
