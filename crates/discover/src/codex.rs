@@ -51,7 +51,15 @@ pub(crate) fn sessions(
         if !budget.take() {
             return;
         }
-        // The head first: most rollouts are another project's, and their tails are not needed.
+        // The first line first: most rollouts are another project's, and need nothing more.
+        match window::first_line(&path, budget.window()) {
+            Ok(Some(line)) if !cwd_in(&line, checkout) => continue,
+            Ok(_) => {}
+            Err(e) => {
+                found.skipped.push(Skipped { path, why: format!("unreadable: {e}") });
+                continue;
+            }
+        }
         match window::read(&path, budget.window()) {
             Ok(w) => match summarize(&path, &w) {
                 Ok(s) if belongs(&s.cwd, checkout) => found.sessions.push(s),
@@ -60,6 +68,30 @@ pub(crate) fn sessions(
             },
             Err(e) => found.skipped.push(Skipped { path, why: format!("unreadable: {e}") }),
         }
+    }
+}
+
+/// Whether a rollout's first line is a `session_meta` whose folder is not under `checkout`;
+/// false only when it surely is another project's (anything else is read and judged whole).
+fn cwd_in(first: &str, checkout: &Path) -> bool {
+    /// Only what the test needs: serde skips the rest (the base instructions) without building it.
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "type")]
+        kind: String,
+        payload: Option<MetaPayload>,
+    }
+    #[derive(serde::Deserialize)]
+    struct MetaPayload {
+        cwd: Option<String>,
+    }
+    match serde_json::from_str::<Meta>(first) {
+        Ok(Meta { kind, payload: Some(MetaPayload { cwd: Some(cwd) }) })
+            if kind == "session_meta" =>
+        {
+            belongs(Path::new(&cwd), checkout)
+        }
+        _ => true,
     }
 }
 
@@ -77,13 +109,18 @@ pub(crate) fn summarize(path: &Path, w: &Window) -> Result<OutsideSession, Strin
     let text =
         |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
     let cwd = text(&meta, "cwd").ok_or("its session_meta names no working directory")?;
-    let prompts: Vec<String> = objects
-        .iter()
-        .filter(|o| kind(o) == "event_msg")
-        .filter_map(payload)
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("user_message"))
-        .filter_map(|p| text(&p, "message"))
-        .collect();
+    // The person's messages among the Responses items (0.171), else as `user_message` events.
+    let items = objects.iter().filter(|o| kind(o) == "response_item").filter_map(payload);
+    let mut prompts: Vec<String> = items.filter_map(|p| person_text(&p)).collect();
+    if prompts.is_empty() {
+        prompts = objects
+            .iter()
+            .filter(|o| kind(o) == "event_msg")
+            .filter_map(payload)
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("user_message"))
+            .filter_map(|p| text(&p, "message"))
+            .collect();
+    }
     let model = objects
         .iter()
         .rev()
@@ -110,6 +147,24 @@ pub(crate) fn summarize(path: &Path, w: &Window) -> Result<OutsideSession, Strin
         unknown_lines: objects.iter().filter(|o| !KNOWN.contains(&kind(o).as_str())).count(),
         bad_lines,
     })
+}
+
+/// What a person typed, if `item` is a user message that is not one of codex's own wrappers
+/// (`<environment_context>`, `<turn_aborted>`, …).
+fn person_text(item: &Map<String, Value>) -> Option<String> {
+    let is = |k: &str, v: &str| item.get(k).and_then(Value::as_str) == Some(v);
+    if !is("type", "message") || !is("role", "user") {
+        return None;
+    }
+    let parts = item.get("content")?.as_array()?;
+    let text: Vec<&str> = parts
+        .iter()
+        .filter(|part| part.get("type").and_then(Value::as_str) == Some("input_text"))
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    let text = text.join("\n");
+    let trimmed = text.trim_start();
+    (!trimmed.is_empty() && !trimmed.starts_with('<')).then_some(text)
 }
 
 #[cfg(test)]

@@ -21,6 +21,18 @@ pub(crate) struct Window {
 /// the head is extended up to this to complete it.
 const FIRST_LINE_LIMIT: usize = 1024 * 1024;
 
+/// The first line of `path` alone (up to the first-line limit), when it is complete.
+pub(crate) fn first_line(path: &Path, window: usize) -> std::io::Result<Option<String>> {
+    let mut file = File::open(path)?;
+    let mut head = Vec::new();
+    (&mut file).take(window as u64).read_to_end(&mut head)?;
+    if !head.contains(&b'\n') {
+        let more = FIRST_LINE_LIMIT.saturating_sub(head.len()) as u64;
+        (&mut file).take(more).read_to_end(&mut head)?;
+    }
+    Ok(lines(&head, false, true).into_iter().next())
+}
+
 /// Reads at most `window` bytes from each end of `path` (read-only). A file that changes while
 /// it is read gives what was there at each read; a torn last line is left out.
 pub(crate) fn read(path: &Path, window: usize) -> std::io::Result<Window> {
