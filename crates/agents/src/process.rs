@@ -127,7 +127,7 @@ pub(crate) fn group_command(
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
             let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-            let inside = real_program(&spec.program);
+            let inside = sandboxed_program(&spec.program);
             (isolation.bwrap.clone(), isolation.args(&inside, &spec.args, &spec.cwd, ids))
         }
         None => (spec.program.clone(), spec.args.clone()),
@@ -153,10 +153,15 @@ pub(crate) fn group_command(
 /// The file `program` (a path, or a name on `PATH`) really is, symlinks resolved: what a sandbox
 /// runs, since the link may live where the sandbox hides (`~/.local/bin/claude` pointing into
 /// `~/.local/share/claude/versions/…`, a temporary `bin` folder) while its target is bound in.
-fn real_program(program: &Path) -> PathBuf {
+fn sandboxed_program(program: &Path) -> PathBuf {
+    real_program(program).unwrap_or_else(|| program.to_owned())
+}
+
+/// The file `program` (a path, or a name on `PATH`) resolves to, symlinks followed.
+pub fn real_program(program: &Path) -> Option<PathBuf> {
     let found =
         if program.components().count() > 1 { Some(program.to_owned()) } else { which(program) };
-    found.and_then(|p| p.canonicalize().ok()).unwrap_or_else(|| program.to_owned())
+    found.and_then(|p| p.canonicalize().ok())
 }
 
 /// Fails as a spawn would if `program` (a path, or a name on `PATH`) is missing or not executable.
@@ -322,13 +327,17 @@ mod tests {
         let link = dir.path().join("bin/claude");
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink("../versions/2.1/claude", &link).unwrap();
-        assert_eq!(real_program(&link), target.canonicalize().unwrap());
+        assert_eq!(sandboxed_program(&link), target.canonicalize().unwrap());
         assert_eq!(
-            real_program(Path::new("sh")),
+            sandboxed_program(Path::new("sh")),
             which(Path::new("sh")).unwrap().canonicalize().unwrap()
         );
         let missing = Path::new("/no/such/agent");
-        assert_eq!(real_program(missing), missing, "left as asked, for the spawn error to name");
+        assert_eq!(
+            sandboxed_program(missing),
+            missing,
+            "left as asked, for the spawn error to name"
+        );
     }
 
     #[tokio::test]

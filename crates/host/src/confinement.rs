@@ -94,9 +94,13 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     let programs =
         [Some(place.program), Some(config.agents.nucleic.as_path()), interpreter.as_deref()];
     let hidden: Vec<PathBuf> = homes.iter().cloned().chain([canonical(&config.home)]).collect();
-    for root in programs.into_iter().flatten().filter_map(install_root) {
+    for program in programs.into_iter().flatten() {
+        let Some(root) = install_root(program) else { continue };
         if !hidden.iter().any(|h| h.starts_with(&root)) {
             m.push(Mount::ReadOnly(root));
+        } else if let Some(file) = nucleic_agents::process::real_program(program) {
+            // Its folder would show the home: the file alone.
+            m.push(Mount::ReadOnly(file));
         }
     }
     let cwd = canonical(place.cwd);
@@ -544,6 +548,7 @@ mod tests {
             !loose.contains(&Mount::ReadOnly(home.clone())),
             "the home is never bound: {loose:?}"
         );
+        assert!(loose.contains(&Mount::ReadOnly(in_home.clone())), "the program alone: {loose:?}");
         let sh = nucleic_agents::process::which(Path::new("sh")).unwrap();
         assert_eq!(interpreter_of(&in_home), Some(sh), "`env -S sh -e` runs sh");
         assert_eq!(interpreter_of(&home.join("work")), None, "a folder runs nothing");

@@ -232,22 +232,61 @@ async fn a_command_of_the_agent_reads_no_secret_writes_nothing_outside_and_reach
 /// Runs `script` with `sh` confined as `plan` says for a worktree of `root`, and returns its
 /// output (stdout and stderr) and whether it succeeded.
 fn run_confined(config: &HostConfig, cwd: &Path, read_only: bool, script: &str) -> (String, bool) {
+    run_confined_as(Path::new("/bin/sh"), config, cwd, read_only, script)
+}
+
+/// [`run_confined`] with `shell` as the agent's program.
+fn run_confined_as(
+    shell: &Path,
+    config: &HostConfig,
+    cwd: &Path,
+    read_only: bool,
+    script: &str,
+) -> (String, bool) {
     let bwrap = nucleic_host::bubblewrap().clone().expect("bubblewrap works here");
     let place = nucleic_host::confinement::AgentPlace {
         backend: Backend::Simulated,
         cwd,
         session_id: None,
         read_only,
-        program: Path::new("/bin/sh"),
+        program: shell,
         sandbox: &nucleic_protocol::ProjectSandbox::default(),
     };
     let iso = nucleic_host::confinement::plan(config, bwrap, &place);
     let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-    let args = iso.args(Path::new("/bin/sh"), &["-c".into(), script.into()], cwd, ids);
+    let args = iso.args(shell, &["-c".into(), script.into()], cwd, ids);
     let out = std::process::Command::new(&iso.bwrap).args(args).current_dir(cwd).output().unwrap();
     let text =
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (text, out.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_installed_in_the_home_itself_runs_without_showing_the_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let config = config(dir.path(), &person.home);
+    // The agent's program directly in the home (`~/agent`): its folder is the home itself.
+    let shell = person.home.join("agent");
+    let sh = nucleic_agents::process::real_program(Path::new("sh")).unwrap();
+    std::fs::copy(sh, &shell).unwrap();
+    let probe = format!(
+        "cd {}; cat .ssh/id_ed25519 .aws/credentials .netrc 2>&1; ls -a 2>&1; echo ran",
+        person.home.display()
+    );
+    let probe = probe.as_str();
+    let (out, _) = run_confined_as(&shell, &config, &root, true, probe);
+    assert!(!out.contains(".bashrc"), "the home's files were listed: {out}");
+    assert!(out.contains("ran"), "the agent runs from its file: {out}");
+    assert!(!out.contains(&person.secret), "the home was shown with the agent: {out}");
+    // The control: the same probe unconfined reads the secret.
+    let open = std::process::Command::new(&shell)
+        .args(["-c", probe])
+        .env("HOME", &person.home)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&open.stdout).contains(&person.secret));
 }
 
 #[tokio::test(flavor = "multi_thread")]
