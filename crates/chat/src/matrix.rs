@@ -403,6 +403,25 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_send_is_retried_unless_the_homeserver_refused_it_for_good() {
+        let retry_after = |e: MatrixError| match e.attempt() {
+            Attempt::Retry { retry_after, .. } => Some(retry_after),
+            Attempt::Failed { .. } | Attempt::Sent { .. } => None,
+        };
+        let refused = |status, errcode: &str| MatrixError::Refused {
+            what: "send".into(),
+            status,
+            errcode: errcode.into(),
+            error: "x".into(),
+        };
+        let limited = MatrixError::RateLimited(Duration::from_millis(1500));
+        assert_eq!(retry_after(limited), Some(Some(Duration::from_millis(1500))));
+        assert_eq!(retry_after(refused(502, "M_UNKNOWN")), Some(None));
+        assert_eq!(retry_after(MatrixError::Unauthorized("M_UNKNOWN_TOKEN".into())), Some(None));
+        assert_eq!(retry_after(refused(403, "M_FORBIDDEN")), None, "not in the room: failed");
+    }
+
+    #[test]
     fn choices_are_written_out_as_commands() {
         let buttons = vec![vec![
             Button { label: "Approve".into(), data: "a:K7".into() },
