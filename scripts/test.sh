@@ -43,6 +43,7 @@ if [ "$git_major" -lt 2 ] || { [ "$git_major" -eq 2 ] && [ "$git_minor" -lt 40 ]
 fi
 
 scripts/install-agents.sh
+scripts/install-synapse.sh   # the Matrix transport is tested against a real Synapse (~/.cache/nucleic/synapse)
 scripts/build-web.sh   # also web/node_modules, which nucleic-channel's interop test runs under node
 # web/dist is committed (so `cargo install` needs no npm): a build of web/ must reproduce it.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -n "$(git status --porcelain -- web/dist)" ]; then

@@ -19,7 +19,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::outbox::{Outbox, OutboxError};
 use crate::pairing::{Pairing, PairingError};
 use crate::state::{State, StateError};
-use crate::telegram::{self, Button, ChatRef, Telegram, TelegramError, Update};
+use crate::telegram;
+use crate::transport::{Button, Inbound, PollFailure, Polled as Batch, Transport};
 
 /// How the bridge runs.
 #[derive(Debug, Clone)]
@@ -28,12 +29,11 @@ pub struct BridgeConfig {
     pub store: PathBuf,
     /// Where the bridge writes its state for `doctor` and people (`status.json`).
     pub status_file: PathBuf,
-    /// The Bot API base (`telegram::PUBLIC_API`, or a mock's).
-    pub api_base: String,
-    pub token: String,
+    /// The chat service (`telegram::Telegram`, `matrix::Matrix`), one account.
+    pub transport: Arc<dyn Transport>,
     /// The agent new sessions run (the project's default when `None`).
     pub agent: Option<Backend>,
-    /// How long one `getUpdates` waits for an update.
+    /// How long one long poll (`getUpdates`, `/sync`) waits for an update.
     pub poll_wait: Duration,
 }
 
@@ -48,13 +48,11 @@ pub enum BridgeError {
     Pairing(#[from] PairingError),
     #[error("the host: {0}")]
     Client(#[from] ClientError),
-    #[error(
-        "stopped: another process polls this bot token (Telegram said {0}); only one `nucleic chat` per bot may run"
-    )]
+    /// Another process polls this account (the transport's sentence says which service).
+    #[error("stopped: {0}")]
     Conflict(String),
-    #[error(
-        "stopped: Telegram refused the bot token ({0}); it was revoked or is wrong: set a valid one (docs/chat.md) and start `nucleic chat` again"
-    )]
+    /// The service refused the credentials (the transport's sentence says what to do).
+    #[error("stopped: {0}")]
     Unauthorized(String),
     #[error("stopped: {0}")]
     Gone(String),
@@ -63,9 +61,9 @@ pub enum BridgeError {
 /// What the poller hands over.
 #[derive(Debug)]
 enum Polled {
-    /// Updates, and where to say they are recorded (the poller confirms them to Telegram
-    /// only then, with its next offset).
-    Batch(Vec<Update>, oneshot::Sender<()>),
+    /// Updates, and where to say they are recorded (the poller confirms them to the service
+    /// only then, with its next cursor).
+    Batch(Batch, oneshot::Sender<()>),
     Stop(BridgeError),
 }
 
@@ -95,6 +93,8 @@ pub struct BridgeStats {
     pub commands: u64,
     pub strangers: u64,
     pub reports: u64,
+    /// Updates that could not be read, and invites that could not be joined.
+    pub errors: u64,
 }
 
 /// The bridge's main loop state: what `exec` and `report` work with.
@@ -105,7 +105,7 @@ pub(crate) struct Bridge {
     pub(crate) state: State,
     pub(crate) pairing: Pairing,
     pub(crate) client: Client,
-    pub(crate) bot: Telegram,
+    pub(crate) transport: Arc<dyn Transport>,
     pub(crate) follow: mpsc::UnboundedSender<(String, u64)>,
     pub(crate) wake: Arc<Notify>,
     pub(crate) stats: BridgeStats,
@@ -122,13 +122,12 @@ pub async fn run(
     events: Client,
     shutdown: impl Future<Output = ()>,
 ) -> Result<BridgeStats, BridgeError> {
-    let http = nucleic_http::Client::public();
-    let bot = Telegram::new(http, &config.api_base, &config.token);
+    let transport = config.transport.clone();
     let outbox = Outbox::open(&config.store)?;
     let state = State::open(&config.store)?;
     let pairing = Pairing::open(&config.store)?;
-    let cursor_key = format!("{}:{}", telegram::TRANSPORT, crate::lock::token_key(&config.token));
-    let offset = outbox.cursor(&cursor_key)?.and_then(|c| c.parse::<i64>().ok());
+    let cursor_key = transport.account();
+    let cursor = outbox.cursor(&cursor_key)?;
     let wake = Arc::new(Notify::new());
     let (poll_tx, mut poll_rx) = mpsc::channel(1);
     let (follow_tx, follow_rx) = mpsc::unbounded_channel();
@@ -136,8 +135,9 @@ pub async fn run(
     for (session, _chat, next) in state.followed()? {
         let _ = follow_tx.send((session, next));
     }
-    let poller = tokio::spawn(poll(bot.clone(), offset, config.poll_wait, poll_tx));
-    let sender = tokio::spawn(send_loop(bot.clone(), Outbox::open(&config.store)?, wake.clone()));
+    let poller = tokio::spawn(poll(transport.clone(), cursor, config.poll_wait, poll_tx));
+    let sender =
+        tokio::spawn(send_loop(transport.clone(), Outbox::open(&config.store)?, wake.clone()));
     let follower = tokio::spawn(follow_events(events, follow_rx, event_tx));
     let mut bridge = Bridge {
         config,
@@ -145,7 +145,7 @@ pub async fn run(
         state,
         pairing,
         client: requests,
-        bot,
+        transport,
         follow: follow_tx,
         wake,
         stats: BridgeStats::default(),
@@ -190,52 +190,67 @@ pub async fn run(
 
 impl Bridge {
     /// Records each update before acting on it (a redelivery is not acted on again), acts,
-    /// then persists the offset past the batch.
-    async fn handle_batch(&mut self, updates: Vec<Update>) -> Result<(), BridgeError> {
-        let mut last = None;
-        for update in updates {
-            let id = update.update_id();
-            last = Some(last.map_or(id, |l: i64| l.max(id)));
+    /// then persists the cursor past the batch.
+    async fn handle_batch(&mut self, batch: Batch) -> Result<(), BridgeError> {
+        for update in batch.updates {
             self.stats.updates += 1;
-            if !self.outbox.receive(&self.cursor_key, &id.to_string(), now_ms())? {
+            let id = update.id().to_owned();
+            if !self.outbox.receive(&self.cursor_key, &id, now_ms())? {
                 self.stats.duplicates += 1;
                 continue;
             }
             self.handle(update).await?;
-            self.outbox.handled(&self.cursor_key, &id.to_string(), now_ms())?;
+            self.outbox.handled(&self.cursor_key, &id, now_ms())?;
         }
-        if let Some(last) = last {
-            self.outbox.set_cursor(&self.cursor_key, &(last + 1).to_string())?;
+        if let Some(next) = batch.next {
+            self.outbox.set_cursor(&self.cursor_key, &next)?;
         }
         Ok(())
     }
 
-    async fn handle(&mut self, update: Update) -> Result<(), BridgeError> {
+    async fn handle(&mut self, update: Inbound) -> Result<(), BridgeError> {
         match update {
-            Update::Message { chat, user, text: Some(text), .. } => {
-                self.on_message(chat, user, &text).await
+            Inbound::Message { chat, user, text: Some(text), .. } => {
+                self.on_message(&chat, &user, &text).await
             }
-            Update::Callback { callback_id, user, chat, data, .. } => {
-                if !self.pairing.is_paired(user)? {
-                    self.stranger(user)?;
+            Inbound::Choice { answer, user, chat, data, .. } => {
+                if !self.pairing.is_paired(&user)? {
+                    self.stranger(&user)?;
                     return Ok(());
                 }
                 let Some(chat) = chat else { return Ok(()) };
                 self.stats.commands += 1;
-                let notice = self.on_button(chat, user, &data).await?;
-                let _ = self.bot.answer_callback(&callback_id, &notice).await;
+                let notice = self.on_button(&chat, &user, &data).await?;
+                self.transport.answer_choice(&answer, &notice).await;
                 Ok(())
             }
-            Update::Message { text: None, .. } | Update::Other { .. } => Ok(()),
+            Inbound::Invite { chat, user, .. } => {
+                // Joined for a paired user, or while a pairing code is open (so a new user can
+                // send `/cc pair <code>`); a stranger's invite otherwise stays unanswered.
+                if !self.pairing.is_paired(&user)? && !self.pairing.code_open(now_ms())? {
+                    self.stranger(&user)?;
+                    return Ok(());
+                }
+                if let Err(why) = self.transport.join(&chat).await {
+                    self.stats.errors += 1;
+                    self.write_status("running", Some(&format!("could not join {chat}: {why}")));
+                }
+                Ok(())
+            }
+            Inbound::Malformed { id, why } => {
+                // Recorded (so never retried as if new) and said in the status; nothing acted on.
+                self.stats.errors += 1;
+                self.write_status(
+                    "running",
+                    Some(&format!("ignored a malformed update {id}: {why}")),
+                );
+                Ok(())
+            }
+            Inbound::Message { text: None, .. } | Inbound::Other { .. } => Ok(()),
         }
     }
 
-    async fn on_message(
-        &mut self,
-        chat: ChatRef,
-        user: i64,
-        text: &str,
-    ) -> Result<(), BridgeError> {
+    async fn on_message(&mut self, chat: &str, user: &str, text: &str) -> Result<(), BridgeError> {
         let command = match crate::command::parse(text) {
             Ok(command) => command,
             Err(crate::CommandError::NotCommand) => {
@@ -266,9 +281,9 @@ impl Bridge {
         self.say(chat, &reply.text, &reply.buttons)
     }
 
-    fn pair(&mut self, chat: ChatRef, user: i64, code: &str) -> Result<(), BridgeError> {
+    fn pair(&mut self, chat: &str, user: &str, code: &str) -> Result<(), BridgeError> {
         use crate::pairing::PairOutcome;
-        let text = match self.pairing.attempt(user, &chat.key(), code, now_ms())? {
+        let text = match self.pairing.attempt(user, chat, code, now_ms())? {
             PairOutcome::Paired => "Paired: this chat account may now run /cc commands on this host. /cc help lists them.".to_owned(),
             PairOutcome::AlreadyPaired => "Already paired.".to_owned(),
             PairOutcome::Wrong { left } => format!("That code is not valid (or expired). {left} tries left."),
@@ -281,25 +296,26 @@ impl Bridge {
         self.say(chat, &text, &[])
     }
 
-    fn stranger(&mut self, user: i64) -> Result<(), BridgeError> {
+    fn stranger(&mut self, user: &str) -> Result<(), BridgeError> {
         self.stats.strangers += 1;
         self.pairing.count_stranger(user, 1, now_ms())?;
         Ok(())
     }
 
-    /// Queues `text` (split at Telegram's limit) for `chat`, the buttons on its last part.
+    /// Queues `text` (split at the service's limit) for `chat`, the choices on its last part.
     pub(crate) fn say(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         text: &str,
         buttons: &[Vec<Button>],
     ) -> Result<(), BridgeError> {
-        let parts = crate::split::split(text, telegram::MESSAGE_LIMIT, crate::split::utf16_units);
+        let (limit, measure) = self.transport.message_limit();
+        let parts = crate::split::split(text, limit, measure);
         let count = parts.len();
         for (i, part) in parts.iter().enumerate() {
             let buttons = if i + 1 == count { buttons } else { &[] };
-            let body = telegram::outbox_body(part, buttons);
-            self.outbox.enqueue(telegram::TRANSPORT, &chat.key(), &body, now_ms())?;
+            let body = crate::transport::outbox_body(part, buttons);
+            self.outbox.enqueue(self.transport.name(), chat, &body, now_ms())?;
         }
         self.wake.notify_one();
         Ok(())
@@ -316,40 +332,50 @@ impl Bridge {
             "commands": self.stats.commands,
             "strangers": self.stats.strangers,
             "reports": self.stats.reports,
+            "errors": self.stats.errors,
         });
         let _ = std::fs::write(&self.config.status_file, format!("{status}\n"));
     }
 }
 
-/// Long-polls from `offset`, handing each batch over and confirming it (the next offset) only
-/// once it is recorded. Transient failures back off; `409` and `401` stop it.
-async fn poll(bot: Telegram, mut offset: Option<i64>, wait: Duration, tx: mpsc::Sender<Polled>) {
+/// Long-polls from `cursor`, handing each batch over and moving the cursor (which confirms it
+/// to the service) only once it is recorded. Transient failures back off; a conflict and
+/// refused credentials stop it.
+async fn poll(
+    transport: Arc<dyn Transport>,
+    mut cursor: Option<String>,
+    wait: Duration,
+    tx: mpsc::Sender<Polled>,
+) {
     let mut backoff = POLL_BACKOFF;
     loop {
-        match bot.get_updates(offset, wait).await {
-            Ok(updates) => {
+        match transport.poll(cursor.clone(), wait).await {
+            Ok(batch) => {
                 backoff = POLL_BACKOFF;
-                let Some(last) = updates.iter().map(Update::update_id).max() else { continue };
+                if batch.updates.is_empty() && batch.next == cursor {
+                    continue;
+                }
+                let next = batch.next.clone();
                 let (ack, recorded) = oneshot::channel();
-                if tx.send(Polled::Batch(updates, ack)).await.is_err() || recorded.await.is_err() {
+                if tx.send(Polled::Batch(batch, ack)).await.is_err() || recorded.await.is_err() {
                     return;
                 }
-                offset = Some(last + 1);
+                cursor = next;
             }
-            Err(TelegramError::Conflict(why)) => {
+            Err(PollFailure::Conflict(why)) => {
                 let _ = tx.send(Polled::Stop(BridgeError::Conflict(why))).await;
                 return;
             }
-            Err(TelegramError::Unauthorized(why)) => {
+            Err(PollFailure::Unauthorized(why)) => {
                 let _ = tx.send(Polled::Stop(BridgeError::Unauthorized(why))).await;
                 return;
             }
-            Err(TelegramError::RetryAfter(after)) => tokio::time::sleep(after).await,
-            Err(
-                TelegramError::Http(_)
-                | TelegramError::Refused { .. }
-                | TelegramError::Malformed { .. },
-            ) => {
+            Err(PollFailure::Transient { retry_after: Some(after), error }) => {
+                eprintln!("nucleic chat: polling failed: {error}; again in {after:?}");
+                tokio::time::sleep(after).await;
+            }
+            Err(PollFailure::Transient { retry_after: None, error }) => {
+                eprintln!("nucleic chat: polling failed: {error}; again in {backoff:?}");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(POLL_BACKOFF_MAX);
             }
@@ -359,19 +385,20 @@ async fn poll(bot: Telegram, mut offset: Option<i64>, wait: Duration, tx: mpsc::
 
 /// Sends the outbox's due messages, then sleeps until the next is due, something is queued,
 /// or [`SENDER_TICK`].
-async fn send_loop(bot: Telegram, outbox: Outbox, wake: Arc<Notify>) {
+async fn send_loop(transport: Arc<dyn Transport>, outbox: Outbox, wake: Arc<Notify>) {
+    let name = transport.name();
     loop {
-        // Not `telegram::send_due`: the store is not `Sync`, so no borrow of it crosses an await.
+        // The store is not `Sync`, so no borrow of it crosses an await.
         let mut round = telegram::Round::default();
-        for queued in outbox.due(telegram::TRANSPORT, now_ms()).unwrap_or_default() {
-            let attempt = telegram::send_one(&bot, &queued).await;
+        for queued in outbox.due(name, now_ms()).unwrap_or_default() {
+            let attempt = transport.send(&queued).await;
             round.count(&attempt);
             if outbox.record(queued.id, &attempt, now_ms()).is_err() {
                 break;
             }
         }
         let progressed = round.sent + round.failed > 0;
-        let next = outbox.next_due(telegram::TRANSPORT).ok().flatten();
+        let next = outbox.next_due(name).ok().flatten();
         let wait = match next {
             Some(at) => {
                 Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)).min(SENDER_TICK)

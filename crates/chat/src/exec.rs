@@ -11,7 +11,7 @@ use nucleic_protocol::{
 use crate::bridge::{Bridge, BridgeError, now_ms};
 use crate::command::{Answer, Command, HELP};
 use crate::state::{ChatState, Pending, PendingKind};
-use crate::telegram::{Button, ChatRef};
+use crate::transport::Button;
 
 /// How long the first `rollback`, or the first approve of a critical request, waits for its
 /// second confirmation.
@@ -53,8 +53,8 @@ impl Bridge {
     /// only the bridge's own store failing is an error.
     pub(crate) async fn execute(
         &mut self,
-        chat: ChatRef,
-        user: i64,
+        chat: &str,
+        user: &str,
         command: Command,
     ) -> Result<Reply, BridgeError> {
         match self.run_command(chat, user, command).await {
@@ -69,8 +69,8 @@ impl Bridge {
     /// option of a question); the notice the presser sees.
     pub(crate) async fn on_button(
         &mut self,
-        chat: ChatRef,
-        user: i64,
+        chat: &str,
+        user: &str,
         data: &str,
     ) -> Result<String, BridgeError> {
         let mut parts = data.splitn(3, ':');
@@ -100,11 +100,11 @@ impl Bridge {
 
     async fn run_command(
         &mut self,
-        chat: ChatRef,
-        _user: i64,
+        chat: &str,
+        _user: &str,
         command: Command,
     ) -> Result<Reply, Failure> {
-        let key = chat.key();
+        let key = chat.to_owned();
         let mut state = self.state.chat(&key)?;
         match command {
             Command::Help => Ok(HELP.into()),
@@ -329,22 +329,22 @@ impl Bridge {
     /// Makes `session` the chat's current one (`selected`: tasks go to it) and follows it.
     fn select(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         state: &mut ChatState,
         session: &str,
         selected: bool,
     ) -> Result<(), BridgeError> {
         state.session = Some(session.to_owned());
         state.selected = selected;
-        self.state.set_chat(&chat.key(), state)?;
-        let from = self.state.follow(session, &chat.key(), 1)?;
+        self.state.set_chat(chat, state)?;
+        let from = self.state.follow(session, chat, 1)?;
         let _ = self.follow.send((session.to_owned(), from));
         Ok(())
     }
 
     async fn task(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         state: &mut ChatState,
         task: String,
     ) -> Result<Reply, Failure> {
@@ -397,8 +397,8 @@ impl Bridge {
     }
 
     /// Which pending item `answer` means in `chat`: its code's, or the only one waiting.
-    fn pick(&self, chat: ChatRef, answer: &Answer, plan: bool) -> Result<Pending, Failure> {
-        let key = chat.key();
+    fn pick(&self, chat: &str, answer: &Answer, plan: bool) -> Result<Pending, Failure> {
+        let key = chat.to_owned();
         if let Some(code) = &answer.code {
             return match self.state.pending_by_code(&key, code)? {
                 None => Err(Failure::Say(format!("No approval or plan {code} in this chat."))),
@@ -435,7 +435,7 @@ impl Bridge {
 
     async fn answer(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         answer: Answer,
         verdict: Verdict,
         plan: bool,
@@ -488,7 +488,7 @@ impl Bridge {
 
     async fn answer_question(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         code: &str,
         choice: Option<&str>,
     ) -> Result<Reply, Failure> {

@@ -6,6 +6,9 @@
 //! - [`split`]: long text into messages a service takes, never cutting a code fence.
 //! - [`telegram`]: the Telegram Bot API (long polling, sends with buttons and topics, faults
 //!   classified for the outbox) and sending the outbox's due messages.
+//! - [`matrix`]: the Matrix client-server API (`/sync` from a persisted `since`, idempotent
+//!   sends by `txnId`, joins on invite, threads).
+//! - [`transport`]: the one trait the services sit behind, and what they exchange.
 //! - [`outbox`]: the bridge's durable store: every message written before it is sent, sent in
 //!   order per chat with retries and backoff; inbound updates recorded before they are acted
 //!   on; the services' sync cursors.
@@ -20,13 +23,17 @@ pub mod codes;
 pub mod command;
 mod exec;
 pub mod lock;
+pub mod matrix;
 pub mod outbox;
 pub mod pairing;
 mod report;
 pub mod split;
 pub mod state;
 pub mod telegram;
+pub mod transport;
 
 pub use codes::CodeBook;
 pub use command::{Answer, Command, CommandError, Mode, parse};
+/// The HTTP client the transports are built with (so a front end needs no HTTP crate of its own).
+pub use nucleic_http::Client as HttpClient;
 pub use outbox::{Attempt, Outbox, OutboxError, Queued};

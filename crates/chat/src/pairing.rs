@@ -46,7 +46,7 @@ pub enum PairOutcome {
 /// A user allowed to command the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairedUser {
-    pub user: i64,
+    pub user: String,
     /// The chat they paired from.
     pub chat: String,
     pub paired_at_ms: i64,
@@ -57,14 +57,47 @@ CREATE TABLE IF NOT EXISTS pair_codes (
     code TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, used_by INTEGER
 );
 CREATE TABLE IF NOT EXISTS pair_attempts (at INTEGER NOT NULL, user INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS pair_failures (user INTEGER PRIMARY KEY, failures INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pair_failures (user TEXT PRIMARY KEY, failures INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS paired (
-    user INTEGER PRIMARY KEY, chat TEXT NOT NULL, paired_at INTEGER NOT NULL
+    user TEXT PRIMARY KEY, chat TEXT NOT NULL, paired_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS strangers (
-    user INTEGER PRIMARY KEY, messages INTEGER NOT NULL, last_at INTEGER NOT NULL
+    user TEXT PRIMARY KEY, messages INTEGER NOT NULL, last_at INTEGER NOT NULL
 );
 ";
+
+/// The tables keyed by user that were `INTEGER PRIMARY KEY` (Telegram ids only) before users
+/// became text (`123`, `@alice:example.org`): copied into text-keyed ones once.
+const USER_TABLES: [(&str, &str); 3] = [
+    ("pair_failures", "user TEXT PRIMARY KEY, failures INTEGER NOT NULL"),
+    ("paired", "user TEXT PRIMARY KEY, chat TEXT NOT NULL, paired_at INTEGER NOT NULL"),
+    ("strangers", "user TEXT PRIMARY KEY, messages INTEGER NOT NULL, last_at INTEGER NOT NULL"),
+];
+
+/// Moves a store made before users were text onto text keys (idempotent).
+fn migrate_user_keys(conn: &Connection) -> rusqlite::Result<()> {
+    for (table, columns) in USER_TABLES {
+        let kind: Option<String> = conn
+            .query_row(
+                &format!("SELECT type FROM pragma_table_info('{table}') WHERE name = 'user'"),
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if kind.as_deref() != Some("INTEGER") {
+            continue;
+        }
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE;
+             ALTER TABLE {table} RENAME TO {table}_integer_users;
+             CREATE TABLE {table} ({columns});
+             INSERT INTO {table} SELECT * FROM {table}_integer_users;
+             DROP TABLE {table}_integer_users;
+             COMMIT;"
+        ))?;
+    }
+    Ok(())
+}
 
 /// The pairing tables of `chat.db`.
 #[derive(Debug)]
@@ -81,6 +114,7 @@ impl Pairing {
         crate::Outbox::open(path)?;
         let conn = Connection::open(path).map_err(sql)?;
         conn.pragma_update(None, "busy_timeout", 5000).map_err(sql)?;
+        migrate_user_keys(&conn).map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
         Ok(Pairing { path: path.to_path_buf(), conn })
     }
@@ -101,10 +135,24 @@ impl Pairing {
         Ok(code)
     }
 
+    /// Whether a code issued and not yet used or expired is open at `now_ms` (a Matrix bridge
+    /// joins a stranger's invite only then, so the stranger can send `/cc pair <code>`).
+    pub fn code_open(&self, now_ms: i64) -> Result<bool, PairingError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM pair_codes WHERE used_by IS NULL AND expires_at > ?1 LIMIT 1",
+                [now_ms],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.sql(e))
+    }
+
     /// `user` in `chat` offers `code`.
     pub fn attempt(
         &self,
-        user: i64,
+        user: &str,
         chat: &str,
         code: &str,
         now_ms: i64,
@@ -170,7 +218,7 @@ impl Pairing {
         Ok(outcome)
     }
 
-    fn failures(&self, user: i64) -> Result<u32, PairingError> {
+    fn failures(&self, user: &str) -> Result<u32, PairingError> {
         self.conn
             .query_row("SELECT failures FROM pair_failures WHERE user = ?1", [user], |r| r.get(0))
             .optional()
@@ -178,7 +226,7 @@ impl Pairing {
             .map_err(|e| self.sql(e))
     }
 
-    pub fn is_paired(&self, user: i64) -> Result<bool, PairingError> {
+    pub fn is_paired(&self, user: &str) -> Result<bool, PairingError> {
         self.conn
             .query_row("SELECT 1 FROM paired WHERE user = ?1", [user], |_| Ok(()))
             .optional()
@@ -189,7 +237,7 @@ impl Pairing {
     pub fn list(&self) -> Result<Vec<PairedUser>, PairingError> {
         let mut statement = self
             .conn
-            .prepare("SELECT user, chat, paired_at FROM paired ORDER BY paired_at")
+            .prepare("SELECT CAST(user AS TEXT), chat, paired_at FROM paired ORDER BY paired_at")
             .map_err(|e| self.sql(e))?;
         let rows = statement
             .query_map([], |r| {
@@ -200,7 +248,7 @@ impl Pairing {
     }
 
     /// Forgets `user` (and their failures, so they may pair again); whether they were paired.
-    pub fn unpair(&self, user: i64) -> Result<bool, PairingError> {
+    pub fn unpair(&self, user: &str) -> Result<bool, PairingError> {
         let n = self
             .conn
             .execute("DELETE FROM paired WHERE user = ?1", [user])
@@ -214,7 +262,7 @@ impl Pairing {
     /// Counts `messages` ignored from the stranger `user`.
     pub fn count_stranger(
         &self,
-        user: i64,
+        user: &str,
         messages: u64,
         now_ms: i64,
     ) -> Result<(), PairingError> {
@@ -269,16 +317,48 @@ mod tests {
         let code = p.issue(0).unwrap();
         assert_eq!(code.len(), CODE_LEN);
         assert!(code.bytes().all(|b| ALPHABET.contains(&b)));
-        assert!(!p.is_paired(7).unwrap());
-        assert_eq!(p.attempt(7, "7", &code.to_ascii_lowercase(), 1).unwrap(), PairOutcome::Paired);
-        assert!(p.is_paired(7).unwrap());
-        assert_eq!(p.attempt(7, "7", &code, 2).unwrap(), PairOutcome::AlreadyPaired);
-        assert_eq!(p.attempt(8, "8", &code, 2).unwrap(), PairOutcome::Wrong { left: 4 }, "used");
+        assert!(!p.is_paired("7").unwrap());
+        assert_eq!(
+            p.attempt("7", "7", &code.to_ascii_lowercase(), 1).unwrap(),
+            PairOutcome::Paired
+        );
+        assert!(p.is_paired("7").unwrap());
+        assert_eq!(p.attempt("7", "7", &code, 2).unwrap(), PairOutcome::AlreadyPaired);
+        assert_eq!(p.attempt("8", "8", &code, 2).unwrap(), PairOutcome::Wrong { left: 4 }, "used");
         let late = p.issue(0).unwrap();
-        assert_eq!(p.attempt(9, "9", &late, CODE_TTL_MS).unwrap(), PairOutcome::Wrong { left: 4 });
+        assert_eq!(
+            p.attempt("9", "9", &late, CODE_TTL_MS).unwrap(),
+            PairOutcome::Wrong { left: 4 }
+        );
         assert_eq!(p.list().unwrap().len(), 1);
-        assert!(p.unpair(7).unwrap());
-        assert!(!p.is_paired(7).unwrap());
+        assert!(p.unpair("7").unwrap());
+        assert!(!p.is_paired("7").unwrap());
+    }
+
+    #[test]
+    fn a_store_with_integer_user_keys_is_moved_to_text_keys_and_matrix_users_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        crate::Outbox::open(&path).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE paired (user INTEGER PRIMARY KEY, chat TEXT NOT NULL, paired_at INTEGER NOT NULL);
+             INSERT INTO paired VALUES (42, '42', 7);",
+        )
+        .unwrap();
+        drop(old);
+        let p = Pairing::open(&path).unwrap();
+        assert!(p.is_paired("42").unwrap(), "the Telegram user stays paired");
+        assert_eq!(p.list().unwrap()[0].user, "42");
+        let code = p.issue(0).unwrap();
+        assert!(p.code_open(1).unwrap());
+        let alice = "@alice:example.org";
+        assert_eq!(p.attempt(alice, "!room:example.org", &code, 1).unwrap(), PairOutcome::Paired);
+        assert!(!p.code_open(2).unwrap(), "a used code is not open");
+        p.count_stranger("@eve:example.org", 2, 3).unwrap();
+        assert_eq!(p.strangers().unwrap(), (1, 2));
+        drop(p);
+        assert!(Pairing::open(&path).unwrap().is_paired(alice).unwrap(), "opened again");
     }
 
     #[test]
@@ -286,17 +366,21 @@ mod tests {
         let (_dir, p) = store();
         let code = p.issue(0).unwrap();
         for left in (1..MAX_FAILURES).rev() {
-            assert_eq!(p.attempt(1, "1", "AAAAAAAA", 0).unwrap(), PairOutcome::Wrong { left });
+            assert_eq!(p.attempt("1", "1", "AAAAAAAA", 0).unwrap(), PairOutcome::Wrong { left });
         }
-        assert_eq!(p.attempt(1, "1", "AAAAAAAA", 0).unwrap(), PairOutcome::Locked);
-        assert_eq!(p.attempt(1, "1", &code, 0).unwrap(), PairOutcome::Locked, "even the right one");
+        assert_eq!(p.attempt("1", "1", "AAAAAAAA", 0).unwrap(), PairOutcome::Locked);
+        assert_eq!(
+            p.attempt("1", "1", &code, 0).unwrap(),
+            PairOutcome::Locked,
+            "even the right one"
+        );
         // Many users: 30 attempts an hour in all, then nobody is heard, the right code included.
         for user in 100..125 {
-            p.attempt(user, "g", "BBBBBBBB", 10).unwrap();
+            p.attempt(&user.to_string(), "g", "BBBBBBBB", 10).unwrap();
         }
-        assert_eq!(p.attempt(200, "g", &code, 11).unwrap(), PairOutcome::Limited);
-        assert!(!p.is_paired(200).unwrap());
+        assert_eq!(p.attempt("200", "g", &code, 11).unwrap(), PairOutcome::Limited);
+        assert!(!p.is_paired("200").unwrap());
         let fresh = p.issue(HOUR_MS).unwrap();
-        assert_eq!(p.attempt(200, "g", &fresh, HOUR_MS + 11).unwrap(), PairOutcome::Paired);
+        assert_eq!(p.attempt("200", "g", &fresh, HOUR_MS + 11).unwrap(), PairOutcome::Paired);
     }
 }

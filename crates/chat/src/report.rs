@@ -9,7 +9,7 @@ use nucleic_protocol::{
 use crate::bridge::{Bridge, BridgeError};
 use crate::exec::short;
 use crate::state::{Pending, PendingKind, State, StateError};
-use crate::telegram::{Button, ChatRef};
+use crate::transport::Button;
 
 /// How much of a turn's final text a report quotes.
 const RESULT_QUOTE: usize = 1500;
@@ -20,7 +20,7 @@ impl Bridge {
     /// Reports `event` to the chat following its session, if it is worth a message.
     pub(crate) fn on_event(&mut self, event: &Event) -> Result<(), BridgeError> {
         let Some(key) = self.state.chat_of(&event.session_id)? else { return Ok(()) };
-        let Some(chat) = ChatRef::from_key(&key) else { return Ok(()) };
+        let chat = key.as_str();
         let session = event.session_id.as_str();
         match &event.kind {
             EventKind::ApprovalRequested(a) => self.ask(chat, session, a)?,
@@ -96,7 +96,7 @@ impl Bridge {
 
     fn report(
         &mut self,
-        chat: ChatRef,
+        chat: &str,
         text: &str,
         buttons: &[Vec<Button>],
     ) -> Result<(), BridgeError> {
@@ -104,12 +104,7 @@ impl Bridge {
         self.say(chat, text, buttons)
     }
 
-    fn ask(
-        &mut self,
-        chat: ChatRef,
-        session: &str,
-        a: &ApprovalRequested,
-    ) -> Result<(), BridgeError> {
+    fn ask(&mut self, chat: &str, session: &str, a: &ApprovalRequested) -> Result<(), BridgeError> {
         let kind = match a.tool_name.as_str() {
             EXIT_PLAN_MODE => PendingKind::Plan,
             ASK_USER_QUESTION => PendingKind::Question,
@@ -117,14 +112,8 @@ impl Bridge {
         };
         let risk = a.risk.map(risk_name);
         let input = (kind == PendingKind::Question).then(|| a.input.to_string());
-        let code = self.state.add_pending(
-            &chat.key(),
-            session,
-            &a.request_id,
-            kind,
-            risk,
-            input.as_deref(),
-        )?;
+        let code =
+            self.state.add_pending(chat, session, &a.request_id, kind, risk, input.as_deref())?;
         let button = |label: &str, data: String| Button { label: label.to_owned(), data };
         let (text, buttons) = match kind {
             PendingKind::Plan => {

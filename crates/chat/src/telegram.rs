@@ -9,7 +9,8 @@ use nucleic_http::{Client, HttpError, Method, Request};
 use serde_json::{Value, json};
 use thiserror::Error;
 
-use crate::outbox::{Attempt, Outbox, OutboxError};
+use crate::outbox::{Attempt, Outbox, OutboxError, Queued};
+use crate::transport::{BoxFuture, Inbound, PollFailure, Polled, Transport};
 
 /// The transport's name in the outbox.
 pub const TRANSPORT: &str = "telegram";
@@ -93,12 +94,7 @@ impl ChatRef {
     }
 }
 
-/// An inline button: its label and the data a press sends back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Button {
-    pub label: String,
-    pub data: String,
-}
+pub use crate::transport::{Button, outbox_body};
 
 /// What arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,15 +291,6 @@ fn decode_update(update: &Value) -> Option<Update> {
     Some(Update::Other { update_id })
 }
 
-/// A queued message's body in the outbox: its text and buttons.
-pub fn outbox_body(text: &str, buttons: &[Vec<Button>]) -> String {
-    let rows: Vec<Vec<[&str; 2]>> = buttons
-        .iter()
-        .map(|row| row.iter().map(|b| [b.label.as_str(), b.data.as_str()]).collect())
-        .collect();
-    json!({"text": text, "buttons": rows}).to_string()
-}
-
 /// What one round of sending the outbox's due messages did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Round {
@@ -335,38 +322,100 @@ impl Round {
 }
 
 /// One attempt at a queued message (the outbox is not touched: the caller records it).
-pub async fn send_one(bot: &Telegram, queued: &crate::outbox::Queued) -> Attempt {
-    let (Some(chat), Ok(body)) =
-        (ChatRef::from_key(&queued.chat), serde_json::from_str::<Value>(&queued.body))
+pub async fn send_one(bot: &Telegram, queued: &Queued) -> Attempt {
+    let (Some(chat), Some((text, buttons))) =
+        (ChatRef::from_key(&queued.chat), crate::transport::read_body(&queued.body))
     else {
         return Attempt::Failed {
             error: format!("a queued message the bridge cannot read: {}", queued.chat),
         };
     };
-    let text = body["text"].as_str().unwrap_or_default();
-    let buttons = buttons_of(&body["buttons"]);
-    match bot.send_message(chat, text, &buttons).await {
+    match bot.send_message(chat, &text, &buttons).await {
         Ok(id) => Attempt::Sent { remote_id: Some(id.to_string()) },
         Err(e) => e.attempt(),
     }
 }
 
-/// The rows of buttons [`outbox_body`] wrote.
-fn buttons_of(rows: &Value) -> Vec<Vec<Button>> {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    rows.as_array()
-        .map(|rows| {
-            rows.iter()
-                .map(|row| {
-                    row.as_array()
-                        .map(|r| {
-                            r.iter()
-                                .map(|b| Button { label: text(&b[0]), data: text(&b[1]) })
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                })
-                .collect()
+impl Update {
+    /// The service-neutral form (chats as outbox keys, users as text).
+    pub fn inbound(self) -> Inbound {
+        match self {
+            Update::Message { update_id, chat, user, text, .. } => Inbound::Message {
+                id: update_id.to_string(),
+                chat: chat.key(),
+                user: user.to_string(),
+                text,
+            },
+            Update::Callback { update_id, callback_id, user, chat, data, .. } => Inbound::Choice {
+                id: update_id.to_string(),
+                answer: callback_id,
+                user: user.to_string(),
+                chat: chat.map(|c| c.key()),
+                data,
+            },
+            Update::Other { update_id } => Inbound::Other { id: update_id.to_string() },
+        }
+    }
+}
+
+impl Transport for Telegram {
+    fn name(&self) -> &'static str {
+        TRANSPORT
+    }
+
+    fn account(&self) -> String {
+        format!("{TRANSPORT}:{}", crate::lock::token_key(&self.token))
+    }
+
+    fn message_limit(&self) -> (usize, fn(&str) -> usize) {
+        (MESSAGE_LIMIT, crate::split::utf16_units)
+    }
+
+    /// The cursor is the next `offset` (which confirms every earlier update to Telegram).
+    fn poll(
+        &self,
+        cursor: Option<String>,
+        wait: Duration,
+    ) -> BoxFuture<'_, Result<Polled, PollFailure>> {
+        Box::pin(async move {
+            let offset = cursor.as_deref().and_then(|c| c.parse::<i64>().ok());
+            match self.get_updates(offset, wait).await {
+                Ok(updates) => {
+                    let next = updates.iter().map(Update::update_id).max().map(|l| l + 1);
+                    let next = next.map(|n| n.to_string()).or(cursor);
+                    Ok(Polled { updates: updates.into_iter().map(Update::inbound).collect(), next })
+                }
+                Err(TelegramError::Conflict(why)) => Err(PollFailure::Conflict(format!(
+                    "another process polls this bot token (Telegram said {why}); only one `nucleic chat` per bot may run"
+                ))),
+                Err(TelegramError::Unauthorized(why)) => Err(PollFailure::Unauthorized(format!(
+                    "Telegram refused the bot token ({why}); it was revoked or is wrong: set a valid one (docs/chat.md) and start `nucleic chat` again"
+                ))),
+                Err(TelegramError::RetryAfter(after)) => Err(PollFailure::Transient {
+                    retry_after: Some(after),
+                    error: format!("telegram: retry after {} s", after.as_secs()),
+                }),
+                Err(
+                    e @ (TelegramError::Http(_)
+                    | TelegramError::Refused { .. }
+                    | TelegramError::Malformed { .. }),
+                ) => Err(PollFailure::Transient { retry_after: None, error: e.to_string() }),
+            }
         })
-        .unwrap_or_default()
+    }
+
+    fn send<'a>(&'a self, queued: &'a Queued) -> BoxFuture<'a, Attempt> {
+        Box::pin(send_one(self, queued))
+    }
+
+    fn answer_choice<'a>(&'a self, answer: &'a str, text: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self.answer_callback(answer, text).await;
+        })
+    }
+
+    /// A bot is added to a chat by its members, never invited: nothing to do.
+    fn join<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
 }

@@ -1,19 +1,26 @@
-//! `nucleic chat`: the Telegram bridge in the foreground (one poller per bot token), and
-//! `nucleic chat pair|list|unpair`: who may command the host from a chat.
+//! `nucleic chat`: the chat bridge in the foreground, on Telegram or (`--matrix`) on a Matrix
+//! account (one poller per bot token or account), and `nucleic chat pair|list|unpair`: who may
+//! command the host from a chat.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use nucleic_chat::bridge::{self, BridgeConfig};
 use nucleic_chat::lock::PollerLock;
+use nucleic_chat::matrix::Matrix;
 use nucleic_chat::pairing::Pairing;
+use nucleic_chat::telegram::Telegram;
+use nucleic_chat::transport::Transport;
 use nucleic_protocol::Backend;
 
 /// The variable the bot token is read from.
 pub const TOKEN_ENV: &str = "NUCLEIC_TELEGRAM_TOKEN";
+/// The variable a Matrix access token is read from.
+pub const MATRIX_TOKEN_ENV: &str = "NUCLEIC_MATRIX_TOKEN";
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -23,9 +30,14 @@ pub struct ChatArgs {
     /// The agent new sessions run (default: the project's).
     #[arg(long, value_parser = crate::agent_parser())]
     agent: Option<Backend>,
-    /// A file holding the bot token (default: $NUCLEIC_TELEGRAM_TOKEN).
+    /// A file holding the bot token, or with --matrix the account's access token (default:
+    /// $NUCLEIC_TELEGRAM_TOKEN, $NUCLEIC_MATRIX_TOKEN).
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// Bridge a Matrix account on this homeserver (`https://matrix.example.org`) instead of a
+    /// Telegram bot.
+    #[arg(long, value_name = "HOMESERVER")]
+    matrix: Option<String>,
     /// The Bot API's base URL (tests point it at a mock).
     #[arg(long, hide = true, default_value = nucleic_chat::telegram::PUBLIC_API)]
     api: String,
@@ -41,8 +53,8 @@ pub enum ChatCommand {
     Pair,
     /// The chat accounts paired with this host, and how many strangers were ignored.
     List,
-    /// Unpair a chat account (its user id, from `nucleic chat list`).
-    Unpair { user: i64 },
+    /// Unpair a chat account (its user id, from `nucleic chat list`: `123`, `@alice:example.org`).
+    Unpair { user: String },
 }
 
 fn store(home: &Path) -> PathBuf {
@@ -70,7 +82,7 @@ pub async fn chat(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(ChatCommand::Unpair { user }) => {
-            if !Pairing::open(&store(home))?.unpair(user)? {
+            if !Pairing::open(&store(home))?.unpair(&user)? {
                 bail!("chat user {user} is not paired");
             }
             println!("unpaired {user}");
@@ -103,13 +115,12 @@ pub fn doctor_line(home: &Path) -> Option<String> {
     })
 }
 
-fn token(file: Option<&Path>) -> anyhow::Result<String> {
+fn token(file: Option<&Path>, env: &str) -> anyhow::Result<String> {
     let token = match file {
         Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading the bot token from {}", path.display()))?,
-        None => std::env::var(TOKEN_ENV).with_context(|| {
-            format!("no bot token: set {TOKEN_ENV} or pass --token-file (docs/chat.md)")
-        })?,
+            .with_context(|| format!("reading the token from {}", path.display()))?,
+        None => std::env::var(env)
+            .with_context(|| format!("no token: set {env} or pass --token-file (docs/chat.md)"))?,
     };
     let token = token.trim().to_owned();
     if token.is_empty() {
@@ -119,20 +130,35 @@ fn token(file: Option<&Path>) -> anyhow::Result<String> {
 }
 
 async fn run(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let token = token(args.token_file.as_deref())?;
-    let lock = PollerLock::acquire(home, &token)?;
-    let requests = crate::daemon::connect_as(home, "chat", "telegram bridge").await?;
-    let events = crate::daemon::connect_as(home, "chat", "telegram bridge (events)").await?;
+    let http = nucleic_chat::HttpClient::public();
+    let (transport, lock, what): (Arc<dyn Transport>, _, _) = match &args.matrix {
+        Some(homeserver) => {
+            let token = token(args.token_file.as_deref(), MATRIX_TOKEN_ENV)?;
+            let matrix = Matrix::connect(http, homeserver, &token)
+                .await
+                .with_context(|| format!("signing in to the Matrix homeserver {homeserver}"))?;
+            let lock = PollerLock::acquire(home, &format!("matrix:{}", matrix.user_id()))?;
+            let what = format!("the Matrix account {}", matrix.user_id());
+            (Arc::new(matrix), lock, what)
+        }
+        None => {
+            let token = token(args.token_file.as_deref(), TOKEN_ENV)?;
+            let lock = PollerLock::acquire(home, &token)?;
+            (Arc::new(Telegram::new(http, &args.api, &token)), lock, "the bot".to_owned())
+        }
+    };
+    let name = format!("{} bridge", transport.name());
+    let requests = crate::daemon::connect_as(home, "chat", &name).await?;
+    let events = crate::daemon::connect_as(home, "chat", &format!("{name} (events)")).await?;
     let config = BridgeConfig {
         store: store(home),
         status_file: home.join("chat").join("status.json"),
-        api_base: args.api,
-        token,
+        transport,
         agent: args.agent,
         poll_wait: Duration::from_secs(args.poll_secs),
     };
     let mut signals = crate::signals::StopSignals::install()?;
-    eprintln!("nucleic chat: polling the bot (lock {})", lock.path().display());
+    eprintln!("nucleic chat: polling {what} (lock {})", lock.path().display());
     let stopped = async move {
         signals.next().await;
     };

@@ -12,6 +12,8 @@
 //! - [`isolation`]: [`isolated!`] re-runs a test inside `unshare --net` (+ `--mount`).
 //! - [`agents`]: the pinned real CLIs' location and their offline environment.
 //! - [`git_repo`]: real git for tests: a throwaway identity, a one-commit repository.
+//! - [`synapse`]: a real Matrix homeserver (Synapse from `scripts/install-synapse.sh`) on
+//!   loopback: config, start under a deadline, users by shared secret, restart.
 //! - [`standalone`]: what the standalone mock binaries share.
 
 pub mod agents;
@@ -24,3 +26,4 @@ pub mod mock_openai;
 pub mod mock_push;
 pub mod mock_telegram;
 pub mod standalone;
+pub mod synapse;

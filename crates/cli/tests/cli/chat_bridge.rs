@@ -58,12 +58,12 @@ impl BridgeProc {
     }
 }
 
-async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
     cli_env(home, args, &[]).await
 }
 
 /// A home with a project (one repository) and its daemon started.
-async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
+pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
     let home = dir.join("home");
     let guard = DaemonGuard(home.clone());
     let root = dir.join("repo");
@@ -120,7 +120,7 @@ async fn drained(mock: &MockTelegram) {
     sent_containing(mock, ME, "/cc <task>", skip).await;
 }
 
-async fn only_session(home: &Path) -> String {
+pub(crate) async fn only_session(home: &Path) -> String {
     let (code, out, err) = cli(home, &["session", "list"]).await;
     assert_eq!(code, 0, "{err}");
     let ids: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().next()).collect();
@@ -128,7 +128,7 @@ async fn only_session(home: &Path) -> String {
     ids[0].to_owned()
 }
 
-async fn show(home: &Path, session: &str) -> serde_json::Value {
+pub(crate) async fn show(home: &Path, session: &str) -> serde_json::Value {
     let (code, out, err) = cli(home, &["session", "show", session]).await;
     assert_eq!(code, 0, "{err}");
     serde_json::from_str(&out).unwrap()
