@@ -19,6 +19,9 @@ struct Attack {
     /// Set when `Bash(*)` still allows the line: what stops it (the kernel confinement).
     #[serde(default)]
     sandbox: Option<String>,
+    /// A wide rule of the line's own program (`Bash(npm:*)`) it is also tried under.
+    #[serde(default)]
+    rule: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +62,11 @@ fn attack_lines_are_never_allowed_unasked() {
         ("full, no rules".into(), Policy::new(), Mode::Full),
     ];
     for rule in NARROW {
+        settings.push((
+            format!("readonly + {rule}"),
+            policy(&[(Behaviour::Allow, rule)]),
+            Mode::Readonly,
+        ));
         settings.push((format!("edit + {rule}"), policy(&[(Behaviour::Allow, rule)]), Mode::Edit));
         settings.push((format!("full + {rule}"), policy(&[(Behaviour::Allow, rule)]), Mode::Full));
     }
@@ -94,6 +102,28 @@ fn attack_lines_are_never_allowed_unasked() {
             n(Behaviour::Deny)
         ));
     }
+    // Lines that break an invariant through a program its own wide rule allows.
+    let mut own_rule = 0;
+    for attack in &attacks {
+        let Some(rule) = &attack.rule else { continue };
+        let p = policy(&[(Behaviour::Allow, rule.as_str())]);
+        for mode in [Mode::Readonly, Mode::Edit, Mode::Full] {
+            own_rule += 1;
+            let d = tool(&p, mode, &attack.tool, attack.input.clone());
+            if d.behaviour == Behaviour::Allow {
+                allowed.push(format!(
+                    "{} + {rule}: [{}] {:?} by {}",
+                    mode.as_str(),
+                    attack.class,
+                    shown(&attack.input),
+                    d.by
+                ));
+            }
+        }
+    }
+    table.push_str(&format!(
+        "| readonly, edit and full + each line's own program rule | {own_rule} decisions | 0 expected | | |\n"
+    ));
     println!(
         "{table}sandbox leftovers allowed by the narrow rule naming their program ({}):\n{}",
         by_the_rule.len(),
