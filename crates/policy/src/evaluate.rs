@@ -187,7 +187,13 @@ fn not_allowed_reason(analysis: &Analysis, matcher: &Matcher<'_>) -> String {
         }
         Some(i) => {
             let shown: String = i.written.chars().take(80).collect();
-            format!("No rule allows `{shown}`; a person decides.")
+            // A substitution's text is not in `written`: say a word was left open.
+            let open = if i.program.iter().any(|w| w.dynamic) {
+                " (a word of it is only known at run time)"
+            } else {
+                ""
+            };
+            format!("No rule allows `{shown}`{open}; a person decides.")
         }
         None => "No rule allows this command.".to_owned(),
     }
