@@ -318,6 +318,23 @@ pub fn written(invocation: &Invocation) -> Vec<(String, bool)> {
                 .map(|f| ((*f).to_owned(), invocation.dynamic))
                 .into_iter()
                 .collect(),
+            // `git init|clone --separate-git-dir=D` puts the repository at D.
+            Some(("init" | "clone", _)) => value_of(&["--separate-git-dir"]),
+            // `git clean` deletes what its pathspecs name (`git clean -fdx ..`).
+            Some(("clean", rest)) => {
+                let mut skip = false;
+                let mut out = Vec::new();
+                for a in rest {
+                    if skip {
+                        skip = false;
+                    } else if matches!(a, "-e" | "--exclude") {
+                        skip = true;
+                    } else if !a.starts_with('-') {
+                        out.push((a.to_owned(), invocation.dynamic));
+                    }
+                }
+                out
+            }
             _ => Vec::new(),
         },
         "cargo" => {
