@@ -373,15 +373,8 @@ fn stamps(sources: &Sources) -> Vec<Option<(SystemTime, u64)>> {
 
 /// The paths of a Codex file change (`{"changes": [{"path": …}, …]}`, or a map keyed by path).
 fn codex_patch_paths(input: &Value, cwd: &Path) -> Vec<PathBuf> {
-    let paths: Vec<String> = match input.get("changes") {
-        Some(Value::Array(changes)) => changes
-            .iter()
-            .filter_map(|c| c.get("path").and_then(Value::as_str).map(str::to_owned))
-            .collect(),
-        Some(Value::Object(map)) => map.keys().cloned().collect(),
-        _ => Vec::new(),
-    };
-    paths.into_iter().map(|p| cwd.join(p)).collect()
+    // Moves included: a rename's destination is written too.
+    nucleic_policy::codex::patch_paths(input, cwd)
 }
 
 impl ApprovalPolicy for SessionPolicy {

@@ -4,14 +4,17 @@
 //! `/bin/bash -lc 'touch x'`; older requests an argv) and `cwd`; `item/fileChange/requestApproval`
 //! refers to a file-change item whose paths the host knows from `item/started`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::evaluate::Decision;
 use crate::policy::Policy;
 use crate::rule::Behaviour;
+
+/// The name Codex's file-change tool goes by in approvals (`apply_patch`).
+pub const PATCH_TOOL: &str = "apply_patch";
 
 /// The command of a Codex command approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +45,45 @@ fn quote(word: &str) -> String {
     }
 }
 
+/// Every path a Codex patch (`apply_patch`'s `changes`) writes, relative ones joined to `cwd`:
+/// each change's `path` and where an update moves the file to (`kind.move_path`), in the
+/// list form (`[{path, kind: {type, move_path}}]`) and the older map form (`{path: {…}}`).
+pub fn patch_paths(input: &Value, cwd: &Path) -> Vec<PathBuf> {
+    let moved = |change: &Value| -> Option<String> {
+        [change.get("kind"), Some(change)]
+            .into_iter()
+            .flatten()
+            .find_map(|v| {
+                ["move_path", "movePath"].iter().find_map(|k| v.get(*k).and_then(Value::as_str))
+            })
+            .map(str::to_owned)
+    };
+    let mut paths: Vec<String> = Vec::new();
+    match input.get("changes") {
+        Some(Value::Array(changes)) => {
+            for c in changes {
+                paths.extend(c.get("path").and_then(Value::as_str).map(str::to_owned));
+                paths.extend(moved(c));
+            }
+        }
+        Some(Value::Object(map)) => {
+            for (path, c) in map {
+                paths.push(path.clone());
+                paths.extend(moved(c));
+            }
+        }
+        _ => {}
+    }
+    paths.into_iter().map(|p| cwd.join(p)).collect()
+}
+
 impl Policy {
+    /// Decides a Codex patch (`apply_patch` with its `changes`): every path it writes, moves
+    /// included, as a `Write`.
+    pub fn evaluate_codex_patch(&self, input: &Value, ctx: &Context<'_>) -> Decision {
+        self.evaluate_codex_file_change(&patch_paths(input, &ctx.cwd), ctx)
+    }
+
     /// Decides a Codex command approval: evaluated as a `Bash` call run in `cwd`
     /// (`bash -lc '…'` is looked through like any `bash -c`).
     pub fn evaluate_codex_command(

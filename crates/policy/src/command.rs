@@ -494,7 +494,11 @@ fn nested_programs(
                 push_opaque(out, why);
             }
         }
-        _ => {}
+        _ => {
+            if let Some(why) = crate::tools::runs_code(&out.invocations[index]) {
+                push_opaque(out, why);
+            }
+        }
     }
 }
 

@@ -70,18 +70,25 @@ impl Context<'_> {
         })
     }
 
-    /// The protected directories: `~/.ssh`, `~/.aws`, `~/.config/gh` and the host's data dir.
     /// Credential files and stores outside the protected directories: reading one is asked,
-    /// whatever the rules say (`cat ~/.netrc` under `Bash(cat:*)`).
+    /// whatever the rules say (`cat ~/.netrc` under `Bash(cat:*)`). Under the home as written
+    /// and as resolved (one resolution, not one per store: `FsResolver` walks the disk), and
+    /// wherever they sit by name (`protected::names_credential_store`).
     pub fn credential_stores(&self) -> Vec<PathBuf> {
-        let mut stores: Vec<PathBuf> =
-            CREDENTIAL_STORES_IN_HOME.iter().map(|name| self.home.join(name)).collect();
+        let resolved_home = self.resolver.resolve(&self.home);
+        let mut homes = vec![self.home.as_path()];
+        if resolved_home != self.home {
+            homes.push(resolved_home.as_path());
+        }
+        let mut stores: Vec<PathBuf> = homes
+            .iter()
+            .flat_map(|home| CREDENTIAL_STORES_IN_HOME.iter().map(|name| home.join(name)))
+            .collect();
         stores.extend(CREDENTIAL_STORES_SYSTEM.iter().map(PathBuf::from));
-        let resolved: Vec<PathBuf> = stores.iter().map(|d| self.resolver.resolve(d)).collect();
-        stores.extend(resolved);
         stores
     }
 
+    /// The protected directories: `~/.ssh`, `~/.aws`, `~/.config/gh` and the host's data dir.
     pub fn protected_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![
             self.home.join(".ssh"),

@@ -100,6 +100,10 @@ fn glob_base(pattern: Option<&str>) -> Option<String> {
 impl Policy {
     /// Decides one tool call: Claude Code's tool name and JSON input.
     pub fn evaluate(&self, tool: &str, input: &Value, ctx: &Context<'_>) -> Decision {
+        // Codex's patch tool writes files: judged path by path, as its own approvals are.
+        if tool == crate::codex::PATCH_TOOL && input.get("changes").is_some() {
+            return self.evaluate_codex_patch(input, ctx);
+        }
         let target = target(tool, input);
         let violation = violation(tool, input, &target, ctx);
         let (mut behaviour, mut by, mut reason) =
@@ -183,7 +187,13 @@ fn not_allowed_reason(analysis: &Analysis, matcher: &Matcher<'_>) -> String {
         }
         Some(i) => {
             let shown: String = i.written.chars().take(80).collect();
-            format!("No rule allows `{shown}`; a person decides.")
+            // A substitution's text is not in `written`: say a word was left open.
+            let open = if i.program.iter().any(|w| w.dynamic) {
+                " (a word of it is only known at run time)"
+            } else {
+                ""
+            };
+            format!("No rule allows `{shown}`{open}; a person decides.")
         }
         None => "No rule allows this command.".to_owned(),
     }

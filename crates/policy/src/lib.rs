@@ -39,6 +39,7 @@ pub mod rule;
 pub mod settings;
 pub mod shell;
 mod suggest;
+mod tools;
 mod wrappers;
 
 pub use codex::CodexCommand;

@@ -188,6 +188,23 @@ fn check_invocation(
         found.push(v);
         return;
     }
+    if let Some((name, why)) = crate::tools::touches_home_config(invocation) {
+        found.push(unverifiable(name, why));
+    }
+    if name == "git" {
+        for dir in crate::tools::git_dirs(invocation) {
+            let inside = cwd.is_some_and(|cwd| {
+                let p = ctx.resolve_from(&dir, cwd);
+                ctx.may_write(&p) || paths::is_within(&p, &ctx.project_root)
+            });
+            if !inside {
+                found.push(unverifiable(
+                    "write-outside-worktree",
+                    format!("`git` works on {dir:?}, a repository or tree outside this session's worktree; a person decides."),
+                ));
+            }
+        }
+    }
     check_paths(invocation, cwd, ctx, found);
     check_deletes(invocation, cwd, ctx, found);
     check_writes(invocation, cwd, ctx, found);
@@ -245,6 +262,11 @@ fn check_paths(
         .map(|(_, w)| w)
         .chain(&invocation.wrapper_args)
         .map(|w| w.text.as_str())
+        // `--files-from=~/.netrc`: an option's value is a path as much as an operand is.
+        .flat_map(|t| {
+            let value = t.strip_prefix('-').and_then(|o| o.split_once('=')).map(|(_, v)| v);
+            std::iter::once(t).chain(value.filter(|v| !v.is_empty()))
+        })
         .chain(invocation.assignments.iter().map(String::as_str));
     let redirects = invocation
         .redirects

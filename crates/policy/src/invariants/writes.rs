@@ -139,6 +139,7 @@ pub(super) fn write_words(invocation: &Invocation) -> Vec<(String, bool)> {
             }
         }
     }
+    out.extend(crate::tools::written(invocation));
     if !WRITERS.contains(&name) {
         return out;
     }

@@ -9,7 +9,7 @@ use nucleic_policy::{Behaviour, Mode, Policy};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::support::{HOME, WORKTREE, ctx, permissive, policy, resolver, tool};
+use crate::support::{DATA, HOME, PROJECT, WORKTREE, ctx, permissive, policy, resolver, tool};
 
 #[derive(Deserialize)]
 struct Attack {
@@ -19,6 +19,9 @@ struct Attack {
     /// Set when `Bash(*)` still allows the line: what stops it (the kernel confinement).
     #[serde(default)]
     sandbox: Option<String>,
+    /// A wide rule of the line's own program (`Bash(npm:*)`) it is also tried under.
+    #[serde(default)]
+    rule: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +62,11 @@ fn attack_lines_are_never_allowed_unasked() {
         ("full, no rules".into(), Policy::new(), Mode::Full),
     ];
     for rule in NARROW {
+        settings.push((
+            format!("readonly + {rule}"),
+            policy(&[(Behaviour::Allow, rule)]),
+            Mode::Readonly,
+        ));
         settings.push((format!("edit + {rule}"), policy(&[(Behaviour::Allow, rule)]), Mode::Edit));
         settings.push((format!("full + {rule}"), policy(&[(Behaviour::Allow, rule)]), Mode::Full));
     }
@@ -94,6 +102,28 @@ fn attack_lines_are_never_allowed_unasked() {
             n(Behaviour::Deny)
         ));
     }
+    // Lines that break an invariant through a program its own wide rule allows.
+    let mut own_rule = 0;
+    for attack in &attacks {
+        let Some(rule) = &attack.rule else { continue };
+        let p = policy(&[(Behaviour::Allow, rule.as_str())]);
+        for mode in [Mode::Readonly, Mode::Edit, Mode::Full] {
+            own_rule += 1;
+            let d = tool(&p, mode, &attack.tool, attack.input.clone());
+            if d.behaviour == Behaviour::Allow {
+                allowed.push(format!(
+                    "{} + {rule}: [{}] {:?} by {}",
+                    mode.as_str(),
+                    attack.class,
+                    shown(&attack.input),
+                    d.by
+                ));
+            }
+        }
+    }
+    table.push_str(&format!(
+        "| readonly, edit and full + each line's own program rule | {own_rule} decisions | 0 expected | | |\n"
+    ));
     println!(
         "{table}sandbox leftovers allowed by the narrow rule naming their program ({}):\n{}",
         by_the_rule.len(),
@@ -251,5 +281,57 @@ fn codex_patches_to_policy_files_are_denied_whatever_the_rules() {
             (Behaviour::Deny, "invariant:policy-files"),
             "{path}"
         );
+    }
+}
+
+#[test]
+fn policy_files_are_denied_through_every_file_tool_whatever_the_rules() {
+    let everything = policy(&[
+        (Behaviour::Allow, "Bash(*)"),
+        (Behaviour::Allow, "Write"),
+        (Behaviour::Allow, "Edit"),
+        (Behaviour::Allow, "MultiEdit"),
+        (Behaviour::Allow, "NotebookEdit"),
+        (Behaviour::Allow, "apply_patch"),
+    ]);
+    let files = [
+        format!("{WORKTREE}/.claude/settings.json"),
+        format!("{WORKTREE}/.claude/settings.local.json"),
+        format!("{PROJECT}/.claude/settings.json"),
+        format!("{HOME}/.claude/settings.json"),
+        format!("{HOME}/.claude/settings.local.json"),
+        "/etc/claude-code/managed-settings.json".to_owned(),
+        format!("{WORKTREE}/.nucleic/rules.json"),
+        format!("{DATA}/rules.json"),
+    ];
+    for mode in [Mode::Edit, Mode::Full] {
+        for file in &files {
+            let inputs = [
+                ("Write", serde_json::json!({ "file_path": file, "content": "{}" })),
+                (
+                    "Edit",
+                    serde_json::json!({ "file_path": file, "old_string": "deny", "new_string": "allow" }),
+                ),
+                ("MultiEdit", serde_json::json!({ "file_path": file, "edits": [] })),
+                ("NotebookEdit", serde_json::json!({ "notebook_path": file, "new_source": "x" })),
+                (
+                    "apply_patch",
+                    serde_json::json!({ "changes": [{ "path": file, "kind": { "type": "add" } }] }),
+                ),
+                ("Bash", serde_json::json!({ "command": format!("echo '{{}}' > {file}") })),
+                ("Bash", serde_json::json!({ "command": format!("cp evil.json {file}") })),
+                ("Bash", serde_json::json!({ "command": format!("sed -i s/deny/allow/ {file}") })),
+            ];
+            for (name, input) in inputs {
+                let d = tool(&everything, mode, name, input.clone());
+                // The data dir's rules are also inside a protected directory: denied as such.
+                let by_name = d.by == "invariant:policy-files"
+                    || (file.starts_with(DATA) && d.by == "invariant:protected-path");
+                assert!(
+                    d.behaviour == Behaviour::Deny && by_name,
+                    "{mode:?} {name} {input}: {d:?}"
+                );
+            }
+        }
     }
 }
