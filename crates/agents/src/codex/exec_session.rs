@@ -76,7 +76,14 @@ impl CodexExecOptions {
     pub fn command_sandbox(&self) -> Option<CommandSandbox> {
         let isolation = self.common.isolation.as_ref()?;
         let sandbox = self.sandbox().ok()?;
-        Some(CommandSandbox::plan(isolation, &self.common.env, self.codex_home.as_deref(), sandbox))
+        let cwd = &self.common.cwd;
+        Some(CommandSandbox::plan(
+            isolation,
+            &self.common.env,
+            self.codex_home.as_deref(),
+            sandbox,
+            cwd,
+        ))
     }
 
     /// The sandbox for the permission mode; other modes are refused.
@@ -104,8 +111,13 @@ impl CodexExecOptions {
         match &self.common.isolation {
             Some(isolation) => {
                 let env = &self.common.env;
-                let plan =
-                    CommandSandbox::plan(isolation, env, self.codex_home.as_deref(), sandbox);
+                let plan = CommandSandbox::plan(
+                    isolation,
+                    env,
+                    self.codex_home.as_deref(),
+                    sandbox,
+                    &self.common.cwd,
+                );
                 args.extend(plan.args());
             }
             None => args.extend(["-c".into(), format!("sandbox_mode=\"{sandbox}\"").into()]),

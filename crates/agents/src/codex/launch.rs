@@ -146,6 +146,7 @@ impl CodexOptions {
             &self.common.env,
             self.codex_home.as_deref(),
             &self.sandbox,
+            &self.common.cwd,
         ))
     }
 

@@ -16,8 +16,10 @@
 //! - deny entries hold for an escalated command a person approved too (codex keeps them
 //!   "non-escalatable"), and so does the rest of the profile: without network in it, no approved
 //!   command could reach the network at all;
-//! - the command gets its own pid namespace and `/proc`: the CLI, its Node launcher and
-//!   Nucleic's bridge, which hold the key in their environment, are not there to read;
+//! - the command is refused (`EACCES`) the `/proc/<pid>/environ` and `root` of every process
+//!   outside Codex's sandbox — the CLI, its Node launcher, Nucleic's bridge, which hold the key in
+//!   their environment; codex itself is dumpable (a sibling outside that sandbox reads them), so
+//!   this is the inner sandbox's doing;
 //! - a profile cannot extend `:danger-full-access`, and `":root" = "write"` fails under
 //!   Nucleic's read-only `/` (codex tries to protect `/.git`): full access is `:workspace` plus
 //!   Nucleic's writable paths.
@@ -55,10 +57,14 @@ impl CommandSandbox {
         env: &[(OsString, OsString)],
         codex_home: Option<&Path>,
         sandbox: &str,
+        cwd: &Path,
     ) -> CommandSandbox {
         let state = state_dir(env, codex_home);
+        // A worktree Nucleic keeps read-only (the `readonly` mode) is read-only here too: under
+        // `:workspace` codex would mkdir its protected `.codex` in it, fail, and refuse the thread.
+        let read_only = sandbox == "read-only" || !writable(isolation, cwd);
         let mut entries: Vec<(String, &str)> = Vec::new();
-        if sandbox != "read-only" {
+        if !read_only {
             for mount in &isolation.mounts {
                 if let Mount::Writable(p) = mount
                     && !state.iter().any(|s| p.starts_with(s))
@@ -77,7 +83,7 @@ impl CommandSandbox {
             .iter()
             .map(|(path, access)| format!("{}={}", quote(path), quote(access)))
             .collect();
-        let extends = if sandbox == "read-only" { ":read-only" } else { ":workspace" };
+        let extends = if read_only { ":read-only" } else { ":workspace" };
         // Network on in every mode: the only way out is Nucleic's proxy, which decides (an
         // escalated command keeps the profile, so without it no approved command could fetch).
         let profile = format!(
@@ -113,6 +119,12 @@ impl CommandSandbox {
     pub fn note(&self) -> String {
         "Codex's own sandbox runs its commands, its credentials hidden from them".to_owned()
     }
+}
+
+/// Whether `cwd` is writable in Nucleic's sandbox: the last mount covering it is writable.
+fn writable(isolation: &Isolation, cwd: &Path) -> bool {
+    let covering = isolation.mounts.iter().rev().find(|m| cwd.starts_with(m.path()));
+    matches!(covering, Some(Mount::Writable(_)))
 }
 
 /// A TOML basic string (JSON's escapes are TOML's).
@@ -183,7 +195,13 @@ mod tests {
         let isolation = confined(&dir);
         let config = "[model_providers.m]\nenv_key = \"MOCK_KEY\"\n";
         std::fs::write(dir.join("codex/config.toml"), config).unwrap();
-        let s = CommandSandbox::plan(&isolation, &[], Some(&dir.join("codex")), "workspace-write");
+        let s = CommandSandbox::plan(
+            &isolation,
+            &[],
+            Some(&dir.join("codex")),
+            "workspace-write",
+            &dir.join("tree"),
+        );
         let d = dir.to_string_lossy();
         assert_eq!(s.overrides[0], "default_permissions=\"nucleic\"");
         assert_eq!(
@@ -208,15 +226,32 @@ mod tests {
     fn read_only_writes_nothing_and_every_mode_goes_out_through_nucleic() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("codex");
-        let ro = CommandSandbox::plan(&confined(dir.path()), &[], Some(&home), "read-only");
+        let tree = dir.path().join("tree");
+        let ro = CommandSandbox::plan(&confined(dir.path()), &[], Some(&home), "read-only", &tree);
         assert!(ro.overrides[1].contains("extends=\":read-only\""), "{ro:?}");
         assert!(!ro.overrides[1].contains("\"write\""), "{ro:?}");
         assert!(ro.overrides[1].contains("auth.json\"=\"none\""), "{ro:?}");
-        let full =
-            CommandSandbox::plan(&confined(dir.path()), &[], Some(&home), "danger-full-access");
+        let full = CommandSandbox::plan(
+            &confined(dir.path()),
+            &[],
+            Some(&home),
+            "danger-full-access",
+            &tree,
+        );
         assert!(ro.overrides[1].ends_with(",network={enabled=true}}"), "{ro:?}");
         assert!(full.overrides[1].ends_with(",network={enabled=true}}"), "{full:?}");
         assert!(full.overrides[1].contains("extends=\":workspace\""), "{full:?}");
+        // A worktree Nucleic keeps read-only (`readonly` mode): read-only for codex too.
+        let outside = dir.path().join("elsewhere");
+        let kept = CommandSandbox::plan(
+            &confined(dir.path()),
+            &[],
+            Some(&home),
+            "workspace-write",
+            &outside,
+        );
+        assert!(kept.overrides[1].contains("extends=\":read-only\""), "{kept:?}");
+        assert!(!kept.overrides[1].contains("\"write\""), "{kept:?}");
     }
 
     #[test]
