@@ -91,7 +91,8 @@ impl AgentLaunch {
     pub fn commands_note(&self) -> Option<String> {
         match self {
             AgentLaunch::Claude(o) => o.command_sandbox().map(|s| s.note()),
-            AgentLaunch::Codex(_) | AgentLaunch::CodexExec(_) => None,
+            AgentLaunch::Codex(o) => o.command_sandbox().map(|s| s.note()),
+            AgentLaunch::CodexExec(o) => o.command_sandbox().map(|s| s.note()),
         }
     }
 

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::exit::{CodexExit, classify_codex, give_up};
 use super::launch::DEFAULT_PROVIDER_TIMEOUT;
 use super::leftovers::Leftovers;
+use super::sandbox::CommandSandbox;
 use super::{ControlIn, DecodedLine, ExecDecoder};
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::error::AgentError;
@@ -71,6 +72,20 @@ impl CodexExecOptions {
         }
     }
 
+    /// Codex's own sandbox for its commands, with Nucleic's profile, when confined.
+    pub fn command_sandbox(&self) -> Option<CommandSandbox> {
+        let isolation = self.common.isolation.as_ref()?;
+        let sandbox = self.sandbox().ok()?;
+        let cwd = &self.common.cwd;
+        Some(CommandSandbox::plan(
+            isolation,
+            &self.common.env,
+            self.codex_home.as_deref(),
+            sandbox,
+            cwd,
+        ))
+    }
+
     /// The sandbox for the permission mode; other modes are refused.
     pub fn sandbox(&self) -> Result<&'static str, AgentError> {
         let mode = self.common.permission_mode.as_str();
@@ -91,8 +106,22 @@ impl CodexExecOptions {
         if self.common.resume.is_some() {
             args.push("resume".into());
         }
-        args.extend(["--json".into(), "--skip-git-repo-check".into(), "-c".into()]);
-        args.push(format!("sandbox_mode=\"{sandbox}\"").into());
+        args.extend(["--json".into(), "--skip-git-repo-check".into()]);
+        // Confined, Nucleic's profile replaces the legacy mode (see `CommandSandbox`).
+        match &self.common.isolation {
+            Some(isolation) => {
+                let env = &self.common.env;
+                let plan = CommandSandbox::plan(
+                    isolation,
+                    env,
+                    self.codex_home.as_deref(),
+                    sandbox,
+                    &self.common.cwd,
+                );
+                args.extend(plan.args());
+            }
+            None => args.extend(["-c".into(), format!("sandbox_mode=\"{sandbox}\"").into()]),
+        }
         args.extend(super::launch::quiet_config_args());
         if let Some(model) = &self.common.model {
             args.extend(["-m".into(), model.into()]);

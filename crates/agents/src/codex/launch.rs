@@ -10,6 +10,8 @@ use crate::error::AgentError;
 use crate::options::{CommonOptions, home_variable};
 use crate::process::SpawnSpec;
 
+use super::sandbox::CommandSandbox;
+
 /// Approval policies `thread/start` accepts.
 pub const APPROVAL_POLICIES: &[&str] = &["untrusted", "on-failure", "on-request", "never"];
 /// Sandbox modes `thread/start` accepts.
@@ -127,11 +129,29 @@ impl CodexOptions {
     pub fn spawn_spec(&self) -> Result<SpawnSpec, AgentError> {
         self.validate()?;
         let env = home_variable("CODEX_HOME", self.codex_home.as_ref());
-        let args = std::iter::once("app-server".into()).chain(quiet_config_args()).collect();
+        let mut args: Vec<OsString> =
+            std::iter::once("app-server".into()).chain(quiet_config_args()).collect();
+        if let Some(sandbox) = self.command_sandbox() {
+            args.extend(sandbox.args());
+        }
         Ok(self.common.spawn_spec(args, env))
     }
 
-    /// The `thread/start` (or `thread/resume`) method and params.
+    /// Codex's own sandbox for its commands, with Nucleic's profile: planned for a confined
+    /// codex (`None` unconfined, where the thread's legacy `sandbox` mode applies).
+    pub fn command_sandbox(&self) -> Option<CommandSandbox> {
+        let isolation = self.common.isolation.as_ref()?;
+        Some(CommandSandbox::plan(
+            isolation,
+            &self.common.env,
+            self.codex_home.as_deref(),
+            &self.sandbox,
+            &self.common.cwd,
+        ))
+    }
+
+    /// The `thread/start` (or `thread/resume`) method and params. A confined thread gets no
+    /// `sandbox`: it would replace Nucleic's profile (see [`CommandSandbox`]).
     pub fn thread_request(&self) -> (&'static str, Value) {
         let mut params = match &self.common.resume {
             Some(id) => json!({
@@ -146,8 +166,13 @@ impl CodexOptions {
                 "sandbox": self.sandbox,
             }),
         };
-        if let (Some(model), Some(obj)) = (&self.common.model, params.as_object_mut()) {
-            obj.insert("model".into(), Value::String(model.clone()));
+        if let Some(obj) = params.as_object_mut() {
+            if let Some(model) = &self.common.model {
+                obj.insert("model".into(), Value::String(model.clone()));
+            }
+            if self.common.isolation.is_some() {
+                obj.remove("sandbox");
+            }
         }
         let method = if self.common.resume.is_some() { "thread/resume" } else { "thread/start" };
         (method, params)
@@ -178,6 +203,22 @@ mod tests {
         assert_eq!(p["excludeTurns"], true);
         o.sandbox = "yolo".into();
         assert!(o.spawn_spec().is_err());
+    }
+
+    #[test]
+    fn a_confined_thread_gets_nucleics_profile_instead_of_a_sandbox_mode() {
+        let mut o = CodexOptions::new("codex".into(), "/tmp".into());
+        o.codex_home = Some("/nowhere/codex".into());
+        o.common.isolation = Some(crate::isolation::Isolation::new("/usr/bin/bwrap".into()));
+        let args: Vec<String> =
+            o.spawn_spec().unwrap().args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(args.contains(&"default_permissions=\"nucleic\"".to_owned()), "{args:?}");
+        assert!(args.iter().any(|a| a.contains("/nowhere/codex/auth.json\"=\"none\"")), "{args:?}");
+        let (_, p) = o.thread_request();
+        assert!(p.get("sandbox").is_none(), "{p}");
+        o.common.resume = Some("t1".into());
+        assert!(o.thread_request().1.get("sandbox").is_none());
+        assert!(o.command_sandbox().is_some());
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod item;
 mod launch;
 mod leftovers;
 mod retry;
+mod sandbox;
 mod session;
 mod wire;
 
@@ -35,6 +36,9 @@ pub use item::{PATCH_TOOL, SHELL_TOOL};
 pub use launch::{
     APPROVAL_POLICIES, CodexOptions, DEFAULT_PROVIDER_TIMEOUT, PERMISSION_MODES, SANDBOX_MODES,
     codex_policy,
+};
+pub use sandbox::{
+    CREDENTIAL_FILES, CREDENTIAL_VARIABLES, CommandSandbox as CodexCommandSandbox, PROFILE,
 };
 pub use session::{CODEX_CAPABILITIES, CodexHandle, spawn_codex};
 pub(crate) use {exec_session::run_codex_exec, session::run_codex};

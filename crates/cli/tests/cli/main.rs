@@ -31,6 +31,7 @@ mod real_claude_host;
 mod real_claude_plan;
 mod real_claude_session;
 mod real_codex;
+mod real_codex_credentials;
 mod real_codex_host;
 mod real_confinement;
 mod real_keepers;
