@@ -4,13 +4,13 @@
 use nucleic_agents::BACKENDS;
 use nucleic_protocol::BackendInfo;
 
-use crate::host::Host;
+use crate::context::Context;
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-impl Host {
+impl Context {
     /// Every backend, in a stable order, with whether sessions can be created with it here.
     pub fn backends(&self) -> Vec<BackendInfo> {
         BACKENDS

@@ -14,8 +14,8 @@ use nucleic_protocol::{
 };
 use tokio::sync::{mpsc, watch};
 
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 
 /// Longest timeout a check may ask for (a day).
 const MAX_TIMEOUT_SECS: u64 = 86_400;
@@ -108,7 +108,7 @@ pub(crate) fn validate_checks(checks: &[CheckSpec]) -> Result<(), HostError> {
 
 /// Runs the checks and the report that follow a turn, for every session whose project asks
 /// for them (`checksAfterTurn`), until the host is gone.
-pub(crate) async fn after_turns(host: Weak<Host>, mut turns: mpsc::UnboundedReceiver<String>) {
+pub(crate) async fn after_turns(host: Weak<Context>, mut turns: mpsc::UnboundedReceiver<String>) {
     while let Some(id) = turns.recv().await {
         let Some(host) = host.upgrade() else { break };
         tokio::spawn(async move {
@@ -118,7 +118,7 @@ pub(crate) async fn after_turns(host: Weak<Host>, mut turns: mpsc::UnboundedRece
     }
 }
 
-impl Host {
+impl Context {
     /// The checks (if the project runs them after turns) and then the report. A session
     /// already running its checks is left to them; failures are the events' to tell.
     async fn after_turn(&self, id: &str) {
@@ -232,7 +232,7 @@ impl Host {
         let log_path = self.config.sessions_dir().join(id).join("checks").join(format!(
             "{}-{}.log",
             spec.name,
-            crate::host::now().unix_millis()
+            crate::clock::now().unix_millis()
         ));
         let command = CheckCommand {
             argv: spec.argv.clone(),

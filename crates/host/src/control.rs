@@ -7,11 +7,11 @@ use std::time::Duration;
 use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 use crate::launch::{AgentRequest, agent_options};
 
-impl Host {
+impl Context {
     /// Every event of a session from `from_seq`: live sessions catch up then follow; others
     /// replay their transcript. A cursor past the end is refused.
     pub async fn subscribe(&self, id: &str, from_seq: u64) -> Result<Subscription, HostError> {
@@ -133,7 +133,7 @@ impl Host {
         self.decide_confirmed(id, request_id, decision, by, false).await
     }
 
-    /// [`Host::decide`], saying whether the person confirmed a second time (needed to allow a
+    /// [`Context::decide`], saying whether the person confirmed a second time (needed to allow a
     /// critical request; without it the request stays pending).
     pub async fn decide_confirmed(
         &self,

@@ -10,8 +10,9 @@ use nucleic_catalog::{DeviceRow, NewDevice};
 use nucleic_protocol::DeviceSummary;
 use tokio::sync::broadcast;
 
+use crate::clock::unix_millis;
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 
 /// The token file's name inside `$NUCLEIC_HOME`.
 pub const TOKEN_FILE: &str = nucleic_protocol::TOKEN_FILE;
@@ -87,13 +88,7 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Now, in Unix milliseconds.
-pub(crate) fn unix_millis() -> i64 {
-    let now = time::OffsetDateTime::now_utc();
-    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
-}
-
-impl Host {
+impl Context {
     /// Whether `candidate` is the token in force.
     pub fn token_matches(&self, candidate: &str) -> bool {
         let token =

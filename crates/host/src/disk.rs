@@ -13,8 +13,8 @@ use nucleic_protocol::{
 };
 use serde_json::{Value, json};
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 
 /// How long one worktree's measurement may walk before its figures count as a lower bound.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(30);
@@ -55,7 +55,7 @@ fn worktree_of(row: &SessionRow) -> Option<Worktree> {
     row.worktree.as_ref().map(worktree_from)
 }
 
-impl Host {
+impl Context {
     /// Measures what session `id`'s worktree takes now and records it (the summary carries it).
     pub async fn measure_disk(&self, id: &str) -> Result<DiskUsage, HostError> {
         let row = self.session_row(id).await?;
@@ -79,7 +79,7 @@ impl Host {
         let disk = DiskUsage {
             bytes: measured.bytes,
             build_bytes: measured.build_bytes,
-            measured_at: crate::credentials::unix_millis(),
+            measured_at: crate::clock::unix_millis(),
         };
         let key = id.to_owned();
         self.catalog(move |c| c.set_disk(&key, disk)).await?;
@@ -225,7 +225,7 @@ impl Host {
         let filter = SessionFilter { project_id: None, include_archived: true };
         let sessions = self.catalog(move |c| c.list_sessions(&filter)).await?;
         let projects = self.catalog(|c| c.list_projects()).await?;
-        let now = crate::credentials::unix_millis();
+        let now = crate::clock::unix_millis();
         let mut due = Vec::new();
         for project in projects {
             let policy = project.settings.disk_policy;

@@ -15,9 +15,9 @@ use tokio::task::AbortHandle;
 
 use crate::config::AgentIsolation;
 use crate::confinement::{egress_dir, model_endpoints};
+use crate::context::Context;
 use crate::egress_ask::{SessionRules, Shared, egress_ask_timeout};
 use crate::error::HostError;
-use crate::host::Host;
 
 /// The proxies being served, by session.
 #[derive(Debug, Default)]
@@ -55,7 +55,7 @@ impl Drop for Served {
     }
 }
 
-impl Host {
+impl Context {
     /// Serves session `id`'s egress proxy (if it is not served already) in its socket directory,
     /// which a confined agent's sandbox has bound in; a socket left by an earlier host is
     /// replaced (an agent that outlived it reconnects to the new one). A name off `allowed` is

@@ -10,8 +10,8 @@ use nucleic_egress::{AllowList, Answer, AnswerFuture, Destination, EgressRules, 
 use nucleic_protocol::{ApprovalResolved, DecisionKind, EgressAsked, ErrorCode, ErrorEvent};
 use nucleic_protocol::{EventKind, ProjectSandbox};
 
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 
 /// The variable that sets how long an asked destination waits for an answer, in seconds.
 pub const EGRESS_ASK_TIMEOUT_VARIABLE: &str = "NUCLEIC_EGRESS_ASK_TIMEOUT";
@@ -39,11 +39,11 @@ pub fn egress_ask_timeout() -> Result<Duration, HostError> {
 pub(crate) struct SessionRules {
     pub(crate) list: RwLock<AllowList>,
     session: String,
-    host: Weak<Host>,
+    host: Weak<Context>,
 }
 
 impl SessionRules {
-    pub(crate) fn new(list: AllowList, session: &str, host: Weak<Host>) -> SessionRules {
+    pub(crate) fn new(list: AllowList, session: &str, host: Weak<Context>) -> SessionRules {
         SessionRules { list: RwLock::new(list), session: session.to_owned(), host }
     }
 
@@ -82,7 +82,7 @@ fn entry_for(host: &str, port: u16) -> String {
     }
 }
 
-impl Host {
+impl Context {
     /// Puts `question` to session `id` as an `egress` approval and waits for its resolution.
     pub(crate) async fn ask_egress(&self, id: &str, question: Question) -> Answer {
         let Some(session) = self.live_handle(id) else {

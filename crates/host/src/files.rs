@@ -15,8 +15,8 @@ use nucleic_protocol::{
     FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,
 };
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 
 /// A directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct Listing {
     pub truncated: bool,
 }
 
-impl Host {
+impl Context {
     /// Lists `path` (relative to the session's worktree; `""` is its root), recursively when
     /// asked. `.git` is never listed; symlinks are listed, not followed.
     pub async fn list_files(

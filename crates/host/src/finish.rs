@@ -10,13 +10,14 @@ use nucleic_protocol::{
 };
 use serde_json::{Value, json};
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::{Host, Launch};
 use crate::launch::AgentRequest;
 use crate::names::slug_for;
 use crate::pull_request::PullRequestRequest;
+use crate::sessions::Launch;
 
-impl Host {
+impl Context {
     /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
     /// controller's own status: the catalog's row trails it (it is folded from the events a moment
     /// later), so a client acting on `turnCompleted` would otherwise be told the session is still

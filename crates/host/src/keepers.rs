@@ -14,8 +14,8 @@ use nucleic_catalog::SessionRow;
 use nucleic_core::{KeptRun, Resumed, Sequencer, SessionConfig, SessionController, SessionHandle};
 use nucleic_protocol::{ApprovalRequested, Event, EventKind};
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 use crate::launch::{AgentRequest, agent_options};
 
 /// How long an idle agent may take to stop before its worktree is discarded.
@@ -41,7 +41,7 @@ pub(crate) fn keeper_dirs_of(keepers_dir: &Path, id: &str) -> Vec<KeeperDir> {
     dirs.into_iter().map(|(_, path)| KeeperDir(path)).collect()
 }
 
-impl Host {
+impl Context {
     /// Whether agents run under keepers (and so outlive this host).
     pub fn keeps_agents(&self) -> bool {
         self.config.keepers.is_some()

@@ -61,8 +61,10 @@
 
 mod backends;
 mod checks;
+mod clock;
 mod config;
 pub mod confinement;
+mod context;
 mod control;
 mod credentials;
 mod disk;
@@ -83,6 +85,7 @@ mod pool_take;
 mod pool_watch;
 mod portable;
 mod private;
+mod projects;
 mod pull_request;
 mod push;
 mod recovery;
@@ -94,6 +97,7 @@ mod rule_intents;
 pub mod rules;
 mod sandbox_settings;
 mod session_policy;
+mod sessions;
 mod shutdown;
 mod start_refusals;
 mod start_trace;
@@ -101,6 +105,7 @@ mod turns;
 mod writing;
 
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
+pub use context::Context;
 pub use credentials::{ChannelDevice, Revocation, TOKEN_FILE, load_or_create_token};
 pub use disk::ReclaimReason;
 pub use egress::RunEgress;

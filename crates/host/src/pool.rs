@@ -21,7 +21,7 @@ use nucleic_git::{GitError, PooledWorktree, Repo, SetupSpec};
 use nucleic_protocol::PoolSummary;
 use serde::{Deserialize, Serialize};
 
-use crate::host::Host;
+use crate::context::Context;
 use crate::pool_watch::Watch;
 
 /// How often the pool task looks at every project when nothing wakes it.
@@ -34,7 +34,7 @@ pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(300);
 /// checked (or waits for its first check after a restart) before it takes the slow path.
 pub(crate) const WAIT_FOR_CHECK: Duration = Duration::from_secs(3);
 /// How long the pool holds off refilling for a starting session whose agent has not said it
-/// started yet (see [`Host::hold_refill`]).
+/// started yet (see [`Context::hold_refill`]).
 pub(crate) const HOLD_FOR_START: Duration = Duration::from_secs(10);
 
 /// Every project's pool, shared by the host and its pool task.
@@ -183,11 +183,11 @@ impl Pools {
     }
 }
 
-impl Host {
+impl Context {
     /// Starts tending the warm worktree pools of every project (the daemon does; in-process
     /// hosts run without pools unless they call this). Worktrees recorded by an earlier host
     /// are checked in full before they are handed out again.
-    pub fn start_pools(self: &Arc<Self>) {
+    pub(crate) fn start_pools(self: &Arc<Self>) {
         if self.pools.running.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -215,7 +215,7 @@ impl Host {
 
     /// Checks every ready pooled worktree in full now (discarding what changed behind the
     /// host's back), follows base moves and refills, instead of waiting for the next round.
-    pub async fn recheck_pools(self: &Arc<Self>) {
+    pub(crate) async fn recheck_pools(self: &Arc<Self>) {
         {
             let mut projects = self.pools.projects.lock().unwrap_or_else(PoisonError::into_inner);
             for ready in projects.values_mut().flat_map(|p| p.ready.iter_mut()) {
@@ -226,7 +226,7 @@ impl Host {
     }
 
     /// Runs one round of tending now (follow base moves, due checks, refill) and waits for it.
-    pub async fn tend_pools_now(self: &Arc<Self>) {
+    pub(crate) async fn tend_pools_now(self: &Arc<Self>) {
         self.tend_pools().await;
     }
 

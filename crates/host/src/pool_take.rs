@@ -8,10 +8,10 @@ use std::time::Instant;
 use nucleic_catalog::ProjectRow;
 use nucleic_git::{GitError, PooledWorktree, Repo, Worktree};
 
-use crate::host::Host;
+use crate::context::Context;
 use crate::pool::{HOLD_FOR_START, WAIT_FOR_CHECK};
 
-impl Host {
+impl Context {
     /// A ready worktree of the project's pool for a new session on `base_ref` at `base_sha`,
     /// renamed to the session's `slug` (`None`: take today's path), and whether it is clean
     /// (its files exactly its base's tree). The pool is refilled behind it.
@@ -106,7 +106,7 @@ impl Host {
 /// Holds the pools' refills while a session starts; dropping it ends the hold and wakes them.
 #[derive(Debug)]
 pub(crate) struct RefillHold {
-    host: std::sync::Weak<Host>,
+    host: std::sync::Weak<Context>,
     session_id: String,
 }
 
@@ -141,7 +141,7 @@ impl Drop for RefillHold {
     }
 }
 
-impl Host {
+impl Context {
     /// Holds every pool's refill while the session `session_id` starts: a checkout and a setup
     /// script take the CPU and disk the agent's own start-up needs on a small machine.
     pub(crate) fn hold_refill(&self, session_id: &str) -> RefillHold {

@@ -14,10 +14,11 @@ use nucleic_store::read_transcript;
 use nucleic_transfer::{ExportMeta, ImportedSession, ProjectMeta, export, import};
 use serde_json::{Value, json};
 
+use crate::clock::now;
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::{Host, now};
 
-impl Host {
+impl Context {
     /// The session as a document.
     pub async fn export_session(
         &self,

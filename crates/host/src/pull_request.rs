@@ -7,9 +7,9 @@ use nucleic_git::{Remote, Repo, Worktree};
 use nucleic_protocol::{CheckTrigger, EventKind, PullRequestOpened, Report};
 use serde_json::Value;
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
 use crate::gh::{self, GH_DEADLINE, NewPullRequest};
-use crate::host::Host;
 use crate::report::last_turn;
 
 /// What a person asked for (`FinishAction::PullRequest`).
@@ -29,7 +29,7 @@ const LISTED_FILES: usize = 50;
 /// Longest quote of the agent's summary in the body.
 const MAX_SUMMARY: usize = 4_000;
 
-impl Host {
+impl Context {
     /// Opens a pull request for the session's branch; the client gets the recorded event.
     pub(crate) async fn open_pull_request(
         &self,

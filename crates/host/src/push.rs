@@ -13,8 +13,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::HostError;
+use crate::context::Context;
 use crate::error::blocking;
-use crate::{Host, HostError};
 
 /// The JWT subject push services may contact (RFC 8292 `sub`); `NUCLEIC_VAPID_SUBJECT` overrides.
 const DEFAULT_SUBJECT: &str = "mailto:push@nucleic.invalid";
@@ -64,11 +65,11 @@ fn checked(
         p256dh: keys.p256dh,
         auth: keys.auth,
         quiet_hours: quiet,
-        created_at: crate::credentials::unix_millis(),
+        created_at: crate::clock::unix_millis(),
     })
 }
 
-impl Host {
+impl Context {
     /// The host's VAPID key (`$NUCLEIC_HOME/vapid.key`, made once, 0600).
     async fn vapid_key(&self) -> Result<VapidKey, HostError> {
         let path = self.config.home.join(nucleic_push::VAPID_KEY_FILE);
@@ -122,7 +123,7 @@ impl Host {
     /// content-free message, tried per `policy`; expired subscriptions (404/410) are dropped.
     /// Ends when the host is dropped. Outcomes go to `reports` when given, else failures to
     /// stderr.
-    pub fn start_push(
+    pub(crate) fn start_push(
         self: &Arc<Self>,
         policy: RetryPolicy,
         reports: Option<mpsc::UnboundedSender<PushReport>>,
@@ -150,7 +151,7 @@ impl Host {
 
 /// One message per subscribed device, in parallel.
 async fn push_to_all(
-    host: Arc<Host>,
+    host: Arc<Context>,
     session_id: String,
     policy: RetryPolicy,
     transport: Transport,
@@ -181,8 +182,8 @@ async fn push_to_all(
             }
         };
     let subject = std::env::var("NUCLEIC_VAPID_SUBJECT").unwrap_or_else(|_| DEFAULT_SUBJECT.into());
-    let now = crate::credentials::unix_millis();
-    let weak: Weak<Host> = Arc::downgrade(&host);
+    let now = crate::clock::unix_millis();
+    let weak: Weak<Context> = Arc::downgrade(&host);
     drop(host);
     let mut sends = Vec::new();
     for sub in subs.into_iter().filter(|s| !in_quiet_hours(s, now)) {

@@ -15,8 +15,8 @@ use nucleic_protocol::{
 };
 use nucleic_store::read_transcript;
 
+use crate::clock::now;
 use crate::error::HostError;
-use crate::host::now;
 use crate::writing::write_and_index;
 
 /// What recovery did, for the log and for `nucleic gc`.

@@ -9,8 +9,8 @@ use nucleic_protocol::{
     CheckFinished, CheckTrigger, Contradiction, DecisionKind, Event, EventKind, Report, ReportClaim,
 };
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 
 /// Most changed files a contradiction lists by name.
 const LISTED_FILES: usize = 12;
@@ -143,7 +143,7 @@ fn claim_kind(kind: ClaimKind) -> String {
     }
 }
 
-impl Host {
+impl Context {
     /// Builds the session's report from its transcript and its worktree's facts, records it as
     /// a `report` event and returns it.
     pub async fn report(&self, id: &str, trigger: CheckTrigger) -> Result<Report, HostError> {

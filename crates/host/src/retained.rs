@@ -1,7 +1,7 @@
 //! What the host holds in memory per session, counted: a leak check for tests and the memory
 //! bench (a session created, finished and discarded must leave no entry behind).
 
-use crate::host::Host;
+use crate::context::Context;
 
 /// Per-session entries the host holds right now (entries kept only until the next use of their
 /// map are forgotten before counting).
@@ -48,7 +48,7 @@ impl Retained {
     }
 }
 
-impl Host {
+impl Context {
     /// Counts what the host holds per session (see [`Retained`]).
     pub fn retained(&self) -> Retained {
         let (writers, finished_writers, released_writers) =

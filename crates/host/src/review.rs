@@ -9,8 +9,9 @@ use nucleic_git::Repo;
 use nucleic_protocol::{CommentStatus, EventKind, ReviewComment, ReviewSent};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::now;
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::{Host, now};
 use crate::turns::{read_json, write_json};
 
 /// Most comments one session keeps.
@@ -39,7 +40,7 @@ pub struct NewComment {
     pub snapshot: Option<String>,
 }
 
-impl Host {
+impl Context {
     /// Adds a review comment after checking that the file exists at the snapshot and the lines
     /// are in it; the lines are quoted from there.
     pub async fn add_review_comment(

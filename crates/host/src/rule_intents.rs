@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use nucleic_policy::{Behaviour, Mode, Scope};
 use nucleic_protocol::{RuleBehaviour, RuleEntry, RuleList, RuleScope, RuleSource, RulesTarget};
 
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 use crate::policy::{SessionPlace, parse_mode, sources};
 use crate::rules::{RuleFile, add_rule, list_rules, read_mode, remove_rule, write_mode};
 
@@ -19,7 +19,7 @@ struct Resolved {
     place: Option<SessionPlace>,
 }
 
-impl Host {
+impl Context {
     /// The mode new sessions of `project_id` start in: the project's rule file's `mode`, else
     /// the host's, else `edit`. A malformed file is refused naming it.
     pub fn project_mode(&self, project_id: &str) -> Result<Mode, HostError> {

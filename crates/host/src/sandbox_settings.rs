@@ -7,8 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use nucleic_protocol::{ProjectSandbox, ProjectSummary};
 
 use crate::confinement::homes;
+use crate::context::Context;
 use crate::error::HostError;
-use crate::host::Host;
 
 /// The most entries of each list.
 const MAX_ENTRIES: usize = 64;
@@ -38,7 +38,7 @@ const SYSTEM_DIRS: &[&str] = &[
     "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/proc", "/sys", "/dev", "/var/lib",
 ];
 
-impl Host {
+impl Context {
     /// What project `project_id`'s agents see beyond the defaults (none for no project).
     pub(crate) async fn project_sandbox(&self, project_id: Option<&str>) -> ProjectSandbox {
         match project_id {

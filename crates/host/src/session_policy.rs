@@ -19,7 +19,7 @@ pub(crate) struct SessionRules {
     pub approval_timeout: Option<std::time::Duration>,
 }
 
-impl crate::host::Host {
+impl crate::context::Context {
     /// The rules of a session of `backend` in project `project_id` working in `cwd`: its
     /// policy (none for the simulated agent, whose approvals exist to be answered by a person,
     /// for a session outside a project, or when the host runs without a policy), the problems

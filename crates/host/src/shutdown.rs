@@ -16,8 +16,8 @@ use nucleic_core::SessionHandle;
 use nucleic_protocol::{EventKind, InterruptRequested};
 use tokio::time::{Instant, timeout_at};
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 
 /// Who the transcript says interrupted a session's agent when the host stopped it.
 pub const STOPPING_BY: &str = "host:stopping";
@@ -130,8 +130,8 @@ enum Outcome {
     Late(&'static str),
 }
 
-impl Host {
-    /// True once [`Host::shutdown`] began: new sessions and resumes are refused.
+impl Context {
+    /// True once [`Context::shutdown`] began: new sessions and resumes are refused.
     pub fn is_stopping(&self) -> bool {
         self.gate.is_stopping()
     }

@@ -11,10 +11,10 @@ use nucleic_protocol::{
     SessionStatus, SessionSummary, StatusChanged,
 };
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::Host;
 
-impl Host {
+impl Context {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_setup_failure(
         &self,

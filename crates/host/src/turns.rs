@@ -10,8 +10,9 @@ use nucleic_git::{Repo, Worktree};
 use nucleic_protocol::{DiffFile, GitFacts, TurnSnapshot};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::now;
+use crate::context::Context;
 use crate::error::{HostError, blocking};
-use crate::host::{Host, now};
 
 /// One lock per session for its host-kept review files (`turns.json`, `review.json`).
 #[derive(Debug, Default)]
@@ -68,7 +69,7 @@ pub(crate) struct SessionWorktree {
     pub base_branch: String,
 }
 
-impl Host {
+impl Context {
     /// The session's worktree; a clear error when it has none or it is gone.
     pub(crate) async fn session_worktree(&self, id: &str) -> Result<SessionWorktree, HostError> {
         let row = self.session_row(id).await?;
@@ -96,7 +97,7 @@ impl Host {
         self.git_facts_of_turn(id, include_patch, None).await
     }
 
-    /// [`Host::git_facts`] — or, with `turn`, what that turn changed (its start snapshot to its
+    /// [`Context::git_facts`] — or, with `turn`, what that turn changed (its start snapshot to its
     /// end) — and the turns that have snapshots.
     pub async fn git_facts_of_turn(
         &self,

@@ -15,15 +15,15 @@ use nucleic_core::{Draft, Sequencer, SessionHandle};
 use nucleic_protocol::{Backend, SessionSummary};
 use tokio::sync::OwnedMutexGuard;
 
+use crate::context::Context;
 use crate::error::{HostError, blocking};
 use crate::follower::summary_of;
-use crate::host::Host;
 
 /// Longest wait for another writer start or host write of the same session to finish.
 const TURN_WITHIN: Duration = Duration::from_secs(60);
 
 /// How long a session waits for input (agent alive, nothing pending) before its writer lets
-/// the transcript, its lock and its live bus go, unless [`Host::set_idle_release`] says else.
+/// the transcript, its lock and its live bus go, unless [`Context::set_idle_release`] says else.
 pub const IDLE_RELEASE_AFTER: Duration = Duration::from_secs(30);
 
 /// The idle deadline of new writers (`None`: writers of idle sessions stay open).
@@ -104,7 +104,7 @@ impl WriterTurns {
     }
 }
 
-impl Host {
+impl Context {
     /// Sets how long an idle session (agent alive, waiting for input, nothing pending) keeps
     /// its writer's transcript, lock and live bus before letting them go (reopened when the
     /// agent speaks or a client acts); `None` keeps them. Applies to every live writer.
@@ -120,7 +120,7 @@ impl Host {
     /// Once the run of `session` has ended and the catalog holds its end, closes its writer and
     /// forgets it: a finished session keeps nothing in memory (no writer task, no bus of recent
     /// batches). The next prompt resumes it under a new writer, which subscribers follow through
-    /// [`Host::writes`]; host events go through `host::writing` meanwhile.
+    /// [`Context::writes`]; host events go through `host::writing` meanwhile.
     pub(crate) fn retire_when_finished(&self, id: &str, session: &SessionHandle) {
         let (me, id, session) = (self.me.clone(), id.to_owned(), session.clone());
         tokio::spawn(async move {
