@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::config::HostConfig;
 use crate::error::{HostError, blocking};
-use crate::recovery::RecoveryReport;
+use crate::lifecycle::recovery_report::RecoveryReport;
 
 /// What the parts of the host share. A part takes `&Context` (or `Arc<Context>` for a task that
 /// outlives a call); [`crate::Host`] derefs to it.
@@ -32,30 +32,30 @@ pub struct Context {
     /// What opening found and repaired.
     pub(crate) recovery: RecoveryReport,
     /// The token and device revocations (devices).
-    pub(crate) credentials: crate::credentials::Credentials,
+    pub(crate) credentials: crate::devices::credentials::Credentials,
     /// Agent starts under way, and whether the host is stopping (lifecycle: `shutdown.rs`).
-    pub(crate) gate: crate::shutdown::LaunchGate,
+    pub(crate) gate: crate::lifecycle::gate::LaunchGate,
     /// One writer start (or write outside a writer) per session at a time (`writing.rs`).
-    pub(crate) writer_turns: crate::writing::WriterTurns,
+    pub(crate) writer_turns: crate::sessions::writing::WriterTurns,
     /// When idle sessions' writers let their transcript go (`writing.rs`).
-    pub(crate) idle_release: crate::writing::IdleRelease,
+    pub(crate) idle_release: crate::sessions::writing::IdleRelease,
     /// Directories of the keepers this host runs or re-adopted and has not released yet.
     pub(crate) keepers: Arc<Mutex<HashSet<PathBuf>>>,
     /// Warm worktree pools, tended once `start_pools` ran (`pool.rs`).
-    pub(crate) pools: crate::pool::Pools,
+    pub(crate) pools: crate::worktrees::pool::Pools,
     /// Checks running per session, and their stop switches (`checks.rs`).
-    pub(crate) checks: crate::checks::CheckRuns,
+    pub(crate) checks: crate::dev_loop::check_runs::CheckRuns,
     /// The policies of sessions whose agent runs, by session id (`policy.rs`: modes, rules).
-    pub(crate) policies: crate::policy::LivePolicies,
+    pub(crate) policies: crate::policy::session::LivePolicies,
     /// Each confined agent's egress proxy, by session.
-    pub(crate) egress: crate::egress::EgressProxies,
+    pub(crate) egress: crate::policy::egress_proxies::EgressProxies,
     /// One worktree reclaim or restore at a time (`disk.rs`): two follow-ups to a reclaimed
     /// session restore it once.
     pub(crate) disk_moves: tokio::sync::Mutex<()>,
     /// Message ids being answered, so a resent copy waits for the first (`reply_turns.rs`).
-    pub(crate) reply_turns: crate::reply_turns::ReplyTurns,
+    pub(crate) reply_turns: crate::api::reply_turns::ReplyTurns,
     /// One lock per session for its turn snapshots and review comments (`turns.rs`).
-    pub(crate) review_locks: crate::turns::SessionLocks,
+    pub(crate) review_locks: crate::dev_loop::session_locks::SessionLocks,
 }
 
 impl Context {

@@ -10,11 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::config::HostConfig;
 use crate::context::Context;
+use crate::devices::push::PushReport;
 use crate::error::{HostError, blocking};
-use crate::push::PushReport;
-use crate::recovery::{RecoveryReport, open_catalog, recover_sessions};
-use crate::shutdown::LaunchGate;
-use crate::writing::WriterTurns;
+use crate::lifecycle::gate::LaunchGate;
+use crate::lifecycle::recovery::{open_catalog, recover_sessions};
+use crate::lifecycle::recovery_report::RecoveryReport;
+use crate::sessions::writing::WriterTurns;
 
 /// The host. Share it as `Arc<Host>`; every operation is a method of the [`Context`] it derefs
 /// to, defined by the part it belongs to.
@@ -35,10 +36,15 @@ impl Host {
     /// Opens the host's data under `config.home` (created 0700; an existing home, its files and
     /// session directories are tightened to 0700 / 0600).
     pub async fn open(config: HostConfig) -> Result<Arc<Host>, HostError> {
-        crate::private::private_home(&config.home, &config.sessions_dir()).map_err(|e| {
-            HostError::Invalid(format!("cannot create {} privately: {e}", config.home.display()))
-        })?;
-        let credentials = crate::credentials::Credentials::load(&config.home)?;
+        crate::lifecycle::private::private_home(&config.home, &config.sessions_dir()).map_err(
+            |e| {
+                HostError::Invalid(format!(
+                    "cannot create {} privately: {e}",
+                    config.home.display()
+                ))
+            },
+        )?;
+        let credentials = crate::devices::credentials::Credentials::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let keepers = config.keepers_dir();
         let (catalog, report) = blocking(move || {
@@ -53,14 +59,16 @@ impl Host {
         // Probes bubblewrap once for the process (a child process: off the async workers).
         let probed = config.clone();
         blocking(move || {
-            crate::launch::report_isolation(&probed);
+            crate::agents::launch::report_isolation(&probed);
             Ok::<_, HostError>(())
         })
         .await?;
         let kept: Vec<_> = report
             .kept
             .iter()
-            .map(|id| (id.clone(), crate::keepers::keeper_dirs_of(&config.keepers_dir(), id)))
+            .map(|id| {
+                (id.clone(), crate::agents::keeper_dirs::keeper_dirs_of(&config.keepers_dir(), id))
+            })
             .collect();
         let (turns, turns_done) = tokio::sync::mpsc::unbounded_channel();
         let ctx = Arc::new_cyclic(|me| Context {
@@ -74,18 +82,18 @@ impl Host {
             credentials,
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
-            idle_release: crate::writing::IdleRelease::default(),
+            idle_release: crate::sessions::writing::IdleRelease::default(),
             keepers: Arc::default(),
-            pools: crate::pool::Pools::default(),
-            checks: crate::checks::CheckRuns::default(),
-            policies: crate::policy::LivePolicies::default(),
-            egress: crate::egress::EgressProxies::default(),
+            pools: crate::worktrees::pool::Pools::default(),
+            checks: crate::dev_loop::check_runs::CheckRuns::default(),
+            policies: crate::policy::session::LivePolicies::default(),
+            egress: crate::policy::egress_proxies::EgressProxies::default(),
             turns,
             disk_moves: tokio::sync::Mutex::default(),
-            reply_turns: crate::reply_turns::ReplyTurns::default(),
-            review_locks: crate::turns::SessionLocks::default(),
+            reply_turns: crate::api::reply_turns::ReplyTurns::default(),
+            review_locks: crate::dev_loop::session_locks::SessionLocks::default(),
         });
-        tokio::spawn(crate::checks::after_turns(Arc::downgrade(&ctx), turns_done));
+        tokio::spawn(crate::dev_loop::checks::after_turns(Arc::downgrade(&ctx), turns_done));
         ctx.readopt_keepers(kept).await;
         Ok(Arc::new(Host { ctx }))
     }

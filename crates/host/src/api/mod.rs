@@ -1,0 +1,4 @@
+//! The host's API: one answer per request, idempotent replies, the intent router.
+
+pub(crate) mod answer;
+pub(crate) mod reply_turns;

@@ -1,0 +1,435 @@
+//! Finishing a session's work, always on request: merge / squash / rebase into the base branch,
+//! discard, keep, roll back, continue in a new session, or hand off to a terminal.
+
+use std::path::PathBuf;
+
+use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
+use nucleic_protocol::{
+    CheckTrigger, EventKind, FinishAction, Intent, SessionCreated, SessionStatus, WorktreeAction,
+    WorktreeFinished, WorktreeInfo,
+};
+use serde_json::{Value, json};
+
+use crate::agents::launch::AgentRequest;
+use crate::context::Context;
+use crate::error::{HostError, blocking};
+use crate::finishing::pull_request::PullRequestRequest;
+use crate::sessions::names::slug_for;
+use crate::sessions::start::Launch;
+
+impl Context {
+    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
+    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
+    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
+    /// working. A session with no live agent is not working.
+    pub(crate) fn is_working(&self, id: &str) -> bool {
+        self.live_handle(id).is_some_and(|h| {
+            let state = h.state();
+            state.finished.is_none()
+                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
+        })
+    }
+
+    /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
+    pub async fn finish(
+        &self,
+        id: &str,
+        action: FinishAction,
+        by: &str,
+    ) -> Result<Option<Value>, HostError> {
+        // A reclaimed worktree comes back first: every action works on the checkout.
+        self.restore_if_reclaimed(id, by).await?;
+        let row = self.session_row(id).await?;
+        let info = row
+            .worktree
+            .clone()
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
+        let worktree = crate::worktrees::disk::worktree_from(&info);
+        let root = match &row.project_id {
+            Some(p) => PathBuf::from(self.project(p).await?.root),
+            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
+        };
+        let busy = self.is_working(id);
+        let finished =
+            |action, base_branch: Option<String>, new_tip: Option<String>, continued_in| {
+                EventKind::WorktreeFinished(WorktreeFinished {
+                    action,
+                    base_branch,
+                    new_tip,
+                    continued_in,
+                    by: by.to_owned(),
+                    forced_reason: None,
+                })
+            };
+        match action {
+            FinishAction::Merge { .. }
+            | FinishAction::Squash { .. }
+            | FinishAction::Rebase { .. }
+            | FinishAction::PullRequest { .. }
+                if busy =>
+            {
+                Err(HostError::Invalid(format!(
+                    "session {id} is still working; wait for its turn to end or stop it"
+                )))
+            }
+            FinishAction::Merge { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how = Integration { mode: FinishMode::Merge, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::Squash { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Squash, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::Rebase { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::PullRequest { title, draft, base, repo, force_reason } => {
+                let request = PullRequestRequest { title, draft, base, repo, force_reason };
+                self.open_pull_request(id, worktree, root, request, by).await
+            }
+            FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
+                Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
+            }
+            FinishAction::Discard => {
+                // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
+                // A turn snapshot being taken works in the worktree's git dir (a temporary
+                // index): the worktree goes only once it is done (`no_snapshots`).
+                self.stop_idle_agent(id).await?;
+                let repo_root = root.clone();
+                let no_snapshot = self.no_snapshots(id).await;
+                blocking(move || Repo::open(&repo_root)?.discard(&worktree)).await?;
+                drop(no_snapshot);
+                self.drop_turn_snapshots(id, root).await;
+                self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Keep => {
+                self.record(id, finished(WorktreeAction::Kept, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Rollback { confirm } => {
+                self.stop_idle_agent(id).await?;
+                let repo_root = root.clone();
+                let no_snapshot = self.no_snapshots(id).await;
+                blocking(move || Repo::open(&repo_root)?.remove_kept(&worktree, confirm)).await?;
+                drop(no_snapshot);
+                self.drop_turn_snapshots(id, root).await;
+                self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Continue { prompt } => {
+                let new_id = uuid::Uuid::new_v4().to_string();
+                let slug = slug_for(&row.title, &new_id);
+                let kept = worktree.clone();
+                let fresh =
+                    blocking(move || Repo::open(&root)?.continue_from(&kept, &slug)).await?;
+                let created = SessionCreated {
+                    title: format!("{} (continued)", row.title),
+                    project_id: row.project_id.clone(),
+                    project_root: None,
+                    cwd: fresh.path.to_string_lossy().into_owned(),
+                    worktree: Some(WorktreeInfo {
+                        path: fresh.path.to_string_lossy().into_owned(),
+                        branch: fresh.branch.clone(),
+                        base_ref: fresh.base_ref.clone(),
+                        base_sha: fresh.base_sha.clone(),
+                    }),
+                    model: row.model.clone(),
+                    permission_mode: row.permission_mode.clone(),
+                    read_only: false,
+                    continues_session_id: Some(id.to_owned()),
+                    created_by: Some(by.to_owned()),
+                    // The continued session keeps the mode it was in.
+                    mode: row.mode.clone(),
+                };
+                // A backend that cannot fork starts a fresh conversation on the kept changes.
+                let forked = row
+                    .backend_session_id
+                    .clone()
+                    .filter(|_| nucleic_agents::backend_capabilities(row.backend).fork);
+                let launch = Launch {
+                    session_id: new_id.clone(),
+                    created,
+                    backend: row.backend,
+                    cwd: fresh.path.clone(),
+                    agent: AgentRequest {
+                        model: row.model.clone(),
+                        permission_mode: row.permission_mode.clone(),
+                        resume: forked.clone(),
+                        fork: forked.is_some(),
+                        session_id: Some(new_id.clone()),
+                        read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),
+                        sandbox: self.project_sandbox(row.project_id.as_deref()).await,
+                    },
+                    prompt,
+                    trace: crate::sessions::start_trace::StartTrace::new(),
+                    clean_at: None,
+                };
+                let summary = self.launch(launch).await?;
+                self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
+                    .await?;
+                Ok(json_of(&summary))
+            }
+            FinishAction::Handoff => {
+                let resume = row.backend_session_id.clone().ok_or_else(|| {
+                    HostError::Invalid(format!(
+                        "session {id} has no agent conversation to resume yet"
+                    ))
+                })?;
+                let description = nucleic_agents::describe(row.backend);
+                let command =
+                    description.handoff_command(&info.path, &resume).ok_or_else(|| {
+                        HostError::Invalid(format!(
+                            "the {} backend has no CLI to hand a session over to",
+                            description.label
+                        ))
+                    })?;
+                Ok(Some(json!({ "command": command })))
+            }
+        }
+    }
+
+    /// The merge gate: runs the project's required checks now; refuses while one fails unless
+    /// `force_reason` (non-empty) is given, which is then recorded with what failed.
+    pub(crate) async fn gate_on_checks(
+        &self,
+        id: &str,
+        project_id: Option<&str>,
+        force_reason: Option<String>,
+    ) -> Result<Option<String>, HostError> {
+        let force_reason = force_reason.map(|r| r.trim().to_owned());
+        if force_reason.as_deref() == Some("") {
+            return Err(HostError::Invalid("a forced merge needs a reason".into()));
+        }
+        let Some(project_id) = project_id else { return Ok(None) };
+        let project = self.project(project_id).await?;
+        if !project.settings.checks.iter().any(|c| c.required) {
+            return Ok(None);
+        }
+        let results = self.run_checks(id, None, CheckTrigger::Finish).await?;
+        let failing: Vec<String> =
+            results.iter().filter(|c| !c.is_pass()).map(|c| c.summary()).collect();
+        if failing.is_empty() {
+            return Ok(None);
+        }
+        match force_reason {
+            Some(reason) => Ok(Some(format!("{reason} (failing: {})", failing.join("; ")))),
+            None => Err(HostError::ChecksFailed(failing.join("; "))),
+        }
+    }
+
+    async fn integrate(
+        &self,
+        id: &str,
+        root: PathBuf,
+        worktree: Worktree,
+        how: Integration,
+        title: &str,
+        finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
+    ) -> Result<Option<Value>, HostError> {
+        let Integration { mode, message, update_checkout, forced } = how;
+        let message = message.unwrap_or_else(|| title.to_owned());
+        let base = worktree.base_ref.clone();
+        let policy = if update_checkout {
+            CheckoutPolicy::FastForwardIfClean
+        } else {
+            CheckoutPolicy::Refuse
+        };
+        let outcome = blocking(move || {
+            let repo = Repo::open(&root)?;
+            // Check first, so that a refusal leaves even the uncommitted work as it was.
+            if policy == CheckoutPolicy::Refuse
+                && let Some(entry) = repo
+                    .list_worktrees()?
+                    .into_iter()
+                    .find(|e| !e.prunable && e.branch.as_deref() == Some(base.as_str()))
+            {
+                return Err(nucleic_git::GitError::BaseCheckedOut {
+                    branch: base,
+                    path: entry.path,
+                });
+            }
+            let files = repo.conflict_preview(&worktree, &base)?;
+            if !files.is_empty() {
+                return Err(nucleic_git::GitError::Conflict { files });
+            }
+            repo.commit_all(&worktree, &message)?;
+            repo.merge_into_base_with(&worktree, &base, mode, &message, policy)
+        })
+        .await?;
+        let action = match mode {
+            FinishMode::Merge => WorktreeAction::Merged,
+            FinishMode::Squash => WorktreeAction::Squashed,
+            FinishMode::Rebase => WorktreeAction::Rebased,
+        };
+        let mut event = finished(
+            action,
+            Some(outcome.base_branch.clone()),
+            Some(outcome.new_tip.clone()),
+            None,
+        );
+        if let EventKind::WorktreeFinished(w) = &mut event {
+            w.forced_reason = forced;
+        }
+        self.record(id, event).await?;
+        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+    }
+
+    /// Carries out an intent from a client named `by`.
+    pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
+        match intent {
+            Intent::AddProject {
+                path,
+                name,
+                setup_script,
+                copy_files,
+                default_backend,
+                pool_size,
+                checks,
+                checks_after_turn,
+            } => {
+                let project = self
+                    .add_project(&path, name, move |s| {
+                        s.setup_script = setup_script;
+                        s.copy_files = copy_files;
+                        s.checks = checks;
+                        s.checks_after_turn = checks_after_turn;
+                        if let Some(b) = default_backend {
+                            s.default_backend = b;
+                        }
+                        if let Some(size) = pool_size {
+                            s.pool_size = size;
+                        }
+                    })
+                    .await?;
+                Ok(json_of(&project))
+            }
+            Intent::SetProjectSandbox { project_id, sandbox } => {
+                Ok(json_of(&self.set_project_sandbox(&project_id, sandbox).await?))
+            }
+            Intent::SetDiskPolicy { project_id, policy } => {
+                Ok(json_of(&self.set_disk_policy(&project_id, policy).await?))
+            }
+            Intent::MeasureDisk { session_id } => {
+                Ok(json_of(&self.measure_disk(&session_id).await?))
+            }
+            Intent::Reclaim { session_id } => {
+                let reclaimed =
+                    self.reclaim(&session_id, crate::worktrees::disk::ReclaimReason::Request, by).await?;
+                Ok(json_of(&reclaimed))
+            }
+            Intent::SetPoolSize { project_id, size } => {
+                let project = self.set_pool_size(&project_id, size).await?;
+                Ok(json_of(&project))
+            }
+            Intent::SetProjectChecks { project_id, checks, checks_after_turn } => {
+                Ok(json_of(&self.set_project_checks(&project_id, checks, checks_after_turn).await?))
+            }
+            Intent::RunChecks { session_id, name } => {
+                let results =
+                    self.run_checks(&session_id, name.as_deref(), CheckTrigger::Request).await?;
+                Ok(Some(json!({ "checks": results })))
+            }
+            Intent::Report { session_id } => {
+                Ok(json_of(&self.report(&session_id, CheckTrigger::Request).await?))
+            }
+            Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot } => {
+                let new = crate::dev_loop::review::NewComment { path, line, end_line, body, snapshot };
+                Ok(json_of(&self.add_review_comment(&session_id, new, by).await?))
+            }
+            Intent::ResolveReviewComment { session_id, comment_id, resolved } => {
+                Ok(json_of(&self.resolve_review_comment(&session_id, &comment_id, resolved).await?))
+            }
+            Intent::ReviewComments { session_id } => {
+                Ok(Some(json!({ "comments": self.review_comments(&session_id).await? })))
+            }
+            Intent::SendReview { session_id } => {
+                let (sent, prompt) = self.send_review(&session_id, by).await?;
+                Ok(Some(json!({ "sent": sent, "prompt": prompt })))
+            }
+            Intent::RenameProject { project_id, name } => {
+                self.rename_project(&project_id, &name).await.map(|()| None)
+            }
+            Intent::RemoveProject { project_id } => {
+                self.remove_project(&project_id).await.map(|()| None)
+            }
+            Intent::NewSession(request) => Ok(json_of(&self.new_session(request, by).await?)),
+            Intent::Interrupt { session_id } => {
+                self.interrupt(&session_id, by).await.map(|()| None)
+            }
+            Intent::Stop { session_id } => {
+                self.checks.stop(&session_id);
+                self.stop(&session_id).await.map(|()| None)
+            }
+            Intent::SetModel { session_id, model } => {
+                self.set_model(&session_id, &model).await.map(|()| None)
+            }
+            Intent::SetPermissionMode { session_id, mode } => {
+                self.set_permission_mode(&session_id, &mode).await.map(|()| None)
+            }
+            Intent::SetMode { session_id, mode } => {
+                Ok(json_of(&self.set_session_mode(&session_id, &mode, by).await?))
+            }
+            Intent::SetProjectMode { project_id, mode } => {
+                let mode = self.set_project_mode(&project_id, mode.as_deref()).await?;
+                Ok(Some(json!({ "projectID": project_id, "mode": mode.as_str() })))
+            }
+            Intent::ListRules(target) => Ok(json_of(&self.list_rules(&target).await?)),
+            Intent::AddRule { session_id, project_id, scope, behaviour, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let added = self.add_rule(&target, scope, behaviour, &rule).await?;
+                Ok(Some(json!({ "added": added })))
+            }
+            Intent::RemoveRule { session_id, project_id, scope, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let removed = self.remove_rule(&target, scope, &rule).await?;
+                Ok(Some(json!({ "removed": removed })))
+            }
+            Intent::Rename { session_id, title } => {
+                self.rename(&session_id, &title, by).await.map(|()| None)
+            }
+            Intent::Archive { session_id, archived } => {
+                self.archive(&session_id, archived, by).await.map(|()| None)
+            }
+            Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
+            Intent::Import { path } => {
+                Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?))
+            }
+            Intent::Gc { apply } => self.gc(apply).await.map(Some),
+            Intent::RevokeDevice { device_id } => {
+                self.revoke_device(&device_id).await.map(|()| None)
+            }
+            Intent::RotateToken => {
+                let revoked = self.rotate_token().await?;
+                Ok(Some(serde_json::json!({ "devicesRevoked": revoked })))
+            }
+            Intent::PairDevice { .. } => Err(HostError::Invalid(
+                "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
+            )),
+        }
+    }
+}
+
+/// How to bring a session's work into its base branch.
+#[derive(Debug)]
+struct Integration {
+    mode: FinishMode,
+    message: Option<String>,
+    update_checkout: bool,
+    /// Integrated past failing required checks: the reason given and what failed.
+    forced: Option<String>,
+}
+
+/// A result for the client.
+fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
+    serde_json::to_value(value).ok()
+}
