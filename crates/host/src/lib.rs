@@ -60,7 +60,7 @@
 //! - `config`: [`HostConfig`], what a host needs to know; `error`: [`HostError`].
 
 mod agents;
-mod api;
+pub mod api;
 mod clock;
 mod config;
 mod context;
@@ -77,7 +77,6 @@ mod worktrees;
 
 pub use agents::confinement;
 pub use agents::launch::{bubblewrap, run_isolation};
-pub use api::reply_turns::ReplyTurn;
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
 pub use context::Context;
 pub use dev_loop::review::NewComment;

@@ -25,7 +25,7 @@ pub(crate) struct ReplyTurns {
 
 /// The turn to answer one message id; dropping it lets a waiting copy in.
 #[derive(Debug)]
-pub struct ReplyTurn {
+pub(crate) struct ReplyTurn {
     pub(crate) _guard: OwnedMutexGuard<()>,
 }
 

@@ -64,12 +64,17 @@ impl Context {
             Err(e) => return Answer::NotNow(format!("it could not be asked: {e}")),
         };
         match resolution.await {
-            Ok(resolution) => self.answer(id, &asked, resolution).await,
+            Ok(resolution) => self.egress_answered(id, &asked, resolution).await,
             Err(_) => Answer::NotNow("the session ended before an answer".into()),
         }
     }
 
-    async fn answer(&self, id: &str, asked: &EgressAsked, resolution: ApprovalResolved) -> Answer {
+    async fn egress_answered(
+        &self,
+        id: &str,
+        asked: &EgressAsked,
+        resolution: ApprovalResolved,
+    ) -> Answer {
         let by = &resolution.by;
         let why = resolution.message.as_deref().unwrap_or("no reason given");
         match resolution.decision {
