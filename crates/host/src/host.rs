@@ -116,7 +116,11 @@ impl Host {
         self.ctx.tend_pools_now().await;
     }
 
-    /// Starts the push notifier (see [`Context::start_push`]).
+    /// Starts the notifier: every session change that needs a person (the rule of
+    /// [`nucleic_push::needs_person`]) sends each subscribed device outside its quiet hours one
+    /// content-free message, tried per `policy`; expired subscriptions (404/410) are dropped.
+    /// Ends when the host is dropped. Outcomes go to `reports` when given, else failures to
+    /// stderr.
     pub fn start_push(
         &self,
         policy: RetryPolicy,

@@ -79,7 +79,11 @@ fn host_error(message_id: &str, e: &HostError) -> HostMessage {
 impl Context {
     /// Waits until no other copy of `(client, message)` is being answered, and holds the turn
     /// while the caller recalls, carries out and remembers the reply.
-    pub(crate) async fn reply_turn(&self, client: &str, message: &str) -> Result<ReplyTurn, HostError> {
+    pub(crate) async fn reply_turn(
+        &self,
+        client: &str,
+        message: &str,
+    ) -> Result<ReplyTurn, HostError> {
         self.reply_turns.take(client, message, REPLY_WITHIN).await
     }
 

@@ -200,7 +200,7 @@ fn readonly_drafts(imported: ImportedSession) -> (Backend, Vec<Draft>) {
         .first()
         .map(|e| e.backend)
         .or(imported.meta.backend)
-        .unwrap_or(Backend::ClaudeCode);
+        .unwrap_or(crate::agents::backends::DEFAULT_BACKEND);
     let first_is_created =
         matches!(imported.events.first().map(|e| &e.kind), Some(EventKind::SessionCreated(_)));
     let mut drafts = Vec::with_capacity(imported.events.len() + 1);

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use nucleic_catalog::{NewProject, ProjectRow, ProjectSettings};
 use nucleic_git::Repo;
-use nucleic_protocol::{Backend, ProjectSummary};
+use nucleic_protocol::ProjectSummary;
 
+use crate::agents::backends::DEFAULT_BACKEND;
 use crate::context::Context;
 use crate::error::{HostError, blocking};
 
@@ -28,7 +29,7 @@ impl Context {
                 .file_name()
                 .map_or("project".into(), |n| n.to_string_lossy().into_owned())
         });
-        let mut project_settings = ProjectSettings::defaults(Backend::ClaudeCode);
+        let mut project_settings = ProjectSettings::defaults(DEFAULT_BACKEND);
         project_settings.default_branch = branch;
         settings(&mut project_settings);
         crate::dev_loop::checks::validate_checks(&project_settings.checks)?;

@@ -21,7 +21,7 @@ use crate::error::HostError;
 pub(crate) const TURN_WITHIN: Duration = Duration::from_secs(60);
 
 /// How long a session waits for input (agent alive, nothing pending) before its writer lets
-/// the transcript, its lock and its live bus go, unless [`Context::set_idle_release`] says else.
+/// the transcript, its lock and its live bus go, unless [`crate::Context::set_idle_release`] says else.
 pub const IDLE_RELEASE_AFTER: Duration = Duration::from_secs(30);
 
 /// The idle deadline of new writers (`None`: writers of idle sessions stay open).
