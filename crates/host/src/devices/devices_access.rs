@@ -1,6 +1,8 @@
 //! Devices and the token: pairing, listing, revoking, rotating, announced to open connections.
 
-use super::credentials::*;
+use super::credentials::{
+    CHANNEL_KEY_LEN, ChannelDevice, Revocation, new_token, same, write_token,
+};
 use crate::clock::unix_millis;
 use crate::context::Context;
 use crate::error::HostError;

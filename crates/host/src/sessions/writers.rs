@@ -1,6 +1,6 @@
 //! Writers of sessions: starting one per session at a time, writing outside one, retiring them.
 
-use super::writing::*;
+use super::writing::write_and_index;
 use crate::context::Context;
 use crate::error::{HostError, blocking};
 use crate::sessions::follower::summary_of;

@@ -1,6 +1,6 @@
 //! Tending warm worktree pools: following base moves, checking, refilling, recording.
 
-use super::pool::*;
+use super::pool::{CHECK_EVERY, RETRY_AFTER, Ready, Record, TEND_EVERY};
 use crate::context::Context;
 use crate::worktrees::pool_watch::Watch;
 use nucleic_catalog::ProjectRow;
