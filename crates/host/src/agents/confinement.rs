@@ -119,7 +119,7 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     // Its configuration files (Claude Code's MCP servers it would start, trust, onboarding): a
     // private copy, read and rewritten freely, never written back.
     for name in needs.private_copies {
-        let file = canonical(&crate::policy::session::agent_home(config)).join(name);
+        let file = canonical(&crate::policy::agent_home(config)).join(name);
         iso.copies.push((file.clone(), file));
     }
     // A commit runs no garbage collection (it would rewrite packs it cannot write).
@@ -151,7 +151,7 @@ pub fn egress_dir(config: &HostConfig, id: &str) -> PathBuf {
 /// The homes an agent could find the person's files in: the one it runs with, the host's, and
 /// root's when the host is root.
 pub fn homes(config: &HostConfig) -> Vec<PathBuf> {
-    let mut homes = vec![canonical(&crate::policy::session::agent_home(config))];
+    let mut homes = vec![canonical(&crate::policy::agent_home(config))];
     let root = nix::unistd::getuid().is_root().then(|| PathBuf::from("/root"));
     for other in std::env::var_os("HOME").map(PathBuf::from).into_iter().chain(root) {
         let other = canonical(&other);
@@ -228,15 +228,13 @@ fn config_endpoints(config: &HostConfig, state: &StateDir) -> Vec<String> {
 
 /// An agent's state directory: its variable's value, else its place under the agent's home.
 fn state_dir(config: &HostConfig, state: &StateDir) -> PathBuf {
-    env_value(config, state.variable).map_or_else(
-        || crate::policy::session::agent_home(config).join(state.default),
-        PathBuf::from,
-    )
+    env_value(config, state.variable)
+        .map_or_else(|| crate::policy::agent_home(config).join(state.default), PathBuf::from)
 }
 
 /// What the agent CLI itself must write: its state, never the settings the host reads as policy.
 fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>) {
-    let home = canonical(&crate::policy::session::agent_home(config));
+    let home = canonical(&crate::policy::agent_home(config));
     if let Some((dir, writable)) = needs.home_state {
         // Its conversations and scratch state are writable (resume needs them); the rest of
         // the directory — settings, plugins, agents, commands, hooks, credentials — is

@@ -10,8 +10,8 @@ use nucleic_agents::isolation::Isolation;
 use nucleic_agents::{AgentError, AgentLaunch, LaunchRequest, describe};
 use nucleic_protocol::Backend;
 
-use crate::agents::confinement::AgentPlace;
 use crate::config::{AgentIsolation, HostConfig};
+use crate::confinement::AgentPlace;
 use crate::error::HostError;
 
 /// How long the bubblewrap probe may take.
@@ -84,7 +84,7 @@ pub(crate) fn isolation_for(
         program,
         sandbox: &request.sandbox,
     };
-    Ok(Some(crate::agents::confinement::plan(config, bwrap, &place)))
+    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
 }
 
 /// The confinement of an agent run in place outside the daemon (`nucleic run`): the same as a
@@ -117,7 +117,7 @@ pub(crate) fn check_isolation(
         program: Path::new("/bin/sh"),
         sandbox,
     };
-    Ok(Some(crate::agents::confinement::plan(config, bwrap, &place)))
+    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
 }
 
 /// The `bwrap` to confine with, `None` to run unconfined, or the refusal: a real agent (and
