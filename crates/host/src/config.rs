@@ -1,10 +1,8 @@
 //! What a host needs to know: where its data lives, how to start agents, and its guardrails.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-
-use nucleic_protocol::Backend;
 
 /// Host settings.
 #[derive(Debug, Clone)]
@@ -120,21 +118,6 @@ pub struct AgentPaths {
     /// The `nucleic` executable: its `__confine` entry runs first in every agent's sandbox
     /// (the network bridge to the host's egress proxy).
     pub nucleic: PathBuf,
-}
-
-impl AgentPaths {
-    /// The executable that starts `backend` and the arguments before its flags; `None` when it
-    /// is not installed.
-    pub fn program(&self, backend: Backend) -> Option<(&Path, &[OsString])> {
-        let none: &[OsString] = &[];
-        let rows = [
-            (Backend::ClaudeCode, self.claude.as_deref(), none),
-            (Backend::Codex, self.codex.as_deref(), none),
-            (Backend::Simulated, Some(self.sim_program.as_path()), &self.sim_prefix[..]),
-        ];
-        let (_, program, prefix) = rows.into_iter().find(|(b, _, _)| *b == backend)?;
-        Some((program?, prefix))
-    }
 }
 
 /// Guardrails checked before a session is created.

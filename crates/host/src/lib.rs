@@ -1,125 +1,76 @@
 //! The host: owns projects and sessions. A session lives in its own git worktree and branch,
 //! runs its own agent process under its own single writer (`nucleic_core`), and is indexed in
 //! the catalog (SQLite) by a follower task that folds its transcript's events. Every client
-//! request (the sync protocol's `ClientMessage`s) ends up as a call on [`Host`].
+//! request (the sync protocol's `ClientMessage`s) ends up as one call on [`Host`]
+//! ([`Context::answer`]).
 //!
-//! [`Host`] holds projects; sessions in worktrees (create, setup, launch the agent, writer,
-//! catalog follower); guardrails (live sessions, worktrees, free disk); the answer to everything
-//! clients ask (input, decisions, intents, git facts, finishing, export/import, gc); native resume
-//! of sessions whose agent is gone; crash recovery at open.
+//! [`Host`] is a thin wrapper that derefs to the shared [`Context`] (config, catalog, live
+//! sessions, change buses, and each part's state); every capability is a part — a folder whose
+//! modules add methods to the context and never name `host.rs` (rules in
+//! `docs/architecture.md`, kept by `tests/host/parts.rs`):
 //!
-//! - `host` (`host.rs`): projects, session creation, guardrails.
-//! - `control`: acting on a session.
-//! - `finish`: finishing, git facts, intents.
-//! - `files`: read-only listings and contents of a worktree, opened beneath its directory
-//!   descriptor one name at a time, that never leave it or enter `.git`; imported sessions have
-//!   none.
-//! - `launch`: an agent's executable, flags and environment, and the confinement setting: one
-//!   bubblewrap probe per process, real agents refused where it cannot run.
-//! - [`confinement`]: what an agent's sandbox lets through: homes hidden with an allow-list bound
-//!   back, system secrets, the worktree and git's session refs writable, the agent CLI's state,
-//!   policy files read-only, model endpoints and loopback forwards.
-//! - `sandbox_settings`: a project's additions to its agents' confinement, checked before kept.
-//! - `egress`: each confined agent's egress proxy, one per session, stopped when the session
-//!   retires; refusals recorded as `egressRefused`.
-//! - `backends`: what `welcome` offers.
-//! - `credentials`: the token file, devices, revocation and token rotation, announced to open
-//!   connections.
-//! - `portable`: export, import, gc.
-//! - `recovery`: crash recovery at open.
-//! - `follower`: catalog folding (`fold_into_catalog`).
-//! - `writing`: events outside a live writer (sequencer → catalog → clients); one writer start per
-//!   session at a time; the idle deadline after which an idle session's writer lets its transcript
-//!   go ([`IDLE_RELEASE_AFTER`]).
-//! - `retained`: what the host holds per session, counted for leak checks ([`Retained`]).
-//! - `checks`: a project's checks run in a session's worktree on request, after turns and as the
-//!   merge gate, recorded as `checkStarted` / `checkOutput` / `checkFinished`; the verdict.
-//! - `report`: the agent's claims of its last turn next to the host's facts, contradictions
-//!   flagged.
-//! - `pull_request`, `gh`: finishing by pull request: gate, commit, push, `gh pr create` with a
-//!   scrubbed environment and a deadline, `pullRequestOpened`.
-//! - `disk`: worktree disk use measured, reclaimed by request, age or budget, restored on a
-//!   follow-up.
-//! - `turns`: the diff view: whole session or one turn, from worktree snapshots at every turn
-//!   boundary.
-//! - `review`: review comments on the diff, sent as one follow-up, recorded as `reviewSent`.
-//! - `shutdown`: stopping every agent within a deadline; no agent starts once it began.
-//! - [`policy`]: each session's policy and mode.
-//! - `session_policy`: the rules and mode a session starts with, `set_session_mode`.
-//! - [`rules`]: Nucleic's rule files: rules, default mode, approval timeout.
-//! - `rule_intents`: rules by scope and the project's mode for clients.
-//! - `keepers`: agents under keepers: start, re-adopt after a restart.
-//! - `pool` / `pool_take` / `pool_watch`: warm worktree pools: preparing and tending, handing one
-//!   to a new session, an inotify watch instead of a `git status`.
-//! - `start_refusals`: what refuses a start before its agent runs.
-//! - `start_trace`: a start's phases timed ([`TRACE_START_VARIABLE`], `NUCLEIC_TRACE_START`).
-//! - `push`: Web Push subscriptions, quiet hours, the notifier.
-//! - `reply_turns`: one answer per client and message id.
-//! - `names`: session titles and worktree slugs from what a person typed.
-//! - `private`: the 0700/0600 data dir.
-//! - `config`: [`HostConfig`], what a host needs to know; `error`: [`HostError`].
+//! - `api`: the answer to each `ClientMessage` ([`api::Client`], [`api::Principal`]), reply
+//!   idempotency per (client, message id) (`reply_turns`, remembered replies), the intent router
+//!   (`intents`).
+//! - `projects`: registering repositories, settings, branches (`registry`).
+//! - `sessions`: starting a session (`start`: worktree, agent, writer, follower), acting on one
+//!   (`control`), writers and writes outside one (`writing`, `writers`), catalog folding
+//!   (`follower`), worktree files (`files`), what is retained (`retained`), start refusals and
+//!   traces, titles and slugs (`names`).
+//! - `worktrees`: warm pools (`pool` state, `tend`, `pool_take`, `pool_watch`), disk use
+//!   (`disk`).
+//! - `dev_loop`: checks (`checks`, `check_runs`), the turn report (`report`), the diff by turn
+//!   (`turns`, `session_locks`), review comments (`review`).
+//! - `finishing`: integrate / discard / keep / continue (`finish`), pull requests
+//!   (`pull_request`, `gh`).
+//! - [`policy`]: each session's policy and mode (`session`, `session_policy`), [`rules`] files
+//!   and their intents, project sandboxes (`sandbox_settings`), egress proxies and asks
+//!   (`egress`, `egress_ask`, `egress_proxies`).
+//! - `devices`: the token and devices (`credentials`, `devices_access`), Web Push (`push`).
+//! - `lifecycle`: the private data dir, crash recovery (`recovery`, `recovery_report`),
+//!   shutdown (`shutdown`, `gate`), export / import / gc (`portable`).
+//! - `agents`: an agent's launch (`launch`), its [`confinement`], keepers (`keepers`,
+//!   `keeper_dirs`), what `welcome` offers (`backends`) — the only part naming backend variants.
+//! - shared: `context`, `config` ([`HostConfig`]), `error` ([`HostError`]), `clock`.
 
-mod backends;
-mod checks;
+mod agents;
+pub mod api;
+mod clock;
 mod config;
-pub mod confinement;
-mod control;
-mod credentials;
-mod disk;
-mod egress;
-mod egress_ask;
+mod context;
+mod dev_loop;
+mod devices;
 mod error;
-mod files;
-mod finish;
-mod follower;
-mod gh;
+mod finishing;
 mod host;
-mod keepers;
-mod launch;
-mod names;
+mod lifecycle;
 pub mod policy;
-mod pool;
-mod pool_take;
-mod pool_watch;
-mod portable;
-mod private;
-mod pull_request;
-mod push;
-mod recovery;
-mod reply_turns;
-mod report;
-mod retained;
-mod review;
-mod rule_intents;
-pub mod rules;
-mod sandbox_settings;
-mod session_policy;
-mod shutdown;
-mod start_refusals;
-mod start_trace;
-mod turns;
-mod writing;
+mod projects;
+mod sessions;
+mod worktrees;
 
+pub use agents::confinement;
+pub use agents::launch::{bubblewrap, run_isolation};
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
-pub use credentials::{ChannelDevice, Revocation, TOKEN_FILE, load_or_create_token};
-pub use disk::ReclaimReason;
-pub use egress::RunEgress;
-pub use egress_ask::{EGRESS_ASK_TIMEOUT_VARIABLE, egress_ask_timeout};
+pub use context::Context;
+pub use dev_loop::review::NewComment;
+pub use devices::credentials::{ChannelDevice, Revocation, TOKEN_FILE, load_or_create_token};
+pub use devices::push::PushReport;
 pub use error::HostError;
-pub use files::Listing;
 pub use host::Host;
-pub use launch::{bubblewrap, run_isolation};
-pub use names::title_from_prompt;
+pub use lifecycle::private::write_private_file;
+pub use lifecycle::recovery_report::RecoveryReport;
+pub use lifecycle::shutdown::{LateSession, STOPPING_BY, ShutdownReport};
 pub use nucleic_catalog::DeviceRow;
 pub use nucleic_egress::EgressEvent;
 pub use nucleic_git::{ExecConfinement, exec_confinement as git_exec_confinement};
 pub use nucleic_push::{Delivery as PushDelivery, RetryPolicy as PushRetryPolicy};
-pub use private::write_private_file;
-pub use push::PushReport;
-pub use recovery::RecoveryReport;
-pub use reply_turns::ReplyTurn;
-pub use retained::Retained;
-pub use review::NewComment;
-pub use shutdown::{LateSession, STOPPING_BY, ShutdownReport};
-pub use start_trace::TRACE_START_VARIABLE;
-pub use writing::IDLE_RELEASE_AFTER;
+pub use policy::egress::RunEgress;
+pub use policy::egress_ask::{EGRESS_ASK_TIMEOUT_VARIABLE, egress_ask_timeout};
+pub use policy::rules;
+pub use sessions::files::Listing;
+pub use sessions::names::title_from_prompt;
+pub use sessions::retained::Retained;
+pub use sessions::start_trace::TRACE_START_VARIABLE;
+pub use sessions::writing::IDLE_RELEASE_AFTER;
+pub use worktrees::disk::ReclaimReason;

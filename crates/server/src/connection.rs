@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::AppState;
 use crate::auth::{Bearer, bearer_token};
-use crate::dispatch::{Client, Principal, answer, error, parse};
+use crate::dispatch::{Client, Principal, error, parse};
 use crate::follow;
 use crate::outbox::{self, Outbox};
 use crate::wire::{self, InFrame};
@@ -293,7 +293,7 @@ pub async fn run(
                 // the permit is held until the reply is queued.
                 let (host, client, out) = (state.host.clone(), client.clone(), out.clone());
                 answering.spawn(async move {
-                    let reply = answer(&host, &client, other).await;
+                    let reply = host.answer(&client, other).await;
                     let _ = out.send(reply).await;
                     drop(permit);
                 });

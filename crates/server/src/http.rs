@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use nucleic_protocol::HostMessage;
 
 use crate::AppState;
-use crate::dispatch::{Client, Principal, answer, answer_once, parse};
+use crate::dispatch::{Client, Principal, parse};
 
 /// `GET /api/health`.
 pub async fn health() -> &'static str {
@@ -36,10 +36,10 @@ pub async fn message(
     match parse(&body) {
         Ok(message) => {
             let reply = match client_id {
-                Some(id) => answer(&state.host, &Client::new(&id, principal), message).await,
+                Some(id) => state.host.answer(&Client::new(&id, principal), message).await,
                 None => {
                     let client = Client { id: String::new(), principal };
-                    answer_once(&state.host, &client, message).await
+                    state.host.answer_once(&client, message).await
                 }
             };
             let status = if matches!(reply, HostMessage::Error { .. }) {

@@ -11,8 +11,8 @@
 //!   WebSocket, or a device's Noise channel): the hello handshake, `unsupported` / `badMessage` /
 //!   `tooLarge` replies, verbosity filtering, `sessionChanged` pushes.
 //! - `wire`: what a connection is carried on, whatever carries it.
-//! - `dispatch`: the one `Host` call behind each `ClientMessage`; idempotent message ids for
-//!   changes.
+//! - `dispatch`: parsing a text frame into a `ClientMessage`; the answer (the one host call
+//!   behind it, idempotent message ids for changes) is `nucleic_host::api`'s.
 //! - `http`: one-shot `POST /api/message`.
 //! - `follow`: one client's stream of one session, catch-up then live, across resumes.
 //! - `batch` (`batch.rs`): event frames: a client's [`EventRun`] of a shared batch, framed as

@@ -1,0 +1,260 @@
+//! The host's answer to one request: the call behind each `ClientMessage`, errors turned into
+//! `error` replies, and the replies of requests that change something remembered per (client,
+//! messageID), so a resent one is answered again without being carried out twice — for every
+//! front end, in process or behind the server.
+
+use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
+use serde_json::Value;
+
+use super::reply_turns::{REPLY_WITHIN, ReplyTurn};
+use crate::context::Context;
+use crate::error::HostError;
+
+/// Who is acting, as authenticated — never as the client describes itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The host's token (the CLI and scripts on this machine).
+    Token,
+    /// A signed-in device that proved its key.
+    Device { id: String, name: String },
+}
+
+impl Principal {
+    /// Recorded as who answered an approval or made a change.
+    pub fn label(&self) -> &str {
+        match self {
+            Principal::Token => "token on this machine",
+            Principal::Device { name, .. } => name,
+        }
+    }
+
+    /// The device, if the principal is one.
+    pub fn device_id(&self) -> Option<&str> {
+        match self {
+            Principal::Token => None,
+            Principal::Device { id, .. } => Some(id),
+        }
+    }
+}
+
+impl Client {
+    /// A client as it named itself in `hello`, its id scoped by who it authenticated as: a
+    /// device that claims another device's client id gets its own replies, never the other's.
+    pub fn new(client_id: &str, principal: Principal) -> Client {
+        let id = match principal.device_id() {
+            Some(device) => format!("device:{device}/{client_id}"),
+            None => format!("token/{client_id}"),
+        };
+        Client { id, principal }
+    }
+}
+
+/// Who sent a request.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// The client's own id: scopes its message ids (remembered replies).
+    pub id: String,
+    /// Who it authenticated as.
+    pub principal: Principal,
+}
+
+/// An `error` reply.
+pub fn error(
+    message_id: Option<String>,
+    code: ProtocolErrorCode,
+    message: impl Into<String>,
+) -> HostMessage {
+    HostMessage::Error { message_id, code, message: message.into(), resolved_by: None }
+}
+
+fn host_error(message_id: &str, e: &HostError) -> HostMessage {
+    HostMessage::Error {
+        message_id: Some(message_id.to_owned()),
+        code: e.code(),
+        message: e.to_string(),
+        resolved_by: e.resolved_by().map(str::to_owned),
+    }
+}
+
+impl Context {
+    /// Waits until no other copy of `(client, message)` is being answered, and holds the turn
+    /// while the caller recalls, carries out and remembers the reply.
+    pub(crate) async fn reply_turn(
+        &self,
+        client: &str,
+        message: &str,
+    ) -> Result<ReplyTurn, HostError> {
+        self.reply_turns.take(client, message, REPLY_WITHIN).await
+    }
+
+    /// The reply already given to `(client, message)`, for idempotent client message ids.
+    pub(crate) async fn recall_reply(
+        &self,
+        client: &str,
+        message: &str,
+    ) -> Result<Option<String>, HostError> {
+        let (client, message) = (client.to_owned(), message.to_owned());
+        self.catalog(move |c| c.recall_response(&client, &message)).await
+    }
+
+    /// Remembers the reply to `(client, message)` (the first one stored wins).
+    pub(crate) async fn remember_reply(
+        &self,
+        client: &str,
+        message: &str,
+        reply: String,
+    ) -> Result<(), HostError> {
+        let (client, message) = (client.to_owned(), message.to_owned());
+        self.catalog(move |c| c.remember_response(&client, &message, &reply)).await
+    }
+
+    /// Answers a request that has a single reply (everything but hello / subscribe / unsubscribe).
+    /// The reply to a request that changes something is remembered for its message id, so a resent
+    /// one is answered again without being carried out twice; reads are carried out every time.
+    pub async fn answer(&self, client: &Client, message: ClientMessage) -> HostMessage {
+        let Some(id) = message.message_id().map(str::to_owned) else {
+            return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
+        };
+        if !changes_something(&message) {
+            return self.carry_out(client, &id, message).await;
+        }
+        // A copy that arrives while the first is being carried out waits for its reply.
+        let _turn = match self.reply_turn(&client.id, &id).await {
+            Ok(turn) => turn,
+            Err(e) => return host_error(&id, &e),
+        };
+        if let Ok(Some(previous)) = self.recall_reply(&client.id, &id).await
+            && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
+        {
+            return reply;
+        }
+        let reply = self.carry_out(client, &id, message).await;
+        if let Ok(text) = serde_json::to_string(&reply) {
+            let _ = self.remember_reply(&client.id, &id, text).await;
+        }
+        reply
+    }
+
+    /// Answers a request without remembering its reply (a one-shot caller that named no client:
+    /// its message ids scope nothing).
+    pub async fn answer_once(&self, client: &Client, message: ClientMessage) -> HostMessage {
+        let Some(id) = message.message_id().map(str::to_owned) else {
+            return error(None, ProtocolErrorCode::BadHandshake, "hello was already received");
+        };
+        self.carry_out(client, &id, message).await
+    }
+
+    async fn carry_out(&self, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
+        let ack = |result: Option<Value>| HostMessage::Ack { message_id: id.to_owned(), result };
+        let result = match message {
+            ClientMessage::ListProjects { .. } => self
+                .list_projects()
+                .await
+                .map(|projects| HostMessage::Projects { message_id: id.to_owned(), projects }),
+            ClientMessage::ListSessions { project_id, include_archived, .. } => self
+                .list_sessions(project_id, include_archived)
+                .await
+                .map(|sessions| HostMessage::Sessions { message_id: id.to_owned(), sessions }),
+            ClientMessage::GitFacts { session_id, include_patch, turn, .. } => self
+                .git_facts_of_turn(&session_id, include_patch, turn)
+                .await
+                .map(|facts| HostMessage::GitFacts { message_id: id.to_owned(), facts }),
+            ClientMessage::ExportSession { session_id, format, .. } => self
+                .export_session(&session_id, format)
+                .await
+                .map(|text| ack(Some(serde_json::json!({ "text": text })))),
+            ClientMessage::SendInput { session_id, text, .. } => {
+                self.send_input(&session_id, &text).await.map(|()| ack(None))
+            }
+            ClientMessage::Decide { session_id, request_id, decision, confirmed, .. } => self
+                .decide_confirmed(
+                    &session_id,
+                    &request_id,
+                    decision,
+                    client.principal.label(),
+                    confirmed,
+                )
+                .await
+                .map(|r| ack(serde_json::to_value(r).ok())),
+            ClientMessage::Intent { intent, .. } => {
+                self.intent(intent, client.principal.label()).await.map(ack)
+            }
+            ClientMessage::ListFiles { session_id, path, recursive, .. } => self
+                .list_files(&session_id, &path, recursive)
+                .await
+                .map(|listing| HostMessage::Files {
+                    message_id: id.to_owned(),
+                    path: listing.path,
+                    entries: listing.entries,
+                    truncated: listing.truncated,
+                }),
+            ClientMessage::ReadFile { session_id, path, .. } => self
+                .read_file(&session_id, &path)
+                .await
+                .map(|file| HostMessage::FileContent { message_id: id.to_owned(), file }),
+            ClientMessage::ListBranches { project_id, .. } => {
+                self.list_branches(&project_id).await.map(|(branches, default_branch)| {
+                    HostMessage::Branches { message_id: id.to_owned(), branches, default_branch }
+                })
+            }
+            ClientMessage::ListDevices { .. } => self
+                .list_devices(client.principal.device_id())
+                .await
+                .map(|devices| HostMessage::Devices { message_id: id.to_owned(), devices }),
+            ClientMessage::GetPush { .. } => match client.principal.device_id() {
+                Some(device) => self.push_settings(device).await,
+                None => return per_device(id),
+            }
+            .map(|push| HostMessage::Push { message_id: id.to_owned(), push }),
+            ClientMessage::SetPush { subscription, quiet_hours, .. } => {
+                match client.principal.device_id() {
+                    Some(device) => self.set_push(device, subscription, quiet_hours).await,
+                    None => return per_device(id),
+                }
+                .map(|push| HostMessage::Push { message_id: id.to_owned(), push })
+            }
+            ClientMessage::Hello { .. }
+            | ClientMessage::Subscribe { .. }
+            | ClientMessage::Unsubscribe { .. } => {
+                return error(
+                    Some(id.to_owned()),
+                    ProtocolErrorCode::InvalidRequest,
+                    "this message needs the WebSocket (/ws)",
+                );
+            }
+        };
+        result.unwrap_or_else(|e| host_error(id, &e))
+    }
+}
+
+/// Whether a request changes something. Only these replies are remembered: reads change
+/// nothing, may be megabytes (patches, files, exports) and are simply carried out again.
+fn changes_something(message: &ClientMessage) -> bool {
+    match message {
+        ClientMessage::SendInput { .. }
+        | ClientMessage::Decide { .. }
+        | ClientMessage::Intent { .. }
+        | ClientMessage::SetPush { .. } => true,
+        ClientMessage::ListProjects { .. }
+        | ClientMessage::ListSessions { .. }
+        | ClientMessage::GitFacts { .. }
+        | ClientMessage::ExportSession { .. }
+        | ClientMessage::ListFiles { .. }
+        | ClientMessage::ReadFile { .. }
+        | ClientMessage::ListBranches { .. }
+        | ClientMessage::ListDevices { .. }
+        | ClientMessage::GetPush { .. }
+        | ClientMessage::Hello { .. }
+        | ClientMessage::Subscribe { .. }
+        | ClientMessage::Unsubscribe { .. } => false,
+    }
+}
+
+/// The refusal of push settings to a caller that is not a device (the token).
+fn per_device(id: &str) -> HostMessage {
+    error(
+        Some(id.to_owned()),
+        ProtocolErrorCode::InvalidRequest,
+        "push is per device: sign in from the browser that should be notified",
+    )
+}

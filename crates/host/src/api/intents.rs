@@ -1,0 +1,149 @@
+//! The intent router: each `Intent` a client sends, to the part that carries it out, and the
+//! result the client gets back.
+
+use nucleic_protocol::{CheckTrigger, Intent};
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::error::HostError;
+
+impl Context {
+    /// Carries out an intent from a client named `by`.
+    pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
+        match intent {
+            Intent::AddProject {
+                path,
+                name,
+                setup_script,
+                copy_files,
+                default_backend,
+                pool_size,
+                checks,
+                checks_after_turn,
+            } => {
+                let project = self
+                    .add_project(&path, name, move |s| {
+                        s.setup_script = setup_script;
+                        s.copy_files = copy_files;
+                        s.checks = checks;
+                        s.checks_after_turn = checks_after_turn;
+                        if let Some(b) = default_backend {
+                            s.default_backend = b;
+                        }
+                        if let Some(size) = pool_size {
+                            s.pool_size = size;
+                        }
+                    })
+                    .await?;
+                Ok(json_of(&project))
+            }
+            Intent::SetProjectSandbox { project_id, sandbox } => {
+                Ok(json_of(&self.set_project_sandbox(&project_id, sandbox).await?))
+            }
+            Intent::SetDiskPolicy { project_id, policy } => {
+                Ok(json_of(&self.set_disk_policy(&project_id, policy).await?))
+            }
+            Intent::MeasureDisk { session_id } => {
+                Ok(json_of(&self.measure_disk(&session_id).await?))
+            }
+            Intent::Reclaim { session_id } => {
+                let reclaimed =
+                    self.reclaim(&session_id, crate::worktrees::disk::ReclaimReason::Request, by).await?;
+                Ok(json_of(&reclaimed))
+            }
+            Intent::SetPoolSize { project_id, size } => {
+                let project = self.set_pool_size(&project_id, size).await?;
+                Ok(json_of(&project))
+            }
+            Intent::SetProjectChecks { project_id, checks, checks_after_turn } => {
+                Ok(json_of(&self.set_project_checks(&project_id, checks, checks_after_turn).await?))
+            }
+            Intent::RunChecks { session_id, name } => {
+                let results =
+                    self.run_checks(&session_id, name.as_deref(), CheckTrigger::Request).await?;
+                Ok(Some(json!({ "checks": results })))
+            }
+            Intent::Report { session_id } => {
+                Ok(json_of(&self.report(&session_id, CheckTrigger::Request).await?))
+            }
+            Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot } => {
+                let new = crate::dev_loop::review::NewComment { path, line, end_line, body, snapshot };
+                Ok(json_of(&self.add_review_comment(&session_id, new, by).await?))
+            }
+            Intent::ResolveReviewComment { session_id, comment_id, resolved } => {
+                Ok(json_of(&self.resolve_review_comment(&session_id, &comment_id, resolved).await?))
+            }
+            Intent::ReviewComments { session_id } => {
+                Ok(Some(json!({ "comments": self.review_comments(&session_id).await? })))
+            }
+            Intent::SendReview { session_id } => {
+                let (sent, prompt) = self.send_review(&session_id, by).await?;
+                Ok(Some(json!({ "sent": sent, "prompt": prompt })))
+            }
+            Intent::RenameProject { project_id, name } => {
+                self.rename_project(&project_id, &name).await.map(|()| None)
+            }
+            Intent::RemoveProject { project_id } => {
+                self.remove_project(&project_id).await.map(|()| None)
+            }
+            Intent::NewSession(request) => Ok(json_of(&self.new_session(request, by).await?)),
+            Intent::Interrupt { session_id } => {
+                self.interrupt(&session_id, by).await.map(|()| None)
+            }
+            Intent::Stop { session_id } => {
+                self.checks.stop(&session_id);
+                self.stop(&session_id).await.map(|()| None)
+            }
+            Intent::SetModel { session_id, model } => {
+                self.set_model(&session_id, &model).await.map(|()| None)
+            }
+            Intent::SetPermissionMode { session_id, mode } => {
+                self.set_permission_mode(&session_id, &mode).await.map(|()| None)
+            }
+            Intent::SetMode { session_id, mode } => {
+                Ok(json_of(&self.set_session_mode(&session_id, &mode, by).await?))
+            }
+            Intent::SetProjectMode { project_id, mode } => {
+                let mode = self.set_project_mode(&project_id, mode.as_deref()).await?;
+                Ok(Some(json!({ "projectID": project_id, "mode": mode.as_str() })))
+            }
+            Intent::ListRules(target) => Ok(json_of(&self.list_rules(&target).await?)),
+            Intent::AddRule { session_id, project_id, scope, behaviour, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let added = self.add_rule(&target, scope, behaviour, &rule).await?;
+                Ok(Some(json!({ "added": added })))
+            }
+            Intent::RemoveRule { session_id, project_id, scope, rule } => {
+                let target = nucleic_protocol::RulesTarget { session_id, project_id };
+                let removed = self.remove_rule(&target, scope, &rule).await?;
+                Ok(Some(json!({ "removed": removed })))
+            }
+            Intent::Rename { session_id, title } => {
+                self.rename(&session_id, &title, by).await.map(|()| None)
+            }
+            Intent::Archive { session_id, archived } => {
+                self.archive(&session_id, archived, by).await.map(|()| None)
+            }
+            Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
+            Intent::Import { path } => {
+                Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?))
+            }
+            Intent::Gc { apply } => self.gc(apply).await.map(Some),
+            Intent::RevokeDevice { device_id } => {
+                self.revoke_device(&device_id).await.map(|()| None)
+            }
+            Intent::RotateToken => {
+                let revoked = self.rotate_token().await?;
+                Ok(Some(serde_json::json!({ "devicesRevoked": revoked })))
+            }
+            Intent::PairDevice { .. } => Err(HostError::Invalid(
+                "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
+            )),
+        }
+    }
+}
+
+/// A result for the client.
+fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
+    serde_json::to_value(value).ok()
+}

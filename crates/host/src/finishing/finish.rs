@@ -1,0 +1,301 @@
+//! Finishing a session's work, always on request: merge / squash / rebase into the base branch,
+//! discard, keep, roll back, continue in a new session, or hand off to a terminal.
+
+use std::path::PathBuf;
+
+use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
+use nucleic_protocol::{
+    CheckTrigger, EventKind, FinishAction, SessionCreated, SessionStatus, WorktreeAction,
+    WorktreeFinished, WorktreeInfo,
+};
+use serde_json::{Value, json};
+
+use crate::agents::launch::AgentRequest;
+use crate::context::Context;
+use crate::error::{HostError, blocking};
+use crate::finishing::pull_request::PullRequestRequest;
+use crate::sessions::names::slug_for;
+use crate::sessions::start::Launch;
+
+impl Context {
+    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
+    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
+    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
+    /// working. A session with no live agent is not working.
+    pub(crate) fn is_working(&self, id: &str) -> bool {
+        self.live_handle(id).is_some_and(|h| {
+            let state = h.state();
+            state.finished.is_none()
+                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
+        })
+    }
+
+    /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
+    pub async fn finish(
+        &self,
+        id: &str,
+        action: FinishAction,
+        by: &str,
+    ) -> Result<Option<Value>, HostError> {
+        // A reclaimed worktree comes back first: every action works on the checkout.
+        self.restore_if_reclaimed(id, by).await?;
+        let row = self.session_row(id).await?;
+        let info = row
+            .worktree
+            .clone()
+            .ok_or_else(|| HostError::Invalid(format!("session {id} has no worktree")))?;
+        let worktree = crate::worktrees::disk::worktree_from(&info);
+        let root = match &row.project_id {
+            Some(p) => PathBuf::from(self.project(p).await?.root),
+            None => return Err(HostError::Invalid(format!("session {id} belongs to no project"))),
+        };
+        let busy = self.is_working(id);
+        let finished =
+            |action, base_branch: Option<String>, new_tip: Option<String>, continued_in| {
+                EventKind::WorktreeFinished(WorktreeFinished {
+                    action,
+                    base_branch,
+                    new_tip,
+                    continued_in,
+                    by: by.to_owned(),
+                    forced_reason: None,
+                })
+            };
+        match action {
+            FinishAction::Merge { .. }
+            | FinishAction::Squash { .. }
+            | FinishAction::Rebase { .. }
+            | FinishAction::PullRequest { .. }
+                if busy =>
+            {
+                Err(HostError::Invalid(format!(
+                    "session {id} is still working; wait for its turn to end or stop it"
+                )))
+            }
+            FinishAction::Merge { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how = Integration { mode: FinishMode::Merge, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::Squash { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Squash, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::Rebase { message, update_checkout, force_reason } => {
+                let forced =
+                    self.gate_on_checks(id, row.project_id.as_deref(), force_reason).await?;
+                let how =
+                    Integration { mode: FinishMode::Rebase, message, update_checkout, forced };
+                self.integrate(id, root, worktree, how, &row.title, finished).await
+            }
+            FinishAction::PullRequest { title, draft, base, repo, force_reason } => {
+                let request = PullRequestRequest { title, draft, base, repo, force_reason };
+                self.open_pull_request(id, worktree, root, request, by).await
+            }
+            FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
+                Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
+            }
+            FinishAction::Discard => {
+                // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
+                // A turn snapshot being taken works in the worktree's git dir (a temporary
+                // index): the worktree goes only once it is done (`no_snapshots`).
+                self.stop_idle_agent(id).await?;
+                let repo_root = root.clone();
+                let no_snapshot = self.no_snapshots(id).await;
+                blocking(move || Repo::open(&repo_root)?.discard(&worktree)).await?;
+                drop(no_snapshot);
+                self.drop_turn_snapshots(id, root).await;
+                self.record(id, finished(WorktreeAction::Discarded, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Keep => {
+                self.record(id, finished(WorktreeAction::Kept, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Rollback { confirm } => {
+                self.stop_idle_agent(id).await?;
+                let repo_root = root.clone();
+                let no_snapshot = self.no_snapshots(id).await;
+                blocking(move || Repo::open(&repo_root)?.remove_kept(&worktree, confirm)).await?;
+                drop(no_snapshot);
+                self.drop_turn_snapshots(id, root).await;
+                self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
+                Ok(None)
+            }
+            FinishAction::Continue { prompt } => {
+                let new_id = uuid::Uuid::new_v4().to_string();
+                let slug = slug_for(&row.title, &new_id);
+                let kept = worktree.clone();
+                let fresh =
+                    blocking(move || Repo::open(&root)?.continue_from(&kept, &slug)).await?;
+                let created = SessionCreated {
+                    title: format!("{} (continued)", row.title),
+                    project_id: row.project_id.clone(),
+                    project_root: None,
+                    cwd: fresh.path.to_string_lossy().into_owned(),
+                    worktree: Some(WorktreeInfo {
+                        path: fresh.path.to_string_lossy().into_owned(),
+                        branch: fresh.branch.clone(),
+                        base_ref: fresh.base_ref.clone(),
+                        base_sha: fresh.base_sha.clone(),
+                    }),
+                    model: row.model.clone(),
+                    permission_mode: row.permission_mode.clone(),
+                    read_only: false,
+                    continues_session_id: Some(id.to_owned()),
+                    created_by: Some(by.to_owned()),
+                    // The continued session keeps the mode it was in.
+                    mode: row.mode.clone(),
+                };
+                // A backend that cannot fork starts a fresh conversation on the kept changes.
+                let forked = row
+                    .backend_session_id
+                    .clone()
+                    .filter(|_| nucleic_agents::backend_capabilities(row.backend).fork);
+                let launch = Launch {
+                    session_id: new_id.clone(),
+                    created,
+                    backend: row.backend,
+                    cwd: fresh.path.clone(),
+                    agent: AgentRequest {
+                        model: row.model.clone(),
+                        permission_mode: row.permission_mode.clone(),
+                        resume: forked.clone(),
+                        fork: forked.is_some(),
+                        session_id: Some(new_id.clone()),
+                        read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),
+                        sandbox: self.project_sandbox(row.project_id.as_deref()).await,
+                    },
+                    prompt,
+                    trace: crate::sessions::start_trace::StartTrace::new(),
+                    clean_at: None,
+                };
+                let summary = self.launch(launch).await?;
+                self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
+                    .await?;
+                Ok(json_of(&summary))
+            }
+            FinishAction::Handoff => {
+                let resume = row.backend_session_id.clone().ok_or_else(|| {
+                    HostError::Invalid(format!(
+                        "session {id} has no agent conversation to resume yet"
+                    ))
+                })?;
+                let description = nucleic_agents::describe(row.backend);
+                let command =
+                    description.handoff_command(&info.path, &resume).ok_or_else(|| {
+                        HostError::Invalid(format!(
+                            "the {} backend has no CLI to hand a session over to",
+                            description.label
+                        ))
+                    })?;
+                Ok(Some(json!({ "command": command })))
+            }
+        }
+    }
+
+    /// The merge gate: runs the project's required checks now; refuses while one fails unless
+    /// `force_reason` (non-empty) is given, which is then recorded with what failed.
+    pub(crate) async fn gate_on_checks(
+        &self,
+        id: &str,
+        project_id: Option<&str>,
+        force_reason: Option<String>,
+    ) -> Result<Option<String>, HostError> {
+        let force_reason = force_reason.map(|r| r.trim().to_owned());
+        if force_reason.as_deref() == Some("") {
+            return Err(HostError::Invalid("a forced merge needs a reason".into()));
+        }
+        let Some(project_id) = project_id else { return Ok(None) };
+        let project = self.project(project_id).await?;
+        if !project.settings.checks.iter().any(|c| c.required) {
+            return Ok(None);
+        }
+        let results = self.run_checks(id, None, CheckTrigger::Finish).await?;
+        let failing: Vec<String> =
+            results.iter().filter(|c| !c.is_pass()).map(|c| c.summary()).collect();
+        if failing.is_empty() {
+            return Ok(None);
+        }
+        match force_reason {
+            Some(reason) => Ok(Some(format!("{reason} (failing: {})", failing.join("; ")))),
+            None => Err(HostError::ChecksFailed(failing.join("; "))),
+        }
+    }
+
+    async fn integrate(
+        &self,
+        id: &str,
+        root: PathBuf,
+        worktree: Worktree,
+        how: Integration,
+        title: &str,
+        finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
+    ) -> Result<Option<Value>, HostError> {
+        let Integration { mode, message, update_checkout, forced } = how;
+        let message = message.unwrap_or_else(|| title.to_owned());
+        let base = worktree.base_ref.clone();
+        let policy = if update_checkout {
+            CheckoutPolicy::FastForwardIfClean
+        } else {
+            CheckoutPolicy::Refuse
+        };
+        let outcome = blocking(move || {
+            let repo = Repo::open(&root)?;
+            // Check first, so that a refusal leaves even the uncommitted work as it was.
+            if policy == CheckoutPolicy::Refuse
+                && let Some(entry) = repo
+                    .list_worktrees()?
+                    .into_iter()
+                    .find(|e| !e.prunable && e.branch.as_deref() == Some(base.as_str()))
+            {
+                return Err(nucleic_git::GitError::BaseCheckedOut {
+                    branch: base,
+                    path: entry.path,
+                });
+            }
+            let files = repo.conflict_preview(&worktree, &base)?;
+            if !files.is_empty() {
+                return Err(nucleic_git::GitError::Conflict { files });
+            }
+            repo.commit_all(&worktree, &message)?;
+            repo.merge_into_base_with(&worktree, &base, mode, &message, policy)
+        })
+        .await?;
+        let action = match mode {
+            FinishMode::Merge => WorktreeAction::Merged,
+            FinishMode::Squash => WorktreeAction::Squashed,
+            FinishMode::Rebase => WorktreeAction::Rebased,
+        };
+        let mut event = finished(
+            action,
+            Some(outcome.base_branch.clone()),
+            Some(outcome.new_tip.clone()),
+            None,
+        );
+        if let EventKind::WorktreeFinished(w) = &mut event {
+            w.forced_reason = forced;
+        }
+        self.record(id, event).await?;
+        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+    }
+}
+
+/// How to bring a session's work into its base branch.
+#[derive(Debug)]
+struct Integration {
+    mode: FinishMode,
+    message: Option<String>,
+    update_checkout: bool,
+    /// Integrated past failing required checks: the reason given and what failed.
+    forced: Option<String>,
+}
+
+/// A result for the client.
+fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
+    serde_json::to_value(value).ok()
+}

@@ -1,0 +1,3 @@
+//! Projects: registering repositories, their settings and branches.
+
+pub(crate) mod registry;

@@ -1,0 +1,12 @@
+//! Sessions: starting, acting on, writing to and reading the files of a session.
+
+pub(crate) mod control;
+pub(crate) mod files;
+pub(crate) mod follower;
+pub(crate) mod names;
+pub(crate) mod retained;
+pub(crate) mod start;
+pub(crate) mod start_refusals;
+pub(crate) mod start_trace;
+pub(crate) mod writers;
+pub(crate) mod writing;
