@@ -142,6 +142,10 @@ async fn gemini_streams_a_turn_and_completes() {
     println!(
         "gemini: spawn → initialize answered {initialized:?}, → session/new answered {ready:?}"
     );
+    let pid = handle.pid().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status.lines().find(|l| l.starts_with("VmRSS")).unwrap_or("VmRSS: ?");
+    println!("gemini: idle after session/new, one process: {rss}");
     let EventKind::SessionStarted(session) = session else { unreachable!() };
     assert_eq!(session.agent_version.as_deref(), Some("0.61.0"));
     assert_eq!(session.cwd, s.ws().to_string_lossy());

@@ -140,3 +140,24 @@ fn bad_input_is_kept_raw_and_counted_never_dropped() {
         ("a90faa20-7331-4fdd-b0bf-1949c03b31e0", "auto")
     );
 }
+
+#[test]
+fn cut_and_mangled_samples_never_panic_and_always_give_an_event() {
+    // A small deterministic stand-in for the fuzz campaign: every prefix cut of every sample,
+    // and each sample with one byte replaced at every position by a JSON-significant one.
+    let mut d = AcpDecoder::new(&GEMINI);
+    for line in SAMPLES.lines() {
+        let cuts = line.char_indices().map(|(i, _)| &line[..i]);
+        for cut in cuts.step_by(7) {
+            assert!(!d.decode(cut).events.is_empty(), "{cut}");
+        }
+        for (i, _) in line.char_indices().step_by(5) {
+            for b in ['"', '}', '0', ']'] {
+                let mut mangled = line.to_owned();
+                let end = i + mangled[i..].chars().next().map_or(0, char::len_utf8);
+                mangled.replace_range(i..end, &b.to_string());
+                assert!(!d.decode(&mangled).events.is_empty(), "{mangled}");
+            }
+        }
+    }
+}
