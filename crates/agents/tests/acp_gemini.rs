@@ -318,6 +318,30 @@ async fn a_delegated_write_outside_the_worktree_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_shell_command_is_asked_as_bash_and_runs_in_the_worktree_once_allowed() {
+    if nucleic_testkit::isolated!(
+        "gemini_shell_command_is_asked_as_bash_and_runs_in_the_worktree_once_allowed"
+    ) {
+        return;
+    }
+    let s = Setup::new(Script::shell_then_done("echo ran > shell.txt")).await;
+    let (handle, mut rx) = spawn_acp(&s.options()).unwrap();
+    let seen = turn_answering(&handle, &mut rx, "run it", &Decision::Allow).await;
+    let ask = seen.iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalRequested(a) => Some(a.clone()),
+        _ => None,
+    });
+    let ask = ask.expect("a permission request");
+    assert_eq!(ask.tool_name, "Bash");
+    assert!(ask.input["command"].as_str().unwrap_or_default().contains("echo ran"), "{ask:?}");
+    assert_eq!(std::fs::read_to_string(s.ws().join("shell.txt")).unwrap(), "ran\n");
+    let ok = seen.iter().any(|e| matches!(&e.kind, EventKind::ToolResult(r) if !r.is_error));
+    assert!(ok, "{seen:#?}");
+    handle.close_input().await;
+    assert_eq!(exited(&mut rx).await.outcome, RunOutcome::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_turn_is_cancelled_mid_stream() {
     if nucleic_testkit::isolated!("gemini_turn_is_cancelled_mid_stream") {
         return;
