@@ -60,7 +60,8 @@ pub struct AcpOptions {
     /// environment, confinement.
     pub common: CommonOptions,
     pub profile: &'static AcpProfile,
-    /// How long `initialize` and `session/new` may take, each.
+    /// How long `initialize` may take; `session/new` must be answered by the end of a second
+    /// such period.
     pub setup_deadline: Duration,
 }
 
