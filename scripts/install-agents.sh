@@ -7,6 +7,7 @@ set -euo pipefail
 CACHE="${NUCLEIC_AGENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nucleic/agents}"
 CLAUDE_VERSION=2.1.332
 CODEX_VERSION=0.171.0
+GEMINI_VERSION=0.61.0
 
 install_pinned() { # <dir name> <npm package> <version> <bin name> <expected --version prefix>
   local dir="$CACHE/$1-$3" pkg="$2" version="$3" bin="$4" expect="$5"
@@ -33,3 +34,6 @@ install_pinned claude-code @anthropic-ai/claude-code "$CLAUDE_VERSION" claude "$
 # The wrapper pulls the native binary from the platform optional dependency
 # (@openai/codex-linux-x64, about 400 MB): never install with --omit=optional.
 install_pinned codex @openai/codex "$CODEX_VERSION" codex "codex-cli $CODEX_VERSION"
+# One esbuild bundle (about 100 MB with its 7 packages); the optional node-pty/keytar install
+# scripts are not needed for `gemini --acp`.
+install_pinned gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini "$GEMINI_VERSION"

@@ -10,6 +10,8 @@
 //!   ([`codex::appserver`]); the app-server adapter (`session` + `session_protocol`, with its stall
 //!   test for the watchdog); the `exec` adapter (`exec_session`); permission-mode mapping
 //!   (`launch`); exit classification (`exit`).
+//! - [`acp`]: agents that speak the Agent Client Protocol (Gemini CLI): one decoder and adapter,
+//!   a profile per agent, the agent's file calls answered inside the worktree only.
 //! - [`backend`]: what one backend is, one row each ([`BackendDescription`]): launch from the
 //!   shared [`CommonOptions`], modes, capabilities, models, handoff, confinement needs.
 //! - [`AgentLaunch`] / [`AnyAgent`]: one launch and one handle for every backend.
@@ -29,6 +31,7 @@
 //! - [`entry_points`]: `__confine`, `__keeper` and `__sim-agent`, the hidden entry points,
 //!   dispatched first by every binary that hosts agents.
 
+pub mod acp;
 pub mod agent;
 mod any;
 pub mod backend;

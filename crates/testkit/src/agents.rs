@@ -9,6 +9,9 @@ pub const CLAUDE_VERSION: &str = "2.1.332";
 /// The Codex version the tests pin.
 pub const CODEX_VERSION: &str = "0.171.0";
 
+/// The Gemini CLI version the tests pin.
+pub const GEMINI_VERSION: &str = "0.61.0";
+
 /// The pinned `claude`: `$NUCLEIC_CLAUDE_BIN`, else the install cache of
 /// `scripts/install-agents.sh`. Panics with instructions when it is missing: the real-CLI tests
 /// are not optional.
@@ -19,6 +22,11 @@ pub fn real_claude() -> PathBuf {
 /// The pinned `codex`: `$NUCLEIC_CODEX_BIN`, else the install cache (as [`real_claude`]).
 pub fn real_codex() -> PathBuf {
     pinned("NUCLEIC_CODEX_BIN", &format!("codex-{CODEX_VERSION}"), "codex")
+}
+
+/// The pinned `gemini`: `$NUCLEIC_GEMINI_BIN`, else the install cache (as [`real_claude`]).
+pub fn real_gemini() -> PathBuf {
+    pinned("NUCLEIC_GEMINI_BIN", &format!("gemini-cli-{GEMINI_VERSION}"), "gemini")
 }
 
 fn pinned(override_var: &str, dir: &str, bin: &str) -> PathBuf {
@@ -91,4 +99,28 @@ pub fn codex_offline_env(codex_home: &Path, scratch: &Path) -> Vec<(String, Stri
         env.push(("XDG_CACHE_HOME".into(), cache.to_string_lossy().into_owned()));
     }
     env
+}
+
+/// The `~/.gemini/settings.json` that keeps Gemini CLI silent: no update checks, no usage
+/// statistics, no telemetry (with it, no DNS lookup at all; without, `play.googleapis.com`).
+pub const GEMINI_SILENT_SETTINGS: &str = r#"{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}"#;
+
+/// Environment for a real `gemini --acp` that may only reach `base_url` (the mock Gemini API):
+/// a throwaway HOME under `scratch` holding [`GEMINI_SILENT_SETTINGS`], the gateway base URL
+/// with a dummy key (auth type `gateway` is then picked without `authenticate`), one process
+/// (no relaunch), and the workspace trusted (privileged modes refuse an untrusted folder).
+pub fn gemini_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String)> {
+    let home = scratch.join("gemini-home");
+    let _ = std::fs::create_dir_all(home.join(".gemini"));
+    let _ = std::fs::write(home.join(".gemini/settings.json"), GEMINI_SILENT_SETTINGS);
+    let tmp = scratch.join("gemini-tmp");
+    let _ = std::fs::create_dir_all(&tmp);
+    vec![
+        ("HOME".into(), home.to_string_lossy().into_owned()),
+        ("TMPDIR".into(), tmp.to_string_lossy().into_owned()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), base_url.to_owned()),
+        ("GEMINI_API_KEY".into(), "mock-gemini-key".into()),
+        ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
+        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
+    ]
 }

@@ -5,6 +5,8 @@
 //!   dropped stream, hang); also the standalone `mock-anthropic` binary for the browser suite.
 //! - [`mock_openai`]: the mock OpenAI Responses API, for codex (scripted shell command /
 //!   apply_patch / text, faults 500/429/400, failed / dropped / stalled stream, hang).
+//! - [`mock_gemini`]: the mock Gemini API, for Gemini CLI (its model router, scripted text,
+//!   thought, `write_file` / `run_shell_command` calls over SSE).
 //! - `mock_http`: what the mock model servers share (loopback handle, state, recording, faults).
 //! - [`mock_github`]: the GitHub API endpoints `gh pr create` calls, over TLS on 127.0.0.1.
 //! - [`mock_push`]: a Web Push service that checks what a real one checks and decrypts each
@@ -20,6 +22,7 @@ pub mod agents;
 pub mod git_repo;
 pub mod isolation;
 pub mod mock_anthropic;
+pub mod mock_gemini;
 pub mod mock_github;
 mod mock_http;
 pub mod mock_openai;
