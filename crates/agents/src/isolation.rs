@@ -120,10 +120,25 @@ pub struct NetworkBridge {
     pub allowed: Vec<String>,
 }
 
+/// The folders every sandbox gets empty and its own.
+const FRESH_DIRS: [&str; 4] = ["/tmp", "/var/tmp", "/dev/shm", "/run"];
+
 impl Isolation {
     /// An isolation with only `bwrap` set: the read-only machine, nothing writable, no network.
     pub fn new(bwrap: PathBuf) -> Isolation {
         Isolation { bwrap, mounts: Vec::new(), network: None, env: Vec::new(), copies: Vec::new() }
+    }
+
+    /// Whether `path` is there inside, as it is outside: not under the fresh `/tmp`-like
+    /// folders, nor under a hidden path that no later mount binds back (mounts apply in order).
+    pub fn shows(&self, path: &Path) -> bool {
+        let mut shown = !FRESH_DIRS.iter().any(|d| path.starts_with(d));
+        for mount in &self.mounts {
+            if path.starts_with(mount.path()) {
+                shown = !matches!(mount, Mount::Hide(_));
+            }
+        }
+        shown
     }
 
     /// The `bwrap` arguments that run `program args` in `cwd`. Inside, the user and group ids
@@ -145,7 +160,7 @@ impl Isolation {
         out.push(&["--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
         out.push(&["--unshare-cgroup-try", "--unshare-net"]);
         out.push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
-        for dir in ["/tmp", "/var/tmp", "/dev/shm", "/run"] {
+        for dir in FRESH_DIRS {
             out.push(&["--tmpfs"]).text(dir);
         }
         for mount in &self.mounts {

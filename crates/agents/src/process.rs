@@ -127,7 +127,7 @@ pub(crate) fn group_command(
     let (program, args) = match &spec.isolation {
         Some(isolation) => {
             let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-            let inside = sandboxed_program(&spec.program);
+            let inside = sandboxed_program(&spec.program, isolation);
             (isolation.bwrap.clone(), isolation.args(&inside, &spec.args, &spec.cwd, ids))
         }
         None => (spec.program.clone(), spec.args.clone()),
@@ -153,8 +153,14 @@ pub(crate) fn group_command(
 /// The file `program` (a path, or a name on `PATH`) really is, symlinks resolved: what a sandbox
 /// runs, since the link may live where the sandbox hides (`~/.local/bin/claude` pointing into
 /// `~/.local/share/claude/versions/…`, a temporary `bin` folder) while its target is bound in.
-fn sandboxed_program(program: &Path) -> PathBuf {
-    real_program(program).unwrap_or_else(|| program.to_owned())
+fn sandboxed_program(program: &Path, isolation: &crate::isolation::Isolation) -> PathBuf {
+    let found =
+        if program.components().count() > 1 { Some(program.to_owned()) } else { which(program) };
+    match found {
+        // Shown inside: run as asked (the command line others look at stays the same).
+        Some(path) if isolation.shows(&path) => path,
+        _ => real_program(program).unwrap_or_else(|| program.to_owned()),
+    }
 }
 
 /// The file `program` (a path, or a name on `PATH`) resolves to, symlinks followed.
@@ -319,7 +325,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_sandbox_runs_the_file_a_link_points_at() {
+    fn a_sandbox_runs_the_file_a_link_points_at_when_the_link_is_not_shown() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("versions/2.1/claude");
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
@@ -327,17 +333,18 @@ mod tests {
         let link = dir.path().join("bin/claude");
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink("../versions/2.1/claude", &link).unwrap();
-        assert_eq!(sandboxed_program(&link), target.canonicalize().unwrap());
-        assert_eq!(
-            sandboxed_program(Path::new("sh")),
-            which(Path::new("sh")).unwrap().canonicalize().unwrap()
-        );
+        let mut isolation = crate::isolation::Isolation::new("/usr/bin/bwrap".into());
+        // Under the fresh /tmp inside, the link is not there: the file it points at runs.
+        assert_eq!(sandboxed_program(&link, &isolation), target.canonicalize().unwrap());
+        // Bound back, it is run as asked (its command line unchanged).
+        isolation.mounts.push(crate::isolation::Mount::ReadOnly(dir.path().to_owned()));
+        assert_eq!(sandboxed_program(&link, &isolation), link);
+        let sh = which(Path::new("sh")).unwrap();
+        assert_eq!(sandboxed_program(Path::new("sh"), &isolation), sh, "found on PATH, shown");
+        isolation.mounts.push(crate::isolation::Mount::Hide(sh.parent().unwrap().to_owned()));
+        assert_eq!(sandboxed_program(Path::new("sh"), &isolation), sh.canonicalize().unwrap());
         let missing = Path::new("/no/such/agent");
-        assert_eq!(
-            sandboxed_program(missing),
-            missing,
-            "left as asked, for the spawn error to name"
-        );
+        assert_eq!(sandboxed_program(missing, &isolation), missing, "left for the spawn error");
     }
 
     #[tokio::test]

