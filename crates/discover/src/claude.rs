@@ -48,7 +48,10 @@ pub(crate) fn sessions(config: &Path, checkout: &Path, budget: &mut Budget, foun
         let Ok(entries) = std::fs::read_dir(dir.path()) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
+            // Regular files only: a link (to a secret, say) or a FIFO an agent planted in the
+            // folder its CLI writes is not a session.
+            let regular = entry.file_type().is_ok_and(|t| t.is_file());
+            if path.extension().is_some_and(|e| e == "jsonl") && regular {
                 let modified = entry.metadata().and_then(|m| m.modified()).ok();
                 files.push((modified.unwrap_or(std::time::UNIX_EPOCH), path));
             }

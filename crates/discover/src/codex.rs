@@ -30,7 +30,10 @@ fn rollouts(sessions: &Path) -> Vec<PathBuf> {
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_dir() => dirs.push(path),
-                Ok(_) if path.extension().is_some_and(|e| e == "jsonl") => out.push(path),
+                // Regular files only (not a planted link or FIFO).
+                Ok(t) if t.is_file() && path.extension().is_some_and(|e| e == "jsonl") => {
+                    out.push(path)
+                }
                 _ => {}
             }
         }

@@ -17,13 +17,27 @@ pub(crate) struct Window {
     pub modified: Option<SystemTime>,
 }
 
+/// Opens `path` for reading without blocking on a FIFO swapped in after the listing, and
+/// only if it is a regular file.
+fn open(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
 /// The first line alone may be long (Codex's `session_meta` carries the base instructions):
 /// the head is extended up to this to complete it.
 const FIRST_LINE_LIMIT: usize = 1024 * 1024;
 
 /// The first line of `path` alone (up to the first-line limit), when it is complete.
 pub(crate) fn first_line(path: &Path, window: usize) -> std::io::Result<Option<String>> {
-    let mut file = File::open(path)?;
+    let mut file = open(path)?;
     let mut head = Vec::new();
     (&mut file).take(window as u64).read_to_end(&mut head)?;
     if !head.contains(&b'\n') {
@@ -36,7 +50,7 @@ pub(crate) fn first_line(path: &Path, window: usize) -> std::io::Result<Option<S
 /// Reads at most `window` bytes from each end of `path` (read-only). A file that changes while
 /// it is read gives what was there at each read; a torn last line is left out.
 pub(crate) fn read(path: &Path, window: usize) -> std::io::Result<Window> {
-    let mut file = File::open(path)?;
+    let mut file = open(path)?;
     let meta = file.metadata()?;
     let len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
     let mut head = Vec::new();

@@ -278,3 +278,36 @@ fn a_checkout_that_does_not_exist_is_an_error_naming_it() {
     let err = discover(&m.checkout.join("nope"), &m.homes, Limits::default(), &[]).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
+
+#[test]
+fn a_planted_link_to_a_secret_and_a_fifo_are_not_read() {
+    // The agent writes its CLI's session folders: it could plant a link to a file the host can
+    // read (its title would then show the secret) or a FIFO (an open would wait forever).
+    let m = Machine::new();
+    let real = m.claude(&m.checkout, "c-real-0001", &["the real one"], &[]);
+    let secret_file = m.checkout.parent().unwrap().join("secret.jsonl");
+    let secret = "SECRET-7f3a";
+    let line = json!({"type": "user", "cwd": m.checkout, "message": {"content": secret}});
+    std::fs::write(&secret_file, format!("{line}\n")).unwrap();
+    let claude_dir = real.parent().unwrap().to_owned();
+    std::os::unix::fs::symlink(&secret_file, claude_dir.join("evil.jsonl")).unwrap();
+    let codex_dir = m.homes.codex.as_ref().unwrap().join("sessions/2026/12/05");
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    std::os::unix::fs::symlink(&secret_file, codex_dir.join("rollout-2026-12-05T00-00-00-e.jsonl"))
+        .unwrap();
+    for fifo in
+        [claude_dir.join("stuck.jsonl"), codex_dir.join("rollout-2026-12-05T00-00-01-f.jsonl")]
+    {
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    }
+    let (send, receive) = std::sync::mpsc::channel();
+    let (checkout, homes) = (m.checkout.clone(), m.homes);
+    std::thread::spawn(move || {
+        let _ = send.send(discover(&checkout, &homes, Limits::default(), &[]).unwrap());
+    });
+    let found = receive.recv_timeout(Duration::from_secs(20)).expect("discovery hung on a FIFO");
+    let shown = format!("{found:?}");
+    assert!(!shown.contains(secret), "a planted link was read: {shown}");
+    let ids: Vec<&str> = found.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["c-real-0001"]);
+}
