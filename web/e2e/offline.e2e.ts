@@ -549,7 +549,10 @@ describe("the phone at 390 px", () => {
     }
     // Landscape: the approval's buttons stay on screen.
     await p.page.setViewportSize({ width: 844, height: 390 });
-    const allow = (await p.page.locator("[data-testid=approval-bar] [data-testid=allow]").boundingBox())!;
+    // The resize re-lays the pane out: wait for the button to be there again before measuring.
+    const button = p.page.locator("[data-testid=approval-bar] [data-testid=allow]");
+    await button.waitFor({ state: "visible", timeout: 10_000 });
+    const allow = (await button.boundingBox())!;
     expect(allow.y + allow.height).toBeLessThanOrEqual(390);
     expect(pageErrors(p.page)).toEqual([]);
   });

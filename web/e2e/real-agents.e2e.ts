@@ -2,8 +2,9 @@
  *  each against Nucleic's own mock model server inside the loopback-only namespace: create
  *  each from the UI, approve its file change from the approval bar, see the file in the diff,
  *  merge it, and find both on the base branch. */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -27,6 +28,8 @@ let demo: Demo;
 let demoArgs: string[];
 let home: string;
 const mocks: Array<{ stop(): Promise<void> }> = [];
+const scratchDirs: string[] = [];
+const web = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 
 beforeAll(async () => {
   browser = await launch();
@@ -34,8 +37,14 @@ beforeAll(async () => {
   const openai = await startMockOpenAi();
   mocks.push(anthropic, openai);
   const scratch = tempDir("nucleic-e2e-agents-");
-  for (const d of ["home", "run", "tmp", "codex-home"]) mkdirSync(path.join(scratch, d), { recursive: true });
-  writeFileSync(path.join(scratch, "codex-home", "config.toml"), openai.config);
+  for (const d of ["home", "run", "tmp"]) mkdirSync(path.join(scratch, d), { recursive: true });
+  // Not under /tmp: codex refuses to make its helper aliases in a CODEX_HOME there, and without
+  // `codex-linux-sandbox` its own sandbox (which Nucleic configures) cannot read the demo
+  // repository's AGENTS.md, so the thread is refused.
+  mkdirSync(path.join(web, "e2e", "out"), { recursive: true });
+  const codexHome = mkdtempSync(path.join(web, "e2e", "out", "codex-home-"));
+  scratchDirs.push(codexHome);
+  writeFileSync(path.join(codexHome, "config.toml"), openai.config);
   // The offline environments from shared/reference (testkit::agents): Claude's, then Codex's.
   const agentEnv: Record<string, string> = {
     HOME: path.join(scratch, "home"),
@@ -46,7 +55,7 @@ beforeAll(async () => {
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     CLAUDE_CODE_MAX_RETRIES: "1",
     DISABLE_AUTOUPDATER: "1",
-    CODEX_HOME: path.join(scratch, "codex-home"),
+    CODEX_HOME: codexHome,
     [openai.keyEnv]: "sk-mock",
   };
   demoArgs = ["--claude", pinnedClaude(), ...Object.entries(agentEnv).flatMap(([k, v]) => ["--agent-env", `${k}=${v}`])];
@@ -65,6 +74,7 @@ afterAll(async () => {
   await browser?.close();
   await demo?.stop();
   for (const m of mocks) await m.stop();
+  for (const d of scratchDirs) rmSync(d, { recursive: true, force: true });
 });
 
 /** Creates a session of `backend` from the sheet, approves its file change, waits for the diff. */
