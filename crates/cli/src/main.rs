@@ -206,6 +206,12 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
+    /// Serve this home's host as an MCP server on stdin/stdout (observe-only tools: projects
+    /// and sessions; docs/mcp.md), for Claude Code's `claude mcp add` or Codex's config.toml.
+    Mcp {
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
     /// Find worktrees no session owns (dry run); `--apply` removes them.
     Gc {
         #[arg(long)]
@@ -394,11 +400,22 @@ fn main() -> ExitCode {
             Some(home) => block_on(chat::chat(&home, *args)),
             None => no_home(),
         },
+        Commands::Mcp { home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(mcp(&home)),
+            None => no_home(),
+        },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(disk::gc(&home, apply)),
             None => no_home(),
         },
     }
+}
+
+/// `nucleic mcp`: the MCP server on stdio, a client of the home's daemon.
+async fn mcp(home: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let client = daemon::connect_as(home, "mcp", "MCP server").await?;
+    nucleic_mcp::serve_stdio(client).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn no_home() -> ExitCode {
