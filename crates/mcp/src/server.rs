@@ -50,13 +50,17 @@ impl NucleicMcp {
         Self::tool_router().list_all()
     }
 
-    #[tool(description = "List the projects the Nucleic host knows (id, name, root, default branch and backend).")]
+    #[tool(
+        description = "List the projects the Nucleic host knows (id, name, root, default branch and backend)."
+    )]
     async fn list_projects(&self) -> Result<CallToolResult, ErrorData> {
         let projects = self.client.lock().await.list_projects().await.map_err(host_error)?;
         Ok(CallToolResult::success(vec![ContentBlock::json(projects)?]))
     }
 
-    #[tool(description = "List Nucleic sessions with their status, pending approvals, cost and last seq.")]
+    #[tool(
+        description = "List Nucleic sessions with their status, pending approvals, cost and last seq."
+    )]
     async fn list_sessions(
         &self,
         Parameters(args): Parameters<ListSessionsArgs>,
@@ -85,9 +89,6 @@ pub async fn serve_stdio(client: Client) -> Result<(), std::io::Error> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| std::io::Error::other(format!("MCP initialization: {e}")))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| std::io::Error::other(format!("MCP service: {e}")))?;
+    service.waiting().await.map_err(|e| std::io::Error::other(format!("MCP service: {e}")))?;
     Ok(())
 }
