@@ -2,15 +2,13 @@
 //! carries (a wrong kind of reply is [`ClientError::Unexpected`]).
 
 use nucleic_protocol::{
-    ClientMessage, Decision, DeviceSummary, ExportFormat, GitFacts, HostMessage, Intent,
-    ProjectSummary, SessionSummary, Verbosity,
+    ApprovalResolved, ClientMessage, Decision, DeviceSummary, ExportFormat, GitFacts, HostMessage,
+    Intent, IntentResult, ProjectSummary, SessionSummary, Verbosity,
 };
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::{ClientError, describe};
-use crate::results::{ExportedText, decode_result};
+use crate::results::{ExportedText, FromIntentResult, decode_result};
 
 fn unexpected(request: &str, reply: &HostMessage) -> ClientError {
     ClientError::Unexpected { request: request.to_owned(), reply: describe(reply) }
@@ -80,14 +78,14 @@ impl Client {
         Ok(())
     }
 
-    /// Answers approval `request_id`; the `ack`'s result (the `approvalResolved`).
+    /// Answers approval `request_id`; how it was resolved.
     pub async fn decide(
         &mut self,
         session_id: &str,
         request_id: &str,
         decision: Decision,
         confirmed: bool,
-    ) -> Result<Option<Value>, ClientError> {
+    ) -> Result<ApprovalResolved, ClientError> {
         let message_id = self.id();
         let request = ClientMessage::Decide {
             message_id,
@@ -97,13 +95,13 @@ impl Client {
             confirmed,
         };
         match self.request(request).await? {
-            HostMessage::Ack { result, .. } => Ok(result),
+            HostMessage::Ack { result, .. } => decode_result("decide", result),
             other => Err(unexpected("decide", &other)),
         }
     }
 
-    /// Carries out `intent`; the `ack`'s result, untyped.
-    pub async fn intent(&mut self, intent: Intent) -> Result<Option<Value>, ClientError> {
+    /// Carries out `intent`; the `ack`'s result, if it has one.
+    pub async fn intent(&mut self, intent: Intent) -> Result<Option<IntentResult>, ClientError> {
         let message_id = self.id();
         match self.request(ClientMessage::Intent { message_id, intent }).await? {
             HostMessage::Ack { result, .. } => Ok(result),
@@ -111,8 +109,8 @@ impl Client {
         }
     }
 
-    /// Carries out `intent` and decodes its result as `T` (see [`crate::results`]).
-    pub async fn intent_as<T: DeserializeOwned>(
+    /// Carries out `intent` and takes its result as the payload `T` (see [`crate::results`]).
+    pub async fn intent_as<T: FromIntentResult>(
         &mut self,
         intent: Intent,
     ) -> Result<T, ClientError> {

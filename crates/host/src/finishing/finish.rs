@@ -8,7 +8,7 @@ use nucleic_protocol::{
     CheckTrigger, EventKind, FinishAction, SessionCreated, SessionStatus, WorktreeAction,
     WorktreeFinished, WorktreeInfo,
 };
-use serde_json::{Value, json};
+use nucleic_protocol::{Handoff, Integrated, IntentResult};
 
 use crate::agents::launch::AgentRequest;
 use crate::context::Context;
@@ -36,7 +36,7 @@ impl Context {
         id: &str,
         action: FinishAction,
         by: &str,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         // A reclaimed worktree comes back first: every action works on the checkout.
         self.restore_if_reclaimed(id, by).await?;
         let row = self.session_row(id).await?;
@@ -177,7 +177,7 @@ impl Context {
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
                     .await?;
-                Ok(json_of(&summary))
+                Ok(Some(IntentResult::Session(summary)))
             }
             FinishAction::Handoff => {
                 let resume = row.backend_session_id.clone().ok_or_else(|| {
@@ -193,7 +193,7 @@ impl Context {
                             description.label
                         ))
                     })?;
-                Ok(Some(json!({ "command": command })))
+                Ok(Some(IntentResult::Handoff(Handoff { command })))
             }
         }
     }
@@ -235,7 +235,7 @@ impl Context {
         how: Integration,
         title: &str,
         finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         let Integration { mode, message, update_checkout, forced } = how;
         let message = message.unwrap_or_else(|| title.to_owned());
         let base = worktree.base_ref.clone();
@@ -281,7 +281,10 @@ impl Context {
             w.forced_reason = forced;
         }
         self.record(id, event).await?;
-        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+        Ok(Some(IntentResult::Integrated(Integrated {
+            base_branch: outcome.base_branch,
+            new_tip: outcome.new_tip,
+        })))
     }
 }
 
@@ -293,9 +296,4 @@ struct Integration {
     update_checkout: bool,
     /// Integrated past failing required checks: the reason given and what failed.
     forced: Option<String>,
-}
-
-/// A result for the client.
-fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
-    serde_json::to_value(value).ok()
 }
