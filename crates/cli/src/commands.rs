@@ -494,11 +494,7 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         SessionCommand::Mode { session_id, mode } => {
             let changed: SessionUpdated =
                 daemon.intent_as(Intent::SetMode { session_id, mode }).await?;
-            println!(
-                "{} ({})",
-                changed.mode.unwrap_or_default(),
-                changed.note.unwrap_or_default()
-            );
+            println!("{} ({})", changed.mode.unwrap_or_default(), changed.note.unwrap_or_default());
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Archive { session_id, undo } => {

@@ -8,7 +8,7 @@ use nucleic_protocol::{
 
 use crate::client::Client;
 use crate::error::{ClientError, describe};
-use crate::results::{ExportedText, FromIntentResult, decode_result};
+use crate::results::{ExportedText, IntentPayload, decode_result};
 
 fn unexpected(request: &str, reply: &HostMessage) -> ClientError {
     ClientError::Unexpected { request: request.to_owned(), reply: describe(reply) }
@@ -110,10 +110,7 @@ impl Client {
     }
 
     /// Carries out `intent` and takes its result as the payload `T` (see [`crate::results`]).
-    pub async fn intent_as<T: FromIntentResult>(
-        &mut self,
-        intent: Intent,
-    ) -> Result<T, ClientError> {
+    pub async fn intent_as<T: IntentPayload>(&mut self, intent: Intent) -> Result<T, ClientError> {
         let name = intent_name(&intent);
         decode_result(&name, self.intent(intent).await?)
     }

@@ -3,59 +3,14 @@
 //! digging in JSON.
 
 pub use nucleic_protocol::{
-    ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentResult, Pairing, ProjectMode,
-    Reclaimable, ReviewComments, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
-};
-use nucleic_protocol::{
-    ApprovalResolved, DiskUsage, ProjectSummary, PullRequestOpened, Report, ReviewComment,
-    RuleList, SessionSummary, SessionUpdated, WorktreeReclaimed,
+    ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentPayload, IntentResult, Pairing,
+    ProjectMode, Reclaimable, ReviewComments, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
 };
 
 use crate::error::ClientError;
 
-/// A payload of one [`IntentResult`] kind.
-pub trait FromIntentResult: Sized {
-    /// The payload, when `result` is of this kind (else `result` back).
-    fn take(result: IntentResult) -> Result<Self, IntentResult>;
-}
-
-macro_rules! payloads {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl FromIntentResult for $ty {
-            fn take(result: IntentResult) -> Result<Self, IntentResult> {
-                if let IntentResult::$variant(payload) = result { Ok(payload) } else { Err(result) }
-            }
-        }
-    )*};
-}
-
-payloads! {
-    Project(ProjectSummary),
-    Session(SessionSummary),
-    DiskUsage(DiskUsage),
-    Reclaimed(WorktreeReclaimed),
-    ChecksRun(ChecksRun),
-    Report(Report),
-    ReviewComment(ReviewComment),
-    ReviewComments(ReviewComments),
-    ReviewSendout(ReviewSendout),
-    SessionUpdated(SessionUpdated),
-    ProjectMode(ProjectMode),
-    Rules(RuleList),
-    RuleAdded(RuleAdded),
-    RuleRemoved(RuleRemoved),
-    Handoff(Handoff),
-    Integrated(Integrated),
-    PullRequest(PullRequestOpened),
-    Gc(GcReport),
-    TokenRotated(TokenRotated),
-    Pairing(Pairing),
-    Approval(ApprovalResolved),
-    Exported(ExportedText),
-}
-
 /// `result` as the payload `T`; `request` names what was asked, for the error.
-pub fn decode_result<T: FromIntentResult>(
+pub fn decode_result<T: IntentPayload>(
     request: &str,
     result: Option<IntentResult>,
 ) -> Result<T, ClientError> {

@@ -14,12 +14,45 @@ use crate::review::ReviewComment;
 use crate::rule_list::RuleList;
 use crate::summaries::{DiskUsage, ProjectSummary, SessionSummary};
 
-/// `ack.result`: what a request produced. The `kind` names the shape, not the request (several
-/// intents answer a `project`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum IntentResult {
+/// Declares [`IntentResult`] from one list, with [`IntentResult::payload`] and a
+/// [`IntentPayload`] impl per payload type (each type is the payload of one kind).
+macro_rules! intent_results {
+    ($($(#[$doc:meta])* $variant:ident($payload:ty),)*) => {
+        /// `ack.result`: what a request produced. The `kind` names the shape, not the request
+        /// (several intents answer a `project`).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+        #[serde(tag = "kind", rename_all = "camelCase")]
+        pub enum IntentResult {
+            $($(#[$doc])* $variant($payload),)*
+        }
+
+        impl IntentResult {
+            /// The payload alone, as JSON without the `kind` tag (what a terminal prints).
+            pub fn payload(&self) -> serde_json::Value {
+                let value = match self {
+                    $(IntentResult::$variant(v) => serde_json::to_value(v),)*
+                };
+                // Every payload is a plain struct of serializable fields.
+                value.unwrap_or(serde_json::Value::Null)
+            }
+        }
+
+        $(impl IntentPayload for $payload {
+            fn take(result: IntentResult) -> Result<Self, IntentResult> {
+                if let IntentResult::$variant(payload) = result { Ok(payload) } else { Err(result) }
+            }
+        })*
+    };
+}
+
+/// A payload of one [`IntentResult`] kind.
+pub trait IntentPayload: Sized {
+    /// The payload, when `result` is of this kind (else `result` back).
+    fn take(result: IntentResult) -> Result<Self, IntentResult>;
+}
+
+intent_results! {
     /// `addProject`, `setPoolSize`, `setProjectChecks`, `setProjectSandbox`, `setDiskPolicy`.
     Project(ProjectSummary),
     /// `newSession`, `import`.
@@ -208,36 +241,4 @@ pub struct Pairing {
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ExportedText {
     pub text: String,
-}
-
-impl IntentResult {
-    /// The payload alone, as JSON without the `kind` tag (what a terminal prints).
-    pub fn payload(&self) -> serde_json::Value {
-        let value = match self {
-            IntentResult::Project(v) => serde_json::to_value(v),
-            IntentResult::Session(v) => serde_json::to_value(v),
-            IntentResult::DiskUsage(v) => serde_json::to_value(v),
-            IntentResult::Reclaimed(v) => serde_json::to_value(v),
-            IntentResult::ChecksRun(v) => serde_json::to_value(v),
-            IntentResult::Report(v) => serde_json::to_value(v),
-            IntentResult::ReviewComment(v) => serde_json::to_value(v),
-            IntentResult::ReviewComments(v) => serde_json::to_value(v),
-            IntentResult::ReviewSendout(v) => serde_json::to_value(v),
-            IntentResult::SessionUpdated(v) => serde_json::to_value(v),
-            IntentResult::ProjectMode(v) => serde_json::to_value(v),
-            IntentResult::Rules(v) => serde_json::to_value(v),
-            IntentResult::RuleAdded(v) => serde_json::to_value(v),
-            IntentResult::RuleRemoved(v) => serde_json::to_value(v),
-            IntentResult::Handoff(v) => serde_json::to_value(v),
-            IntentResult::Integrated(v) => serde_json::to_value(v),
-            IntentResult::PullRequest(v) => serde_json::to_value(v),
-            IntentResult::Gc(v) => serde_json::to_value(v),
-            IntentResult::TokenRotated(v) => serde_json::to_value(v),
-            IntentResult::Pairing(v) => serde_json::to_value(v),
-            IntentResult::Approval(v) => serde_json::to_value(v),
-            IntentResult::Exported(v) => serde_json::to_value(v),
-        };
-        // Every payload is a plain struct of serializable fields.
-        value.unwrap_or(serde_json::Value::Null)
-    }
 }

@@ -89,7 +89,8 @@ fn fields(variant: &Value, defs: &Value) -> (Map<String, Value>, Vec<String>) {
 
 /// `docs/protocol.md` with `table` between the markers of `of`.
 fn with_table(doc: &str, table: &str, of: &Table) -> Result<String, String> {
-    let missing = |which: &str| format!("docs/protocol.md lacks the {} table's {which} marker", of.def);
+    let missing =
+        |which: &str| format!("docs/protocol.md lacks the {} table's {which} marker", of.def);
     let start = doc.find(of.begin).ok_or_else(|| missing("start"))?;
     let end = doc.find(of.end).ok_or_else(|| missing("end"))?;
     Ok(format!("{}{}\n\n{table}\n{}", &doc[..start], of.begin, &doc[end..]))

@@ -228,8 +228,8 @@ fn a_missing_verbosity_means_full_and_unknown_types_are_errors() {
 #[test]
 fn ack_results_are_tagged_payloads() {
     use nucleic_protocol::{
-        ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentResult, Pairing,
-        ProjectMode, Reclaimable, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
+        ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentResult, Pairing, ProjectMode,
+        Reclaimable, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
     };
     let results = vec![
         IntentResult::Handoff(Handoff { command: "cd '/w' && claude --resume 'c1'".into() }),

@@ -89,8 +89,12 @@ async fn real_claude_keep_continue_handoff() {
     assert_eq!(std::fs::read_to_string(Path::new(&worktree).join("notes.txt")).unwrap(), "kept\n");
 
     host.finish(&first.session_id, FinishAction::Keep, "test").await.unwrap();
-    let handoff =
-        host.finish(&first.session_id, FinishAction::Handoff, "test").await.unwrap().unwrap().payload();
+    let handoff = host
+        .finish(&first.session_id, FinishAction::Handoff, "test")
+        .await
+        .unwrap()
+        .unwrap()
+        .payload();
     assert_eq!(
         handoff["command"],
         format!("cd '{worktree}' && claude --resume '{}'", started.backend_session_id)

@@ -11,7 +11,11 @@ use crate::error::HostError;
 
 impl Context {
     /// Carries out an intent from a client named `by`.
-    pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<IntentResult>, HostError> {
+    pub async fn intent(
+        &self,
+        intent: Intent,
+        by: &str,
+    ) -> Result<Option<IntentResult>, HostError> {
         match intent {
             Intent::AddProject {
                 path,

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    CheckTrigger, EventKind, FinishAction, SessionCreated, SessionStatus, WorktreeAction,
-    WorktreeFinished, WorktreeInfo,
+    CheckTrigger, EventKind, FinishAction, SessionCreated, WorktreeAction, WorktreeFinished,
+    WorktreeInfo,
 };
 use nucleic_protocol::{Handoff, Integrated, IntentResult};
 
@@ -18,18 +18,6 @@ use crate::sessions::names::slug_for;
 use crate::sessions::start::Launch;
 
 impl Context {
-    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
-    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
-    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
-    /// working. A session with no live agent is not working.
-    pub(crate) fn is_working(&self, id: &str) -> bool {
-        self.live_handle(id).is_some_and(|h| {
-            let state = h.state();
-            state.finished.is_none()
-                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
-        })
-    }
-
     /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
     pub async fn finish(
         &self,

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use nucleic_catalog::{SessionFilter, SessionRow};
 use nucleic_git::{Repo, SetupSpec, Worktree};
 use nucleic_protocol::{
-    DiskPolicy, DiskUsage, EventKind, ProjectSummary, Reclaimable, WorktreeInfo,
-    WorktreeReclaimed, WorktreeRestored,
+    DiskPolicy, DiskUsage, EventKind, ProjectSummary, Reclaimable, WorktreeInfo, WorktreeReclaimed,
+    WorktreeRestored,
 };
 
 use crate::context::Context;
@@ -55,6 +55,13 @@ fn worktree_of(row: &SessionRow) -> Option<Worktree> {
 }
 
 impl Context {
+    /// Keeps turn snapshots of session `id` from running until the guard is dropped, once the
+    /// one in flight is done: a snapshot's temporary index lives in the worktree's git dir, so
+    /// whatever removes the worktree holds this meanwhile (discard, rollback, reclaim).
+    pub async fn no_snapshots(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        self.review_locks.of(id).lock_owned().await
+    }
+
     /// Measures what session `id`'s worktree takes now and records it (the summary carries it).
     pub async fn measure_disk(&self, id: &str) -> Result<DiskUsage, HostError> {
         let row = self.session_row(id).await?;

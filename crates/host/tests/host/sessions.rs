@@ -118,8 +118,12 @@ async fn keep_continue_handoff_and_rollback() {
     approve_until_turn_done(&host, &first.session_id).await;
     host.finish(&first.session_id, FinishAction::Keep, "test").await.unwrap();
 
-    let handoff =
-        host.finish(&first.session_id, FinishAction::Handoff, "test").await.unwrap().unwrap().payload();
+    let handoff = host
+        .finish(&first.session_id, FinishAction::Handoff, "test")
+        .await
+        .unwrap()
+        .unwrap()
+        .payload();
     let command = handoff["command"].as_str().unwrap();
     let path = first.worktree.as_ref().unwrap().path.clone();
     assert!(command.starts_with(&format!("cd '{path}' && claude --resume '")), "{command}");
@@ -276,7 +280,12 @@ async fn export_import_gc_and_a_worktree_deleted_behind_our_back() {
     assert!(root.join(".nucleic/worktrees/stray").exists());
     serde_json::to_value(host.gc(true).await.unwrap()).unwrap();
     assert!(!root.join(".nucleic/worktrees/stray").exists());
-    assert!(serde_json::to_value(host.gc(false).await.unwrap()).unwrap()["orphanWorktrees"].as_array().unwrap().is_empty());
+    assert!(
+        serde_json::to_value(host.gc(false).await.unwrap()).unwrap()["orphanWorktrees"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 
     // The session's worktree deleted behind the host's back: a clear refusal, not a crash.
     let path = s.worktree.unwrap().path;
