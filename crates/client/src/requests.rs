@@ -2,8 +2,8 @@
 //! carries (a wrong kind of reply is [`ClientError::Unexpected`]).
 
 use nucleic_protocol::{
-    ApprovalResolved, ClientMessage, Decision, DeviceSummary, ExportFormat, GitFacts, HostMessage,
-    Intent, IntentResult, ProjectSummary, SessionSummary, Verbosity,
+    ApprovalResolved, ClientMessage, Decision, DeviceSummary, ExportFormat, FileContent, FileEntry,
+    GitFacts, HostMessage, Intent, IntentResult, ProjectSummary, SessionSummary, Verbosity,
 };
 
 use crate::client::Client;
@@ -147,6 +147,53 @@ impl Client {
         }
     }
 
+    /// A directory of the session's worktree (`path` relative, "" = the root).
+    pub async fn list_files(
+        &mut self,
+        session_id: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<Listing, ClientError> {
+        let message_id = self.id();
+        let (session_id, path) = (session_id.to_owned(), path.to_owned());
+        let request = ClientMessage::ListFiles { message_id, session_id, path, recursive };
+        match self.request(request).await? {
+            HostMessage::Files { path, entries, truncated, .. } => {
+                Ok(Listing { path, entries, truncated })
+            }
+            other => Err(unexpected("listFiles", &other)),
+        }
+    }
+
+    /// One file of the session's worktree.
+    pub async fn read_file(
+        &mut self,
+        session_id: &str,
+        path: &str,
+    ) -> Result<FileContent, ClientError> {
+        let message_id = self.id();
+        let (session_id, path) = (session_id.to_owned(), path.to_owned());
+        match self.request(ClientMessage::ReadFile { message_id, session_id, path }).await? {
+            HostMessage::FileContent { file, .. } => Ok(file),
+            other => Err(unexpected("readFile", &other)),
+        }
+    }
+
+    /// A project's local branches (most recent first) and its default branch.
+    pub async fn list_branches(
+        &mut self,
+        project_id: &str,
+    ) -> Result<(Vec<String>, String), ClientError> {
+        let message_id = self.id();
+        let project_id = project_id.to_owned();
+        match self.request(ClientMessage::ListBranches { message_id, project_id }).await? {
+            HostMessage::Branches { branches, default_branch, .. } => {
+                Ok((branches, default_branch))
+            }
+            other => Err(unexpected("listBranches", &other)),
+        }
+    }
+
     pub async fn list_devices(&mut self) -> Result<Vec<DeviceSummary>, ClientError> {
         let message_id = self.id();
         match self.request(ClientMessage::ListDevices { message_id }).await? {
@@ -154,6 +201,15 @@ impl Client {
             other => Err(unexpected("listDevices", &other)),
         }
     }
+}
+
+/// A `files` reply: a directory of a session's worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub path: String,
+    pub entries: Vec<FileEntry>,
+    /// More entries existed than `MAX_FILE_ENTRIES`.
+    pub truncated: bool,
 }
 
 /// `intent` and its kind, for errors (`intent gc`).
