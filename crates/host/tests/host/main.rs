@@ -13,6 +13,7 @@ mod modes;
 mod parts;
 mod pool;
 mod push;
+mod replies;
 mod review;
 mod sessions;
 mod support;
