@@ -13,7 +13,8 @@
 //! - `cursor`: per-session `seq` cursors: no duplicate, no gap (a gap resubscribes).
 //! - `replies`: which reply answers which request, and each request's deadline.
 //! - `backoff`: the reconnect pacing and its deadline.
-//! - `requests`: typed request helpers; `results`: typed intent results.
+//! - `requests`: typed request helpers; `results`: the payloads of the `IntentResult` an `ack`
+//!   carries (typed in `nucleic-protocol`), taken by [`Client::intent_as`].
 //! - `error`: [`ClientError`], each saying what it was doing (and what timed out).
 
 mod backoff;
