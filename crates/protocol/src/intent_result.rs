@@ -39,8 +39,12 @@ macro_rules! intent_results {
         }
 
         $(impl IntentPayload for $payload {
-            fn take(result: IntentResult) -> Result<Self, IntentResult> {
-                if let IntentResult::$variant(payload) = result { Ok(payload) } else { Err(result) }
+            fn take(result: IntentResult) -> Result<Self, Box<IntentResult>> {
+                if let IntentResult::$variant(payload) = result {
+                    Ok(payload)
+                } else {
+                    Err(Box::new(result))
+                }
             }
         })*
     };
@@ -49,7 +53,7 @@ macro_rules! intent_results {
 /// A payload of one [`IntentResult`] kind.
 pub trait IntentPayload: Sized {
     /// The payload, when `result` is of this kind (else `result` back).
-    fn take(result: IntentResult) -> Result<Self, IntentResult>;
+    fn take(result: IntentResult) -> Result<Self, Box<IntentResult>>;
 }
 
 intent_results! {
