@@ -30,6 +30,7 @@ mod real_claude_demo;
 mod real_claude_host;
 mod real_claude_plan;
 mod real_claude_session;
+mod real_claude_webfetch;
 mod real_codex;
 mod real_codex_credentials;
 mod real_codex_host;

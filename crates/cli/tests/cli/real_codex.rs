@@ -22,7 +22,13 @@ pub struct CodexSetup {
 /// A workspace (`dir`), a `CODEX_HOME` beside it (`dir/.codex-home`) pointing at a fresh mock,
 /// and the environment naming both.
 pub async fn codex_setup(script: Script) -> CodexSetup {
-    let dir = tempfile::tempdir().unwrap();
+    codex_setup_in(&std::env::temp_dir(), script).await
+}
+
+/// [`codex_setup`] in a folder made under `base` (codex makes its `codex-linux-sandbox` helper
+/// only for a `CODEX_HOME` outside the temporary dir).
+pub async fn codex_setup_in(base: &Path, script: Script) -> CodexSetup {
+    let dir = tempfile::tempdir_in(base).unwrap();
     let mock = MockOpenAi::start(script).await.unwrap();
     let home = dir.path().join(".codex-home");
     std::fs::create_dir_all(&home).unwrap();

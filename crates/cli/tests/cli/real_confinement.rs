@@ -203,3 +203,43 @@ async fn real_codex_running_an_approved_npm_test_cannot_leak_the_persons_key() {
     person.assert_untouched();
     shutdown(host).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_codex_confined_reads_the_repositorys_agents_md_and_works() {
+    if isolated!("real_codex_confined_reads_the_repositorys_agents_md_and_works") {
+        return;
+    }
+    use nucleic_testkit::mock_openai::{Script as CodexScript, ToolCall as CodexCall};
+    // Codex's home outside the temporary dir, as a person's `~/.codex` is: its own sandbox then
+    // has its helper, which reads the repository's AGENTS.md (under /tmp it is refused).
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let calls = vec![CodexCall::exec_command("cat AGENTS.md && touch made.txt")];
+    let s = crate::real_codex::codex_setup_in(base, CodexScript::tools_then_done(calls)).await;
+    let root = crate::daemon::empty_repo(s.dir.path());
+    std::fs::write(root.join("AGENTS.md"), "Say MARKER-AGENTS-MD in every answer.\n").unwrap();
+    crate::daemon::git(&root, &["add", "AGENTS.md"]);
+    crate::daemon::git(&root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]);
+    let host = Host::open(host_config(&s.dir.path().join("nucleic-home"), s.env.clone(), false))
+        .await
+        .unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let request = new_session(&project.project_id, Backend::Codex, "follow the instructions");
+    let id = host.new_session(request, "test").await.unwrap().session_id;
+    let turn = run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
+    shutdown(host).await;
+    let errors: Vec<&EventKind> =
+        turn.events.iter().filter(|k| matches!(k, EventKind::Error(_))).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let confined = turn.events.iter().any(|k| matches!(k, EventKind::Confinement(c) if c.confined));
+    assert!(confined, "the session was not confined");
+    let instructed =
+        s.mock.requests().iter().any(|r| r.body.to_string().contains("MARKER-AGENTS-MD"));
+    assert!(instructed, "AGENTS.md did not reach the model");
+    let output = tool_output(&turn.events);
+    assert!(output.contains("MARKER-AGENTS-MD"), "its command read AGENTS.md: {output}");
+    let made = std::fs::read_dir(root.join(".nucleic/worktrees"))
+        .unwrap()
+        .flatten()
+        .any(|wt| wt.path().join("made.txt").exists());
+    assert!(made, "its command wrote the worktree: {output}");
+}
