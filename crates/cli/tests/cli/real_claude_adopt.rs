@@ -1,0 +1,114 @@
+//! Adopting a session made outside Nucleic, with the real pinned `claude` against the mock in the
+//! loopback namespace: `claude -p` run directly in the person's checkout leaves a session; the
+//! host lists it for the project, adopts it into a new worktree (its history first in the
+//! transcript), and a new turn — its command asked and answered — reaches the model with the
+//! earlier conversation, while the original session file stays byte for byte as it was.
+
+use std::path::Path;
+
+use nucleic_host::{AdoptOutside, Host};
+use nucleic_protocol::{Backend, Decision, EventKind};
+use nucleic_testkit::agents::{claude_offline_env, real_claude};
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_anthropic::{MockAnthropic, Reply, Script};
+
+use crate::real_policy::{host_config, run_turn_from, shutdown};
+
+/// Runs the pinned `claude -p PROMPT` in `cwd` with `env`, allowed to edit; its stdout.
+fn claude_in_terminal(cwd: &Path, env: &[(String, String)], prompt: &str) -> String {
+    let out = std::process::Command::new(real_claude())
+        .args(["-p", prompt, "--permission-mode", "acceptEdits", "--output-format", "json"])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "claude failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried_on() {
+    if isolated!("a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried_on") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    let script =
+        Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done in the terminal.".into())]);
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    // The person's own session, in their checkout, before Nucleic knows of it.
+    let first = claude_in_terminal(&root, &env, "write terminal.txt containing TERMINAL-TURN");
+    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(root.join("terminal.txt").exists(), "{first}");
+
+    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let found = host.outside_sessions(&project.project_id).await.unwrap();
+    assert_eq!(found.sessions.len(), 1, "{found:#?}");
+    let listed = &found.sessions[0];
+    assert_eq!((listed.backend, listed.id.as_str()), (Backend::ClaudeCode, outside_id.as_str()));
+    assert!(listed.title.as_deref().unwrap_or_default().contains("terminal.txt"), "{listed:#?}");
+    assert!(listed.live.is_none(), "no process holds it: {listed:#?}");
+    let original = std::fs::read(&listed.path).unwrap();
+
+    // Adopted: a new turn whose command is asked (edit mode asks before running python).
+    let before = mock.requests().len();
+    let prompt = "run `python3 -c \"open('adopted.txt','w').write('x')\"`";
+    let adopt = AdoptOutside {
+        project_id: project.project_id.clone(),
+        session: outside_id.clone(),
+        prompt: prompt.into(),
+        mode: None,
+    };
+    let summary = host.adopt_outside(adopt, "test").await.unwrap();
+    let id = summary.session_id.clone();
+    let turn = run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
+    let session = host.session_summary(&id).await.unwrap();
+    shutdown(host).await;
+
+    assert!(!turn.asked.is_empty(), "the new turn's command was asked: {:#?}", turn.events);
+    // The transcript starts with the terminal's history, then the adoption, then the new turn.
+    let texts: Vec<String> = turn
+        .events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::UserText(t) => Some(t.text.clone()),
+            EventKind::SessionUpdated(u) => u.note.clone(),
+            _ => None,
+        })
+        .collect();
+    assert!(texts[0].contains("TERMINAL-TURN"), "{texts:#?}");
+    assert!(texts[1].starts_with("Adopted from the claudeCode session"), "{texts:#?}");
+    assert!(texts[2].contains("adopted.txt"), "{texts:#?}");
+    // The model got the earlier conversation with the new turn.
+    let new_requests = &mock.requests()[before..];
+    assert!(
+        new_requests.iter().any(|r| {
+            let body = r.body.to_string();
+            body.contains("TERMINAL-TURN") && body.contains("adopted.txt")
+        }),
+        "no request carried the history and the new turn"
+    );
+    // A fork: a new conversation id; the original file is untouched.
+    let adopted_conversation = turn.events.iter().find_map(|k| match k {
+        EventKind::SessionStarted(s) => Some(s.backend_session_id.clone()),
+        _ => None,
+    });
+    assert!(adopted_conversation.is_some_and(|c| c != outside_id), "{:#?}", turn.events);
+    assert_eq!(std::fs::read(&listed.path).unwrap(), original, "the original session changed");
+    // Its work is in its own worktree, off the checkout's commit; the checkout is as it was.
+    let worktree = session.worktree.expect("a worktree").path;
+    assert!(Path::new(&worktree).join("adopted.txt").exists(), "{:#?}", turn.events);
+    assert!(!root.join("adopted.txt").exists());
+}
