@@ -51,12 +51,17 @@ impl CodexSetup {
     }
 }
 
-/// The workspace's entries, without Nucleic's and codex's homes.
+/// The workspace's entries, without Nucleic's and codex's homes, and the agent CLIs' settings
+/// folders while empty (the confinement makes them, read-only, so none can be planted).
 fn listing(dir: &Path) -> Vec<String> {
+    let empty_settings = |n: &str| {
+        nucleic_agents::backend::PROJECT_SETTINGS_DIRS.contains(&n)
+            && std::fs::read_dir(dir.join(n)).is_ok_and(|mut d| d.next().is_none())
+    };
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != ".nh" && n != ".codex-home")
+        .filter(|n| n != ".nh" && n != ".codex-home" && !empty_settings(n))
         .collect();
     names.sort();
     names

@@ -9,7 +9,7 @@ use nucleic_core::Draft;
 use nucleic_discover::{Discovery, Homes, Limits, OutsideSession, discover, running_agents};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
 use nucleic_protocol::WorktreeInfo;
-use nucleic_protocol::{Backend, EventKind, SessionCreated, SessionSummary, SessionUpdated};
+use nucleic_protocol::{EventKind, SessionCreated, SessionSummary, SessionUpdated};
 
 use crate::context::Context;
 use crate::error::{HostError, blocking};
@@ -59,11 +59,15 @@ impl Context {
                 request.session, project.name, project.name
             ))
         })?;
-        if outside.backend != Backend::ClaudeCode {
+        // Carrying it on without a fork would write into the person's own conversation.
+        let description = nucleic_agents::describe(outside.backend);
+        if !description.capabilities.fork {
             return Err(HostError::Invalid(format!(
-                "adopting a {} session is not supported yet (Claude Code sessions are); `nucleic \
-                 import {}` shows it read-only",
-                outside.backend.as_str(),
+                "adopting a {} session is not supported yet: Nucleic's {} backend cannot fork its \
+                 conversation, and the original must be left as it was; `nucleic import {}` shows \
+                 it read-only",
+                description.label,
+                description.label,
                 outside.path.display()
             )));
         }
