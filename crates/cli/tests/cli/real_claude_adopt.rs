@@ -112,3 +112,70 @@ async fn a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried
     assert!(Path::new(&worktree).join("adopted.txt").exists(), "{:#?}", turn.events);
     assert!(!root.join("adopted.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_fork() {
+    if isolated!("a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_fork") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    let first = claude_in_terminal(&root, &env, "write held.txt containing HELD-TURN");
+    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The person's terminal goes on with it: a claude on that session, waiting for input.
+    let mut live = std::process::Command::new(real_claude())
+        .args(["-p", "--resume", &outside_id, "--input-format", "stream-json"])
+        .args(["--output-format", "stream-json", "--verbose"])
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let holder = loop {
+        let found = host.outside_sessions(&project.project_id).await.unwrap();
+        if let Some(p) =
+            found.sessions.iter().find(|s| s.id == outside_id).and_then(|s| s.live.clone())
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "the live claude was not seen: {found:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(holder.pid, live.id(), "{holder:?}");
+    // Adopted as a fork, saying who holds the original.
+    let adopt = AdoptOutside {
+        project_id: project.project_id.clone(),
+        session: outside_id.clone(),
+        prompt: "write forked.txt containing FORKED".into(),
+        mode: None,
+    };
+    let id = host.adopt_outside(adopt, "test").await.unwrap().session_id;
+    let turn = run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
+    shutdown(host).await;
+    let _ = live.kill();
+    let _ = live.wait();
+    let note = turn.events.iter().find_map(|k| match k {
+        EventKind::SessionUpdated(u) => u.note.clone(),
+        _ => None,
+    });
+    let note = note.unwrap_or_default();
+    assert!(note.contains(&format!("A live claude (pid {})", holder.pid)), "{note}");
+    let conversation = turn.events.iter().find_map(|k| match k {
+        EventKind::SessionStarted(s) => Some(s.backend_session_id.clone()),
+        _ => None,
+    });
+    assert!(conversation.is_some_and(|c| c != outside_id), "a fork: {:#?}", turn.events);
+}
