@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use nucleic_host::{AdoptOutside, Host};
-use nucleic_protocol::{Backend, Decision, EventKind};
+use nucleic_protocol::{Backend, Decision, EventKind, FinishAction};
 use nucleic_testkit::agents::{claude_offline_env, real_claude};
 use nucleic_testkit::isolated;
 use nucleic_testkit::mock_anthropic::{MockAnthropic, Reply, Script};
@@ -178,4 +178,96 @@ async fn a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_f
         _ => None,
     });
     assert!(conversation.is_some_and(|c| c != outside_id), "a fork: {:#?}", turn.events);
+}
+
+/// The texts of the session's prompts, in transcript order.
+async fn prompts(host: &Host, id: &str) -> Vec<String> {
+    let row = host.session_summary(id).await.unwrap();
+    let mut events = host.subscribe(id, 1).await.unwrap();
+    let mut texts = Vec::new();
+    for _ in 0..row.last_seq {
+        let e = tokio::time::timeout(std::time::Duration::from_secs(10), events.next())
+            .await
+            .expect("the transcript did not replay within 10 s")
+            .unwrap()
+            .unwrap();
+        if let EventKind::UserText(t) = &e.kind {
+            texts.push(t.text.clone());
+        }
+        if e.seq >= row.last_seq {
+            break;
+        }
+    }
+    texts
+}
+
+/// A follow-up to `id` and its turn to the end.
+async fn follow_up(host: &Host, id: &str, text: &str) {
+    let from = host.session_summary(id).await.unwrap().last_seq + 1;
+    host.send_input(id, text).await.unwrap();
+    run_turn_from(host, id, from, |_| Decision::Allow).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_twice() {
+    if isolated!("adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_twice") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    let first = claude_in_terminal(&root, &env, "write one.txt containing TURN-ONE");
+    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let host = Host::open(host_config(&dir.path().join("home"), env.clone(), true)).await.unwrap();
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let adopt = AdoptOutside {
+        project_id: project.project_id.clone(),
+        session: outside_id,
+        prompt: "write two.txt containing TURN-TWO".into(),
+        mode: None,
+    };
+    let id = host.adopt_outside(adopt, "test").await.unwrap().session_id;
+    run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
+
+    // Handed over: Nucleic's agent stops; the person goes on in the terminal.
+    let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    let command = handoff["command"].as_str().unwrap().to_owned();
+    let worktree = host.session_summary(&id).await.unwrap().worktree.unwrap().path;
+    let conversation = command.rsplit("--resume '").next().unwrap().trim_end_matches('\'');
+    assert!(command.starts_with(&format!("cd '{worktree}' && claude --resume '")), "{command}");
+    let out = std::process::Command::new(real_claude())
+        .args(["-p", "write three.txt containing TURN-THREE", "--resume", conversation])
+        .args(["--permission-mode", "acceptEdits"])
+        .current_dir(&worktree)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(Path::new(&worktree).join("three.txt").exists());
+
+    // Back in Nucleic: the terminal's turn comes first, then the new one; the model has all.
+    let before = mock.requests().len();
+    follow_up(&host, &id, "write four.txt containing TURN-FOUR").await;
+    let carried = mock.requests()[before..].iter().any(|r| {
+        let body = r.body.to_string();
+        ["TURN-ONE", "TURN-TWO", "TURN-THREE", "TURN-FOUR"].iter().all(|t| body.contains(t))
+    });
+    assert!(carried, "the model did not get the whole conversation");
+    // Once more, with nothing new in the terminal: nothing is brought back twice.
+    host.finish(&id, FinishAction::Handoff, "test").await.unwrap();
+    follow_up(&host, &id, "write five.txt containing TURN-FIVE").await;
+    let texts = prompts(&host, &id).await;
+    shutdown(host).await;
+    let turns: Vec<&str> =
+        ["TURN-ONE", "TURN-TWO", "TURN-THREE", "TURN-FOUR", "TURN-FIVE"].to_vec();
+    let seen: Vec<&str> =
+        texts.iter().filter_map(|t| turns.iter().find(|n| t.contains(**n)).copied()).collect();
+    assert_eq!(seen, turns, "each turn once, in order: {texts:#?}");
 }

@@ -110,6 +110,10 @@ impl Context {
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
         let transcript = PathBuf::from(&row.transcript);
+        // Turns the conversation got in the person's terminal since (a handoff) come first.
+        if fork_of.is_none() {
+            self.catch_up_outside(&row).await?;
+        }
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let rules = self

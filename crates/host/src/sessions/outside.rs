@@ -113,13 +113,7 @@ impl Context {
         };
         let mut drafts = vec![host_draft(EventKind::SessionCreated(created))];
         drafts.extend(history);
-        drafts.push(host_draft(EventKind::SessionUpdated(SessionUpdated {
-            title: None,
-            archived: None,
-            mode: None,
-            note: Some(adoption_note(&outside)),
-            by: by.to_owned(),
-        })));
+        drafts.push(note_draft(adoption_note(&outside), by));
         let transcript = self.config.transcript_path(&session_id);
         self.write_events(&session_id, outside.backend, &transcript, drafts).await?;
         let turn = self.writer_turns.take(&session_id).await?;
@@ -128,6 +122,66 @@ impl Context {
         self.turn_started(&session_id).await;
         session.send_user_text(&request.prompt).await?;
         self.session_summary(&session_id).await
+    }
+
+    /// Before session `row`'s agent resumes its conversation: what the conversation got outside
+    /// Nucleic since the transcript's latest moment of it — a handoff, then `claude --resume` in the
+    /// person's terminal — imported from the CLI's transcript and recorded after a note saying
+    /// so, so the transcript stays the whole conversation. The CLI's file is only read; nothing
+    /// when it has nothing newer (a second resume imports nothing twice). The file is the
+    /// agent's as much as the person's: what it says is shown, never taken as anyone's answer.
+    pub(crate) async fn catch_up_outside(
+        &self,
+        row: &nucleic_catalog::SessionRow,
+    ) -> Result<(), HostError> {
+        let Some(conversation) = row.backend_session_id.clone() else { return Ok(()) };
+        let (homes, cwd, id) = (self.agent_homes(), PathBuf::from(&row.cwd), row.id.clone());
+        let transcript = PathBuf::from(&row.transcript);
+        let backend = row.backend;
+        let drafts = blocking(move || {
+            let found =
+                nucleic_discover::claude_conversation(&homes, &cwd, &conversation, HISTORY_LIMIT)
+                    .map_err(|e| HostError::Invalid(e.to_string()))?;
+            let Some((path, text)) = found else { return Ok(Vec::new()) };
+            let events = nucleic_store::read_transcript(&transcript, 1)?.events;
+            // The conversation's latest moment the transcript has (what the live agent sent is
+            // stamped when received, after the CLI wrote it; what was imported keeps its time).
+            let Some(since) =
+                events.iter().filter(|e| is_conversation(&e.kind)).map(|e| e.at).max()
+            else {
+                return Ok(Vec::new());
+            };
+            let imported = nucleic_transfer::import::claude_transcript(&text, &id)
+                .map_err(|e| HostError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+            if imported.events.first().is_some_and(|e| e.backend != backend) {
+                return Ok(Vec::new());
+            }
+            // Only a conversation that went on: a prompt, and what followed it (the CLI's own
+            // bookkeeping lines after a turn are not news).
+            let newer: Vec<Draft> = history(imported.events)
+                .into_iter()
+                .filter(|d| d.at.is_some_and(|at| at > since) && is_conversation(&d.kind))
+                .collect();
+            if !newer.iter().any(|d| matches!(d.kind, EventKind::UserText(_))) {
+                return Ok(Vec::new());
+            }
+            let note = format!(
+                "{} events from outside Nucleic since {} (the conversation went on in the \
+                 terminal), from {}",
+                newer.len(),
+                since,
+                path.display()
+            );
+            let mut drafts = vec![note_draft(note, "terminal")];
+            drafts.extend(newer);
+            Ok::<_, HostError>(drafts)
+        })
+        .await?;
+        if drafts.is_empty() {
+            return Ok(());
+        }
+        let transcript = PathBuf::from(&row.transcript);
+        self.write_events(&row.id, row.backend, &transcript, drafts).await.map(|_| ())
     }
 
     /// Where the agents' CLIs keep their sessions: the agents' environment first, then the
@@ -144,9 +198,10 @@ impl Context {
     }
 }
 
-/// The outside session's history as drafts of the new session: its messages, tool calls and
-/// turns — not its own start (the new session has one, and the conversation it names is the
-/// original's, which only a fork may continue).
+/// The largest CLI transcript read whole (a conversation's history).
+const HISTORY_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// The outside session's history as drafts of the new session.
 async fn read_history(outside: &OutsideSession, session_id: &str) -> Result<Vec<Draft>, HostError> {
     let (path, id) = (outside.path.clone(), session_id.to_owned());
     let imported = blocking(move || {
@@ -154,16 +209,46 @@ async fn read_history(outside: &OutsideSession, session_id: &str) -> Result<Vec<
             .map_err(|e| HostError::Invalid(format!("cannot read {}: {e}", path.display())))
     })
     .await?;
-    Ok(imported
-        .events
+    Ok(history(imported.events))
+}
+
+/// Imported events as drafts: messages, tool calls and turns — not the session's own start (a
+/// Nucleic session has its own, and the conversation an import names is the CLI's).
+fn history(events: Vec<nucleic_protocol::Event>) -> Vec<Draft> {
+    events
         .into_iter()
         .filter(|e| !matches!(e.kind, EventKind::SessionCreated(_) | EventKind::SessionStarted(_)))
         .map(|e| Draft { native_type: e.native_type, kind: e.kind, at: Some(e.at), origin: None })
-        .collect())
+        .collect()
+}
+
+/// What a turn of the conversation is made of.
+fn is_conversation(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::UserText(_)
+            | EventKind::AssistantText(_)
+            | EventKind::Thinking(_)
+            | EventKind::ToolCallStarted(_)
+            | EventKind::ToolCallCompleted(_)
+            | EventKind::ToolResult(_)
+            | EventKind::TurnCompleted(_)
+    )
 }
 
 fn host_draft(kind: EventKind) -> Draft {
     Draft::host(kind)
+}
+
+/// A `sessionUpdated` that only says something.
+fn note_draft(note: String, by: &str) -> Draft {
+    host_draft(EventKind::SessionUpdated(SessionUpdated {
+        title: None,
+        archived: None,
+        mode: None,
+        note: Some(note),
+        by: by.to_owned(),
+    }))
 }
 
 /// What the transcript says about where the session came from.
