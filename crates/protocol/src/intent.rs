@@ -265,6 +265,22 @@ pub enum Intent {
     },
 }
 
+impl Intent {
+    /// `addProject` of the repository at `path`, every setting left at the host's default.
+    pub fn add_project(path: impl Into<String>) -> Intent {
+        Intent::AddProject {
+            path: path.into(),
+            name: None,
+            setup_script: None,
+            copy_files: Vec::new(),
+            default_backend: None,
+            checks: Vec::new(),
+            checks_after_turn: false,
+            pool_size: None,
+        }
+    }
+}
+
 /// Export document formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]

@@ -8,19 +8,7 @@ use nucleic_protocol::{ClientMessage, HostMessage, Intent, IntentResult};
 use crate::support::{config, repo};
 
 fn add_project(message_id: &str, path: &str) -> ClientMessage {
-    ClientMessage::Intent {
-        message_id: message_id.into(),
-        intent: Intent::AddProject {
-            path: path.to_owned(),
-            name: None,
-            setup_script: None,
-            copy_files: Vec::new(),
-            default_backend: None,
-            checks: Vec::new(),
-            checks_after_turn: false,
-            pool_size: None,
-        },
-    }
+    ClientMessage::Intent { message_id: message_id.into(), intent: Intent::add_project(path) }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -94,7 +94,7 @@ async fn a_resent_message_id_gets_the_same_reply_without_doing_the_work_twice() 
     let path = s.repo.to_string_lossy().into_owned();
     let add = |message_id: &str| ClientMessage::Intent {
         message_id: message_id.into(),
-        intent: add_project(&path),
+        intent: Intent::add_project(&path),
     };
     let first = client.request(add("add-1")).await.unwrap();
     assert!(matches!(first, HostMessage::Ack { result: Some(IntentResult::Project(_)), .. }));
@@ -122,7 +122,8 @@ async fn copies_of_a_message_id_in_flight_at_once_run_once() {
         clients.push(nucleic_client::Client::connect(endpoint, &s.token, options).await.unwrap());
     }
     let path = s.repo.to_string_lossy().into_owned();
-    let add = ClientMessage::Intent { message_id: "flush-1".into(), intent: add_project(&path) };
+    let add =
+        ClientMessage::Intent { message_id: "flush-1".into(), intent: Intent::add_project(&path) };
     // Every copy is on the wire before any reply is read.
     for client in &mut clients {
         client.send(add.clone()).await.unwrap();
@@ -136,20 +137,6 @@ async fn copies_of_a_message_id_in_flight_at_once_run_once() {
     }
     assert!(matches!(replies[0], HostMessage::Ack { .. }), "{:?}", replies[0]);
     assert_eq!(clients[0].list_projects().await.unwrap().len(), 1);
-}
-
-/// `addProject` of `path`, nothing else set.
-fn add_project(path: &str) -> Intent {
-    Intent::AddProject {
-        path: path.to_owned(),
-        name: None,
-        setup_script: None,
-        copy_files: Vec::new(),
-        default_backend: None,
-        checks: Vec::new(),
-        checks_after_turn: false,
-        pool_size: None,
-    }
 }
 
 #[tokio::test]
