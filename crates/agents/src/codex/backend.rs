@@ -56,6 +56,7 @@ pub const CODEX: BackendDescription = BackendDescription {
         // Its sessions and state are writable; its configuration is policy.
         state_dir: Some(StateDir {
             variable: "CODEX_HOME",
+            within: None,
             default: ".codex",
             read_only: &["config.toml"],
             base_urls_in: Some("config.toml"),
