@@ -6,7 +6,7 @@
 use nucleic_protocol::{EventKind, RunFinished, RunOutcome, TurnCompleted, Usage};
 use serde_json::{Value, json};
 
-use super::{AcpHandle, Ask, Sent, Stage};
+use super::{ADOPTED_FIRST_ID, AcpHandle, Ask, Sent, Stage};
 use crate::acp::fs;
 use crate::acp::{AcpControl, AcpDecoder, DecodedLine, RequestId, RpcError};
 use crate::error::AgentError;
@@ -20,7 +20,11 @@ impl Protocol for AcpHandle {
     fn on_line(&self, line: &mut DecodedLine) {
         let failed_prompt = match &line.control {
             Some(AcpControl::Response { id: RequestId::Number(n), outcome: Err(e) }) => {
-                (self.state().sent.get(n) == Some(&Sent::Prompt)).then(|| e.message.clone())
+                let sent = self.state().sent.get(n).copied();
+                // A re-adopted agent's failed request of the previous host: its prompt (setup
+                // requests were answered long before a host could be killed).
+                let previous_hosts = self.shared.adopted && sent.is_none() && *n < ADOPTED_FIRST_ID;
+                (sent == Some(Sent::Prompt) || previous_hosts).then(|| e.message.clone())
             }
             _ => None,
         };

@@ -258,3 +258,57 @@ async fn real_gemini_in_the_daemon_cannot_write_outside_its_worktree_or_a_readon
     let asked = events.iter().any(|e| e["nativeType"] == "fs/write_text_file");
     assert!(asked && refused, "the delegated write was refused by the host: {events:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_gemini_survives_a_host_sigkill_mid_turn() {
+    if isolated!("real_gemini_survives_a_host_sigkill_mid_turn") {
+        return;
+    }
+    let chunks: Vec<String> = (0..30).map(|i| format!("part {i}. ")).collect();
+    let mut slow = Script::new(vec![Reply::Text(chunks)]);
+    slow.chunk_delay = Duration::from_millis(150);
+    let s = Setup::new(slow).await;
+    let _guard = DaemonGuard(s.home.clone());
+    let id = s.new_session(&[], "talk slowly").await;
+    let events = wait_for(&s.home, &id, |ev| !of_type(ev, "assistantText").is_empty()).await;
+    assert!(of_type(&events, "turnCompleted").is_empty(), "still streaming");
+    let agent = of_type(&events, "sessionStarted")[0]["kind"]["backendSessionID"].clone();
+
+    // Kill the daemon mid-turn; the next CLI call starts a new one, which re-adopts the same
+    // gemini process from its keeper. The model's stream went through the dead host's egress
+    // proxy and was cut: the turn ends, as failed, and the session goes on.
+    let daemon = crate::daemon::daemon_pid(&s.home);
+    let pid = nix::unistd::Pid::from_raw(daemon);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    for _ in 0..50 {
+        if !crate::daemon::alive(daemon) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::remove_file(s.home.join("daemon.json")).unwrap();
+    s.ok(&["session", "show", &id]).await;
+    let events = wait_for(&s.home, &id, turns(1)).await;
+    let end = &of_type(&events, "turnCompleted")[0]["kind"];
+    println!("gemini: the turn cut by the host's death ended {end}");
+    assert_eq!(end["isError"], true, "{end}");
+    let texts = of_type(&events, "assistantText");
+    let mut seen: Vec<&str> = texts.iter().filter_map(|e| e["kind"]["text"].as_str()).collect();
+    let count = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), count, "no chunk repeated by the re-adoption");
+
+    // A follow-up goes to the same gemini process and session.
+    s.mock.set_script(Script::text(&["after the restart"]));
+    s.ok(&["session", "send", &id, "still there?"]).await;
+    let events = wait_for(&s.home, &id, turns(2)).await;
+    assert!(text_of(&events).ends_with("after the restart"), "{events:#?}");
+    let started = of_type(&events, "sessionStarted");
+    assert_eq!(started.len(), 1, "no new gemini process: {started:#?}");
+    assert_eq!(started[0]["kind"]["backendSessionID"], agent);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq continues without a gap");
+    let last = s.mock.turns().into_iter().last().unwrap();
+    // Gemini CLI drops a failed turn's prompt from the history it sends: only the follow-up.
+    assert!(last.body["contents"].to_string().contains("still there?"), "{}", last.body);
+}
