@@ -312,3 +312,41 @@ async fn real_gemini_survives_a_host_sigkill_mid_turn() {
     // Gemini CLI drops a failed turn's prompt from the history it sends: only the follow-up.
     assert!(last.body["contents"].to_string().contains("still there?"), "{}", last.body);
 }
+
+/// The daemon's resident memory, in kB.
+fn rss_kb(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// What an idle Gemini session costs the host (its keeper and the agent not counted): the
+/// daemon's RSS with one idle session, then with four. Printed for `docs/benchmarks.md`; the
+/// bound (≤ 2 MB each) is the issue's.
+#[tokio::test(flavor = "multi_thread")]
+async fn real_gemini_idle_sessions_cost_the_host_little_memory() {
+    if isolated!("real_gemini_idle_sessions_cost_the_host_little_memory") {
+        return;
+    }
+    let s = Setup::new(Script::text(&["ok"])).await;
+    let _guard = DaemonGuard(s.home.clone());
+    let idle = |id: String| {
+        let home = s.home.clone();
+        async move { wait_for(&home, &id, turns(1)).await }
+    };
+    idle(s.new_session(&[], "first").await).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let daemon = crate::daemon::daemon_pid(&s.home);
+    let before = rss_kb(daemon);
+    let more = 3;
+    for n in 0..more {
+        idle(s.new_session(&[], &format!("idle {n}")).await).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kb(daemon);
+    let per = after.saturating_sub(before) as f64 / f64::from(more);
+    println!(
+        "gemini: daemon RSS {before} kB with 1 idle session, {after} kB with 4: {per:.0} kB each"
+    );
+    assert!(per <= 2048.0, "{per} kB per idle Gemini session");
+}
