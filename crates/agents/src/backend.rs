@@ -21,6 +21,12 @@ pub const BACKENDS: &[&BackendDescription] = &[
     &crate::claude::SIMULATED,
 ];
 
+/// The folders of a project agent CLIs load settings from (Claude Code's `.claude/`, Codex's
+/// `.codex/`, Gemini CLI's `.gemini/`). Their hooks and helper commands run as the CLI itself,
+/// outside its own command sandbox and unasked: no agent may write them in any worktree (any
+/// backend may later run there).
+pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini"];
+
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {
     match backend {

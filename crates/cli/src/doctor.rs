@@ -41,10 +41,7 @@ fn codex_signed_in() -> Result<String, String> {
             return Ok(format!("{key} is set"));
         }
     }
-    let home = std::env::var_os("CODEX_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")));
-    let Some(home) = home else { return Err("HOME is not set".into()) };
+    let Some(home) = codex_home() else { return Err("HOME is not set".into()) };
     if home.join("auth.json").is_file() {
         return Ok(format!("logged in ({})", home.join("auth.json").display()));
     }
@@ -70,6 +67,30 @@ fn gemini_signed_in() -> Result<String, String> {
         return Ok(format!("logged in ({})", creds.display()));
     }
     Err("run `gemini` once and log in with Google, or set GEMINI_API_KEY".into())
+}
+
+/// Codex's home: `$CODEX_HOME`, else `~/.codex`.
+fn codex_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")))
+}
+
+/// Why Codex's home is a problem: under the temporary dir, codex makes no `codex-linux-sandbox`
+/// helper (a link to itself on its `PATH`: "Refusing to create helper binaries under temporary
+/// dir"), and without it its own sandbox — which Nucleic configures for a confined session —
+/// cannot read a repository's `AGENTS.md`, so the thread is refused.
+fn codex_home_warning() -> Option<String> {
+    let home = codex_home()?;
+    let temp = [std::env::temp_dir(), std::path::PathBuf::from("/tmp")];
+    let under = temp.iter().find(|t| home.starts_with(t))?;
+    Some(format!(
+        "CODEX_HOME {} is under {}: codex makes no codex-linux-sandbox helper there, so a \
+         confined Codex session in a repository with an AGENTS.md is refused; move it (e.g. to \
+         ~/.codex)",
+        home.display(),
+        under.display()
+    ))
 }
 
 fn version_of(path: &Path) -> Result<String, String> {
@@ -311,6 +332,11 @@ pub fn doctor() -> ExitCode {
                         }
                     };
                     println!("{:<7} {} — {version} — {verdict}{signed_in}", f.name, path.display());
+                    if f.name == "codex"
+                        && let Some(warning) = codex_home_warning()
+                    {
+                        println!("{:<7} WARNING: {warning}", f.name);
+                    }
                 }
                 Err(e) => {
                     missing_required |= f.required;

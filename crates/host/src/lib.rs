@@ -70,6 +70,7 @@ pub use policy::egress_ask::{EGRESS_ASK_TIMEOUT_VARIABLE, egress_ask_timeout};
 pub use policy::rules;
 pub use sessions::files::Listing;
 pub use sessions::names::title_from_prompt;
+pub use sessions::outside::AdoptOutside;
 pub use sessions::retained::Retained;
 pub use sessions::start_trace::TRACE_START_VARIABLE;
 pub use sessions::writing::IDLE_RELEASE_AFTER;

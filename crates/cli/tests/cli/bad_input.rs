@@ -144,6 +144,19 @@ async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step(
     std::fs::write(&fake, "#!/bin/sh\necho 'Claude Code (dev build)'\n").unwrap();
     let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
     assert!(line(&text, "claude").contains("UNTESTED version (Nucleic is tested with 2.1.332)"));
+    // Codex with its home under /tmp: warned, naming why; elsewhere not.
+    let codex = bin.join("codex");
+    std::fs::write(&codex, "#!/bin/sh\necho 'codex-cli 0.171.0'\n").unwrap();
+    std::fs::set_permissions(&codex, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let under_tmp = dir.path().join("codex-home");
+    let under_tmp = under_tmp.to_str().unwrap();
+    let text = doctor(bin.display().to_string(), &[("CODEX_HOME", under_tmp)]);
+    let warning = text.lines().find(|l| l.starts_with("codex") && l.contains("WARNING"));
+    let warning = warning.unwrap_or_else(|| panic!("no warning: {text}"));
+    assert!(warning.contains(&format!("CODEX_HOME {under_tmp} is under /tmp")), "{warning}");
+    assert!(warning.contains("AGENTS.md"), "{warning}");
+    let text = doctor(bin.display().to_string(), &[("CODEX_HOME", "/srv/codex-home")]);
+    assert!(!text.contains("WARNING: CODEX_HOME"), "{text}");
 }
 
 #[test]

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use nucleic_agents::backend::{ConfinementNeeds, StateDir};
+use super::settings_folders::settings_dir;
+use nucleic_agents::backend::{ConfinementNeeds, PROJECT_SETTINGS_DIRS, StateDir};
 use nucleic_agents::describe;
 use nucleic_agents::isolation::{Isolation, Mount, NetworkBridge};
 use nucleic_protocol::{Backend, ProjectSandbox};
@@ -125,9 +126,10 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     m.extend(place.sandbox.hide.iter().map(|p| Mount::Hide(p.into())));
     m.extend(place.sandbox.read_only.iter().map(|p| Mount::ReadOnly(p.into())));
     m.extend(place.sandbox.writable.iter().map(|p| Mount::Writable(p.into())));
-    // The project's own policy files, when the agent works in place.
-    for name in ["settings.json", "settings.local.json"] {
-        m.push(Mount::ReadOnly(cwd.join(".claude").join(name)));
+    // The folders agent CLIs load project settings from (hooks there run unasked, outside the
+    // CLI's own sandbox): read-only, made first when absent so none can be created.
+    if !place.read_only {
+        m.extend(PROJECT_SETTINGS_DIRS.iter().filter_map(|name| settings_dir(&cwd, name)));
     }
     // Its configuration files (Claude Code's MCP servers it would start, trust, onboarding): a
     // private copy, read and rewritten freely, never written back.

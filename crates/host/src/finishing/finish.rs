@@ -99,6 +99,10 @@ impl Context {
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
             }
+            FinishAction::Handoff if busy => Err(HostError::Invalid(format!(
+                "session {id} is in a turn; wait for it to end (or interrupt it) before handing \
+                 it over: two programs must not drive one conversation"
+            ))),
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
                 // A turn snapshot being taken works in the worktree's git dir (a temporary
@@ -193,6 +197,21 @@ impl Context {
                             description.label
                         ))
                     })?;
+                // The terminal drives the conversation now: Nucleic's agent on it stops, and a
+                // follow-up here first brings back what the terminal added.
+                self.stop_idle_agent(id).await?;
+                let note = format!(
+                    "Handed over: `{command}`. Nucleic's agent on the conversation stopped; a \
+                     follow-up here resumes it with what the terminal added."
+                );
+                let updated = nucleic_protocol::SessionUpdated {
+                    title: None,
+                    archived: None,
+                    mode: None,
+                    note: Some(note),
+                    by: by.to_owned(),
+                };
+                self.record(id, EventKind::SessionUpdated(updated)).await?;
                 Ok(Some(json!({ "command": command })))
             }
         }

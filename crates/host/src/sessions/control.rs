@@ -54,11 +54,30 @@ impl Context {
     /// Starts a new agent and writer for a session whose agent is gone. The caller holds the
     /// session's writer turn.
     async fn resume(&self, id: &str) -> Result<SessionHandle, HostError> {
+        self.resume_from(id, None).await
+    }
+
+    /// [`Context::resume`] on a fork of `conversation` (an adopted session's first start: the
+    /// CLI continues the history in a new conversation and leaves the original as it was).
+    pub(crate) async fn resume_forked(
+        &self,
+        id: &str,
+        conversation: &str,
+    ) -> Result<SessionHandle, HostError> {
+        self.resume_from(id, Some(conversation)).await
+    }
+
+    async fn resume_from(
+        &self,
+        id: &str,
+        fork_of: Option<&str>,
+    ) -> Result<SessionHandle, HostError> {
         let row = self.session_row(id).await?;
         if row.read_only {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
         }
-        let conversation = row.backend_session_id.clone().ok_or_else(|| {
+        let conversation = fork_of.map(str::to_owned).or(row.backend_session_id.clone());
+        let conversation = conversation.ok_or_else(|| {
             HostError::Invalid(format!(
                 "session {id} never started an agent conversation; nothing to resume"
             ))
@@ -84,13 +103,17 @@ impl Context {
             model: row.model.clone(),
             permission_mode: row.permission_mode.clone(),
             resume: Some(conversation),
-            fork: false,
+            fork: fork_of.is_some(),
             session_id: Some(id.to_owned()),
             read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),
             sandbox: self.project_sandbox(row.project_id.as_deref()).await,
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
         let transcript = PathBuf::from(&row.transcript);
+        // Turns the conversation got in the person's terminal since (a handoff) come first.
+        if fork_of.is_none() {
+            self.catch_up_outside(&row).await?;
+        }
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let rules = self

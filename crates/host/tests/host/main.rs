@@ -10,6 +10,7 @@ mod host_setup;
 mod hostile_git;
 mod idle;
 mod modes;
+mod outside;
 mod parts;
 mod pool;
 mod push;
