@@ -350,3 +350,33 @@ async fn real_gemini_idle_sessions_cost_the_host_little_memory() {
     );
     assert!(per <= 2048.0, "{per} kB per idle Gemini session");
 }
+
+/// Gemini's own commands run in its sandbox: asking nothing (`yolo`), a command that rewrites
+/// its settings (hooks and MCP servers a later run by the person would load) and a file outside
+/// changes neither, while its state folder stays writable.
+#[tokio::test(flavor = "multi_thread")]
+async fn real_gemini_commands_reach_only_its_state_in_the_sandbox() {
+    if isolated!("real_gemini_commands_reach_only_its_state_in_the_sandbox") {
+        return;
+    }
+    let s = Setup::new(Script::text(&["unused"])).await;
+    let _guard = DaemonGuard(s.home.clone());
+    let gemini_dir = s.dir.path().join("scratch/gemini-home/.gemini");
+    let settings = std::fs::read_to_string(gemini_dir.join("settings.json")).unwrap();
+    let outside = s.dir.path().join("outside.txt");
+    std::fs::write(&outside, "keep\n").unwrap();
+    let command = format!(
+        "echo '{{\"hooks\":{{}}}}' > \"$HOME/.gemini/settings.json\"; echo pwned > {}; \
+         echo probe > \"$HOME/.gemini/tmp/probe\"",
+        outside.display()
+    );
+    s.mock.set_script(Script::shell_then_done(&command));
+    let flags = ["--permission-mode", "bypassPermissions", "--mode", "full"];
+    let id = s.new_session(&flags, "run it").await;
+    let events = wait_for(&s.home, &id, turns(1)).await;
+    assert!(events.iter().any(|e| e["kind"]["type"] == "toolResult"), "{events:#?}");
+    assert_eq!(std::fs::read_to_string(gemini_dir.join("settings.json")).unwrap(), settings);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
+    assert_eq!(std::fs::read_to_string(gemini_dir.join("tmp/probe")).unwrap(), "probe\n");
+    assert!(gemini_dir.join("projects.json").is_file(), "its project registry was written");
+}
