@@ -380,3 +380,32 @@ async fn real_gemini_commands_reach_only_its_state_in_the_sandbox() {
     assert_eq!(std::fs::read_to_string(gemini_dir.join("tmp/probe")).unwrap(), "probe\n");
     assert!(gemini_dir.join("projects.json").is_file(), "its project registry was written");
 }
+
+/// `nucleic run --agent gemini` in place (no daemon): one turn streamed, the run completed.
+#[tokio::test(flavor = "multi_thread")]
+async fn real_gemini_runs_in_place_with_nucleic_run() {
+    if isolated!("real_gemini_runs_in_place_with_nucleic_run") {
+        return;
+    }
+    let s = Setup::new(Script::text(&["Hello ", "from run."])).await;
+    let cwd = s.dir.path().join("repo").canonicalize().unwrap();
+    let gemini = real_gemini().to_string_lossy().into_owned();
+    let args = ["run", "--agent", "gemini", "--agent-bin", &gemini, "--json", "say hi"];
+    let r = crate::support::run_nucleic(&cwd, &args, &s.env).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let text: String = r
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            nucleic_protocol::EventKind::AssistantText(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello from run.");
+    assert!(r.events.iter().all(|e| e.backend == nucleic_protocol::Backend::Gemini));
+    let finished = r.events.iter().find_map(|e| match &e.kind {
+        nucleic_protocol::EventKind::RunFinished(f) => Some(f.outcome),
+        _ => None,
+    });
+    assert_eq!(finished, Some(nucleic_protocol::RunOutcome::Completed), "{:#?}", r.events);
+}
