@@ -151,6 +151,9 @@ pub struct StateDir {
     pub default: &'static str,
     /// Files in it the agent may read, never write (its configuration).
     pub read_only: &'static [&'static str],
+    /// Folders in it the agent may read, never write (what a later run loads: extensions,
+    /// commands); made first when absent, so the agent cannot create them.
+    pub read_only_dirs: &'static [&'static str],
     /// A file in it whose `base_url = "…"` lines name model endpoints.
     pub base_urls_in: Option<&'static str>,
 }

@@ -13,23 +13,22 @@ use crate::backend::{
 use crate::error::AgentError;
 
 /// What Gemini CLI may read under `~/.gemini` but never write: what a later run by the person
-/// loads or executes (settings with their hooks and MCP servers, context files, environment,
-/// folder trust, extensions, commands, agents, skills, policies) and its credentials. The rest
-/// of the directory — chats, history, the project registry it rewrites by rename — is its
-/// state, writable.
+/// loads (settings with their hooks and MCP servers, context, environment, folder trust) and its
+/// credentials. The rest of the directory — chats, history, the project registry it rewrites by
+/// rename — is its state, writable.
 pub const GEMINI_READ_ONLY: &[&str] = &[
     "settings.json",
     "GEMINI.md",
     ".env",
     "trustedFolders.json",
-    "extensions",
-    "commands",
-    "agents",
-    "skills",
-    "policies",
     "oauth_creds.json",
     "google_accounts.json",
 ];
+
+/// The folders of `~/.gemini` a later run loads code or prompts from: read-only, made first
+/// when absent.
+pub const GEMINI_READ_ONLY_DIRS: &[&str] =
+    &["extensions", "commands", "agents", "skills", "policies"];
 
 /// What a mode switch does to a live agent the host's policy decides for.
 const HOST_DECIDES: &str = "applies at once to every write and command Gemini CLI asks about \
@@ -65,6 +64,7 @@ pub const GEMINI_CLI: BackendDescription = BackendDescription {
             within: Some(".gemini"),
             default: ".gemini",
             read_only: GEMINI_READ_ONLY,
+            read_only_dirs: GEMINI_READ_ONLY_DIRS,
             base_urls_in: None,
         }),
         private_copies: &[],

@@ -20,7 +20,7 @@ mod session;
 mod wire;
 
 pub use crate::codex::RequestId;
-pub use backend::{GEMINI_CLI, GEMINI_READ_ONLY};
+pub use backend::{GEMINI_CLI, GEMINI_READ_ONLY, GEMINI_READ_ONLY_DIRS};
 pub use decode::AcpDecoder;
 pub use profile::{AcpOptions, AcpProfile, DEFAULT_SETUP_DEADLINE, GEMINI, TESTED_GEMINI};
 pub(crate) use session::run_acp;

@@ -59,6 +59,7 @@ pub const CODEX: BackendDescription = BackendDescription {
             within: None,
             default: ".codex",
             read_only: &["config.toml"],
+            read_only_dirs: &[],
             base_urls_in: Some("config.toml"),
         }),
         private_copies: &[],

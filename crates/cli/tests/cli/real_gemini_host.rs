@@ -367,7 +367,8 @@ async fn real_gemini_commands_reach_only_its_state_in_the_sandbox() {
     std::fs::write(&outside, "keep\n").unwrap();
     let command = format!(
         "echo '{{\"hooks\":{{}}}}' > \"$HOME/.gemini/settings.json\"; echo pwned > {}; \
-         echo probe > \"$HOME/.gemini/tmp/probe\"",
+         echo probe > \"$HOME/.gemini/tmp/probe\"; \
+         mkdir -p \"$HOME/.gemini/commands\"; echo evil > \"$HOME/.gemini/commands/evil.toml\"",
         outside.display()
     );
     s.mock.set_script(Script::shell_then_done(&command));
@@ -379,6 +380,7 @@ async fn real_gemini_commands_reach_only_its_state_in_the_sandbox() {
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
     assert_eq!(std::fs::read_to_string(gemini_dir.join("tmp/probe")).unwrap(), "probe\n");
     assert!(gemini_dir.join("projects.json").is_file(), "its project registry was written");
+    assert!(!gemini_dir.join("commands/evil.toml").exists(), "a command for later runs planted");
 }
 
 /// `nucleic run --agent gemini` in place (no daemon): one turn streamed, the run completed.

@@ -268,6 +268,12 @@ fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>
         let dir = canonical(&state_dir(config, state));
         m.push(Mount::Writable(dir.clone()));
         m.extend(state.read_only.iter().map(|file| Mount::ReadOnly(dir.join(file))));
+        for name in state.read_only_dirs {
+            // Made first when absent (a missing path is not bound): the agent cannot create it.
+            let sub = dir.join(name);
+            let _ = std::fs::create_dir_all(&sub);
+            m.push(Mount::ReadOnly(sub));
+        }
     }
 }
 
@@ -526,6 +532,7 @@ mod tests {
         for name in ["settings.json", ".env", "trustedFolders.json", "extensions", "GEMINI.md"] {
             assert!(gemini.contains(&Mount::ReadOnly(home.join(".gemini").join(name))), "{name}");
         }
+        assert!(home.join(".gemini/commands").is_dir(), "made so that it cannot be created");
         let elsewhere = home.join("g");
         let moved = config_with(&home, &[("GEMINI_CLI_HOME", elsewhere.to_str().unwrap())]);
         let mut m = Vec::new();
