@@ -572,7 +572,7 @@ backends: Array<BackendInfo>,
  * This host's id at its relay, when it has one: how a device paired through the relay
  * knows it, so a page on the host's own address can tell it is the same host.
  */
-relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: JsonValue | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
@@ -581,6 +581,90 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  * For `alreadyResolved`: who answered first.
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
+
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText;
+
+export type ChecksRun = { checks: Array<CheckFinished>, };
+
+export type ReviewComments = { comments: Array<ReviewComment>, };
+
+export type ReviewSendout = { sent: number, prompt: string, };
+
+export type ProjectMode = { projectID: string, mode: string, };
+
+export type RuleAdded = { added: boolean, };
+
+export type RuleRemoved = { removed: number, };
+
+export type Handoff = { command: string, };
+
+export type Integrated = { baseBranch: string, newTip: string, };
+
+export type GcReport = { 
+/**
+ * Finished sessions' worktrees due for reclaiming (reclaimed, with `apply`).
+ */
+reclaimableWorktrees: Array<Reclaimable>, 
+/**
+ * Worktrees no session owns.
+ */
+orphanWorktrees: Array<string>, 
+/**
+ * Pooled worktrees the pool does not know.
+ */
+stalePooledWorktrees: Array<string>, 
+/**
+ * Keepers no session knows.
+ */
+strayKeepers: Array<string>, 
+/**
+ * Session ids whose turn snapshots no worktree owns.
+ */
+staleTurnSnapshots: Array<string>, 
+/**
+ * Whether anything was removed (`apply`).
+ */
+removed: boolean, };
+
+export type Reclaimable = { sessionID: string, path: string | null, bytes: number, buildBytes: number, 
+/**
+ * `age` or `budget`.
+ */
+reason: string, 
+/**
+ * It was reclaimed (`apply`).
+ */
+reclaimed?: boolean, 
+/**
+ * Why it was not reclaimed, with `apply`.
+ */
+error?: string | null, };
+
+export type TokenRotated = { devicesRevoked: number, };
+
+export type Pairing = { link: string, hostID: string, 
+/**
+ * The host's public key, base64url.
+ */
+hostKey: string, 
+/**
+ * The relay's WebSocket base URL.
+ */
+relay: string, 
+/**
+ * Direct addresses of the host's LAN listener.
+ */
+lan: Array<string>, 
+/**
+ * When the link stops working, in Unix milliseconds.
+ */
+expiresAt: number, 
+/**
+ * The link as a QR code (SVG), when one could be drawn.
+ */
+qrSvg: string | null, };
+
+export type ExportedText = { text: string, };
 
 export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Subcommand;
-use nucleic_protocol::{ClientMessage, HostMessage, Intent, ProjectSummary};
+use nucleic_protocol::{ClientMessage, HostMessage, Intent, ProjectSummary, RuleList};
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
@@ -187,8 +187,8 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
             if mode.is_some() || clear {
                 daemon.intent(Intent::SetProjectMode { project_id, mode }).await?;
             }
-            let listed = daemon.intent(Intent::ListRules(target)).await?;
-            let mode = listed.as_ref().and_then(|v| v["projectMode"].as_str()).unwrap_or("edit");
+            let listed: RuleList = daemon.intent_as(Intent::ListRules(target)).await?;
+            let mode = listed.project_mode.as_deref().unwrap_or("edit");
             println!("{mode}");
         }
     }

@@ -31,4 +31,5 @@ pub use client::{Client, ClientOptions, Stats, Welcome};
 pub use daemon::{DaemonInfo, DaemonStarter, LocalDaemon, read_daemon_file, read_token};
 pub use error::{ClientError, Rejection, code_name, describe, rejection};
 pub use replies::reply_id;
+pub use requests::Listing;
 pub use transport::Endpoint;

@@ -236,7 +236,10 @@ async fn adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_
 
     // Handed over: Nucleic's agent stops; the person goes on in the terminal.
     let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap();
-    let command = handoff["command"].as_str().unwrap().to_owned();
+    let nucleic_protocol::IntentResult::Handoff(handoff) = handoff else {
+        panic!("a handoff answers its command: {handoff:?}")
+    };
+    let command = handoff.command;
     let worktree = host.session_summary(&id).await.unwrap().worktree.unwrap().path;
     let conversation = command.rsplit("--resume '").next().unwrap().trim_end_matches('\'');
     assert!(command.starts_with(&format!("cd '{worktree}' && claude --resume '")), "{command}");

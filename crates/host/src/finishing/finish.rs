@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    CheckTrigger, EventKind, FinishAction, SessionCreated, SessionStatus, WorktreeAction,
-    WorktreeFinished, WorktreeInfo,
+    CheckTrigger, EventKind, FinishAction, SessionCreated, WorktreeAction, WorktreeFinished,
+    WorktreeInfo,
 };
-use serde_json::{Value, json};
+use nucleic_protocol::{Handoff, Integrated, IntentResult};
 
 use crate::agents::launch::AgentRequest;
 use crate::context::Context;
@@ -18,25 +18,13 @@ use crate::sessions::names::slug_for;
 use crate::sessions::start::Launch;
 
 impl Context {
-    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
-    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
-    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
-    /// working. A session with no live agent is not working.
-    pub(crate) fn is_working(&self, id: &str) -> bool {
-        self.live_handle(id).is_some_and(|h| {
-            let state = h.state();
-            state.finished.is_none()
-                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
-        })
-    }
-
     /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
     pub async fn finish(
         &self,
         id: &str,
         action: FinishAction,
         by: &str,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         // A reclaimed worktree comes back first: every action works on the checkout.
         self.restore_if_reclaimed(id, by).await?;
         let row = self.session_row(id).await?;
@@ -181,7 +169,7 @@ impl Context {
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
                     .await?;
-                Ok(json_of(&summary))
+                Ok(Some(IntentResult::Session(summary)))
             }
             FinishAction::Handoff => {
                 let resume = row.backend_session_id.clone().ok_or_else(|| {
@@ -212,7 +200,7 @@ impl Context {
                     by: by.to_owned(),
                 };
                 self.record(id, EventKind::SessionUpdated(updated)).await?;
-                Ok(Some(json!({ "command": command })))
+                Ok(Some(IntentResult::Handoff(Handoff { command })))
             }
         }
     }
@@ -254,7 +242,7 @@ impl Context {
         how: Integration,
         title: &str,
         finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         let Integration { mode, message, update_checkout, forced } = how;
         let message = message.unwrap_or_else(|| title.to_owned());
         let base = worktree.base_ref.clone();
@@ -300,7 +288,10 @@ impl Context {
             w.forced_reason = forced;
         }
         self.record(id, event).await?;
-        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+        Ok(Some(IntentResult::Integrated(Integrated {
+            base_branch: outcome.base_branch,
+            new_tip: outcome.new_tip,
+        })))
     }
 }
 
@@ -312,9 +303,4 @@ struct Integration {
     update_checkout: bool,
     /// Integrated past failing required checks: the reason given and what failed.
     forced: Option<String>,
-}
-
-/// A result for the client.
-fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
-    serde_json::to_value(value).ok()
 }

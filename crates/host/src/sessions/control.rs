@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle, Subscription};
+use nucleic_core::{Sequencer, SessionConfig, SessionHandle, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
 use crate::agents::launch::{AgentRequest, agent_options};
@@ -211,22 +211,6 @@ impl Context {
         Ok(self.handle(id)?.set_permission_mode(mode).await?)
     }
 
-    /// Records a host event in a session's transcript (through its writer when it has one).
-    pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
-        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
-            return recorded;
-        }
-        let _turn = self.writer_turns.take(id).await?;
-        // A follow-up may have started a writer while this waited for its turn.
-        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
-            return recorded;
-        }
-        let row = self.session_row(id).await?;
-        let transcript = PathBuf::from(&row.transcript);
-        self.write_events(id, row.backend, &transcript, vec![Draft::host(kind)]).await?;
-        Ok(())
-    }
-
     pub async fn rename(&self, id: &str, title: &str, by: &str) -> Result<(), HostError> {
         if title.trim().is_empty() {
             return Err(HostError::Invalid("a title cannot be empty".into()));
@@ -258,18 +242,6 @@ impl Context {
 async fn send_to_agent(handle: Option<SessionHandle>, text: &str) -> Option<Result<(), HostError>> {
     match handle?.send_user_text(text).await {
         Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => None,
-        other => Some(other.map_err(HostError::from)),
-    }
-}
-
-/// Records `kind` through the session's writer; `None` when it has none, or its writer closed
-/// before taking the event (a resume replaced it): then it is written outside a writer.
-async fn record_by_writer(
-    handle: Option<SessionHandle>,
-    kind: &EventKind,
-) -> Option<Result<(), HostError>> {
-    match handle?.record(kind.clone()).await {
-        Err(nucleic_core::CoreError::SessionEnded) => None,
         other => Some(other.map_err(HostError::from)),
     }
 }

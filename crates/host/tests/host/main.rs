@@ -14,6 +14,7 @@ mod outside;
 mod parts;
 mod pool;
 mod push;
+mod replies;
 mod review;
 mod sessions;
 mod support;
