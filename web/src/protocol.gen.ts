@@ -465,7 +465,11 @@ poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: 
 /**
  * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
  */
-snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "outsideSessions", projectID: string, } | { "kind": "adoptSession", projectID: string, 
+/**
+ * The CLI's own session id (`OutsideSession.id`).
+ */
+session: string, prompt: string, mode?: string | null, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
 /**
  * The name the paired device is recorded under (default: "paired device").
  */
@@ -582,7 +586,72 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText;
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText;
+
+export type OutsideSessions = { sessions: Array<OutsideSession>, 
+/**
+ * Session files looked at (of every project, for Codex).
+ */
+examined: number, 
+/**
+ * Files of the project's folders that were not sessions, and why (at most 20).
+ */
+skipped: Array<SkippedSessionFile>, 
+/**
+ * Why the search stopped early (its deadline, its file count), when it did.
+ */
+truncated?: string | null, };
+
+export type OutsideSession = { backend: Backend, 
+/**
+ * The CLI's own session id: what `adoptSession` and the CLI's `--resume` take.
+ */
+id: string, 
+/**
+ * Its file on the host.
+ */
+path: string, 
+/**
+ * The folder it ran in (the checkout or below it), and whether it still exists.
+ */
+cwd: string, cwdExists: boolean, 
+/**
+ * Its title, or its first prompt (80 characters at most).
+ */
+title?: string | null, 
+/**
+ * Its first and last timestamps, as the CLI wrote them (RFC 3339).
+ */
+startedAt?: string | null, lastAt?: string | null, 
+/**
+ * Its turns: exactly when the whole file was read, else at least this many.
+ */
+turns: number, turnsExact: boolean, model?: string | null, cliVersion?: string | null, 
+/**
+ * A CLI process holding it now (it can then only be adopted as a fork).
+ */
+live?: LiveHolder | null, 
+/**
+ * Lines of a kind this version does not know (a newer CLI), and lines that are not JSON,
+ * in what was read.
+ */
+unknownLines: number, badLines: number, 
+/**
+ * Whether `adoptSession` can carry it on (its backend can fork the conversation).
+ */
+adoptable: boolean, };
+
+export type LiveHolder = { pid: number, 
+/**
+ * `claude` or `codex`.
+ */
+program: string, 
+/**
+ * How it was matched to the session (its open file, its command line, its folder).
+ */
+why: string, };
+
+export type SkippedSessionFile = { path: string, why: string, };
 
 export type ChecksRun = { checks: Array<CheckFinished>, };
 

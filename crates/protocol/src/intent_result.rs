@@ -39,6 +39,7 @@ macro_rules! intent_results {
         }
 
         $(impl IntentPayload for $payload {
+            #[allow(clippy::result_large_err)] // see the trait
             fn take(result: IntentResult) -> Result<Self, IntentResult> {
                 if let IntentResult::$variant(payload) = result { Ok(payload) } else { Err(result) }
             }
@@ -48,15 +49,19 @@ macro_rules! intent_results {
 
 /// A payload of one [`IntentResult`] kind.
 pub trait IntentPayload: Sized {
-    /// The payload, when `result` is of this kind (else `result` back).
+    /// The payload, when `result` is of this kind (else `result` back). The result is handed
+    /// back as it came, unboxed: only a client's error path (a reply of another kind) takes it.
+    #[allow(clippy::result_large_err)]
     fn take(result: IntentResult) -> Result<Self, IntentResult>;
 }
 
 intent_results! {
     /// `addProject`, `setPoolSize`, `setProjectChecks`, `setProjectSandbox`, `setDiskPolicy`.
     Project(ProjectSummary),
-    /// `newSession`, `import`.
+    /// `newSession`, `import`, `adoptSession`.
     Session(SessionSummary),
+    /// `outsideSessions`.
+    OutsideSessions(crate::outside::OutsideSessions),
     /// `measureDisk`.
     DiskUsage(DiskUsage),
     /// `reclaim`.

@@ -41,6 +41,7 @@ mod intent;
 mod intent_result;
 mod interactive;
 mod kind;
+mod outside;
 mod pull_request;
 mod push;
 mod raw_json;
@@ -81,6 +82,7 @@ pub use kind::{
     ToolInputDelta, ToolResult, TurnCompleted, Usage, WorktreeAction, WorktreeFinished,
     WorktreeInfo, WorktreeReclaimed, WorktreeRestored, human_bytes,
 };
+pub use outside::{LiveHolder, OutsideSession, OutsideSessions, SkippedSessionFile};
 pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
 pub use raw_json::RawJson;

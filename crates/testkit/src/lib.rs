@@ -11,6 +11,7 @@
 //! - [`mock_github`]: the GitHub API endpoints `gh pr create` calls, over TLS on 127.0.0.1.
 //! - [`mock_web`]: a web site over TLS on any address, recording what reached it (egress).
 //! - [`tls`]: the TLS mocks' self-signed certificates and listener.
+//! - [`outside_sessions`]: Claude Code and Codex session files planted as the CLIs write them.
 //! - [`mock_push`]: a Web Push service that checks what a real one checks and decrypts each
 //!   message.
 //! - [`isolation`]: [`isolated!`] re-runs a test inside `unshare --net` (+ `--mount`).
@@ -31,6 +32,7 @@ pub mod mock_openai;
 pub mod mock_push;
 pub mod mock_telegram;
 pub mod mock_web;
+pub mod outside_sessions;
 pub mod standalone;
 pub mod synapse;
 pub mod tls;

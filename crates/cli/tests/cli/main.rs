@@ -20,6 +20,7 @@ mod doc_play;
 mod egress_ask;
 mod host_support;
 mod keepers;
+mod outside_cli;
 mod plan_cli;
 mod pull_request;
 mod readme_walk;

@@ -8,6 +8,7 @@ use nucleic_protocol::{
 
 use crate::context::Context;
 use crate::error::HostError;
+use crate::sessions::outside::AdoptOutside;
 
 impl Context {
     /// Carries out an intent from a client named `by`.
@@ -139,6 +140,15 @@ impl Context {
             Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
             Intent::Import { path } => {
                 let session = self.import_session(std::path::Path::new(&path)).await?;
+                Ok(Some(IntentResult::Session(session)))
+            }
+            Intent::OutsideSessions { project_id } => {
+                let found = self.outside_sessions(&project_id).await?;
+                Ok(Some(IntentResult::OutsideSessions(crate::sessions::outside::on_the_wire(found))))
+            }
+            Intent::AdoptSession { project_id, session, prompt, mode } => {
+                let request = AdoptOutside { project_id, session, prompt, mode };
+                let session = self.adopt_outside(request, by).await?;
                 Ok(Some(IntentResult::Session(session)))
             }
             Intent::Gc { apply } => self.gc(apply).await.map(|gc| Some(IntentResult::Gc(gc))),

@@ -268,3 +268,53 @@ fn adoption_note(outside: &OutsideSession) -> String {
         outside.path.display()
     )
 }
+
+/// A discovery as the protocol says it (`outsideSessions`' result).
+pub(crate) fn on_the_wire(found: Discovery) -> nucleic_protocol::OutsideSessions {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let sessions = found
+        .sessions
+        .into_iter()
+        .map(|s| {
+            let (turns, turns_exact) = match s.turns {
+                nucleic_discover::Turns::Exact(n) => (n, true),
+                nucleic_discover::Turns::AtLeast(n) => (n, false),
+            };
+            nucleic_protocol::OutsideSession {
+                backend: s.backend,
+                adoptable: nucleic_agents::describe(s.backend).capabilities.fork,
+                id: s.id,
+                path: s.path.to_string_lossy().into_owned(),
+                cwd: s.cwd.to_string_lossy().into_owned(),
+                cwd_exists: s.cwd_exists,
+                title: s.title,
+                started_at: s.started_at,
+                last_at: s.last_at,
+                turns,
+                turns_exact,
+                model: s.model,
+                cli_version: s.cli_version,
+                live: s.live.map(|p| nucleic_protocol::LiveHolder {
+                    pid: p.pid,
+                    program: p.program,
+                    why: p.why,
+                }),
+                unknown_lines: count(s.unknown_lines),
+                bad_lines: count(s.bad_lines),
+            }
+        })
+        .collect();
+    nucleic_protocol::OutsideSessions {
+        sessions,
+        examined: count(found.examined),
+        skipped: found
+            .skipped
+            .into_iter()
+            .map(|s| nucleic_protocol::SkippedSessionFile {
+                path: s.path.to_string_lossy().into_owned(),
+                why: s.why,
+            })
+            .collect(),
+        truncated: found.truncated,
+    }
+}

@@ -2,44 +2,12 @@
 //! adopting refuses — an unknown id, a Codex session (not adoptable yet) — with nothing created
 //! and the CLI's own files unread beyond discovery and never written.
 
-use std::path::Path;
-
 use nucleic_host::AdoptOutside;
 use nucleic_protocol::Backend;
 
+use nucleic_testkit::outside_sessions::{plant_claude_session, plant_codex_rollout};
+
 use crate::support::{config, repo};
-
-/// A Claude Code transcript of `cwd` under `home`'s `.claude/projects`, as the CLI writes it.
-fn claude_session(home: &Path, cwd: &Path, id: &str, prompt: &str) -> std::path::PathBuf {
-    let slug: String = cwd
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let dir = home.join(".claude/projects").join(slug);
-    std::fs::create_dir_all(&dir).unwrap();
-    let line = serde_json::json!({
-        "type": "user", "sessionId": id, "cwd": cwd, "version": "2.1.332",
-        "timestamp": "2026-12-07T06:00:00.000Z", "uuid": "u1", "parentUuid": null,
-        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}
-    });
-    let file = dir.join(format!("{id}.jsonl"));
-    std::fs::write(&file, format!("{line}\n")).unwrap();
-    file
-}
-
-/// A Codex rollout of `cwd` under `codex_home`.
-fn codex_rollout(codex_home: &Path, cwd: &Path, id: &str) -> std::path::PathBuf {
-    let dir = codex_home.join("sessions/2026/12/07");
-    std::fs::create_dir_all(&dir).unwrap();
-    let meta = serde_json::json!({
-        "timestamp": "2026-12-07T06:00:00.000Z", "type": "session_meta",
-        "payload": {"id": id, "cwd": cwd, "cli_version": "0.171.0", "timestamp": "2026-12-07T06:00:00.000Z"}
-    });
-    let file = dir.join(format!("rollout-2026-12-07T06-00-00-{id}.jsonl"));
-    std::fs::write(&file, format!("{meta}\n")).unwrap();
-    file
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn outside_sessions_are_listed_per_project_and_adoption_refuses_what_it_cannot_carry_on() {
@@ -47,11 +15,20 @@ async fn outside_sessions_are_listed_per_project_and_adoption_refuses_what_it_ca
     let person = dir.path().join("person");
     let (mine, other) = (repo(&dir.path().join("mine")), repo(&dir.path().join("other")));
     let (mine, other) = (mine.canonicalize().unwrap(), other.canonicalize().unwrap());
-    let claude =
-        claude_session(&person, &mine, "c1a2b3c4-0000-4000-8000-000000000001", "fix the bug");
-    claude_session(&person, &other, "c1a2b3c4-0000-4000-8000-000000000002", "elsewhere");
+    let claude = plant_claude_session(
+        &person.join(".claude"),
+        &mine,
+        "c1a2b3c4-0000-4000-8000-000000000001",
+        "fix the bug",
+    );
+    plant_claude_session(
+        &person.join(".claude"),
+        &other,
+        "c1a2b3c4-0000-4000-8000-000000000002",
+        "elsewhere",
+    );
     let codex =
-        codex_rollout(&person.join(".codex"), &mine, "01a228e0-1b31-7133-b3e9-877fba264cc4");
+        plant_codex_rollout(&person.join(".codex"), &mine, "01a228e0-1b31-7133-b3e9-877fba264cc4");
     let before = (std::fs::read(&claude).unwrap(), std::fs::read(&codex).unwrap());
     let mut config = config(dir.path());
     config.agent_env = vec![("HOME".into(), person.clone().into_os_string())];
