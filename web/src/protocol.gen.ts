@@ -23,7 +23,7 @@ nativeType?: string | null, kind: EventKind,
  */
 origin?: string | null, };
 
-export type Backend = "claudeCode" | "codex" | "simulated";
+export type Backend = "claudeCode" | "codex" | "simulated" | "gemini";
 
 export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "confinement" } & Confinement | { "type": "egressRefused" } & EgressRefused | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
 

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
-use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex};
+use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex, find_gemini};
 
 struct Finding {
     name: &'static str,
@@ -50,6 +50,23 @@ fn codex_signed_in() -> Result<String, String> {
         return Ok(format!("a provider of its own in {}", home.join("config.toml").display()));
     }
     Err("run `codex login`, or set OPENAI_API_KEY".into())
+}
+
+/// Whether Gemini CLI has a key or a login: `GEMINI_API_KEY` / `GOOGLE_API_KEY`, or the
+/// Google login it keeps in `~/.gemini` (`$GEMINI_CLI_HOME/.gemini`).
+fn gemini_signed_in() -> Result<String, String> {
+    for key in ["GEMINI_API_KEY", "GOOGLE_API_KEY"] {
+        if std::env::var_os(key).is_some_and(|v| !v.is_empty()) {
+            return Ok(format!("{key} is set"));
+        }
+    }
+    let home = std::env::var_os("GEMINI_CLI_HOME").or_else(|| std::env::var_os("HOME"));
+    let Some(home) = home else { return Err("HOME is not set".into()) };
+    let creds = std::path::PathBuf::from(home).join(".gemini/oauth_creds.json");
+    if creds.is_file() {
+        return Ok(format!("logged in ({})", creds.display()));
+    }
+    Err("run `gemini` once and log in with Google, or set GEMINI_API_KEY".into())
 }
 
 /// Codex's home: `$CODEX_HOME`, else `~/.codex`.
@@ -254,6 +271,15 @@ pub fn doctor() -> ExitCode {
             install: "scripts/install-agents.sh (pins @openai/codex@0.171.0)",
             package: Some("@openai/codex"),
             signed_in: Some(codex_signed_in()),
+        },
+        Finding {
+            name: "gemini",
+            required: false,
+            path: find_gemini(),
+            tested: Some(nucleic_agents::acp::TESTED_GEMINI),
+            install: "scripts/install-agents.sh (pins @google/gemini-cli@0.61.0)",
+            package: Some("@google/gemini-cli"),
+            signed_in: Some(gemini_signed_in()),
         },
     ];
     let mut missing_required = false;

@@ -67,12 +67,12 @@ async fn an_unknown_permission_mode_is_refused_before_spawning() {
 async fn doctor_reports_each_tool() {
     let out = tokio::process::Command::new(nucleic()).arg("doctor").output().await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for tool in ["git", "claude", "codex", "sim", "confinement", "git confinement"] {
+    for tool in ["git", "claude", "codex", "gemini", "sim", "confinement", "git confinement"] {
         assert!(text.lines().any(|l| l.starts_with(tool)), "no line for {tool}:\n{text}");
     }
     assert!(text.contains("verdict:"));
     // The pinned installs (what scripts/test.sh installs) are recognised as the tested versions.
-    for tool in ["claude", "codex"] {
+    for tool in ["claude", "codex", "gemini"] {
         let line = text.lines().find(|l| l.starts_with(tool)).unwrap();
         if line.contains("/nucleic/agents/") {
             assert!(line.contains("ok, tested version"), "{line}");
@@ -116,6 +116,11 @@ async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step(
     // Agent CLIs missing.
     let text = doctor(bin.display().to_string(), &[]);
     assert!(line(&text, "claude").contains("missing: scripts/install-agents.sh"), "{text}");
+    let gemini = line(&text, "gemini");
+    assert!(
+        gemini.contains("missing: scripts/install-agents.sh (pins @google/gemini-cli@0.61.0"),
+        "{text}"
+    );
     assert!(text.contains("verdict: ready for the simulated agent only"), "{text}");
     // Present at an untested version and signed out; then signed in.
     let fake = bin.join("claude");

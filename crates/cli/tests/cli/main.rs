@@ -37,6 +37,7 @@ mod real_codex;
 mod real_codex_credentials;
 mod real_codex_host;
 mod real_confinement;
+mod real_gemini_host;
 mod real_keepers;
 mod real_modes;
 mod real_policy;

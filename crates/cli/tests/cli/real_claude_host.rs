@@ -49,6 +49,7 @@ async fn real_claude_keep_continue_handoff() {
         agents: AgentPaths {
             claude: Some(real_claude()),
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

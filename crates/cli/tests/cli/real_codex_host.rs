@@ -201,6 +201,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         agents: AgentPaths {
             claude: None,
             codex: Some(real_codex()),
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

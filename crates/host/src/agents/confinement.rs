@@ -243,8 +243,10 @@ fn config_endpoints(config: &HostConfig, state: &StateDir) -> Vec<String> {
 
 /// An agent's state directory: its variable's value, else its place under the agent's home.
 fn state_dir(config: &HostConfig, state: &StateDir) -> PathBuf {
-    env_value(config, state.variable)
-        .map_or_else(|| crate::policy::agent_home(config).join(state.default), PathBuf::from)
+    match env_value(config, state.variable).map(PathBuf::from) {
+        Some(dir) => state.within.map_or_else(|| dir.clone(), |sub| dir.join(sub)),
+        None => crate::policy::agent_home(config).join(state.default),
+    }
 }
 
 /// What the agent CLI itself must write: its state, never the settings the host reads as policy.
@@ -266,6 +268,12 @@ fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>
         let dir = canonical(&state_dir(config, state));
         m.push(Mount::Writable(dir.clone()));
         m.extend(state.read_only.iter().map(|file| Mount::ReadOnly(dir.join(file))));
+        for name in state.read_only_dirs {
+            // Made first when absent (a missing path is not bound): the agent cannot create it.
+            let sub = dir.join(name);
+            let _ = std::fs::create_dir_all(&sub);
+            m.push(Mount::ReadOnly(sub));
+        }
     }
 }
 
@@ -429,6 +437,8 @@ mod tests {
             ("OPENAI_BASE_URL".into(), "".into()),
             ("OPENAI_API_BASE".into(), "".into()),
             ("CODEX_HOME".into(), "".into()),
+            ("GOOGLE_GEMINI_BASE_URL".into(), "".into()),
+            ("GEMINI_CLI_HOME".into(), "".into()),
         ];
         agent_env.extend(env.iter().map(|(k, v)| ((*k).into(), (*v).into())));
         HostConfig {
@@ -436,6 +446,7 @@ mod tests {
             agents: crate::config::AgentPaths {
                 claude: None,
                 codex: None,
+                gemini: None,
                 sim_program: "/bin/true".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "/bin/true".into(),
@@ -485,6 +496,10 @@ mod tests {
             .unwrap();
         let codex_home = [("CODEX_HOME", elsewhere.to_str().unwrap())];
         assert_eq!(endpoints(&codex_home, Backend::Codex), ["127.0.0.1:7"]);
+        // Gemini CLI: its gateway base URL, else Google's API and login.
+        assert_eq!(endpoints(&[], Backend::Gemini)[0], "generativelanguage.googleapis.com:443");
+        let gateway = [("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:5/")];
+        assert_eq!(endpoints(&gateway, Backend::Gemini), ["127.0.0.1:5"]);
     }
 
     #[test]
@@ -510,6 +525,19 @@ mod tests {
             ]
         );
         assert!(state(Backend::Simulated).is_empty());
+        // Gemini CLI: `~/.gemini` writable (it rewrites its project registry by rename there),
+        // what a later run loads or executes read-only; `$GEMINI_CLI_HOME/.gemini` when set.
+        let gemini = state(Backend::Gemini);
+        assert_eq!(gemini[0], Mount::Writable(home.join(".gemini")));
+        for name in ["settings.json", ".env", "trustedFolders.json", "extensions", "GEMINI.md"] {
+            assert!(gemini.contains(&Mount::ReadOnly(home.join(".gemini").join(name))), "{name}");
+        }
+        assert!(home.join(".gemini/commands").is_dir(), "made so that it cannot be created");
+        let elsewhere = home.join("g");
+        let moved = config_with(&home, &[("GEMINI_CLI_HOME", elsewhere.to_str().unwrap())]);
+        let mut m = Vec::new();
+        agent_state(&moved, &describe(Backend::Gemini).confinement, &mut m);
+        assert_eq!(m[0], Mount::Writable(elsewhere.join(".gemini")));
     }
 
     #[test]

@@ -479,6 +479,7 @@ mod tests {
             agents: AgentPaths {
                 claude: None,
                 codex: None,
+                gemini: None,
                 sim_program: "nucleic".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "nucleic".into(),

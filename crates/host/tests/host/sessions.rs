@@ -398,6 +398,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -88,6 +88,7 @@ async fn serve_in(
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
             nucleic: "/nonexistent".into(),
