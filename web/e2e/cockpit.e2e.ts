@@ -252,6 +252,40 @@ describe("a session from the UI to a merge", () => {
     await context.close();
   });
 
+  it("a command's network question is answered in the cockpit: allowed it goes out, denied it gets a 403", async () => {
+    const { context, page } = await signedInPage(browser, await loginLink(demo), { width: 1280 });
+    // The simulated agent's command runs confined: its connections go through the session's
+    // egress proxy, which asks about names off the allow-list (nothing resolves here: an allowed
+    // name then fails to resolve upstream, a 502; a denied one is refused, a 403).
+    const probe = (name: string) => `curl -sS -m 60 -o /dev/null -w '${name}=%{http_connect} ' https://${name}/`;
+    const id = await newSessionFromUI(page, `run ${probe("let-out.invalid")}; ${probe("kept-in.invalid")}; echo probe-done`);
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await page.click("[data-testid=allow]");
+    const question = async (name: string) => {
+      await page.waitForFunction((n) => document.querySelector("[data-testid=egress-question]")?.textContent?.includes(n), `${name}:443`, { timeout: 60_000 }).catch(async (e) => {
+        throw new Error(`${e}\n${await page.textContent("[data-testid=session-pane]")}\n--- host ---\n${demo.log().slice(-3000)}`);
+      });
+    };
+    await question("let-out.invalid");
+    await page.click("[data-testid=allow]");
+    await question("kept-in.invalid");
+    await page.click("[data-testid=deny]");
+    await page.fill("[data-testid=deny-reason]", "not this one");
+    await page.click("[data-testid=send-deny]");
+    await page.waitForSelector("[data-testid=approval-bar]", { state: "detached", timeout: 60_000 });
+    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 60_000 });
+    await page.click("[data-kind=tool] summary");
+    const output = (await page.textContent("[data-kind=tool]")) ?? "";
+    expect(output).toContain("probe-done");
+    expect(output).toContain("let-out.invalid=502");
+    expect(output).toContain("kept-in.invalid=403");
+    const outcomes = await page.$$eval("[data-testid=approval-outcome]", (els) => els.map((e) => e.textContent ?? ""));
+    expect(outcomes.filter((o) => /allow by/.test(o))).toHaveLength(2);
+    expect(outcomes.some((o) => /deny by/.test(o))).toBe(true);
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
+  });
+
   it("a 20,000-event transcript opens and scrolls", async () => {
     const file = path.join(tempDir("nucleic-e2e-"), "long.jsonl");
     writeFileSync(file, longTranscript(20_000));

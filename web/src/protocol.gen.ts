@@ -23,7 +23,7 @@ nativeType?: string | null, kind: EventKind,
  */
 origin?: string | null, };
 
-export type Backend = "claudeCode" | "codex" | "simulated";
+export type Backend = "claudeCode" | "codex" | "simulated" | "gemini";
 
 export type EventKind = { "type": "userText" } & TextBlock | { "type": "sessionStarted" } & SessionStarted | { "type": "assistantText" } & TextBlock | { "type": "thinking" } & TextBlock | { "type": "toolCallStarted" } & ToolCall | { "type": "toolInputDelta" } & ToolInputDelta | { "type": "toolCallCompleted" } & ToolCall | { "type": "toolResult" } & ToolResult | { "type": "usage" } & Usage | { "type": "turnCompleted" } & TurnCompleted | { "type": "runFinished" } & RunFinished | { "type": "rateLimit" } & RateLimit | { "type": "apiRetry" } & ApiRetry | { "type": "approvalRequested" } & ApprovalRequested | { "type": "approvalResolved" } & ApprovalResolved | { "type": "permissionDenied" } & PermissionDenied | { "type": "confinement" } & Confinement | { "type": "egressRefused" } & EgressRefused | { "type": "statusChanged" } & StatusChanged | { "type": "settingsChanged" } & SettingsChanged | { "type": "interruptRequested" } & InterruptRequested | { "type": "error" } & ErrorEvent | { "type": "stderr" } & StderrLine | { "type": "sessionCreated" } & SessionCreated | { "type": "sessionUpdated" } & SessionUpdated | { "type": "worktreeFinished" } & WorktreeFinished | { "type": "worktreeReclaimed" } & WorktreeReclaimed | { "type": "worktreeRestored" } & WorktreeRestored | { "type": "checkStarted" } & CheckStarted | { "type": "checkOutput" } & CheckOutput | { "type": "checkFinished" } & CheckFinished | { "type": "report" } & Report | { "type": "pullRequestOpened" } & PullRequestOpened | { "type": "reviewSent" } & ReviewSent | { "type": "raw" } & Raw;
 
@@ -465,7 +465,11 @@ poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: 
 /**
  * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
  */
-snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "outsideSessions", projectID: string, } | { "kind": "adoptSession", projectID: string, 
+/**
+ * The CLI's own session id (`OutsideSession.id`).
+ */
+session: string, prompt: string, mode?: string | null, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
 /**
  * The name the paired device is recorded under (default: "paired device").
  */
@@ -572,7 +576,7 @@ backends: Array<BackendInfo>,
  * This host's id at its relay, when it has one: how a device paired through the relay
  * knows it, so a page on the host's own address can tell it is the same host.
  */
-relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: JsonValue | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
@@ -581,6 +585,155 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  * For `alreadyResolved`: who answered first.
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
+
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText;
+
+export type OutsideSessions = { sessions: Array<OutsideSession>, 
+/**
+ * Session files looked at (of every project, for Codex).
+ */
+examined: number, 
+/**
+ * Files of the project's folders that were not sessions, and why (at most 20).
+ */
+skipped: Array<SkippedSessionFile>, 
+/**
+ * Why the search stopped early (its deadline, its file count), when it did.
+ */
+truncated?: string | null, };
+
+export type OutsideSession = { backend: Backend, 
+/**
+ * The CLI's own session id: what `adoptSession` and the CLI's `--resume` take.
+ */
+id: string, 
+/**
+ * Its file on the host.
+ */
+path: string, 
+/**
+ * The folder it ran in (the checkout or below it), and whether it still exists.
+ */
+cwd: string, cwdExists: boolean, 
+/**
+ * Its title, or its first prompt (80 characters at most).
+ */
+title?: string | null, 
+/**
+ * Its first and last timestamps, as the CLI wrote them (RFC 3339).
+ */
+startedAt?: string | null, lastAt?: string | null, 
+/**
+ * Its turns: exactly when the whole file was read, else at least this many.
+ */
+turns: number, turnsExact: boolean, model?: string | null, cliVersion?: string | null, 
+/**
+ * A CLI process holding it now (it can then only be adopted as a fork).
+ */
+live?: LiveHolder | null, 
+/**
+ * Lines of a kind this version does not know (a newer CLI), and lines that are not JSON,
+ * in what was read.
+ */
+unknownLines: number, badLines: number, 
+/**
+ * Whether `adoptSession` can carry it on (its backend can fork the conversation).
+ */
+adoptable: boolean, };
+
+export type LiveHolder = { pid: number, 
+/**
+ * `claude` or `codex`.
+ */
+program: string, 
+/**
+ * How it was matched to the session (its open file, its command line, its folder).
+ */
+why: string, };
+
+export type SkippedSessionFile = { path: string, why: string, };
+
+export type ChecksRun = { checks: Array<CheckFinished>, };
+
+export type ReviewComments = { comments: Array<ReviewComment>, };
+
+export type ReviewSendout = { sent: number, prompt: string, };
+
+export type ProjectMode = { projectID: string, mode: string, };
+
+export type RuleAdded = { added: boolean, };
+
+export type RuleRemoved = { removed: number, };
+
+export type Handoff = { command: string, };
+
+export type Integrated = { baseBranch: string, newTip: string, };
+
+export type GcReport = { 
+/**
+ * Finished sessions' worktrees due for reclaiming (reclaimed, with `apply`).
+ */
+reclaimableWorktrees: Array<Reclaimable>, 
+/**
+ * Worktrees no session owns.
+ */
+orphanWorktrees: Array<string>, 
+/**
+ * Pooled worktrees the pool does not know.
+ */
+stalePooledWorktrees: Array<string>, 
+/**
+ * Keepers no session knows.
+ */
+strayKeepers: Array<string>, 
+/**
+ * Session ids whose turn snapshots no worktree owns.
+ */
+staleTurnSnapshots: Array<string>, 
+/**
+ * Whether anything was removed (`apply`).
+ */
+removed: boolean, };
+
+export type Reclaimable = { sessionID: string, path: string | null, bytes: number, buildBytes: number, 
+/**
+ * `age` or `budget`.
+ */
+reason: string, 
+/**
+ * It was reclaimed (`apply`).
+ */
+reclaimed?: boolean, 
+/**
+ * Why it was not reclaimed, with `apply`.
+ */
+error?: string | null, };
+
+export type TokenRotated = { devicesRevoked: number, };
+
+export type Pairing = { link: string, hostID: string, 
+/**
+ * The host's public key, base64url.
+ */
+hostKey: string, 
+/**
+ * The relay's WebSocket base URL.
+ */
+relay: string, 
+/**
+ * Direct addresses of the host's LAN listener.
+ */
+lan: Array<string>, 
+/**
+ * When the link stops working, in Unix milliseconds.
+ */
+expiresAt: number, 
+/**
+ * The link as a QR code (SVG), when one could be drawn.
+ */
+qrSvg: string | null, };
+
+export type ExportedText = { text: string, };
 
 export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
 

@@ -6,6 +6,7 @@ use nucleic_protocol::{Backend, Decision};
 use crate::options::CommonOptions;
 use tokio::sync::mpsc;
 
+use crate::acp::{AcpHandle, AcpOptions, run_acp, spawn_acp};
 use crate::agent::{AgentControl, AgentOutput, Capabilities};
 use crate::claude::{ClaudeHandle, ClaudeOptions, run_claude, spawn_claude};
 use crate::codex::{
@@ -40,6 +41,8 @@ pub enum AgentLaunch {
     Codex(CodexOptions),
     /// `codex exec --json`: one prompt, no approvals.
     CodexExec(CodexExecOptions),
+    /// An agent over the Agent Client Protocol (its profile says which: Gemini CLI).
+    Acp(AcpOptions),
 }
 
 /// A running agent of any backend.
@@ -48,6 +51,7 @@ pub enum AnyAgent {
     Claude(ClaudeHandle),
     Codex(CodexHandle),
     CodexExec(CodexExecHandle),
+    Acp(AcpHandle),
 }
 
 impl AgentLaunch {
@@ -56,6 +60,7 @@ impl AgentLaunch {
         match self {
             AgentLaunch::Claude(o) => o.backend,
             AgentLaunch::Codex(_) | AgentLaunch::CodexExec(_) => Backend::Codex,
+            AgentLaunch::Acp(o) => o.profile.backend,
         }
     }
 
@@ -65,6 +70,7 @@ impl AgentLaunch {
             AgentLaunch::Claude(o) => &o.common,
             AgentLaunch::Codex(o) => &o.common,
             AgentLaunch::CodexExec(o) => &o.common,
+            AgentLaunch::Acp(o) => &o.common,
         }
     }
 
@@ -74,13 +80,14 @@ impl AgentLaunch {
             AgentLaunch::Claude(o) => &mut o.common,
             AgentLaunch::Codex(o) => &mut o.common,
             AgentLaunch::CodexExec(o) => &mut o.common,
+            AgentLaunch::Acp(o) => &mut o.common,
         }
     }
 
     /// How long the adapter's own watchdog lets a turn make no progress (`None`: no watchdog).
     pub fn provider_timeout(&self) -> Option<std::time::Duration> {
         match self {
-            AgentLaunch::Claude(_) => None,
+            AgentLaunch::Claude(_) | AgentLaunch::Acp(_) => None,
             AgentLaunch::Codex(o) => o.provider_timeout,
             AgentLaunch::CodexExec(o) => o.provider_timeout,
         }
@@ -93,6 +100,8 @@ impl AgentLaunch {
             AgentLaunch::Claude(o) => o.command_sandbox().map(|s| s.note()),
             AgentLaunch::Codex(o) => o.command_sandbox().map(|s| s.note()),
             AgentLaunch::CodexExec(o) => o.command_sandbox().map(|s| s.note()),
+            // Its commands run in Nucleic's sandbox only; its file writes are the host's.
+            AgentLaunch::Acp(_) => None,
         }
     }
 
@@ -104,6 +113,7 @@ impl AgentLaunch {
             AgentLaunch::CodexExec(o) => {
                 spawn_codex_exec(o).map(|(h, rx)| (AnyAgent::CodexExec(h), rx))
             }
+            AgentLaunch::Acp(o) => spawn_acp(o).map(|(h, rx)| (AnyAgent::Acp(h), rx)),
         }
     }
 
@@ -113,6 +123,7 @@ impl AgentLaunch {
             AgentLaunch::Claude(o) => o.spawn_spec(),
             AgentLaunch::Codex(o) => o.spawn_spec(),
             AgentLaunch::CodexExec(o) => o.spawn_spec(),
+            AgentLaunch::Acp(o) => o.spawn_spec(),
         }
     }
 
@@ -188,6 +199,10 @@ impl AgentLaunch {
                 let (h, rx) = run_codex_exec(o, process, streams, supervision(o.provider_timeout));
                 (AnyAgent::CodexExec(h), rx)
             }
+            AgentLaunch::Acp(o) => {
+                let (h, rx) = run_acp(o, process, streams, supervision(None), adopted);
+                (AnyAgent::Acp(h), rx)
+            }
         }
     }
 }
@@ -199,6 +214,7 @@ macro_rules! on_handle {
             AnyAgent::Claude($h) => $call,
             AnyAgent::Codex($h) => $call,
             AnyAgent::CodexExec($h) => $call,
+            AnyAgent::Acp($h) => $call,
         }
     };
 }

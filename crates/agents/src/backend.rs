@@ -14,8 +14,18 @@ use crate::error::AgentError;
 use crate::options::CommonOptions;
 
 /// Every backend, in the order clients list them.
-pub const BACKENDS: &[&BackendDescription] =
-    &[&crate::claude::CLAUDE_CODE, &crate::codex::CODEX, &crate::claude::SIMULATED];
+pub const BACKENDS: &[&BackendDescription] = &[
+    &crate::claude::CLAUDE_CODE,
+    &crate::codex::CODEX,
+    &crate::acp::GEMINI_CLI,
+    &crate::claude::SIMULATED,
+];
+
+/// The folders of a project agent CLIs load settings from (Claude Code's `.claude/`, Codex's
+/// `.codex/`, Gemini CLI's `.gemini/`). Their hooks and helper commands run as the CLI itself,
+/// outside its own command sandbox and unasked: no agent may write them in any worktree (any
+/// backend may later run there).
+pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini"];
 
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {
@@ -23,6 +33,7 @@ pub fn describe(backend: Backend) -> &'static BackendDescription {
         Backend::ClaudeCode => &crate::claude::CLAUDE_CODE,
         Backend::Codex => &crate::codex::CODEX,
         Backend::Simulated => &crate::claude::SIMULATED,
+        Backend::Gemini => &crate::acp::GEMINI_CLI,
     }
 }
 
@@ -133,10 +144,16 @@ pub struct ConfinementNeeds {
 #[derive(Debug, Clone, Copy)]
 pub struct StateDir {
     pub variable: &'static str,
+    /// The state directory is this folder of the variable's directory (Gemini's
+    /// `$GEMINI_CLI_HOME/.gemini`); `None`: the variable names it (`CODEX_HOME`).
+    pub within: Option<&'static str>,
     /// Under the agent's home when the variable is not set.
     pub default: &'static str,
     /// Files in it the agent may read, never write (its configuration).
     pub read_only: &'static [&'static str],
+    /// Folders in it the agent may read, never write (what a later run loads: extensions,
+    /// commands); made first when absent, so the agent cannot create them.
+    pub read_only_dirs: &'static [&'static str],
     /// A file in it whose `base_url = "…"` lines name model endpoints.
     pub base_urls_in: Option<&'static str>,
 }
@@ -238,7 +255,7 @@ mod tests {
 
     #[test]
     fn every_backend_has_one_row_found_by_backend_and_by_name() {
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Simulated] {
+        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
             let d = describe(backend);
             assert_eq!(d.backend, backend);
             assert_eq!(backend_named(d.name).map(|n| n.backend), Some(backend));
@@ -287,7 +304,7 @@ mod tests {
         exec.exec = true;
         assert!(describe(Backend::ClaudeCode).launch(exec.clone()).is_err());
         assert!(matches!(codex.launch(exec), Ok(AgentLaunch::CodexExec(_))));
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Simulated] {
+        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
             let mut bad = request();
             bad.common.permission_mode = "yolo".into();
             assert!(describe(backend).launch(bad).is_err(), "{backend:?}");

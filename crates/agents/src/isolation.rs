@@ -141,6 +141,21 @@ impl Isolation {
         shown
     }
 
+    /// Whether the agent may write `path` (canonical) itself: the last mount covering it binds
+    /// it back writable. Stricter than the sandbox: a read-only or hidden mount counts even
+    /// when its path does not exist yet (`bwrap` skips those), and the sandbox's own fresh
+    /// folders (`/tmp` unless a mount binds a folder of it back) are not the host's. The host
+    /// writes for an agent (ACP's `fs/write_text_file`) only where this holds.
+    pub fn lets_write(&self, path: &Path) -> bool {
+        let mut writable = false;
+        for mount in &self.mounts {
+            if path.starts_with(mount.path()) {
+                writable = matches!(mount, Mount::Writable(_));
+            }
+        }
+        writable
+    }
+
     /// The `bwrap` arguments that run `program args` in `cwd`. Inside, the user and group ids
     /// stay the host's (`host_ids`), but root's become [`ROOT_HOST_SANDBOX_ID`].
     pub fn args(

@@ -276,8 +276,10 @@ fn delegating_agent(dir: &Path, outside: &Path, inside: &Path, replies: &Path) -
 }
 
 static SCRIPTED: AcpProfile = AcpProfile {
+    backend: nucleic_protocol::Backend::Gemini,
     label: "a scripted agent",
     args: &[],
+    model_flag: None,
     env: &[],
     modes: &[("default", "default")],
     missing_file_as_empty: false,
@@ -367,8 +369,10 @@ async fn gemini_turn_is_cancelled_mid_stream() {
 
 /// `sleep 30`: a process that never answers anything.
 static SILENT: AcpProfile = AcpProfile {
+    backend: nucleic_protocol::Backend::Gemini,
     label: "a silent agent",
     args: &["30"],
+    model_flag: None,
     env: &[],
     modes: &[("default", "default")],
     missing_file_as_empty: false,

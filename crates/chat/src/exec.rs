@@ -279,7 +279,11 @@ impl Bridge {
                 let session = current(&state)?;
                 let prompt = "Continue from where the previous session left off.".to_owned();
                 let result = self.finish(&session, FinishAction::Continue { prompt }).await?;
-                let next = result.as_ref().and_then(|v| v["sessionID"].as_str()).map(str::to_owned);
+                let next = if let Some(nucleic_protocol::IntentResult::Session(next)) = result {
+                    Some(next.session_id)
+                } else {
+                    None
+                };
                 match next {
                     Some(next) => {
                         self.select(chat, &mut state, &next, true)?;
@@ -321,7 +325,7 @@ impl Bridge {
         &mut self,
         session: &str,
         action: FinishAction,
-    ) -> Result<Option<serde_json::Value>, Failure> {
+    ) -> Result<Option<nucleic_protocol::IntentResult>, Failure> {
         let intent = Intent::Finish { session_id: session.to_owned(), action };
         Ok(self.client.intent(intent).await?)
     }
@@ -382,10 +386,12 @@ impl Bridge {
             mode: None,
             prompt: task,
         };
-        let result = self.client.intent(Intent::NewSession(request)).await?;
         let summary: SessionSummary =
-            result.and_then(|v| serde_json::from_value(v).ok()).ok_or_else(|| {
-                Failure::Say("The host started no session (no summary came back).".into())
+            self.client.intent_as(Intent::NewSession(request)).await.map_err(|e| match e {
+                nucleic_client::ClientError::BadResult { .. } => {
+                    Failure::Say("The host started no session (no summary came back).".into())
+                }
+                other => other.into(),
             })?;
         self.select(chat, state, &summary.session_id, false)?;
         Ok(format!(

@@ -8,7 +8,6 @@ use clap::Subcommand;
 use nucleic_protocol::{
     CheckFinished, CheckSpec, ClientMessage, HostMessage, Intent, ProjectSummary, Report,
 };
-use serde_json::Value;
 
 use nucleic_client::Client;
 use nucleic_client::results::ChecksRun;
@@ -96,11 +95,8 @@ pub async fn project_check(daemon: &mut Client, command: CheckCommand) -> anyhow
         }
     };
     let set = Intent::SetProjectChecks { project_id, checks, checks_after_turn: after_turn };
-    if let Some(p) = daemon.intent(set).await?
-        && let Ok(p) = serde_json::from_value::<ProjectSummary>(p)
-    {
-        p.checks.iter().for_each(print_check);
-    }
+    let p: ProjectSummary = daemon.intent_as(set).await?;
+    p.checks.iter().for_each(print_check);
     Ok(())
 }
 
@@ -131,12 +127,11 @@ pub async fn session_report(
     session_id: String,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let result = daemon.intent(Intent::Report { session_id }).await?.unwrap_or(Value::Null);
+    let report: Report = daemon.intent_as(Intent::Report { session_id }).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let report: Report = serde_json::from_value(result)?;
     print!("{}", report.render());
     Ok(ExitCode::SUCCESS)
 }

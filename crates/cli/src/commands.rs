@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use nucleic_protocol::{
     Backend, ClientMessage, FinishAction, HostMessage, Intent, NewSession, SessionSummary,
+    SessionUpdated,
 };
 
 use std::os::unix::fs::OpenOptionsExt;
@@ -299,12 +300,8 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
                 mode,
                 prompt: prompt.join(" "),
             };
-            let result = daemon.intent(Intent::NewSession(request)).await?;
-            if let Some(summary) =
-                result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok())
-            {
-                print_session(&summary);
-            }
+            let summary: SessionSummary = daemon.intent_as(Intent::NewSession(request)).await?;
+            print_session(&summary);
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::List { project, all } => {
@@ -495,19 +492,17 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
             daemon.intent(Intent::Rename { session_id, title }).await?
         }
         SessionCommand::Mode { session_id, mode } => {
-            let changed = daemon.intent(Intent::SetMode { session_id, mode }).await?;
-            let field = |k: &str| {
-                changed.as_ref().and_then(|v| v[k].as_str()).unwrap_or_default().to_owned()
-            };
-            println!("{} ({})", field("mode"), field("note"));
+            let changed: SessionUpdated =
+                daemon.intent_as(Intent::SetMode { session_id, mode }).await?;
+            println!("{} ({})", changed.mode.unwrap_or_default(), changed.note.unwrap_or_default());
             return Ok(ExitCode::SUCCESS);
         }
         SessionCommand::Archive { session_id, undo } => {
             daemon.intent(Intent::Archive { session_id, archived: !undo }).await?
         }
     };
-    if let Some(value) = result {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+    if let Some(result) = result {
+        println!("{}", serde_json::to_string_pretty(&result.payload())?);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -516,10 +511,8 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
 pub async fn import(home: &Path, path: &Path) -> anyhow::Result<ExitCode> {
     let path = std::fs::canonicalize(path)?;
     let mut daemon = crate::daemon::connect(home).await?;
-    let result =
-        daemon.intent(Intent::Import { path: path.to_string_lossy().into_owned() }).await?;
-    if let Some(summary) = result.and_then(|v| serde_json::from_value::<SessionSummary>(v).ok()) {
-        print_session(&summary);
-    }
+    let summary: SessionSummary =
+        daemon.intent_as(Intent::Import { path: path.to_string_lossy().into_owned() }).await?;
+    print_session(&summary);
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Subcommand;
 use nucleic_client::results::{Pairing, TokenRotated, decode_result};
-use nucleic_protocol::{ClientMessage, DeviceSummary, HostMessage, Intent};
+use nucleic_protocol::{ClientMessage, DeviceSummary, HostMessage, Intent, IntentResult};
 
 #[derive(Debug, Subcommand)]
 pub enum DeviceCommand {
@@ -73,10 +73,11 @@ pub async fn pair(
 ) -> anyhow::Result<ExitCode> {
     let mut daemon = crate::daemon::connect(home).await?;
     let result = daemon.intent(Intent::PairDevice { name, ttl_secs }).await?;
-    let pairing: Pairing = decode_result("intent pairDevice", result.clone())?;
+    let printed = result.as_ref().map(IntentResult::payload).unwrap_or_default();
+    let pairing: Pairing = decode_result("intent pairDevice", result)?;
     let link = pairing.link.as_str();
     if json {
-        let mut v = result.unwrap_or_default();
+        let mut v = printed;
         if let Some(o) = v.as_object_mut() {
             o.remove("qrSvg");
         }

@@ -175,7 +175,7 @@ pub async fn gc(home: &Path, apply: bool) -> anyhow::Result<ExitCode> {
         println!(
             "{what} {} {} ({}, {} build output; {})",
             r.session_id,
-            r.path,
+            r.path.as_deref().unwrap_or_default(),
             human_bytes(r.bytes),
             human_bytes(r.build_bytes),
             r.reason,

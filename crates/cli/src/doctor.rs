@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
-use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex};
+use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex, find_gemini};
 
 struct Finding {
     name: &'static str,
@@ -41,10 +41,7 @@ fn codex_signed_in() -> Result<String, String> {
             return Ok(format!("{key} is set"));
         }
     }
-    let home = std::env::var_os("CODEX_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")));
-    let Some(home) = home else { return Err("HOME is not set".into()) };
+    let Some(home) = codex_home() else { return Err("HOME is not set".into()) };
     if home.join("auth.json").is_file() {
         return Ok(format!("logged in ({})", home.join("auth.json").display()));
     }
@@ -53,6 +50,47 @@ fn codex_signed_in() -> Result<String, String> {
         return Ok(format!("a provider of its own in {}", home.join("config.toml").display()));
     }
     Err("run `codex login`, or set OPENAI_API_KEY".into())
+}
+
+/// Whether Gemini CLI has a key or a login: `GEMINI_API_KEY` / `GOOGLE_API_KEY`, or the
+/// Google login it keeps in `~/.gemini` (`$GEMINI_CLI_HOME/.gemini`).
+fn gemini_signed_in() -> Result<String, String> {
+    for key in ["GEMINI_API_KEY", "GOOGLE_API_KEY"] {
+        if std::env::var_os(key).is_some_and(|v| !v.is_empty()) {
+            return Ok(format!("{key} is set"));
+        }
+    }
+    let home = std::env::var_os("GEMINI_CLI_HOME").or_else(|| std::env::var_os("HOME"));
+    let Some(home) = home else { return Err("HOME is not set".into()) };
+    let creds = std::path::PathBuf::from(home).join(".gemini/oauth_creds.json");
+    if creds.is_file() {
+        return Ok(format!("logged in ({})", creds.display()));
+    }
+    Err("run `gemini` once and log in with Google, or set GEMINI_API_KEY".into())
+}
+
+/// Codex's home: `$CODEX_HOME`, else `~/.codex`.
+fn codex_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")))
+}
+
+/// Why Codex's home is a problem: under the temporary dir, codex makes no `codex-linux-sandbox`
+/// helper (a link to itself on its `PATH`: "Refusing to create helper binaries under temporary
+/// dir"), and without it its own sandbox — which Nucleic configures for a confined session —
+/// cannot read a repository's `AGENTS.md`, so the thread is refused.
+fn codex_home_warning() -> Option<String> {
+    let home = codex_home()?;
+    let temp = [std::env::temp_dir(), std::path::PathBuf::from("/tmp")];
+    let under = temp.iter().find(|t| home.starts_with(t))?;
+    Some(format!(
+        "CODEX_HOME {} is under {}: codex makes no codex-linux-sandbox helper there, so a \
+         confined Codex session in a repository with an AGENTS.md is refused; move it (e.g. to \
+         ~/.codex)",
+        home.display(),
+        under.display()
+    ))
 }
 
 fn version_of(path: &Path) -> Result<String, String> {
@@ -234,6 +272,15 @@ pub fn doctor() -> ExitCode {
             package: Some("@openai/codex"),
             signed_in: Some(codex_signed_in()),
         },
+        Finding {
+            name: "gemini",
+            required: false,
+            path: find_gemini(),
+            tested: Some(nucleic_agents::acp::TESTED_GEMINI),
+            install: "scripts/install-agents.sh (pins @google/gemini-cli@0.61.0)",
+            package: Some("@google/gemini-cli"),
+            signed_in: Some(gemini_signed_in()),
+        },
     ];
     let mut missing_required = false;
     // The one next step for each problem, in order.
@@ -285,6 +332,11 @@ pub fn doctor() -> ExitCode {
                         }
                     };
                     println!("{:<7} {} — {version} — {verdict}{signed_in}", f.name, path.display());
+                    if f.name == "codex"
+                        && let Some(warning) = codex_home_warning()
+                    {
+                        println!("{:<7} WARNING: {warning}", f.name);
+                    }
                 }
                 Err(e) => {
                     missing_required |= f.required;

@@ -52,6 +52,11 @@ pub fn find_codex() -> Option<PathBuf> {
     find_agent(&nucleic_agents::codex::CODEX).map(|(p, _)| p)
 }
 
+/// `gemini`: on PATH, else the pinned install.
+pub fn find_gemini() -> Option<PathBuf> {
+    find_agent(&nucleic_agents::acp::GEMINI_CLI).map(|(p, _)| p)
+}
+
 /// Where sessions live: `--home` / `$NUCLEIC_HOME`, else `$XDG_DATA_HOME/nucleic`, else
 /// `~/.local/share/nucleic`.
 pub fn nucleic_home(explicit: Option<PathBuf>) -> Option<PathBuf> {

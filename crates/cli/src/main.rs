@@ -42,6 +42,7 @@ mod doctor;
 mod home_lock;
 mod locate;
 mod open;
+mod outside;
 mod plan_prompt;
 mod project_commands;
 mod pull_request;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Subcommand;
-use nucleic_protocol::{ClientMessage, HostMessage, Intent, ProjectSummary};
+use nucleic_protocol::{ClientMessage, HostMessage, Intent, ProjectSummary, RuleList};
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
@@ -85,6 +85,26 @@ pub enum ProjectCommand {
     Check {
         #[command(subcommand)]
         command: crate::checks::CheckCommand,
+    },
+    /// The person's own Claude Code and Codex sessions of the project, made outside Nucleic,
+    /// newest first: the id `adopt` takes, last activity, turns, title, a live process on one.
+    Sessions {
+        project_id: String,
+        /// The whole result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Carry an outside session on as a Nucleic session: a new worktree off the checkout's
+    /// current commit, its history first, the conversation forked (the original is left as it
+    /// was); PROMPT is its first new turn. Prints the session's id and worktree.
+    Adopt {
+        project_id: String,
+        /// The CLI's own session id (from `nucleic project sessions`).
+        session: String,
+        prompt: String,
+        /// readonly, edit or full (else the project's mode).
+        #[arg(long)]
+        mode: Option<String>,
     },
 }
 
@@ -179,6 +199,12 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         ProjectCommand::Check { command } => {
             crate::checks::project_check(&mut daemon, command).await?;
         }
+        ProjectCommand::Sessions { project_id, json } => {
+            return crate::outside::list(&mut daemon, project_id, json).await;
+        }
+        ProjectCommand::Adopt { project_id, session, prompt, mode } => {
+            return crate::outside::adopt(&mut daemon, project_id, session, prompt, mode).await;
+        }
         ProjectCommand::Mode { project_id, mode, clear } => {
             let target = nucleic_protocol::RulesTarget {
                 session_id: None,
@@ -187,8 +213,8 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
             if mode.is_some() || clear {
                 daemon.intent(Intent::SetProjectMode { project_id, mode }).await?;
             }
-            let listed = daemon.intent(Intent::ListRules(target)).await?;
-            let mode = listed.as_ref().and_then(|v| v["projectMode"].as_str()).unwrap_or("edit");
+            let listed: RuleList = daemon.intent_as(Intent::ListRules(target)).await?;
+            let mode = listed.project_mode.as_deref().unwrap_or("edit");
             println!("{mode}");
         }
     }

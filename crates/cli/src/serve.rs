@@ -15,7 +15,7 @@ use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, KeeperSettings,
 use nucleic_server::AppState;
 
 use crate::home_lock::{self, HomeLock};
-use crate::locate::{find_claude, find_codex};
+use crate::locate::{find_claude, find_codex, find_gemini};
 use crate::signals::{StopSignals, force_exit_after};
 
 /// The file a running daemon writes its address into.
@@ -40,6 +40,7 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
         agents: AgentPaths {
             claude: find_claude(),
             codex: find_codex(),
+            gemini: find_gemini(),
             sim_program: program.clone(),
             sim_prefix: vec![nucleic_agents::entry_points::SIM_AGENT_ENTRY.into()],
             nucleic: program.clone(),

@@ -13,7 +13,8 @@
 //! - `cursor`: per-session `seq` cursors: no duplicate, no gap (a gap resubscribes).
 //! - `replies`: which reply answers which request, and each request's deadline.
 //! - `backoff`: the reconnect pacing and its deadline.
-//! - `requests`: typed request helpers; `results`: typed intent results.
+//! - `requests`: typed request helpers; `results`: the payloads of the `IntentResult` an `ack`
+//!   carries (typed in `nucleic-protocol`), taken by [`Client::intent_as`].
 //! - `error`: [`ClientError`], each saying what it was doing (and what timed out).
 
 mod backoff;
@@ -31,4 +32,5 @@ pub use client::{Client, ClientOptions, Stats, Welcome};
 pub use daemon::{DaemonInfo, DaemonStarter, LocalDaemon, read_daemon_file, read_token};
 pub use error::{ClientError, Rejection, code_name, describe, rejection};
 pub use replies::reply_id;
+pub use requests::Listing;
 pub use transport::Endpoint;

@@ -66,6 +66,9 @@ fn takes_long(intent: &Intent) -> bool {
         | Intent::Finish { .. }
         | Intent::RunChecks { .. }
         | Intent::Import { .. }
+        // A search of the CLIs' folders (a 3 s deadline); a worktree and an agent's start.
+        | Intent::OutsideSessions { .. }
+        | Intent::AdoptSession { .. }
         | Intent::Gc { .. }
         | Intent::MeasureDisk { .. }
         | Intent::Reclaim { .. }

@@ -2,15 +2,13 @@
 //! carries (a wrong kind of reply is [`ClientError::Unexpected`]).
 
 use nucleic_protocol::{
-    ClientMessage, Decision, DeviceSummary, ExportFormat, GitFacts, HostMessage, Intent,
-    ProjectSummary, SessionSummary, Verbosity,
+    ApprovalResolved, ClientMessage, Decision, DeviceSummary, ExportFormat, FileContent, FileEntry,
+    GitFacts, HostMessage, Intent, IntentResult, ProjectSummary, SessionSummary, Verbosity,
 };
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::{ClientError, describe};
-use crate::results::{ExportedText, decode_result};
+use crate::results::{ExportedText, IntentPayload, decode_result};
 
 fn unexpected(request: &str, reply: &HostMessage) -> ClientError {
     ClientError::Unexpected { request: request.to_owned(), reply: describe(reply) }
@@ -80,14 +78,14 @@ impl Client {
         Ok(())
     }
 
-    /// Answers approval `request_id`; the `ack`'s result (the `approvalResolved`).
+    /// Answers approval `request_id`; how it was resolved.
     pub async fn decide(
         &mut self,
         session_id: &str,
         request_id: &str,
         decision: Decision,
         confirmed: bool,
-    ) -> Result<Option<Value>, ClientError> {
+    ) -> Result<ApprovalResolved, ClientError> {
         let message_id = self.id();
         let request = ClientMessage::Decide {
             message_id,
@@ -97,13 +95,13 @@ impl Client {
             confirmed,
         };
         match self.request(request).await? {
-            HostMessage::Ack { result, .. } => Ok(result),
+            HostMessage::Ack { result, .. } => decode_result("decide", result),
             other => Err(unexpected("decide", &other)),
         }
     }
 
-    /// Carries out `intent`; the `ack`'s result, untyped.
-    pub async fn intent(&mut self, intent: Intent) -> Result<Option<Value>, ClientError> {
+    /// Carries out `intent`; the `ack`'s result, if it has one.
+    pub async fn intent(&mut self, intent: Intent) -> Result<Option<IntentResult>, ClientError> {
         let message_id = self.id();
         match self.request(ClientMessage::Intent { message_id, intent }).await? {
             HostMessage::Ack { result, .. } => Ok(result),
@@ -111,11 +109,8 @@ impl Client {
         }
     }
 
-    /// Carries out `intent` and decodes its result as `T` (see [`crate::results`]).
-    pub async fn intent_as<T: DeserializeOwned>(
-        &mut self,
-        intent: Intent,
-    ) -> Result<T, ClientError> {
+    /// Carries out `intent` and takes its result as the payload `T` (see [`crate::results`]).
+    pub async fn intent_as<T: IntentPayload>(&mut self, intent: Intent) -> Result<T, ClientError> {
         let name = intent_name(&intent);
         decode_result(&name, self.intent(intent).await?)
     }
@@ -152,6 +147,53 @@ impl Client {
         }
     }
 
+    /// A directory of the session's worktree (`path` relative, "" = the root).
+    pub async fn list_files(
+        &mut self,
+        session_id: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<Listing, ClientError> {
+        let message_id = self.id();
+        let (session_id, path) = (session_id.to_owned(), path.to_owned());
+        let request = ClientMessage::ListFiles { message_id, session_id, path, recursive };
+        match self.request(request).await? {
+            HostMessage::Files { path, entries, truncated, .. } => {
+                Ok(Listing { path, entries, truncated })
+            }
+            other => Err(unexpected("listFiles", &other)),
+        }
+    }
+
+    /// One file of the session's worktree.
+    pub async fn read_file(
+        &mut self,
+        session_id: &str,
+        path: &str,
+    ) -> Result<FileContent, ClientError> {
+        let message_id = self.id();
+        let (session_id, path) = (session_id.to_owned(), path.to_owned());
+        match self.request(ClientMessage::ReadFile { message_id, session_id, path }).await? {
+            HostMessage::FileContent { file, .. } => Ok(file),
+            other => Err(unexpected("readFile", &other)),
+        }
+    }
+
+    /// A project's local branches (most recent first) and its default branch.
+    pub async fn list_branches(
+        &mut self,
+        project_id: &str,
+    ) -> Result<(Vec<String>, String), ClientError> {
+        let message_id = self.id();
+        let project_id = project_id.to_owned();
+        match self.request(ClientMessage::ListBranches { message_id, project_id }).await? {
+            HostMessage::Branches { branches, default_branch, .. } => {
+                Ok((branches, default_branch))
+            }
+            other => Err(unexpected("listBranches", &other)),
+        }
+    }
+
     pub async fn list_devices(&mut self) -> Result<Vec<DeviceSummary>, ClientError> {
         let message_id = self.id();
         match self.request(ClientMessage::ListDevices { message_id }).await? {
@@ -159,6 +201,15 @@ impl Client {
             other => Err(unexpected("listDevices", &other)),
         }
     }
+}
+
+/// A `files` reply: a directory of a session's worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub path: String,
+    pub entries: Vec<FileEntry>,
+    /// More entries existed than `MAX_FILE_ENTRIES`.
+    pub truncated: bool,
 }
 
 /// `intent` and its kind, for errors (`intent gc`).

@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use nucleic_client::{Backoff, Client, ClientError, Endpoint};
-use nucleic_protocol::{ClientMessage, HostMessage, Intent, SessionSummary, Verbosity};
+use nucleic_protocol::{ClientMessage, HostMessage, Intent, IntentResult, Verbosity};
 use support::{Fake, fake_host, quick, serve};
 
 /// Reads events of `session` until `last` arrived; returns their seqs in arrival order.
@@ -123,8 +123,9 @@ async fn a_request_resent_after_a_lost_reply_is_answered_once() {
     // Asked a third time, explicitly: the same remembered answer.
     let again = client.request(import).await.unwrap();
     assert_eq!(reply, again);
-    let HostMessage::Ack { result: Some(result), .. } = reply else { panic!("{reply:?}") };
-    let summary: SessionSummary = serde_json::from_value(result).unwrap();
+    let HostMessage::Ack { result: Some(IntentResult::Session(summary)), .. } = reply else {
+        panic!("{reply:?}")
+    };
     let sessions = client.list_sessions(None, true).await.unwrap();
     assert_eq!(sessions.len(), 1, "imported once: {sessions:?}");
     assert_eq!(sessions[0].session_id, summary.session_id);

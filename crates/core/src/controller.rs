@@ -374,6 +374,11 @@ impl<A: AgentControl> Writer<A> {
             return;
         };
         let id = request.request_id.clone();
+        if matches!(decision, Decision::Allow)
+            && let Some(policy) = &self.config.policy
+        {
+            policy.allowing(request);
+        }
         match self.agent.respond(native_request_id(&id), &decision).await {
             Ok(()) => {
                 self.settled.insert(id.clone());

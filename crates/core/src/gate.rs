@@ -39,6 +39,13 @@ pub trait ApprovalPolicy: Send + Sync + std::fmt::Debug {
         scope: RuleScope,
     ) -> Result<Vec<String>, String>;
 
+    /// The agent is about to be told that `request` (with the input it will run) is allowed,
+    /// by a person or by this policy: what the allow implies beyond the agent (the host lets an
+    /// allowed fetch's name through the session's egress proxy). Nothing by default.
+    fn allowing(&self, request: &ApprovalRequested) {
+        let _ = request;
+    }
+
     /// Switches the session to Nucleic mode `mode` (an approved plan runs in the mode the
     /// person chose): every later call is judged under it.
     fn set_mode(&self, mode: SessionMode) -> Result<(), String>;

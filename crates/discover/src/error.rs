@@ -6,4 +6,6 @@ use std::path::PathBuf;
 pub enum DiscoverError {
     #[error("the checkout {path} cannot be resolved: {why}")]
     Checkout { path: PathBuf, why: String },
+    #[error("the session file {path} cannot be read: {why}")]
+    Unreadable { path: PathBuf, why: String },
 }

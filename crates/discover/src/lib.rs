@@ -203,6 +203,35 @@ pub fn discover(
     Ok(found)
 }
 
+/// Claude Code's transcript of conversation `id` run in `cwd` (`<config>/projects/<slug>/<id>.jsonl`)
+/// and its text, read as discovery reads — a regular file only, opened without blocking on a
+/// FIFO, at most `limit` bytes (a longer file is refused, not cut); `None` when there is none.
+/// An `id` that is not a plain session id (a path, `..`) finds nothing.
+pub fn claude_conversation(
+    homes: &Homes,
+    cwd: &Path,
+    id: &str,
+    limit: u64,
+) -> Result<Option<(PathBuf, String)>, DiscoverError> {
+    use std::io::Read;
+    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let Some(config) = homes.claude.as_ref().filter(|_| plain) else { return Ok(None) };
+    let path = config.join("projects").join(claude::slug(cwd)).join(format!("{id}.jsonl"));
+    let unreadable = |why: String| DiscoverError::Unreadable { path: path.clone(), why };
+    let file = match window::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(e.to_string())),
+    };
+    let len = file.metadata().map_err(|e| unreadable(e.to_string()))?.len();
+    if len > limit {
+        return Err(unreadable(format!("it holds {len} bytes, more than the {limit} read")));
+    }
+    let mut text = String::new();
+    file.take(limit).read_to_string(&mut text).map_err(|e| unreadable(e.to_string()))?;
+    Ok(Some((path, text)))
+}
+
 /// Whether `cwd` is `checkout` or below it, and not Nucleic's own worktrees there.
 pub(crate) fn belongs(cwd: &Path, checkout: &Path) -> bool {
     cwd.starts_with(checkout) && !cwd.starts_with(checkout.join(".nucleic"))

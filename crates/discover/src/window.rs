@@ -19,7 +19,7 @@ pub(crate) struct Window {
 
 /// Opens `path` for reading without blocking on a FIFO swapped in after the listing, and
 /// only if it is a regular file.
-fn open(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)

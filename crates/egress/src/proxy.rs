@@ -46,6 +46,14 @@ pub trait EgressRules: Send + Sync {
         let _ = question;
         None
     }
+
+    /// Whether the agent program itself (not a command it ran) may reach `dest`, which
+    /// [`EgressRules::allows`] refused: a fetch the person allowed that the program makes
+    /// (Claude Code's `WebFetch`). `false` by default.
+    fn grants_program(&self, dest: &Destination) -> bool {
+        let _ = dest;
+        false
+    }
 }
 
 impl EgressRules for AllowList {
@@ -259,14 +267,16 @@ async fn open_upstream(
     config: &ProxyConfig,
 ) -> Result<TcpStream, Failure> {
     let dest = &request.dest;
-    if !rules.rules.allows(dest) && origin == Origin::Agent {
+    let listed = rules.rules.allows(dest);
+    let granted = !listed && origin == Origin::Agent && rules.rules.grants_program(dest);
+    if !listed && !granted && origin == Origin::Agent {
         // Update checks, telemetry, plugin lists: not a question for the person.
         return Err(Failure::Refused(format!(
             "{dest} is not on the allow-list, and the agent program itself asked for it (its \
              own background traffic, not a command it ran): refused without asking"
         )));
     }
-    if !rules.rules.allows(dest) {
+    if !listed && !granted {
         // Held while asked (without resolving the name: no query leaves before a yes).
         let asked = rules.asked.decide(rules.rules, dest, &request.method, config.ask_deadline);
         asked.await.map_err(Failure::Refused)?;

@@ -34,6 +34,7 @@ fn main() {
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: nucleic.clone(),
             sim_prefix: Vec::new(),
             nucleic,

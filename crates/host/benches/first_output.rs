@@ -205,6 +205,7 @@ async fn run() -> Res<()> {
         agents: AgentPaths {
             claude: Some(real_claude()),
             codex: None,
+            gemini: None,
             sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic-entry-points")),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic-entry-points")),

@@ -111,6 +111,9 @@ pub struct AgentPaths {
     /// The `codex` executable, if installed (its `CODEX_HOME` and provider key come from the
     /// inherited environment or `agent_env`).
     pub codex: Option<PathBuf>,
+    /// The `gemini` executable (Gemini CLI), if installed (its key or login come from the
+    /// inherited environment, `agent_env`, or `~/.gemini`).
+    pub gemini: Option<PathBuf>,
     /// The simulated agent: a program and the arguments before the Claude-style flags
     /// (`nucleic __sim-agent`).
     pub sim_program: PathBuf,

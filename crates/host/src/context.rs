@@ -93,4 +93,20 @@ impl Context {
         self.live_handle(id)
             .ok_or_else(|| HostError::Invalid(format!("session {id} has no running agent")))
     }
+
+    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
+    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
+    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
+    /// working. A session with no live agent is not working.
+    pub(crate) fn is_working(&self, id: &str) -> bool {
+        self.live_handle(id).is_some_and(|h| {
+            let state = h.state();
+            state.finished.is_none()
+                && matches!(
+                    state.status,
+                    nucleic_protocol::SessionStatus::Running
+                        | nucleic_protocol::SessionStatus::AwaitingApproval
+                )
+        })
+    }
 }

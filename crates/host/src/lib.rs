@@ -16,7 +16,8 @@
 //! - `sessions`: starting a session (`start`: worktree, agent, writer, follower), acting on one
 //!   (`control`), writers and writes outside one (`writing`, `writers`), catalog folding
 //!   (`follower`), worktree files (`files`), what is retained (`retained`), start refusals and
-//!   traces, titles and slugs (`names`).
+//!   traces, titles and slugs (`names`), sessions made outside Nucleic — listed, adopted,
+//!   caught up after a handoff (`outside`).
 //! - `worktrees`: warm pools (`pool` state, `tend`, `pool_take`, `pool_watch`), disk use
 //!   (`disk`).
 //! - `dev_loop`: checks (`checks`, `check_runs`), the turn report (`report`), the diff by turn
@@ -25,11 +26,12 @@
 //!   (`pull_request`, `gh`).
 //! - [`policy`]: each session's policy and mode (`session`, `session_policy`), [`rules`] files
 //!   and their intents, project sandboxes (`sandbox_settings`), egress proxies and asks
-//!   (`egress`, `egress_ask`, `egress_proxies`).
+//!   (`egress`, `egress_ask`, `egress_proxies`), names an allowed fetch grants (`fetch_grants`).
 //! - `devices`: the token and devices (`credentials`, `devices_access`), Web Push (`push`).
 //! - `lifecycle`: the private data dir, crash recovery (`recovery`, `recovery_report`),
 //!   shutdown (`shutdown`, `gate`), export / import / gc (`portable`).
-//! - `agents`: an agent's launch (`launch`), its [`confinement`], keepers (`keepers`,
+//! - `agents`: an agent's launch (`launch`), its [`confinement`] (the CLIs' project settings
+//!   folders kept read-only: `settings_folders`), keepers (`keepers`,
 //!   `keeper_dirs`), what `welcome` offers (`backends`) — the only part naming backend variants.
 //! - shared: `context`, `config` ([`HostConfig`]), `error` ([`HostError`]), `clock`.
 
@@ -70,6 +72,7 @@ pub use policy::egress_ask::{EGRESS_ASK_TIMEOUT_VARIABLE, egress_ask_timeout};
 pub use policy::rules;
 pub use sessions::files::Listing;
 pub use sessions::names::title_from_prompt;
+pub use sessions::outside::AdoptOutside;
 pub use sessions::retained::Retained;
 pub use sessions::start_trace::TRACE_START_VARIABLE;
 pub use sessions::writing::IDLE_RELEASE_AFTER;

@@ -41,6 +41,8 @@ pub enum Backend {
     Codex,
     /// Nucleic's built-in simulated agent (speaks the Claude Code wire protocol, no model).
     Simulated,
+    /// Google's Gemini CLI, over the Agent Client Protocol (`gemini --acp`).
+    Gemini,
 }
 
 impl Backend {
@@ -50,6 +52,7 @@ impl Backend {
             Backend::ClaudeCode => "claudeCode",
             Backend::Codex => "codex",
             Backend::Simulated => "simulated",
+            Backend::Gemini => "gemini",
         }
     }
 }

@@ -194,6 +194,25 @@ pub enum Intent {
     /// A read-only session from a file on the host: a Nucleic export (markdown or JSONL) or a
     /// Claude Code transcript (`~/.claude/projects/…/<id>.jsonl`).
     Import { path: String },
+    /// The person's own Claude Code and Codex sessions of a project, made outside Nucleic
+    /// (`OutsideSessions`): read from the head and tail of each file, within a deadline.
+    OutsideSessions {
+        #[serde(rename = "projectID")]
+        project_id: String,
+    },
+    /// Carries an outside session on as a Nucleic session (`session`): a new worktree off the
+    /// checkout's current commit, its history first, the conversation forked so the original
+    /// is left as it was, `prompt` its first new turn under the policy (and `mode`, else the
+    /// project's).
+    AdoptSession {
+        #[serde(rename = "projectID")]
+        project_id: String,
+        /// The CLI's own session id (`OutsideSession.id`).
+        session: String,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
+    },
     /// Worktrees under `.nucleic/worktrees` that no session owns, and finished sessions'
     /// worktrees due for reclaiming (by the projects' disk policies); removed only with `apply`.
     Gc {
@@ -244,6 +263,22 @@ pub enum Intent {
         #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
         ttl_secs: Option<u32>,
     },
+}
+
+impl Intent {
+    /// `addProject` of the repository at `path`, every setting left at the host's default.
+    pub fn add_project(path: impl Into<String>) -> Intent {
+        Intent::AddProject {
+            path: path.into(),
+            name: None,
+            setup_script: None,
+            copy_files: Vec::new(),
+            default_backend: None,
+            checks: Vec::new(),
+            checks_after_turn: false,
+            pool_size: None,
+        }
+    }
 }
 
 /// Export document formats.

@@ -15,6 +15,7 @@
 //! - `sync`: the sync protocol, [`ClientMessage`] and [`HostMessage`] (`docs/protocol.md`).
 //! - `intent`: [`Intent`] and what intents carry: [`NewSession`], [`FinishAction`],
 //!   [`ExportFormat`].
+//! - `intent_result`: [`IntentResult`], what an `ack` carries, and each of its payloads.
 //! - `summaries`: what list and detail views get: [`ProjectSummary`], [`SessionSummary`] and a
 //!   session's [`GitFacts`].
 //! - `capabilities`: what each backend can do, [`Capabilities`] / [`BackendInfo`].
@@ -37,8 +38,10 @@ mod device;
 mod event;
 mod files;
 mod intent;
+mod intent_result;
 mod interactive;
 mod kind;
+mod outside;
 mod pull_request;
 mod push;
 mod raw_json;
@@ -64,6 +67,10 @@ pub use files::{
     FileContent, FileEncoding, FileEntry, FileKind, MAX_FILE_CONTENT_BYTES, MAX_FILE_ENTRIES,
 };
 pub use intent::{ExportFormat, FinishAction, Intent, NewSession};
+pub use intent_result::{
+    ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentPayload, IntentResult, Pairing,
+    ProjectMode, Reclaimable, ReviewComments, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
+};
 pub use interactive::{
     ASK_USER_QUESTION, EMPTY_PLAN_GUIDANCE, EXIT_PLAN_MODE, Question, QuestionAnswer, SessionMode,
     answered_input, plan_text, questions,
@@ -75,6 +82,7 @@ pub use kind::{
     ToolInputDelta, ToolResult, TurnCompleted, Usage, WorktreeAction, WorktreeFinished,
     WorktreeInfo, WorktreeReclaimed, WorktreeRestored, human_bytes,
 };
+pub use outside::{LiveHolder, OutsideSession, OutsideSessions, SkippedSessionFile};
 pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
 pub use raw_json::RawJson;

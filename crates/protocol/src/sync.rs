@@ -11,6 +11,7 @@ use crate::device::{DeviceProof, DeviceSummary};
 use crate::event::Event;
 use crate::files::{FileContent, FileEntry};
 use crate::intent::{ExportFormat, Intent};
+use crate::intent_result::IntentResult;
 use crate::is_false;
 use crate::push::{PushSettings, QuietHours, WebPushSubscription};
 use crate::summaries::{GitFacts, ProjectSummary, SessionSummary};
@@ -266,7 +267,7 @@ pub enum HostMessage {
         #[serde(rename = "messageID")]
         message_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        result: Option<serde_json::Value>,
+        result: Option<IntentResult>,
     },
     Projects {
         #[serde(rename = "messageID")]

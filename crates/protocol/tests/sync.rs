@@ -224,3 +224,67 @@ fn a_missing_verbosity_means_full_and_unknown_types_are_errors() {
         .is_err()
     );
 }
+
+#[test]
+fn ack_results_are_tagged_payloads() {
+    use nucleic_protocol::{
+        ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentResult, Pairing, ProjectMode,
+        Reclaimable, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
+    };
+    let results = vec![
+        IntentResult::Handoff(Handoff { command: "cd '/w' && claude --resume 'c1'".into() }),
+        IntentResult::Integrated(Integrated { base_branch: "main".into(), new_tip: "ab12".into() }),
+        IntentResult::ChecksRun(ChecksRun { checks: vec![] }),
+        IntentResult::ReviewSendout(ReviewSendout { sent: 2, prompt: "Review: …".into() }),
+        IntentResult::ProjectMode(ProjectMode { project_id: "p1".into(), mode: "edit".into() }),
+        IntentResult::RuleAdded(RuleAdded { added: true }),
+        IntentResult::RuleRemoved(RuleRemoved { removed: 1 }),
+        IntentResult::Gc(GcReport {
+            reclaimable_worktrees: vec![Reclaimable {
+                session_id: "s1".into(),
+                path: Some("/r/.nucleic/worktrees/s1".into()),
+                bytes: 5,
+                build_bytes: 2,
+                reason: "age".into(),
+                reclaimed: true,
+                error: None,
+            }],
+            orphan_worktrees: vec!["/r/.nucleic/worktrees/x".into()],
+            stale_pooled_worktrees: vec![],
+            stray_keepers: vec![],
+            stale_turn_snapshots: vec!["gone".into()],
+            removed: true,
+        }),
+        IntentResult::TokenRotated(TokenRotated { devices_revoked: 3 }),
+        IntentResult::Pairing(Pairing {
+            link: "https://app.invalid/#pair".into(),
+            host_id: "h1".into(),
+            host_key: "a2V5".into(),
+            relay: "wss://relay.invalid".into(),
+            lan: vec!["ws://192.168.1.2:7777".into()],
+            expires_at: 1_790_000_600_000,
+            qr_svg: None,
+        }),
+        IntentResult::Exported(ExportedText { text: "# Nucleic session export".into() }),
+    ];
+    let acks: Vec<HostMessage> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| HostMessage::Ack { message_id: format!("m{i}"), result: Some(r.clone()) })
+        .collect();
+    for (ack, result) in acks.iter().zip(&results) {
+        let text = serde_json::to_string(ack).unwrap();
+        assert_eq!(&serde_json::from_str::<HostMessage>(&text).unwrap(), ack);
+        // Compatible: the result is the payload as before, with `kind` added (a client that
+        // reads fields sees the same fields).
+        let mut tagged = serde_json::to_value(result).unwrap();
+        let kind = tagged.as_object_mut().unwrap().remove("kind").unwrap();
+        assert!(kind.is_string(), "{kind}");
+        assert_eq!(tagged, result.payload());
+    }
+    // A result without its tag (an older host) is no `IntentResult`, but its payload decodes.
+    let old = json!({"command": "claude --resume c1"});
+    assert!(serde_json::from_value::<IntentResult>(old.clone()).is_err());
+    assert_eq!(serde_json::from_value::<Handoff>(old).unwrap().command, "claude --resume c1");
+    insta::assert_json_snapshot!("ack_results", acks);
+}

@@ -9,6 +9,9 @@
 //!   thought, `write_file` / `run_shell_command` calls over SSE).
 //! - `mock_http`: what the mock model servers share (loopback handle, state, recording, faults).
 //! - [`mock_github`]: the GitHub API endpoints `gh pr create` calls, over TLS on 127.0.0.1.
+//! - [`mock_web`]: a web site over TLS on any address, recording what reached it (egress).
+//! - [`tls`]: the TLS mocks' self-signed certificates and listener.
+//! - [`outside_sessions`]: Claude Code and Codex session files planted as the CLIs write them.
 //! - [`mock_push`]: a Web Push service that checks what a real one checks and decrypts each
 //!   message.
 //! - [`isolation`]: [`isolated!`] re-runs a test inside `unshare --net` (+ `--mount`).
@@ -28,5 +31,8 @@ mod mock_http;
 pub mod mock_openai;
 pub mod mock_push;
 pub mod mock_telegram;
+pub mod mock_web;
+pub mod outside_sessions;
 pub mod standalone;
 pub mod synapse;
+pub mod tls;

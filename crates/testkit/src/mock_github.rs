@@ -13,11 +13,8 @@
 //! ([`MockGitHub::host`]) and give it [`MockGitHub::token`] as `GH_ENTERPRISE_TOKEN`.
 
 use std::io;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -25,12 +22,10 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::tls::{TlsListener, acceptor, self_signed};
 
 /// What the mock serves and expects.
 #[derive(Debug, Clone)]
@@ -120,20 +115,8 @@ impl MockGitHub {
     /// Makes a self-signed certificate for 127.0.0.1 in `dir` and serves on a free port.
     pub async fn start(dir: &Path, script: GitHubScript) -> io::Result<MockGitHub> {
         let (cert, key) = (dir.join("mock-github-cert.pem"), dir.join("mock-github-key.pem"));
-        self_signed(&cert, &key)?;
-        let certs = CertificateDer::pem_file_iter(&cert)
-            .map_err(io::Error::other)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(io::Error::other)?;
-        let key = PrivateKeyDer::from_pem_file(&key).map_err(io::Error::other)?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(io::Error::other)?
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .map_err(io::Error::other)?;
-        let acceptor = TlsAcceptor::from(Arc::new(config));
+        self_signed(&cert, &key, &["IP:127.0.0.1", "DNS:localhost"])?;
+        let acceptor = acceptor(&cert, &key)?;
         let tcp = TcpListener::bind("127.0.0.1:0").await?;
         let addr = tcp.local_addr()?;
         let shared = Arc::new(Shared {
@@ -186,55 +169,6 @@ impl MockGitHub {
     /// Every pull request created so far.
     pub fn created(&self) -> Vec<CreatedPullRequest> {
         lock(&self.shared.recorded).created.clone()
-    }
-}
-
-/// `openssl req -x509` for 127.0.0.1 (P-256, one day).
-fn self_signed(cert: &Path, key: &Path) -> io::Result<()> {
-    let output = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(key)
-        .arg("-out")
-        .arg(cert)
-        .output()?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "openssl req failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )))
-    }
-}
-
-/// Accepts TCP connections and completes their TLS handshake (5 s each at most).
-struct TlsListener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((tcp, addr)) = self.tcp.accept().await else {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            };
-            let handshake = self.acceptor.accept(tcp);
-            if let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(5), handshake).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.tcp.local_addr()
     }
 }
 

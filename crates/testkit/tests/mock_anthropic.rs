@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, Script};
+use nucleic_testkit::mock_anthropic::{FaultKind, MockAnthropic, SIDE_QUERY_ANSWER, Script};
 use serde_json::{Value, json};
 use support::{RawResponse, read_all, receive};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
@@ -30,11 +30,17 @@ async fn request(
     receive(&mut send(mock, method, path, body).await).await
 }
 
+/// The tools Claude Code's conversation requests carry (the mock plays its script only there).
+fn tools() -> Value {
+    json!([{"name": "Write", "input_schema": {"type": "object"}}])
+}
+
 fn first_turn(stream: bool) -> Value {
     json!({
         "model": "claude-opus-5-5",
         "max_tokens": 128000,
         "stream": stream,
+        "tools": tools(),
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "create hello.txt"}]},
             {"role": "system", "content": "environment"}
@@ -315,6 +321,7 @@ fn bin_turn(messages: Value) -> Value {
         "max_tokens": 1000,
         "stream": false,
         "system": [{"type": "text", "text": "You are Claude Code.\n<env>\nPrimary working directory: /work/tree\n</env>"}],
+        "tools": tools(),
         "messages": messages,
     })
 }
@@ -383,4 +390,16 @@ async fn the_binary_prints_its_url_and_writes_the_named_file_then_closes() {
     let status =
         tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_side_query_without_tools_gets_a_plain_answer_not_the_script() {
+    let mock = MockAnthropic::start(Script::write_then_done("/w/a.txt", "x")).await.unwrap();
+    let mut body = first_turn(false);
+    body.as_object_mut().unwrap().remove("tools");
+    let resp = request(&mock, "POST", "/v1/messages", Some(&body)).await;
+    assert_eq!(resp.status, 200);
+    let reply = resp.json();
+    assert_eq!(reply["content"][0]["text"], SIDE_QUERY_ANSWER, "{reply}");
+    assert_eq!(reply["stop_reason"], "end_turn");
 }

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 
 import type { FinishAction } from "../protocol.gen";
+import { resultOf } from "../results";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
 import { useGitFacts } from "./DiffView";
@@ -25,10 +26,12 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
     setResult(null);
     try {
       const reply = await store.request({ type: "intent", intent: { kind: "finish", sessionID, action } });
-      const r = reply.type === "ack" ? (reply.result as Record<string, unknown> | null) : null;
-      if (action.action === "handoff" && r && typeof r.command === "string") setCommand(r.command);
-      else if (action.action === "continue" && r && typeof r.sessionID === "string") go({ sessionID: r.sessionID });
-      else setResult({ ok: true, text: `${label}: done${r && typeof r.newTip === "string" ? ` (${r.newTip.slice(0, 8)})` : ""}.` });
+      const handoff = resultOf(reply, "handoff");
+      const continued = resultOf(reply, "session");
+      const integrated = resultOf(reply, "integrated");
+      if (action.action === "handoff" && handoff) setCommand(handoff.command);
+      else if (action.action === "continue" && continued) go({ sessionID: continued.sessionID });
+      else setResult({ ok: true, text: `${label}: done${integrated ? ` (${integrated.newTip.slice(0, 8)})` : ""}.` });
       refresh();
     } catch (e) {
       setResult({ ok: false, text: `${label} refused: ${errorText(e)}` });
@@ -45,8 +48,7 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
     setResult(null);
     try {
       const reply = await store.request({ type: "intent", intent: { kind, sessionID } });
-      const r = reply.type === "ack" ? (reply.result as Record<string, unknown> | null) : null;
-      const checks = r && Array.isArray(r.checks) ? (r.checks as Array<{ outcome: string }>) : null;
+      const checks = resultOf(reply, "checksRun")?.checks ?? null;
       const text = checks ? `${checks.filter((c) => c.outcome === "passed").length}/${checks.length} checks passed (see the transcript).` : "Report recorded in the transcript.";
       setResult({ ok: !checks || checks.every((c) => c.outcome === "passed"), text: `${label}: ${text}` });
     } catch (e) {

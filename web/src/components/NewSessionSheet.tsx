@@ -1,7 +1,8 @@
 /** The new-session sheet: project, base branch, backend, model, permission mode, first prompt. */
 import { useEffect, useState } from "preact/hooks";
 
-import type { Backend, SessionSummary } from "../protocol.gen";
+import type { Backend } from "../protocol.gen";
+import { resultOf } from "../results";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
 import { MODES } from "./RulesSheet";
@@ -66,8 +67,8 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         return;
       }
       const reply = await store.request({ type: "intent", intent: { kind: "newSession", ...session } });
-      const result = reply.type === "ack" ? (reply.result as SessionSummary | null) : null;
-      if (result?.sessionID) {
+      const result = resultOf(reply, "session");
+      if (result) {
         store.sessions.set(result.sessionID, result);
         go({ sessionID: result.sessionID });
       } else onClose();

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 
 import type { PullRequestOpened } from "../protocol.gen";
+import { resultOf } from "../results";
 import { type CockpitStore, errorText } from "../store";
 
 /** The session's PR in its header: number, state, a link. */
@@ -54,7 +55,7 @@ export function PullRequestForm({
           },
         },
       });
-      const pr = reply.type === "ack" ? (reply.result as PullRequestOpened | null) : null;
+      const pr = resultOf(reply, "pullRequest");
       setResult(pr ? { ok: true, text: `Pull request #${pr.number} (${pr.state}) opened:`, url: pr.url } : { ok: true, text: "Pull request opened." });
       onDone();
     } catch (e) {

@@ -5,13 +5,9 @@ import { useEffect, useState } from "preact/hooks";
 
 import { hostLabel } from "../remote/fleet";
 import { type PairedHost, pairedHosts, setCurrentHost } from "../remote/hosts";
+import type { Pairing } from "../protocol.gen";
+import { resultOf } from "../results";
 import { type CockpitStore, errorText } from "../store";
-
-interface Pairing {
-  link: string;
-  expiresAt: number;
-  qrSvg?: string | null;
-}
 
 function PairPhone({ store }: { store: CockpitStore }) {
   const [pairing, setPairing] = useState<Pairing | null>(null);
@@ -20,7 +16,8 @@ function PairPhone({ store }: { store: CockpitStore }) {
     setError(null);
     try {
       const reply = await store.request({ type: "intent", intent: { kind: "pairDevice" } });
-      if (reply.type === "ack") setPairing(reply.result as unknown as Pairing);
+      const opened = resultOf(reply, "pairing");
+      if (opened) setPairing(opened);
     } catch (e) {
       setError(errorText(e));
     }

@@ -2,7 +2,8 @@
  *  resolved, outdated), resolve them, and send the open ones to the agent as one follow-up. */
 import { useEffect, useState } from "preact/hooks";
 
-import type { ReviewComment } from "../protocol.gen";
+import type { HostMessage, ReviewComment } from "../protocol.gen";
+import { resultOf } from "../results";
 import { type CockpitStore, errorText, useTranscript } from "../store";
 
 /** Lines picked in the diff: a file and a line range of its new side. */
@@ -29,8 +30,8 @@ export function useReviewComments(store: CockpitStore, sessionID: string) {
     const t = setTimeout(async () => {
       try {
         const reply = await store.request({ type: "intent", intent: { kind: "reviewComments", sessionID } });
-        const r = reply.type === "ack" ? (reply.result as { comments?: ReviewComment[] } | null) : null;
-        if (!stale && r?.comments) setComments(r.comments);
+        const r = resultOf(reply, "reviewComments");
+        if (!stale && r) setComments(r.comments);
       } catch {
         /* the diff view shows the session's errors */
       }
@@ -71,13 +72,12 @@ export function ReviewPanel({
   const offline = store.link !== "online";
   const unsent = comments.filter((c) => c.status === "open" && c.sentAt == null);
 
-  const act = async (label: string, intent: Parameters<CockpitStore["request"]>[0] & { type: "intent" }, done?: (r: Record<string, unknown> | null) => string) => {
+  const act = async (label: string, intent: Parameters<CockpitStore["request"]>[0] & { type: "intent" }, done?: (reply: HostMessage) => string) => {
     setBusy(true);
     setResult(null);
     try {
       const reply = await store.request(intent);
-      const r = reply.type === "ack" ? (reply.result as Record<string, unknown> | null) : null;
-      if (done) setResult({ ok: true, text: done(r) });
+      if (done) setResult({ ok: true, text: done(reply) });
       onChanged();
       return true;
     } catch (e) {
@@ -100,7 +100,7 @@ export function ReviewPanel({
     }
   };
   const send = () =>
-    act("Send refused", { type: "intent", intent: { kind: "sendReview", sessionID } }, (r) => `Sent ${String(r?.sent ?? 0)} comment(s) to the agent.`);
+    act("Send refused", { type: "intent", intent: { kind: "sendReview", sessionID } }, (reply) => `Sent ${resultOf(reply, "reviewSendout")?.sent ?? 0} comment(s) to the agent.`);
   const resolve = (c: ReviewComment, resolved: boolean) =>
     act("Resolve refused", { type: "intent", intent: { kind: "resolveReviewComment", sessionID, commentID: c.commentID, resolved } });
 

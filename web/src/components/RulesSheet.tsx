@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 
 import type { RuleBehaviour, RuleEntry, RuleList, RuleScope, RuleSource } from "../protocol.gen";
+import { resultOf } from "../results";
 import { type CockpitStore, errorText } from "../store";
 
 export const MODES = ["readonly", "edit", "full"] as const;
@@ -39,7 +40,8 @@ export function RulesSheet({ store, sessionID, projectID, onClose }: { store: Co
   const load = async () => {
     try {
       const reply = await store.request({ type: "intent", intent: { kind: "listRules", ...target } });
-      if (reply.type === "ack") setList(reply.result as RuleList);
+      const rules = resultOf(reply, "rules");
+      if (rules) setList(rules);
     } catch (e) {
       setError(errorText(e));
     }

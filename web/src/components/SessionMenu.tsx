@@ -5,6 +5,7 @@ import { useState } from "preact/hooks";
 import { humanBytes } from "../bytes";
 import { download } from "../download";
 import type { DiskUsage, ExportFormat } from "../protocol.gen";
+import { resultOf } from "../results";
 import { type CockpitStore, errorText } from "../store";
 
 export function SessionMenu({ store, sessionID, onError }: { store: CockpitStore; sessionID: string; onError: (e: string | null) => void }) {
@@ -23,7 +24,7 @@ export function SessionMenu({ store, sessionID, onError }: { store: CockpitStore
   const exportAs = (format: ExportFormat) =>
     run(async () => {
       const reply = await store.request({ type: "exportSession", sessionID, format });
-      const text = reply.type === "ack" ? (reply.result as { text?: string } | null)?.text : undefined;
+      const text = resultOf(reply, "exported")?.text;
       if (typeof text !== "string") throw new Error("The host sent no export text.");
       const base = (summary?.title || sessionID).replace(/[^\w.-]+/g, "-").slice(0, 60);
       download(`${base}.${format === "markdown" ? "md" : "jsonl"}`, text, format === "markdown" ? "text/markdown" : "application/x-ndjson");

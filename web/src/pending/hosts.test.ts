@@ -20,7 +20,7 @@ function host(sid: string) {
         case "listSessions":
           return { type: "sessions", messageID: id, sessions: [{ sessionID: sid } as never] };
         case "exportSession":
-          return { type: "ack", messageID: id, result: { text: "" } };
+          return { type: "ack", messageID: id, result: { kind: "exported", text: "" } };
         default:
           h.writes.push(msg);
           return { type: "ack", messageID: id } as HostMessage;

@@ -29,7 +29,7 @@ class FakeHost {
           case "listProjects":
             return { type: "projects", messageID: id, projects: [{ projectID: "p" } as never] };
           case "exportSession":
-            return { type: "ack", messageID: id, result: { text: this.events.map((e) => JSON.stringify(e)).join("\n") } };
+            return { type: "ack", messageID: id, result: { kind: "exported", text: this.events.map((e) => JSON.stringify(e)).join("\n") } };
           default: {
             if (!this.done.has(id)) {
               this.done.set(id, 1);

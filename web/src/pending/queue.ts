@@ -5,6 +5,7 @@
 import type { Request } from "../connection";
 import type { BackendInfo, Event, HostMessage, NewSession } from "../protocol.gen";
 import { type HostView, type PendingAction, type PendingInput, supersededRenames, verdict } from "./rules";
+import { resultOf } from "../results";
 import { type PendingStorage, defaultStorage } from "./storage";
 
 /** What the queue needs of the link to the host. */
@@ -243,7 +244,7 @@ export class PendingQueue {
   /** The session's events, from its export (one event per line). */
   private async eventsOf(sessionID: string): Promise<Event[]> {
     const reply = await this.link.send({ type: "exportSession", sessionID, format: "jsonl" }, this.newID());
-    const text = reply.type === "ack" ? String((reply.result as { text?: string } | null)?.text ?? "") : "";
+    const text = resultOf(reply, "exported")?.text ?? "";
     const out: Event[] = [];
     for (const line of text.split("\n")) {
       if (!line.trim()) continue;

@@ -1,7 +1,11 @@
 //! The agent's file system calls (`fs/read_text_file`, `fs/write_text_file`) answered inside
-//! the session's worktree only: a path outside it (through `..` or a symlink) is refused.
+//! the session's worktree only: a path outside it (through `..` or a symlink) is refused, and
+//! a write where the agent's sandbox would not let it write itself (a read-only worktree, the
+//! worktree's `.git` link, policy files) is refused too.
 
 use std::path::{Component, Path, PathBuf};
+
+use crate::isolation::Isolation;
 
 /// Largest file read or written through the agent's calls.
 pub(crate) const MAX_FILE_BYTES: usize = 32 * 1024 * 1024;
@@ -83,8 +87,28 @@ pub(crate) fn read(
     Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
 }
 
-/// Writes `content` to `path` inside `root` (its missing parent directories created).
-pub(crate) fn write(root: &Path, path: &str, content: &str) -> Result<(), FsRefusal> {
+/// Refused unless the sandbox (when there is one) lets the agent write `file` itself.
+fn sandbox_lets_write(
+    sandbox: Option<&Isolation>,
+    path: &str,
+    file: &Path,
+) -> Result<(), FsRefusal> {
+    match sandbox {
+        Some(iso) if !iso.lets_write(file) => Err(FsRefusal::params(format!(
+            "refused: {path} is read-only to the agent in its sandbox"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `content` to `path` inside `root` (its missing parent directories created), where
+/// `sandbox`, when the agent runs in one, lets it write.
+pub(crate) fn write(
+    root: &Path,
+    sandbox: Option<&Isolation>,
+    path: &str,
+    content: &str,
+) -> Result<(), FsRefusal> {
     if content.len() > MAX_FILE_BYTES {
         return Err(FsRefusal::params(format!(
             "refused: {} bytes for {path} is more than {MAX_FILE_BYTES}",
@@ -92,12 +116,14 @@ pub(crate) fn write(root: &Path, path: &str, content: &str) -> Result<(), FsRefu
         )));
     }
     let file = inside(root, path)?;
+    sandbox_lets_write(sandbox, path, &file)?;
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| FsRefusal::io(format!("cannot create {}: {e}", parent.display())))?;
     }
     // Checked again after the directories exist (a racing symlink is refused, not followed out).
     let file = inside(root, path)?;
+    sandbox_lets_write(sandbox, path, &file)?;
     std::fs::write(&file, content).map_err(|e| FsRefusal::io(format!("cannot write {path}: {e}")))
 }
 
@@ -113,21 +139,36 @@ mod tests {
         let outside = dir.path().join("outside.txt");
         std::fs::write(&outside, "keep").unwrap();
         let p = |rel: &str| root.join(rel).to_string_lossy().into_owned();
-        write(&root, &p("sub/a.txt"), "hi\nthere\n").unwrap();
+        write(&root, None, &p("sub/a.txt"), "hi\nthere\n").unwrap();
         assert_eq!(read(&root, &p("sub/a.txt"), None, None, true).unwrap(), "hi\nthere\n");
         assert_eq!(read(&root, &p("sub/a.txt"), Some(2), Some(1), true).unwrap(), "there\n");
         assert_eq!(read(&root, &p("missing.txt"), None, None, true).unwrap(), "");
         assert_eq!(read(&root, &p("missing.txt"), None, None, false).unwrap_err().code, -32002);
         for bad in [outside.to_string_lossy().into_owned(), p("../outside.txt"), "rel.txt".into()] {
-            let err = write(&root, &bad, "pwned").unwrap_err();
+            let err = write(&root, None, &bad, "pwned").unwrap_err();
             assert_eq!(err.code, -32602, "{bad}: {err}");
             assert!(err.message.contains("outside the session's worktree"), "{err}");
         }
         std::os::unix::fs::symlink(dir.path(), root.join("link")).unwrap();
-        assert!(write(&root, &p("link/outside.txt"), "pwned").is_err());
+        assert!(write(&root, None, &p("link/outside.txt"), "pwned").is_err());
         assert!(read(&root, &p("link/outside.txt"), None, None, true).is_err());
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        // In a sandbox: only where it binds the agent writable.
+        let mut iso = Isolation::new("bwrap".into());
+        let canon = root.canonicalize().unwrap();
+        iso.mounts.push(crate::isolation::Mount::Writable(canon.clone()));
+        iso.mounts.push(crate::isolation::Mount::ReadOnly(canon.join(".git")));
+        iso.mounts.push(crate::isolation::Mount::ReadOnly(canon.join(".claude/settings.json")));
+        write(&root, Some(&iso), &p("ok.txt"), "fine").unwrap();
+        for fenced in [".git", ".claude/settings.json"] {
+            let err = write(&root, Some(&iso), &p(fenced), "pwned").unwrap_err();
+            assert!(err.message.contains("read-only to the agent"), "{err}");
+            assert!(!root.join(fenced).exists(), "{fenced}");
+        }
+        let read_only = Isolation::new("bwrap".into());
+        assert!(write(&root, Some(&read_only), &p("ok.txt"), "changed").is_err());
+        assert_eq!(std::fs::read_to_string(root.join("ok.txt")).unwrap(), "fine");
         let big = "x".repeat(MAX_FILE_BYTES + 1);
-        assert!(write(&root, &p("big.txt"), &big).is_err());
+        assert!(write(&root, None, &p("big.txt"), &big).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Agents that speak the Agent Client Protocol (JSON-RPC 2.0 over stdio): one decoder and one
 //! adapter for all of them, and a profile per agent (command, environment, mode names, quirks).
 //!
+//! - `backend`: Gemini CLI's row ([`GEMINI_CLI`]: launch, modes, models, confinement needs).
 //! - `profile`: [`AcpProfile`] (Gemini CLI: [`GEMINI`]) and the launch options ([`AcpOptions`]).
 //! - `wire`: the ACP lines Nucleic reads, as serde types (our own: the `agent-client-protocol`
 //!   crate's runtime kills the agent's process group when its guard drops, and agents here
@@ -11,6 +12,7 @@
 //!   → `session/prompt`, `session/cancel`, permission replies; `protocol`: what the supervisor
 //!   calls; `fs`: `fs/read_text_file` / `fs/write_text_file` answered inside the worktree only.
 
+mod backend;
 mod decode;
 mod fs;
 mod profile;
@@ -18,8 +20,10 @@ mod session;
 mod wire;
 
 pub use crate::codex::RequestId;
+pub use backend::{GEMINI_CLI, GEMINI_READ_ONLY, GEMINI_READ_ONLY_DIRS};
 pub use decode::AcpDecoder;
 pub use profile::{AcpOptions, AcpProfile, DEFAULT_SETUP_DEADLINE, GEMINI, TESTED_GEMINI};
+pub(crate) use session::run_acp;
 pub use session::{ACP_CAPABILITIES, AcpHandle, spawn_acp};
 
 /// What one line decoded to; native types are the method (`session/update:tool_call`,

@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use nucleic_protocol::Backend;
+
 use crate::error::AgentError;
 use crate::options::CommonOptions;
 use crate::process::SpawnSpec;
@@ -19,10 +21,14 @@ pub const DEFAULT_SETUP_DEADLINE: Duration = Duration::from_secs(60);
 /// What differs between ACP agents.
 #[derive(Debug)]
 pub struct AcpProfile {
+    /// The backend its sessions are recorded under.
+    pub backend: Backend,
     /// Its name in messages ("Gemini CLI").
     pub label: &'static str,
     /// Arguments that start its ACP server on stdio.
     pub args: &'static [&'static str],
+    /// The flag that picks the model (`--model`), followed by the model's name.
+    pub model_flag: Option<&'static str>,
     /// Variables it always gets (the extra environment overrides them).
     pub env: &'static [(&'static str, &'static str)],
     /// Nucleic's permission modes (Claude Code's names) and the agent's mode ids.
@@ -36,11 +42,15 @@ pub struct AcpProfile {
 
 /// Gemini CLI (`gemini --acp`).
 pub const GEMINI: AcpProfile = AcpProfile {
+    backend: Backend::Gemini,
     label: "Gemini CLI",
     args: &["--acp"],
+    model_flag: Some("--model"),
     // One process: the default wrapper re-spawns itself with stdio inherited and ignores
-    // SIGTERM, and costs a second node process (368 MB instead of 222 MB) and 1.5 s.
-    env: &[("GEMINI_CLI_NO_RELAUNCH", "true")],
+    // SIGTERM, and costs a second node process (368 MB instead of 222 MB) and 1.5 s. The
+    // worktree is trusted: in an untrusted folder Gemini refuses its `autoEdit` and `yolo`
+    // modes (what `--skip-trust` sets; the worktree is Nucleic's, and the agent is confined).
+    env: &[("GEMINI_CLI_NO_RELAUNCH", "true"), ("GEMINI_CLI_TRUST_WORKSPACE", "true")],
     modes: &[
         ("default", "default"),
         ("acceptEdits", "autoEdit"),
@@ -98,7 +108,17 @@ impl AcpOptions {
                 self.profile.label
             )));
         }
-        let args = self.profile.args.iter().map(OsString::from).collect();
+        let mut args: Vec<OsString> = self.profile.args.iter().map(OsString::from).collect();
+        match (self.profile.model_flag, &self.common.model) {
+            (Some(flag), Some(model)) => args.extend([flag.into(), model.into()]),
+            (None, Some(_)) => {
+                return Err(AgentError::Refused(format!(
+                    "the {} backend cannot be given a model",
+                    self.profile.label
+                )));
+            }
+            (_, None) => {}
+        }
         let env =
             self.profile.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
         Ok(self.common.spawn_spec(args, env))
@@ -116,6 +136,10 @@ mod tests {
         let spec = o.spawn_spec().unwrap();
         assert_eq!(spec.args, vec![OsString::from("--acp")]);
         assert!(spec.env.contains(&("GEMINI_CLI_NO_RELAUNCH".into(), "true".into())));
+        o.common.model = Some("gemini-2.5-pro".into());
+        let args = o.spawn_spec().unwrap().args;
+        assert_eq!(args, ["--acp", "--model", "gemini-2.5-pro"].map(OsString::from));
+        o.common.model = None;
         o.common.permission_mode = "bypassPermissions".into();
         assert_eq!(o.agent_mode().unwrap(), "yolo");
         o.common.permission_mode = "dontAsk".into();

@@ -36,6 +36,10 @@ pub const ACP_CAPABILITIES: Capabilities = Capabilities {
     partial_deltas: true,
 };
 
+/// The first JSON-RPC id a re-adopted handle uses: responses to the previous host's requests
+/// (numbered from 1) can never be taken for ours.
+const ADOPTED_FIRST_ID: i64 = 1 << 40;
+
 /// How long a stopped agent gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
@@ -92,6 +96,8 @@ struct Shared {
     /// Put before the agent's request ids in `approvalRequested` events (agents number their
     /// requests from 0 in every process).
     ask_prefix: String,
+    /// Taken over from a previous host: the session is learnt from the replayed output.
+    adopted: bool,
 }
 
 /// The client side of a running ACP agent. Cheap to share.
@@ -107,20 +113,27 @@ pub fn spawn_acp(
     opts: &AcpOptions,
 ) -> Result<(AcpHandle, mpsc::Receiver<AgentOutput>), AgentError> {
     let (process, streams) = launch(&opts.spawn_spec()?)?;
-    Ok(run_acp(opts, process, streams, Supervision::default()))
+    Ok(run_acp(opts, process, streams, Supervision::default(), false))
 }
 
-/// Supervises a started ACP agent and starts its setup.
+/// Supervises a started ACP agent and starts its setup — unless it is `adopted` from a
+/// previous host (whose handshake it already had: its session and pending permission requests
+/// are learnt again from the replayed output, and our request ids start far above the old ones).
 pub(crate) fn run_acp(
     opts: &AcpOptions,
     process: Arc<AgentProcess>,
     streams: Streams,
     supervision: Supervision,
+    adopted: bool,
 ) -> (AcpHandle, mpsc::Receiver<AgentOutput>) {
-    let tag: String = uuid::Uuid::new_v4().simple().to_string().chars().take(8).collect();
+    // Approval ids must be the same when a re-adopted agent's output is decoded again.
+    let tag: String = match &supervision.origins {
+        Some(origins) => origins.run.chars().filter(char::is_ascii_alphanumeric).take(8).collect(),
+        None => uuid::Uuid::new_v4().simple().to_string().chars().take(8).collect(),
+    };
     let state = State {
         sent: HashMap::new(),
-        stage: Stage::Initializing,
+        stage: if adopted { Stage::Creating } else { Stage::Initializing },
         session_id: None,
         asks: HashMap::new(),
         queued: VecDeque::new(),
@@ -133,12 +146,16 @@ pub(crate) fn run_acp(
         process: process.clone(),
         options: opts.clone(),
         state: Mutex::new(state),
-        next_id: AtomicI64::new(1),
+        next_id: AtomicI64::new(if adopted { ADOPTED_FIRST_ID } else { 1 }),
         ask_prefix: format!("acp-{tag}-"),
+        adopted,
     };
     let handle = AcpHandle { shared: Arc::new(shared) };
     let rx =
         supervise(process, streams, handle.clone(), AcpDecoder::new(opts.profile), supervision);
+    if adopted {
+        return (handle, rx);
+    }
     let setup = handle.clone();
     tokio::spawn(async move { setup.initialize().await });
     (handle, rx)

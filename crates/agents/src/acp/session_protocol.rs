@@ -6,7 +6,7 @@
 use nucleic_protocol::{EventKind, RunFinished, RunOutcome, TurnCompleted, Usage};
 use serde_json::{Value, json};
 
-use super::{AcpHandle, Ask, Sent, Stage};
+use super::{ADOPTED_FIRST_ID, AcpHandle, Ask, Sent, Stage};
 use crate::acp::fs;
 use crate::acp::{AcpControl, AcpDecoder, DecodedLine, RequestId, RpcError};
 use crate::error::AgentError;
@@ -20,7 +20,11 @@ impl Protocol for AcpHandle {
     fn on_line(&self, line: &mut DecodedLine) {
         let failed_prompt = match &line.control {
             Some(AcpControl::Response { id: RequestId::Number(n), outcome: Err(e) }) => {
-                (self.state().sent.get(n) == Some(&Sent::Prompt)).then(|| e.message.clone())
+                let sent = self.state().sent.get(n).copied();
+                // A re-adopted agent's failed request of the previous host: its prompt (setup
+                // requests were answered long before a host could be killed).
+                let previous_hosts = self.shared.adopted && sent.is_none() && *n < ADOPTED_FIRST_ID;
+                (sent == Some(Sent::Prompt) || previous_hosts).then(|| e.message.clone())
             }
             _ => None,
         };
@@ -40,6 +44,9 @@ impl Protocol for AcpHandle {
                     ask.request_id = format!("{}{}", self.shared.ask_prefix, ask.request_id);
                 }
                 EventKind::SessionStarted(started) => {
+                    if self.shared.adopted {
+                        self.learn_session(&started.backend_session_id);
+                    }
                     started.cwd = self.shared.options.common.cwd.to_string_lossy().into_owned();
                     started.permission_mode =
                         Some(self.shared.options.common.permission_mode.clone());
@@ -80,8 +87,9 @@ impl Protocol for AcpHandle {
             }
             AcpControl::WriteFile { id, path, content } => {
                 let root = self.shared.options.common.cwd.clone();
+                let sandbox = self.shared.options.common.isolation.clone();
                 let written = tokio::task::spawn_blocking(move || {
-                    fs::write(&root, &path, &content).map_err(|e| (e, path))
+                    fs::write(&root, sandbox.as_ref(), &path, &content).map_err(|e| (e, path))
                 })
                 .await;
                 match written {
@@ -159,6 +167,15 @@ impl Protocol for AcpHandle {
 }
 
 impl AcpHandle {
+    /// A re-adopted agent's session, seen in its replayed output: prompts go to it from now.
+    fn learn_session(&self, session: &str) {
+        let mut st = self.state();
+        if st.session_id.is_none() {
+            st.session_id = Some(session.to_owned());
+            st.stage = Stage::Ready;
+        }
+    }
+
     /// Answers a refused file call with its JSON-RPC error, and reports it (an `error` event).
     async fn refuse(
         &self,

@@ -101,7 +101,7 @@ impl ClaudeOptions {
         if self.fork {
             args.push("--fork-session".into());
         }
-        if let Some(CommandSandbox::On { settings }) = self.command_sandbox() {
+        if let Some(settings) = self.confined_settings() {
             args.push("--settings".into());
             args.push(settings.to_string().into());
         }
@@ -126,6 +126,24 @@ impl ClaudeOptions {
         let isolation = self.common.isolation.as_ref()?;
         (self.backend == Backend::ClaudeCode)
             .then(|| CommandSandbox::plan(isolation, &self.common.env))
+    }
+}
+
+impl ClaudeOptions {
+    /// The `--settings` of a confined real Claude Code: its own command sandbox (when it can
+    /// run), and no `WebFetch` preflight — the CLI's check of each name with Anthropic's API,
+    /// which the egress proxy refuses as the CLI's own traffic, failing every fetch ("Unable to
+    /// verify if domain … is safe"); the host's egress rules stand in for it.
+    fn confined_settings(&self) -> Option<serde_json::Value> {
+        let sandbox = self.command_sandbox()?;
+        let mut settings = match sandbox {
+            CommandSandbox::On { settings } => settings,
+            CommandSandbox::Off { .. } => serde_json::json!({}),
+        };
+        if let Some(object) = settings.as_object_mut() {
+            object.insert("skipWebFetchPreflight".into(), serde_json::Value::Bool(true));
+        }
+        Some(settings)
     }
 }
 

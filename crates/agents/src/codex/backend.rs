@@ -56,8 +56,10 @@ pub const CODEX: BackendDescription = BackendDescription {
         // Its sessions and state are writable; its configuration is policy.
         state_dir: Some(StateDir {
             variable: "CODEX_HOME",
+            within: None,
             default: ".codex",
             read_only: &["config.toml"],
+            read_only_dirs: &[],
             base_urls_in: Some("config.toml"),
         }),
         private_copies: &[],

@@ -492,7 +492,9 @@ async fn a_long_line_is_decoded_apart_and_holds_up_no_other_agent() {
 async fn a_decoder_that_panics_ends_the_run_with_a_host_error_long_line_or_not() {
     let long = "printf PANIC; head -c 1100000 /dev/zero | tr '\\0' x; echo";
     for script in ["echo before; echo PANIC; echo after", long] {
-        let (_, mut rx) = echo(sh(script), small(2 << 20));
+        // The drain is not under test here: a loaded machine must not turn the end into one.
+        let supervision = Supervision { drain: Duration::from_secs(10), ..small(2 << 20) };
+        let (_, mut rx) = echo(sh(script), supervision);
         let (batches, finished) = collect(&mut rx).await;
         let failed: Vec<String> = errors(&batches)
             .into_iter()

@@ -11,15 +11,12 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::{SinkExt, StreamExt};
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
 use nucleic_protocol::{
     Backend, ClientMessage, EventKind, HostMessage, NewSession, PROTOCOL_VERSION, Verbosity,
 };
 use nucleic_server::{AppState, load_or_create_token};
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::*;
 
@@ -224,7 +221,7 @@ pub(crate) async fn ws_catch_up(
     from: u64,
     last: u64,
 ) -> Res<Duration> {
-    let mut socket = connect(addr, &token).await?;
+    let mut client = connect(addr, &token).await?;
     let t = Instant::now();
     let subscribe = ClientMessage::Subscribe {
         message_id: "catch-up".into(),
@@ -232,10 +229,10 @@ pub(crate) async fn ws_catch_up(
         from_seq: from,
         verbosity: Verbosity::Full,
     };
-    send(&mut socket, &subscribe).await?;
+    send(&mut client, &subscribe).await?;
     let mut next = from;
     while next <= last {
-        match recv(&mut socket, STALL).await? {
+        match recv(&mut client, STALL).await? {
             HostMessage::Event { event } => {
                 if event.seq != next || event.session_id != id {
                     return Err(format!("ws catch-up: expected {next}, got {}", event.seq).into());
@@ -249,6 +246,6 @@ pub(crate) async fn ws_catch_up(
         }
     }
     let elapsed = t.elapsed();
-    let _ = socket.close(None).await;
+    client.close().await;
     Ok(elapsed)
 }

@@ -1,32 +1,15 @@
-//! The bench's WebSocket client of the daemon.
+//! The bench's client of the daemon: a `nucleic-client` connection that hands every message on
+//! as it came (the bench checks each stream for gaps and duplicates itself), never reconnects
+//! (a loss fails the run), and gives `sessionChanged` pushes to the caller (counted).
 
-#![allow(unused_imports)]
-
-use std::collections::HashMap;
-use std::error::Error;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
-use nucleic_protocol::{
-    Backend, ClientMessage, EventKind, HostMessage, NewSession, PROTOCOL_VERSION, Verbosity,
-};
-use nucleic_server::{AppState, load_or_create_token};
-use serde_json::Value;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-
-pub(crate) type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use nucleic_client::{Backoff, Client, ClientError, ClientOptions, Endpoint};
+use nucleic_protocol::{ClientMessage, HostMessage};
 
 use super::*;
-
-// ----- the WebSocket client -----------------------------------------------------------------
 
 /// Runs `f` on its own thread and single-threaded runtime, like a separate client process.
 pub(crate) fn client_thread<T, F, Fut>(f: F) -> std::thread::JoinHandle<Res<T>>
@@ -47,50 +30,37 @@ pub(crate) async fn join<T: Send + 'static>(handle: std::thread::JoinHandle<Res<
         .map_err(|_| -> BoxError { "the client thread panicked".into() })?
 }
 
-pub(crate) async fn connect(addr: SocketAddr, token: &str) -> Res<Socket> {
-    let mut request = format!("ws://{addr}/ws").into_client_request()?;
-    request.headers_mut().insert("authorization", format!("Bearer {token}").parse()?);
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
-    // Message ids are remembered per client: every connection is a new client.
-    static CLIENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = CLIENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let hello = ClientMessage::Hello {
-        device: None,
-        client_id: format!("bench-{}-{n}", std::process::id()),
-        client_name: "bench".into(),
-        protocol_version: PROTOCOL_VERSION,
-        features: vec![],
-    };
-    send(&mut socket, &hello).await?;
-    match recv(&mut socket, STALL).await? {
-        HostMessage::Welcome { .. } => Ok(socket),
-        other => Err(format!("expected welcome, got {other:?}").into()),
-    }
+/// Connects and says hello as a new client (its own id: message ids are remembered per client).
+pub(crate) async fn connect(addr: SocketAddr, token: &str) -> Res<Client> {
+    let mut options = ClientOptions::new("bench", "bench");
+    options.raw_events = true;
+    options.session_changes = true;
+    options.reconnect = Backoff::never();
+    options.connect_within = STALL;
+    options.idle_within = STALL;
+    Ok(Client::connect(Endpoint::Tcp(addr), token, options).await?)
 }
 
-pub(crate) async fn send(socket: &mut Socket, message: &ClientMessage) -> Res<()> {
-    socket.send(Message::Text(serde_json::to_string(message)?.into())).await?;
-    Ok(())
+pub(crate) async fn send(client: &mut Client, message: &ClientMessage) -> Res<()> {
+    Ok(client.send(message.clone()).await?)
 }
 
-pub(crate) async fn recv(socket: &mut Socket, wait: Duration) -> Res<HostMessage> {
-    loop {
-        let frame = tokio::time::timeout(wait, socket.next())
-            .await
-            .map_err(|_| format!("no message from the host for {} s", wait.as_secs()))?;
-        if let Some(message) = decode(frame)? {
-            return Ok(message);
+/// The next message, or an error saying nothing came for `wait`.
+pub(crate) async fn recv(client: &mut Client, wait: Duration) -> Res<HostMessage> {
+    match client.next_within(wait).await {
+        Ok(message) => Ok(message),
+        Err(ClientError::Timeout { .. }) => {
+            Err(format!("no message from the host for {} s", wait.as_secs()).into())
         }
+        Err(e) => Err(e.into()),
     }
 }
 
-/// A text frame's message; `None` for control frames.
-pub(crate) fn decode(
-    frame: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
-) -> Res<Option<HostMessage>> {
-    match frame.ok_or("the host closed the WebSocket")?? {
-        Message::Text(text) => Ok(Some(serde_json::from_str(text.as_str())?)),
-        Message::Close(_) => Err("the host closed the WebSocket".into()),
-        _ => Ok(None),
+/// The next message if one comes within `wait` (`None`: none did).
+pub(crate) async fn recv_quiet(client: &mut Client, wait: Duration) -> Res<Option<HostMessage>> {
+    match client.next_within(wait).await {
+        Ok(message) => Ok(Some(message)),
+        Err(ClientError::Timeout { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }

@@ -221,6 +221,7 @@ impl Daemon {
                 // `claude` is this bench binary acting as a latency probe (see `probe_agent`).
                 claude: Some(std::env::current_exe()?),
                 codex: None,
+                gemini: None,
                 sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
                 sim_prefix: vec!["__sim-agent".into()],
                 nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),

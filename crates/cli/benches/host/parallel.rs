@@ -11,15 +11,12 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::{SinkExt, StreamExt};
 use nucleic_host::{AgentPaths, Host, HostConfig, Limits};
 use nucleic_protocol::{
     Backend, ClientMessage, EventKind, HostMessage, NewSession, PROTOCOL_VERSION, Verbosity,
 };
 use nucleic_server::{AppState, load_or_create_token};
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::*;
 
@@ -297,7 +294,7 @@ pub(crate) async fn stream_client(
     targets: Vec<Target>,
     workload: Workload,
 ) -> Res<StreamReport> {
-    let mut socket = connect(addr, &token).await?;
+    let mut client = connect(addr, &token).await?;
     let mut tracked: HashMap<String, Tracked> = HashMap::new();
     let mut expected: HashMap<String, u64> = HashMap::new();
     for (index, target) in targets.iter().enumerate() {
@@ -309,7 +306,7 @@ pub(crate) async fn stream_client(
             from_seq: 1,
             verbosity: Verbosity::Full,
         };
-        send(&mut socket, &subscribe).await?;
+        send(&mut client, &subscribe).await?;
     }
     let mut report = StreamReport {
         t0: Instant::now(),
@@ -329,7 +326,7 @@ pub(crate) async fn stream_client(
     };
     // Catch up to the idle state.
     while tracked.iter().any(|(id, t)| t.last < expected.get(id).copied().unwrap_or(0)) {
-        let message = recv(&mut socket, STALL).await?;
+        let message = recv(&mut client, STALL).await?;
         check(&mut tracked, message)?;
     }
 
@@ -340,7 +337,7 @@ pub(crate) async fn stream_client(
     let mut last_event = t0;
     if workload.stagger.is_zero() {
         while let Some(id) = unstarted.pop() {
-            send(&mut socket, &send_input(&id, 0, (workload.prompt)(0))).await?;
+            send(&mut client, &send_input(&id, 0, (workload.prompt)(0))).await?;
         }
     }
     let mut starter = tokio::time::interval(workload.stagger.max(Duration::from_millis(1)));
@@ -348,10 +345,10 @@ pub(crate) async fn stream_client(
     let mut done = 0;
     while done < sims.len() {
         let frame = tokio::select! {
-            frame = socket.next() => frame,
+            message = client.next() => message?,
             _ = starter.tick(), if !unstarted.is_empty() => {
                 if let Some(id) = unstarted.pop() {
-                    send(&mut socket, &send_input(&id, 0, (workload.prompt)(0))).await?;
+                    send(&mut client, &send_input(&id, 0, (workload.prompt)(0))).await?;
                 }
                 continue;
             }
@@ -383,7 +380,7 @@ pub(crate) async fn stream_client(
                 .into());
             }
         };
-        let Some(message) = decode(frame)? else { continue };
+        let message = frame;
         if matches!(message, HostMessage::SessionChanged { .. }) {
             report.session_changes += 1;
         }
@@ -406,7 +403,7 @@ pub(crate) async fn stream_client(
             t.turns += 1;
             if t.turns < workload.turns {
                 let message = send_input(&event.session_id, t.turns, (workload.prompt)(t.turns));
-                send(&mut socket, &message).await?;
+                send(&mut client, &message).await?;
             } else {
                 done += 1;
             }
@@ -439,10 +436,9 @@ pub(crate) async fn stream_client(
             return Err(format!("{behind} sessions never delivered their last events").into());
         }
         let quiet = if behind == 0 { 300 } else { 100 };
-        match tokio::time::timeout(Duration::from_millis(quiet), socket.next()).await {
-            Ok(frame) => {
-                if let Some(message) = decode(frame)?
-                    && let Some(event) = check(&mut tracked, message)?
+        match recv_quiet(&mut client, Duration::from_millis(quiet)).await? {
+            Some(message) => {
+                if let Some(event) = check(&mut tracked, message)?
                     && behind == 0
                     && tracked.get(&event.session_id).is_some_and(|t| !t.probe)
                 {
@@ -450,8 +446,8 @@ pub(crate) async fn stream_client(
                     continue;
                 }
             }
-            Err(_) if behind == 0 => break,
-            Err(_) => {}
+            None if behind == 0 => break,
+            None => {}
         }
         if behind == 0 {
             // Only probe traffic arrives: check the transcripts once more, then stop.
@@ -465,7 +461,7 @@ pub(crate) async fn stream_client(
     }
     report.verified_sessions = sims.len();
     report.verified_events = sims.iter().filter_map(|t| tracked.get(&t.id)).map(|t| t.last).sum();
-    let _ = socket.close(None).await;
+    client.close().await;
     Ok(report)
 }
 

@@ -119,6 +119,7 @@ fn host_config(
         agents: AgentPaths {
             claude,
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

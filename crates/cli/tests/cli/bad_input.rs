@@ -67,12 +67,12 @@ async fn an_unknown_permission_mode_is_refused_before_spawning() {
 async fn doctor_reports_each_tool() {
     let out = tokio::process::Command::new(nucleic()).arg("doctor").output().await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for tool in ["git", "claude", "codex", "sim", "confinement", "git confinement"] {
+    for tool in ["git", "claude", "codex", "gemini", "sim", "confinement", "git confinement"] {
         assert!(text.lines().any(|l| l.starts_with(tool)), "no line for {tool}:\n{text}");
     }
     assert!(text.contains("verdict:"));
     // The pinned installs (what scripts/test.sh installs) are recognised as the tested versions.
-    for tool in ["claude", "codex"] {
+    for tool in ["claude", "codex", "gemini"] {
         let line = text.lines().find(|l| l.starts_with(tool)).unwrap();
         if line.contains("/nucleic/agents/") {
             assert!(line.contains("ok, tested version"), "{line}");
@@ -116,6 +116,11 @@ async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step(
     // Agent CLIs missing.
     let text = doctor(bin.display().to_string(), &[]);
     assert!(line(&text, "claude").contains("missing: scripts/install-agents.sh"), "{text}");
+    let gemini = line(&text, "gemini");
+    assert!(
+        gemini.contains("missing: scripts/install-agents.sh (pins @google/gemini-cli@0.61.0"),
+        "{text}"
+    );
     assert!(text.contains("verdict: ready for the simulated agent only"), "{text}");
     // Present at an untested version and signed out; then signed in.
     let fake = bin.join("claude");
@@ -139,6 +144,19 @@ async fn doctor_names_missing_untested_and_signed_out_agents_with_the_next_step(
     std::fs::write(&fake, "#!/bin/sh\necho 'Claude Code (dev build)'\n").unwrap();
     let text = doctor(bin.display().to_string(), &[("ANTHROPIC_API_KEY", "sk-test")]);
     assert!(line(&text, "claude").contains("UNTESTED version (Nucleic is tested with 2.1.332)"));
+    // Codex with its home under /tmp: warned, naming why; elsewhere not.
+    let codex = bin.join("codex");
+    std::fs::write(&codex, "#!/bin/sh\necho 'codex-cli 0.171.0'\n").unwrap();
+    std::fs::set_permissions(&codex, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let under_tmp = dir.path().join("codex-home");
+    let under_tmp = under_tmp.to_str().unwrap();
+    let text = doctor(bin.display().to_string(), &[("CODEX_HOME", under_tmp)]);
+    let warning = text.lines().find(|l| l.starts_with("codex") && l.contains("WARNING"));
+    let warning = warning.unwrap_or_else(|| panic!("no warning: {text}"));
+    assert!(warning.contains(&format!("CODEX_HOME {under_tmp} is under /tmp")), "{warning}");
+    assert!(warning.contains("AGENTS.md"), "{warning}");
+    let text = doctor(bin.display().to_string(), &[("CODEX_HOME", "/srv/codex-home")]);
+    assert!(!text.contains("WARNING: CODEX_HOME"), "{text}");
 }
 
 #[test]

@@ -309,6 +309,66 @@ async fn in_readonly_mode_the_worktree_itself_is_read_only() {
     assert!(worktree.join("made.txt").exists());
 }
 
+/// Writes into every agent CLI's project settings folder, through a link to one, and around
+/// them (replacing, removing, renaming the folder), then a file of the worktree.
+const SETTINGS_WRITES: &str = "printf '{\"hooks\": 1}' > .claude/settings.json 2>&1; \
+    printf x > .claude/settings.local.json 2>&1; printf x > .claude/commands/x.md 2>&1; \
+    mkdir .claude/hooks 2>&1; mkdir -p .codex 2>&1; printf x > .codex/config.toml 2>&1; \
+    printf x > .gemini/settings.json 2>&1; printf x > conf/gemini/settings.json 2>&1; \
+    rm -rf .claude 2>&1; mv .codex moved 2>&1; ln -s /tmp .codex/link 2>&1; \
+    echo ok > made.txt && echo wrote";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_agent_writes_the_settings_folders_agent_clis_load_hooks_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    // The project commits Claude Code settings and a command, and links `.gemini` into a folder.
+    std::fs::create_dir_all(root.join(".claude/commands")).unwrap();
+    std::fs::create_dir_all(root.join("conf/gemini")).unwrap();
+    std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+    std::fs::write(root.join(".claude/commands/x.md"), "the command\n").unwrap();
+    std::fs::write(root.join("conf/gemini/README"), "gemini's\n").unwrap();
+    std::os::unix::fs::symlink("conf/gemini", root.join(".gemini")).unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "settings"]);
+    let worktree = root.join(".nucleic/worktrees/s");
+    git(&root, &["worktree", "add", "-q", "-b", "nucleic/s", worktree.to_str().unwrap()]);
+    let config = config(dir.path(), &person.home);
+    let (output, _) = run_confined(&config, &worktree, false, SETTINGS_WRITES);
+    assert!(output.contains("wrote"), "the worktree itself stays writable: {output}");
+    let read = |p: &str| std::fs::read_to_string(worktree.join(p)).ok();
+    assert_eq!(read(".claude/settings.json").as_deref(), Some("{}"), "{output}");
+    assert_eq!(read(".claude/commands/x.md").as_deref(), Some("the command\n"), "{output}");
+    for made in [
+        ".claude/settings.local.json",
+        ".claude/hooks",
+        ".codex/config.toml",
+        ".codex/link",
+        "conf/gemini/settings.json",
+        "moved",
+    ] {
+        assert!(!worktree.join(made).exists(), "{made} was made: {output}");
+    }
+    assert!(worktree.join(".codex").is_dir(), "{output}");
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&worktree)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "?? made.txt\n", "git sees no new folder");
+    // The control: unconfined, the same writes land.
+    let open = root.join(".nucleic/worktrees/open");
+    git(&root, &["worktree", "add", "-q", "-b", "nucleic/open", open.to_str().unwrap()]);
+    let out = std::process::Command::new("sh")
+        .args(["-c", SETTINGS_WRITES])
+        .current_dir(&open)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wrote"));
+    assert!(open.join("conf/gemini/settings.json").exists() && open.join("moved").exists());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn git_inside_the_worktree_cannot_touch_the_persons_branches_or_the_repository_config() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,20 +18,20 @@ use serde_json::Value;
 use crate::daemon::{DaemonGuard, cli_env, git};
 
 /// The web server's address: not loopback, so a name may lead there.
-const ELSEWHERE: &str = "10.77.0.2";
+pub(crate) const ELSEWHERE: &str = "10.77.0.2";
 
 /// The environment every CLI call (and so the daemon it starts) gets.
 const ENV: &[(&str, &str)] =
     &[("NUCLEIC_AGENT_ISOLATION", "bwrap"), ("NUCLEIC_EGRESS_ASK_TIMEOUT", "6")];
 
 /// Answers every request `ok` and keeps each request's first line and Host header.
-struct Web {
-    port: u16,
+pub(crate) struct Web {
+    pub(crate) port: u16,
     heard: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
-    fn start() -> Web {
+    pub(crate) fn start() -> Web {
         let listener = TcpListener::bind((ELSEWHERE, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let heard = Arc::new(Mutex::new(Vec::new()));
@@ -58,26 +58,26 @@ impl Web {
         Web { port, heard }
     }
 
-    fn heard(&self, name: &str) -> Vec<String> {
+    pub(crate) fn heard(&self, name: &str) -> Vec<String> {
         self.heard.lock().unwrap().iter().filter(|h| h.contains(name)).cloned().collect()
     }
 }
 
 /// Gives this namespace an address that is not loopback and names for it.
 fn names_elsewhere(dir: &Path) {
+    names_at_elsewhere(dir, "once.test deny.test always.test late.test");
+}
+
+/// Gives this namespace an address that is not loopback and `names` (space-separated) for it.
+pub(crate) fn names_at_elsewhere(dir: &Path, names: &str) {
     let add = std::process::Command::new("ip")
         .args(["addr", "add", &format!("{ELSEWHERE}/32"), "dev", "lo"])
         .status()
         .unwrap();
     assert!(add.success());
     let hosts = dir.join("hosts");
-    std::fs::write(
-        &hosts,
-        format!(
-            "127.0.0.1 localhost\n::1 localhost\n{ELSEWHERE} once.test deny.test always.test late.test\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(&hosts, format!("127.0.0.1 localhost\n::1 localhost\n{ELSEWHERE} {names}\n"))
+        .unwrap();
     let bound = std::process::Command::new("mount")
         .args(["--bind", hosts.to_str().unwrap(), "/etc/hosts"])
         .status()

@@ -35,6 +35,7 @@ async fn real_claude_session_runs_its_checks_after_the_turn() {
         agents: AgentPaths {
             claude: Some(real_claude()),
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -49,6 +49,7 @@ async fn real_claude_keep_continue_handoff() {
         agents: AgentPaths {
             claude: Some(real_claude()),
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),
@@ -89,8 +90,12 @@ async fn real_claude_keep_continue_handoff() {
     assert_eq!(std::fs::read_to_string(Path::new(&worktree).join("notes.txt")).unwrap(), "kept\n");
 
     host.finish(&first.session_id, FinishAction::Keep, "test").await.unwrap();
-    let handoff =
-        host.finish(&first.session_id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    let handoff = host
+        .finish(&first.session_id, FinishAction::Handoff, "test")
+        .await
+        .unwrap()
+        .unwrap()
+        .payload();
     assert_eq!(
         handoff["command"],
         format!("cd '{worktree}' && claude --resume '{}'", started.backend_session_id)
@@ -101,7 +106,8 @@ async fn real_claude_keep_continue_handoff() {
         .finish(&first.session_id, FinishAction::Continue { prompt: "carry on".into() }, "test")
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .payload();
     let next_id = next["sessionID"].as_str().unwrap().to_owned();
     let kinds = until_turn_done(&host, &next_id, true).await;
     let resumed = kinds

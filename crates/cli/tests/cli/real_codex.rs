@@ -22,7 +22,13 @@ pub struct CodexSetup {
 /// A workspace (`dir`), a `CODEX_HOME` beside it (`dir/.codex-home`) pointing at a fresh mock,
 /// and the environment naming both.
 pub async fn codex_setup(script: Script) -> CodexSetup {
-    let dir = tempfile::tempdir().unwrap();
+    codex_setup_in(&std::env::temp_dir(), script).await
+}
+
+/// [`codex_setup`] in a folder made under `base` (codex makes its `codex-linux-sandbox` helper
+/// only for a `CODEX_HOME` outside the temporary dir).
+pub async fn codex_setup_in(base: &Path, script: Script) -> CodexSetup {
+    let dir = tempfile::tempdir_in(base).unwrap();
     let mock = MockOpenAi::start(script).await.unwrap();
     let home = dir.path().join(".codex-home");
     std::fs::create_dir_all(&home).unwrap();
@@ -45,12 +51,17 @@ impl CodexSetup {
     }
 }
 
-/// The workspace's entries, without Nucleic's and codex's homes.
+/// The workspace's entries, without Nucleic's and codex's homes, and the agent CLIs' settings
+/// folders while empty (the confinement makes them, read-only, so none can be planted).
 fn listing(dir: &Path) -> Vec<String> {
+    let empty_settings = |n: &str| {
+        nucleic_agents::backend::PROJECT_SETTINGS_DIRS.contains(&n)
+            && std::fs::read_dir(dir.join(n)).is_ok_and(|mut d| d.next().is_none())
+    };
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != ".nh" && n != ".codex-home")
+        .filter(|n| n != ".nh" && n != ".codex-home" && !empty_settings(n))
         .collect();
     names.sort();
     names

@@ -201,6 +201,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
         agents: AgentPaths {
             claude: None,
             codex: Some(real_codex()),
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),
@@ -279,14 +280,15 @@ async fn real_codex_host_refusals_handoff_and_continue() {
 
     // Keep, hand off (codex's own resume command), continue (a fresh thread: codex cannot fork).
     host.finish(&id, FinishAction::Keep, "test").await.unwrap();
-    let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap().payload();
     assert_eq!(handoff["command"], format!("cd '{worktree}' && codex resume '{thread}'"));
     s.mock.set_script(Script::text("continuing"));
     let next = host
         .finish(&id, FinishAction::Continue { prompt: "carry on".into() }, "test")
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .payload();
     let next_id = next["sessionID"].as_str().unwrap().to_owned();
     let mut events = host.subscribe(&next_id, 1).await.unwrap();
     let started = loop {

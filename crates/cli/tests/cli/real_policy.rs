@@ -97,6 +97,7 @@ pub(crate) fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool)
         agents: AgentPaths {
             claude: claude.then(real_claude),
             codex: (!claude).then(real_codex),
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

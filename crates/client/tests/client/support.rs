@@ -28,6 +28,7 @@ pub async fn serve() -> Served {
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
             nucleic: "/nonexistent".into(),

@@ -69,6 +69,13 @@ impl<A: AgentControl> Writer<A> {
         if let Decision::ApprovePlan { mode } = decision {
             self.switch_mode(mode).await?;
         }
+        if allows && let Some(policy) = &self.config.policy {
+            let mut allowed = self.approvals.check(request_id)?.clone();
+            if let Decision::AllowEdited { updated_input } = &decision {
+                allowed.input = updated_input.clone();
+            }
+            policy.allowing(&allowed);
+        }
         match self.agent.respond(native_request_id(request_id), &to_agent).await {
             Ok(()) => {
                 let mut resolution = decision.resolution(request_id, by);

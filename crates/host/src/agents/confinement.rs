@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use nucleic_agents::backend::{ConfinementNeeds, StateDir};
+use super::settings_folders::settings_dir;
+use nucleic_agents::backend::{ConfinementNeeds, PROJECT_SETTINGS_DIRS, StateDir};
 use nucleic_agents::describe;
 use nucleic_agents::isolation::{Isolation, Mount, NetworkBridge};
 use nucleic_protocol::{Backend, ProjectSandbox};
@@ -125,9 +126,10 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     m.extend(place.sandbox.hide.iter().map(|p| Mount::Hide(p.into())));
     m.extend(place.sandbox.read_only.iter().map(|p| Mount::ReadOnly(p.into())));
     m.extend(place.sandbox.writable.iter().map(|p| Mount::Writable(p.into())));
-    // The project's own policy files, when the agent works in place.
-    for name in ["settings.json", "settings.local.json"] {
-        m.push(Mount::ReadOnly(cwd.join(".claude").join(name)));
+    // The folders agent CLIs load project settings from (hooks there run unasked, outside the
+    // CLI's own sandbox): read-only, made first when absent so none can be created.
+    if !place.read_only {
+        m.extend(PROJECT_SETTINGS_DIRS.iter().filter_map(|name| settings_dir(&cwd, name)));
     }
     // Its configuration files (Claude Code's MCP servers it would start, trust, onboarding): a
     // private copy, read and rewritten freely, never written back.
@@ -241,8 +243,10 @@ fn config_endpoints(config: &HostConfig, state: &StateDir) -> Vec<String> {
 
 /// An agent's state directory: its variable's value, else its place under the agent's home.
 fn state_dir(config: &HostConfig, state: &StateDir) -> PathBuf {
-    env_value(config, state.variable)
-        .map_or_else(|| crate::policy::agent_home(config).join(state.default), PathBuf::from)
+    match env_value(config, state.variable).map(PathBuf::from) {
+        Some(dir) => state.within.map_or_else(|| dir.clone(), |sub| dir.join(sub)),
+        None => crate::policy::agent_home(config).join(state.default),
+    }
 }
 
 /// What the agent CLI itself must write: its state, never the settings the host reads as policy.
@@ -264,6 +268,12 @@ fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>
         let dir = canonical(&state_dir(config, state));
         m.push(Mount::Writable(dir.clone()));
         m.extend(state.read_only.iter().map(|file| Mount::ReadOnly(dir.join(file))));
+        for name in state.read_only_dirs {
+            // Made first when absent (a missing path is not bound): the agent cannot create it.
+            let sub = dir.join(name);
+            let _ = std::fs::create_dir_all(&sub);
+            m.push(Mount::ReadOnly(sub));
+        }
     }
 }
 
@@ -427,6 +437,8 @@ mod tests {
             ("OPENAI_BASE_URL".into(), "".into()),
             ("OPENAI_API_BASE".into(), "".into()),
             ("CODEX_HOME".into(), "".into()),
+            ("GOOGLE_GEMINI_BASE_URL".into(), "".into()),
+            ("GEMINI_CLI_HOME".into(), "".into()),
         ];
         agent_env.extend(env.iter().map(|(k, v)| ((*k).into(), (*v).into())));
         HostConfig {
@@ -434,6 +446,7 @@ mod tests {
             agents: crate::config::AgentPaths {
                 claude: None,
                 codex: None,
+                gemini: None,
                 sim_program: "/bin/true".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "/bin/true".into(),
@@ -483,6 +496,10 @@ mod tests {
             .unwrap();
         let codex_home = [("CODEX_HOME", elsewhere.to_str().unwrap())];
         assert_eq!(endpoints(&codex_home, Backend::Codex), ["127.0.0.1:7"]);
+        // Gemini CLI: its gateway base URL, else Google's API and login.
+        assert_eq!(endpoints(&[], Backend::Gemini)[0], "generativelanguage.googleapis.com:443");
+        let gateway = [("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:5/")];
+        assert_eq!(endpoints(&gateway, Backend::Gemini), ["127.0.0.1:5"]);
     }
 
     #[test]
@@ -508,6 +525,19 @@ mod tests {
             ]
         );
         assert!(state(Backend::Simulated).is_empty());
+        // Gemini CLI: `~/.gemini` writable (it rewrites its project registry by rename there),
+        // what a later run loads or executes read-only; `$GEMINI_CLI_HOME/.gemini` when set.
+        let gemini = state(Backend::Gemini);
+        assert_eq!(gemini[0], Mount::Writable(home.join(".gemini")));
+        for name in ["settings.json", ".env", "trustedFolders.json", "extensions", "GEMINI.md"] {
+            assert!(gemini.contains(&Mount::ReadOnly(home.join(".gemini").join(name))), "{name}");
+        }
+        assert!(home.join(".gemini/commands").is_dir(), "made so that it cannot be created");
+        let elsewhere = home.join("g");
+        let moved = config_with(&home, &[("GEMINI_CLI_HOME", elsewhere.to_str().unwrap())]);
+        let mut m = Vec::new();
+        agent_state(&moved, &describe(Backend::Gemini).confinement, &mut m);
+        assert_eq!(m[0], Mount::Writable(elsewhere.join(".gemini")));
     }
 
     #[test]

@@ -76,6 +76,11 @@ pub(crate) fn isolation_for(
     program: &Path,
 ) -> Result<Option<Isolation>, HostError> {
     let Some(bwrap) = confinement_tool(config, backend)? else { return Ok(None) };
+    if !request.read_only
+        && let Some(why) = super::settings_folders::settings_links_refused(cwd)
+    {
+        return Err(HostError::Invalid(why));
+    }
     let place = AgentPlace {
         backend,
         cwd,
@@ -109,6 +114,9 @@ pub(crate) fn check_isolation(
     sandbox: &nucleic_protocol::ProjectSandbox,
 ) -> Result<Option<Isolation>, HostError> {
     let Some(bwrap) = confinement_tool(config, Backend::ClaudeCode)? else { return Ok(None) };
+    if let Some(why) = super::settings_folders::settings_links_refused(worktree) {
+        return Err(HostError::Invalid(why));
+    }
     let place = AgentPlace {
         backend: Backend::Simulated,
         cwd: worktree,

@@ -5,3 +5,4 @@ pub mod confinement;
 pub(crate) mod keeper_dirs;
 pub(crate) mod keepers;
 pub(crate) mod launch;
+pub mod settings_folders;

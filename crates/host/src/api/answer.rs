@@ -3,8 +3,9 @@
 //! messageID), so a resent one is answered again without being carried out twice — for every
 //! front end, in process or behind the server.
 
-use nucleic_protocol::{ClientMessage, HostMessage, ProtocolErrorCode};
-use serde_json::Value;
+use nucleic_protocol::{
+    ApprovalResolved, ClientMessage, ExportedText, HostMessage, IntentResult, ProtocolErrorCode,
+};
 
 use super::reply_turns::{REPLY_WITHIN, ReplyTurn};
 use crate::context::Context;
@@ -124,7 +125,7 @@ impl Context {
             Err(e) => return host_error(&id, &e),
         };
         if let Ok(Some(previous)) = self.recall_reply(&client.id, &id).await
-            && let Ok(reply) = serde_json::from_str::<HostMessage>(&previous)
+            && let Some(reply) = remembered(&id, &previous)
         {
             return reply;
         }
@@ -145,7 +146,8 @@ impl Context {
     }
 
     async fn carry_out(&self, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
-        let ack = |result: Option<Value>| HostMessage::Ack { message_id: id.to_owned(), result };
+        let ack =
+            |result: Option<IntentResult>| HostMessage::Ack { message_id: id.to_owned(), result };
         let result = match message {
             ClientMessage::ListProjects { .. } => self
                 .list_projects()
@@ -162,7 +164,7 @@ impl Context {
             ClientMessage::ExportSession { session_id, format, .. } => self
                 .export_session(&session_id, format)
                 .await
-                .map(|text| ack(Some(serde_json::json!({ "text": text })))),
+                .map(|text| ack(Some(IntentResult::Exported(ExportedText { text })))),
             ClientMessage::SendInput { session_id, text, .. } => {
                 self.send_input(&session_id, &text).await.map(|()| ack(None))
             }
@@ -175,7 +177,7 @@ impl Context {
                     confirmed,
                 )
                 .await
-                .map(|r| ack(serde_json::to_value(r).ok())),
+                .map(|r: ApprovalResolved| ack(Some(IntentResult::Approval(r)))),
             ClientMessage::Intent { intent, .. } => {
                 self.intent(intent, client.principal.label()).await.map(ack)
             }
@@ -227,6 +229,18 @@ impl Context {
     }
 }
 
+/// A remembered reply as it is sent again. One remembered by a host from before `ack.result`
+/// was tagged (`IntentResult`) still says the request was carried out, without its result —
+/// the request is never carried out a second time.
+fn remembered(id: &str, text: &str) -> Option<HostMessage> {
+    if let Ok(reply) = serde_json::from_str::<HostMessage>(text) {
+        return Some(reply);
+    }
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    (value.get("type")?.as_str()? == "ack")
+        .then(|| HostMessage::Ack { message_id: id.to_owned(), result: None })
+}
+
 /// Whether a request changes something. Only these replies are remembered: reads change
 /// nothing, may be megabytes (patches, files, exports) and are simply carried out again.
 fn changes_something(message: &ClientMessage) -> bool {
@@ -257,4 +271,29 @@ fn per_device(id: &str) -> HostMessage {
         ProtocolErrorCode::InvalidRequest,
         "push is per device: sign in from the browser that should be notified",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_remembered_before_results_were_typed_is_still_an_ack() {
+        // Today's replies come back as they were.
+        let typed = HostMessage::Ack {
+            message_id: "m1".into(),
+            result: Some(IntentResult::Exported(ExportedText { text: "t".into() })),
+        };
+        let text = serde_json::to_string(&typed).unwrap();
+        assert_eq!(remembered("m1", &text), Some(typed));
+        // An untagged result of an older host: the ack without it (never carried out again).
+        let old = r#"{"type":"ack","messageID":"m2","result":{"command":"claude --resume x"}}"#;
+        assert_eq!(
+            remembered("m2", old),
+            Some(HostMessage::Ack { message_id: "m2".into(), result: None })
+        );
+        // Anything else remembered that no longer parses is carried out as new.
+        assert_eq!(remembered("m3", r#"{"type":"mystery"}"#), None);
+        assert_eq!(remembered("m3", "not json"), None);
+    }
 }

@@ -1,15 +1,22 @@
 //! The intent router: each `Intent` a client sends, to the part that carries it out, and the
 //! result the client gets back.
 
-use nucleic_protocol::{CheckTrigger, Intent};
-use serde_json::{Value, json};
+use nucleic_protocol::{
+    CheckTrigger, ChecksRun, Intent, IntentResult, ProjectMode, ReviewComments, ReviewSendout,
+    RuleAdded, RuleRemoved, TokenRotated,
+};
 
 use crate::context::Context;
 use crate::error::HostError;
+use crate::sessions::outside::AdoptOutside;
 
 impl Context {
     /// Carries out an intent from a client named `by`.
-    pub async fn intent(&self, intent: Intent, by: &str) -> Result<Option<Value>, HostError> {
+    pub async fn intent(
+        &self,
+        intent: Intent,
+        by: &str,
+    ) -> Result<Option<IntentResult>, HostError> {
         match intent {
             Intent::AddProject {
                 path,
@@ -35,50 +42,54 @@ impl Context {
                         }
                     })
                     .await?;
-                Ok(json_of(&project))
+                Ok(Some(IntentResult::Project(project)))
             }
             Intent::SetProjectSandbox { project_id, sandbox } => {
-                Ok(json_of(&self.set_project_sandbox(&project_id, sandbox).await?))
+                Ok(Some(IntentResult::Project(self.set_project_sandbox(&project_id, sandbox).await?)))
             }
             Intent::SetDiskPolicy { project_id, policy } => {
-                Ok(json_of(&self.set_disk_policy(&project_id, policy).await?))
+                Ok(Some(IntentResult::Project(self.set_disk_policy(&project_id, policy).await?)))
             }
             Intent::MeasureDisk { session_id } => {
-                Ok(json_of(&self.measure_disk(&session_id).await?))
+                Ok(Some(IntentResult::DiskUsage(self.measure_disk(&session_id).await?)))
             }
             Intent::Reclaim { session_id } => {
                 let reclaimed =
                     self.reclaim(&session_id, crate::worktrees::disk::ReclaimReason::Request, by).await?;
-                Ok(json_of(&reclaimed))
+                Ok(Some(IntentResult::Reclaimed(reclaimed)))
             }
             Intent::SetPoolSize { project_id, size } => {
-                let project = self.set_pool_size(&project_id, size).await?;
-                Ok(json_of(&project))
+                Ok(Some(IntentResult::Project(self.set_pool_size(&project_id, size).await?)))
             }
             Intent::SetProjectChecks { project_id, checks, checks_after_turn } => {
-                Ok(json_of(&self.set_project_checks(&project_id, checks, checks_after_turn).await?))
+                let project = self.set_project_checks(&project_id, checks, checks_after_turn).await?;
+                Ok(Some(IntentResult::Project(project)))
             }
             Intent::RunChecks { session_id, name } => {
-                let results =
+                let checks =
                     self.run_checks(&session_id, name.as_deref(), CheckTrigger::Request).await?;
-                Ok(Some(json!({ "checks": results })))
+                Ok(Some(IntentResult::ChecksRun(ChecksRun { checks })))
             }
             Intent::Report { session_id } => {
-                Ok(json_of(&self.report(&session_id, CheckTrigger::Request).await?))
+                Ok(Some(IntentResult::Report(self.report(&session_id, CheckTrigger::Request).await?)))
             }
             Intent::AddReviewComment { session_id, path, line, end_line, body, snapshot } => {
                 let new = crate::dev_loop::review::NewComment { path, line, end_line, body, snapshot };
-                Ok(json_of(&self.add_review_comment(&session_id, new, by).await?))
+                Ok(Some(IntentResult::ReviewComment(self.add_review_comment(&session_id, new, by).await?)))
             }
             Intent::ResolveReviewComment { session_id, comment_id, resolved } => {
-                Ok(json_of(&self.resolve_review_comment(&session_id, &comment_id, resolved).await?))
+                let comment =
+                    self.resolve_review_comment(&session_id, &comment_id, resolved).await?;
+                Ok(Some(IntentResult::ReviewComment(comment)))
             }
             Intent::ReviewComments { session_id } => {
-                Ok(Some(json!({ "comments": self.review_comments(&session_id).await? })))
+                let comments = self.review_comments(&session_id).await?;
+                Ok(Some(IntentResult::ReviewComments(ReviewComments { comments })))
             }
             Intent::SendReview { session_id } => {
                 let (sent, prompt) = self.send_review(&session_id, by).await?;
-                Ok(Some(json!({ "sent": sent, "prompt": prompt })))
+                let sent = u64::try_from(sent).unwrap_or(u64::MAX);
+                Ok(Some(IntentResult::ReviewSendout(ReviewSendout { sent, prompt })))
             }
             Intent::RenameProject { project_id, name } => {
                 self.rename_project(&project_id, &name).await.map(|()| None)
@@ -86,7 +97,7 @@ impl Context {
             Intent::RemoveProject { project_id } => {
                 self.remove_project(&project_id).await.map(|()| None)
             }
-            Intent::NewSession(request) => Ok(json_of(&self.new_session(request, by).await?)),
+            Intent::NewSession(request) => Ok(Some(IntentResult::Session(self.new_session(request, by).await?))),
             Intent::Interrupt { session_id } => {
                 self.interrupt(&session_id, by).await.map(|()| None)
             }
@@ -101,22 +112,24 @@ impl Context {
                 self.set_permission_mode(&session_id, &mode).await.map(|()| None)
             }
             Intent::SetMode { session_id, mode } => {
-                Ok(json_of(&self.set_session_mode(&session_id, &mode, by).await?))
+                Ok(Some(IntentResult::SessionUpdated(self.set_session_mode(&session_id, &mode, by).await?)))
             }
             Intent::SetProjectMode { project_id, mode } => {
                 let mode = self.set_project_mode(&project_id, mode.as_deref()).await?;
-                Ok(Some(json!({ "projectID": project_id, "mode": mode.as_str() })))
+                let mode = mode.as_str().to_owned();
+                Ok(Some(IntentResult::ProjectMode(ProjectMode { project_id, mode })))
             }
-            Intent::ListRules(target) => Ok(json_of(&self.list_rules(&target).await?)),
+            Intent::ListRules(target) => Ok(Some(IntentResult::Rules(self.list_rules(&target).await?))),
             Intent::AddRule { session_id, project_id, scope, behaviour, rule } => {
                 let target = nucleic_protocol::RulesTarget { session_id, project_id };
                 let added = self.add_rule(&target, scope, behaviour, &rule).await?;
-                Ok(Some(json!({ "added": added })))
+                Ok(Some(IntentResult::RuleAdded(RuleAdded { added })))
             }
             Intent::RemoveRule { session_id, project_id, scope, rule } => {
                 let target = nucleic_protocol::RulesTarget { session_id, project_id };
                 let removed = self.remove_rule(&target, scope, &rule).await?;
-                Ok(Some(json!({ "removed": removed })))
+                let removed = u64::try_from(removed).unwrap_or(u64::MAX);
+                Ok(Some(IntentResult::RuleRemoved(RuleRemoved { removed })))
             }
             Intent::Rename { session_id, title } => {
                 self.rename(&session_id, &title, by).await.map(|()| None)
@@ -126,24 +139,30 @@ impl Context {
             }
             Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
             Intent::Import { path } => {
-                Ok(json_of(&self.import_session(std::path::Path::new(&path)).await?))
+                let session = self.import_session(std::path::Path::new(&path)).await?;
+                Ok(Some(IntentResult::Session(session)))
             }
-            Intent::Gc { apply } => self.gc(apply).await.map(Some),
+            Intent::OutsideSessions { project_id } => {
+                let found = self.outside_sessions(&project_id).await?;
+                Ok(Some(IntentResult::OutsideSessions(crate::sessions::outside::on_the_wire(found))))
+            }
+            Intent::AdoptSession { project_id, session, prompt, mode } => {
+                let request = AdoptOutside { project_id, session, prompt, mode };
+                let session = self.adopt_outside(request, by).await?;
+                Ok(Some(IntentResult::Session(session)))
+            }
+            Intent::Gc { apply } => self.gc(apply).await.map(|gc| Some(IntentResult::Gc(gc))),
             Intent::RevokeDevice { device_id } => {
                 self.revoke_device(&device_id).await.map(|()| None)
             }
             Intent::RotateToken => {
                 let revoked = self.rotate_token().await?;
-                Ok(Some(serde_json::json!({ "devicesRevoked": revoked })))
+                let devices_revoked = u64::try_from(revoked).unwrap_or(u64::MAX);
+                Ok(Some(IntentResult::TokenRotated(TokenRotated { devices_revoked })))
             }
             Intent::PairDevice { .. } => Err(HostError::Invalid(
                 "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
             )),
         }
     }
-}
-
-/// A result for the client.
-fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
-    serde_json::to_value(value).ok()
 }

@@ -243,13 +243,6 @@ impl Context {
         self.save_turn_log(id, &log).await
     }
 
-    /// Keeps turn snapshots of session `id` from running until the guard is dropped, once the
-    /// one in flight is done: a snapshot's temporary index lives in the worktree's git dir, so
-    /// whatever removes the worktree holds this meanwhile (discard, rollback, reclaim).
-    pub async fn no_snapshots(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        self.review_locks.of(id).lock_owned().await
-    }
-
     /// Deletes a session's snapshots (its worktree is gone: discarded or rolled back).
     pub(crate) async fn drop_turn_snapshots(&self, id: &str, root: PathBuf) {
         let key = id.to_owned();

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use nucleic_git::{CheckoutPolicy, FinishMode, Repo, Worktree};
 use nucleic_protocol::{
-    CheckTrigger, EventKind, FinishAction, SessionCreated, SessionStatus, WorktreeAction,
-    WorktreeFinished, WorktreeInfo,
+    CheckTrigger, EventKind, FinishAction, SessionCreated, WorktreeAction, WorktreeFinished,
+    WorktreeInfo,
 };
-use serde_json::{Value, json};
+use nucleic_protocol::{Handoff, Integrated, IntentResult};
 
 use crate::agents::launch::AgentRequest;
 use crate::context::Context;
@@ -18,25 +18,13 @@ use crate::sessions::names::slug_for;
 use crate::sessions::start::Launch;
 
 impl Context {
-    /// Whether the session's agent is mid-turn (running or awaiting an approval), by its live
-    /// controller's own status: the catalog's row trails it (it is folded from the events a moment
-    /// later), so a client acting on `turnCompleted` would otherwise be told the session is still
-    /// working. A session with no live agent is not working.
-    pub(crate) fn is_working(&self, id: &str) -> bool {
-        self.live_handle(id).is_some_and(|h| {
-            let state = h.state();
-            state.finished.is_none()
-                && matches!(state.status, SessionStatus::Running | SessionStatus::AwaitingApproval)
-        })
-    }
-
     /// Carries out one finishing action; `Ok(Some(value))` is what the client gets back.
     pub async fn finish(
         &self,
         id: &str,
         action: FinishAction,
         by: &str,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         // A reclaimed worktree comes back first: every action works on the checkout.
         self.restore_if_reclaimed(id, by).await?;
         let row = self.session_row(id).await?;
@@ -99,6 +87,10 @@ impl Context {
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
             }
+            FinishAction::Handoff if busy => Err(HostError::Invalid(format!(
+                "session {id} is in a turn; wait for it to end (or interrupt it) before handing \
+                 it over: two programs must not drive one conversation"
+            ))),
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
                 // A turn snapshot being taken works in the worktree's git dir (a temporary
@@ -177,7 +169,7 @@ impl Context {
                 let summary = self.launch(launch).await?;
                 self.record(id, finished(WorktreeAction::Continued, None, None, Some(new_id)))
                     .await?;
-                Ok(json_of(&summary))
+                Ok(Some(IntentResult::Session(summary)))
             }
             FinishAction::Handoff => {
                 let resume = row.backend_session_id.clone().ok_or_else(|| {
@@ -193,7 +185,22 @@ impl Context {
                             description.label
                         ))
                     })?;
-                Ok(Some(json!({ "command": command })))
+                // The terminal drives the conversation now: Nucleic's agent on it stops, and a
+                // follow-up here first brings back what the terminal added.
+                self.stop_idle_agent(id).await?;
+                let note = format!(
+                    "Handed over: `{command}`. Nucleic's agent on the conversation stopped; a \
+                     follow-up here resumes it with what the terminal added."
+                );
+                let updated = nucleic_protocol::SessionUpdated {
+                    title: None,
+                    archived: None,
+                    mode: None,
+                    note: Some(note),
+                    by: by.to_owned(),
+                };
+                self.record(id, EventKind::SessionUpdated(updated)).await?;
+                Ok(Some(IntentResult::Handoff(Handoff { command })))
             }
         }
     }
@@ -235,7 +242,7 @@ impl Context {
         how: Integration,
         title: &str,
         finished: impl Fn(WorktreeAction, Option<String>, Option<String>, Option<String>) -> EventKind,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         let Integration { mode, message, update_checkout, forced } = how;
         let message = message.unwrap_or_else(|| title.to_owned());
         let base = worktree.base_ref.clone();
@@ -281,7 +288,10 @@ impl Context {
             w.forced_reason = forced;
         }
         self.record(id, event).await?;
-        Ok(Some(json!({ "baseBranch": outcome.base_branch, "newTip": outcome.new_tip })))
+        Ok(Some(IntentResult::Integrated(Integrated {
+            base_branch: outcome.base_branch,
+            new_tip: outcome.new_tip,
+        })))
     }
 }
 
@@ -293,9 +303,4 @@ struct Integration {
     update_checkout: bool,
     /// Integrated past failing required checks: the reason given and what failed.
     forced: Option<String>,
-}
-
-/// A result for the client.
-fn json_of<T: serde::Serialize>(value: &T) -> Option<Value> {
-    serde_json::to_value(value).ok()
 }

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use nucleic_git::{Remote, Repo, Worktree};
-use nucleic_protocol::{CheckTrigger, EventKind, PullRequestOpened, Report};
-use serde_json::Value;
+use nucleic_protocol::{CheckTrigger, EventKind, IntentResult, PullRequestOpened, Report};
 
 use crate::context::Context;
 use crate::dev_loop::report::last_turn;
@@ -38,7 +37,7 @@ impl Context {
         root: PathBuf,
         request: PullRequestRequest,
         by: &str,
-    ) -> Result<Option<Value>, HostError> {
+    ) -> Result<Option<IntentResult>, HostError> {
         let row = self.session_row(id).await?;
         let title = request.title.clone().unwrap_or_else(|| row.title.clone());
         let title = title.trim().to_owned();
@@ -119,7 +118,7 @@ impl Context {
             forced_reason: forced,
         };
         self.record(id, EventKind::PullRequestOpened(event.clone())).await?;
-        Ok(serde_json::to_value(&event).ok())
+        Ok(Some(IntentResult::PullRequest(event)))
     }
 
     /// An empty directory of the host's own for gh to run in (0700).

@@ -8,11 +8,11 @@ use nucleic_catalog::SessionFilter;
 use nucleic_core::Draft;
 use nucleic_git::{Repo, Worktree};
 use nucleic_protocol::{
-    Backend, EventKind, ExportFormat, SessionCreated, SessionSummary, Timestamp,
+    Backend, EventKind, ExportFormat, GcReport, SessionCreated, SessionSummary, Timestamp,
 };
 use nucleic_store::read_transcript;
 use nucleic_transfer::{ExportMeta, ImportedSession, ProjectMeta, export, import};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::clock::now;
 use crate::context::Context;
@@ -88,7 +88,7 @@ impl Context {
     /// session owns, stray keepers, and finished sessions' worktrees due for reclaiming under
     /// their projects' disk policies; with `apply`, orphans and strays are removed (worktree and
     /// branch) and due worktrees reclaimed (branch and uncommitted work kept).
-    pub async fn gc(&self, apply: bool) -> Result<Value, HostError> {
+    pub async fn gc(&self, apply: bool) -> Result<GcReport, HostError> {
         let projects = self.catalog(|c| c.list_projects()).await?;
         let sessions = self
             .catalog(|c| {
@@ -161,14 +161,14 @@ impl Context {
         }
         let strays = self.stray_keepers(apply);
         let reclaimable = self.reclaim_due(apply, "gc").await?;
-        Ok(json!({
-            "reclaimableWorktrees": reclaimable,
-            "orphanWorktrees": orphans,
-            "stalePooledWorktrees": stale_pooled,
-            "strayKeepers": strays,
-            "staleTurnSnapshots": stale_snapshots,
-            "removed": apply,
-        }))
+        Ok(GcReport {
+            reclaimable_worktrees: reclaimable,
+            orphan_worktrees: orphans,
+            stale_pooled_worktrees: stale_pooled,
+            stray_keepers: strays,
+            stale_turn_snapshots: stale_snapshots,
+            removed: apply,
+        })
     }
 }
 

@@ -30,7 +30,9 @@ impl Context {
             return Ok(());
         }
         let list = allow_list(id, allowed)?;
-        let rules = Arc::new(SessionRules::new(list, id, self.me.clone() as Weak<dyn AsksEgress>));
+        let grants = self.egress.grants_for(id);
+        let asks = self.me.clone() as Weak<dyn AsksEgress>;
+        let rules = Arc::new(SessionRules::new(list, grants, id, asks));
         let ask_deadline = egress_ask_timeout()?;
         let (proxy, mut refusals) = start_proxy(&self.config, id, rules.clone(), ask_deadline)?;
         let (me, session) = (self.me.clone(), id.to_owned());
@@ -95,6 +97,7 @@ impl Context {
     /// Stops session `id`'s egress proxy and removes its socket directory.
     pub(crate) fn stop_egress(&self, id: &str) {
         let served = self.egress.running.lock().ok().and_then(|mut r| r.remove(id));
+        self.egress.drop_grants(id);
         if served.is_some() {
             let _ = std::fs::remove_dir_all(egress_dir(&self.config, id));
         }

@@ -3,6 +3,8 @@
 use nucleic_egress::{AllowList, Answer, AnswerFuture, Destination, EgressRules, Question};
 use std::sync::{RwLock, Weak};
 
+use crate::policy::fetch_grants::FetchGrants;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::task::AbortHandle;
@@ -13,6 +15,8 @@ pub(crate) struct EgressProxies {
     pub(crate) running: Mutex<HashMap<String, Served>>,
     /// Held while an "always" adds to a project's sandbox (a read, then a write).
     pub(crate) always: tokio::sync::Mutex<()>,
+    /// Names each session's allowed fetches granted (shared by its proxy and its policy).
+    grants: Mutex<HashMap<String, Arc<FetchGrants>>>,
 }
 
 #[derive(Debug)]
@@ -26,6 +30,22 @@ impl EgressProxies {
     /// Sessions with a proxy served.
     pub(crate) fn held(&self) -> usize {
         self.running.lock().map_or(0, |r| r.len())
+    }
+
+    /// Session `id`'s fetch grants (made at the first call: its policy and its proxy may start
+    /// in either order).
+    pub(crate) fn grants_for(&self, id: &str) -> Arc<FetchGrants> {
+        match self.grants.lock() {
+            Ok(mut grants) => grants.entry(id.to_owned()).or_default().clone(),
+            Err(_) => Arc::new(FetchGrants::default()),
+        }
+    }
+
+    /// Forgets session `id`'s fetch grants (its agent stopped).
+    pub(crate) fn drop_grants(&self, id: &str) {
+        if let Ok(mut grants) = self.grants.lock() {
+            grants.remove(id);
+        }
     }
 
     /// The rules of every served proxy, by session.
@@ -55,13 +75,20 @@ pub(crate) trait AsksEgress: Send + Sync + std::fmt::Debug {
 #[derive(Debug)]
 pub(crate) struct SessionRules {
     pub(crate) list: RwLock<AllowList>,
+    /// Names allowed fetches of the session granted for a while.
+    grants: Arc<FetchGrants>,
     session: String,
     host: Weak<dyn AsksEgress>,
 }
 
 impl SessionRules {
-    pub(crate) fn new(list: AllowList, session: &str, host: Weak<dyn AsksEgress>) -> SessionRules {
-        SessionRules { list: RwLock::new(list), session: session.to_owned(), host }
+    pub(crate) fn new(
+        list: AllowList,
+        grants: Arc<FetchGrants>,
+        session: &str,
+        host: Weak<dyn AsksEgress>,
+    ) -> SessionRules {
+        SessionRules { list: RwLock::new(list), grants, session: session.to_owned(), host }
     }
 
     /// Adds `entry` to the live list (a poisoned lock or a bad entry changes nothing).
@@ -77,6 +104,10 @@ impl SessionRules {
 impl EgressRules for SessionRules {
     fn allows(&self, dest: &Destination) -> bool {
         self.list.read().is_ok_and(|l| l.permits(dest))
+    }
+
+    fn grants_program(&self, dest: &Destination) -> bool {
+        self.grants.permits(dest)
     }
 
     fn ask(&self, question: Question) -> Option<AnswerFuture> {
@@ -109,6 +140,7 @@ mod tests {
     fn an_added_entry_is_allowed_at_once() {
         let rules = SessionRules::new(
             AllowList::default(),
+            Arc::default(),
             "s",
             Weak::<NoOne>::new() as Weak<dyn AsksEgress>,
         );

@@ -3,6 +3,7 @@
 pub(crate) mod egress;
 pub(crate) mod egress_ask;
 pub(crate) mod egress_proxies;
+pub(crate) mod fetch_grants;
 pub(crate) mod rule_intents;
 pub mod rules;
 pub(crate) mod sandbox_settings;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use std::time::SystemTime;
 
 use nucleic_core::{ApprovalPolicy, Judgement, Verdict};
@@ -18,6 +18,7 @@ use nucleic_protocol::{RuleScope, SessionMode};
 use serde_json::Value;
 
 use crate::config::HostConfig;
+use crate::policy::fetch_grants::FetchGrants;
 use crate::policy::rules::RuleFile;
 
 /// Tool names of Codex approvals (`nucleic_agents::codex`): a command and a file change.
@@ -81,6 +82,8 @@ pub struct SessionPolicy {
     /// Planning (Claude Code's `plan` mode): the mode is `readonly`, and the one file the agent
     /// may write is its plan, a markdown file directly in `<agent home>/.claude/plans/`.
     planning: AtomicBool,
+    /// Where an allowed fetch's name is granted to the session's egress proxy.
+    fetch_grants: OnceLock<Arc<FetchGrants>>,
 }
 
 impl SessionPolicy {
@@ -106,8 +109,14 @@ impl SessionPolicy {
             data_dir: config.home.clone(),
             mode: RwLock::new(mode),
             planning: AtomicBool::new(false),
+            fetch_grants: OnceLock::new(),
         };
         (Arc::new(session), warnings)
+    }
+
+    /// Allowed fetches (`WebFetch`) grant their name to `grants`, the session's egress proxy's.
+    pub(crate) fn grant_fetches_to(&self, grants: Arc<FetchGrants>) {
+        let _ = self.fetch_grants.set(grants);
     }
 
     /// Sets the session's Nucleic mode: every later call is judged under it.
@@ -386,6 +395,12 @@ impl ApprovalPolicy for SessionPolicy {
         SessionPolicy::remember(self, request, scope)
     }
 
+    fn allowing(&self, request: &ApprovalRequested) {
+        if let Some(grants) = self.fetch_grants.get() {
+            grants.allowing(request);
+        }
+    }
+
     fn set_mode(&self, mode: SessionMode) -> Result<(), String> {
         self.planning.store(false, Ordering::SeqCst);
         self.set_session_mode(policy_mode(mode));
@@ -464,6 +479,7 @@ mod tests {
             agents: AgentPaths {
                 claude: None,
                 codex: None,
+                gemini: None,
                 sim_program: "nucleic".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "nucleic".into(),

@@ -76,6 +76,7 @@ impl crate::context::Context {
         let Ok((policy, warnings)) = loaded else { return rules };
         rules.problems.extend(warnings.into_iter().map(|w| error(format!("policy: {w}"))));
         self.policies.insert(session_id, &policy);
+        policy.grant_fetches_to(self.egress.grants_for(session_id));
         if permission_mode == Some(PLAN_PERMISSION_MODE) {
             policy.start_planning();
         }

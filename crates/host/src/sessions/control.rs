@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nucleic_core::{Draft, Sequencer, SessionConfig, SessionHandle, Subscription};
+use nucleic_core::{Sequencer, SessionConfig, SessionHandle, Subscription};
 use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
 
 use crate::agents::launch::{AgentRequest, agent_options};
@@ -54,11 +54,30 @@ impl Context {
     /// Starts a new agent and writer for a session whose agent is gone. The caller holds the
     /// session's writer turn.
     async fn resume(&self, id: &str) -> Result<SessionHandle, HostError> {
+        self.resume_from(id, None).await
+    }
+
+    /// [`Context::resume`] on a fork of `conversation` (an adopted session's first start: the
+    /// CLI continues the history in a new conversation and leaves the original as it was).
+    pub(crate) async fn resume_forked(
+        &self,
+        id: &str,
+        conversation: &str,
+    ) -> Result<SessionHandle, HostError> {
+        self.resume_from(id, Some(conversation)).await
+    }
+
+    async fn resume_from(
+        &self,
+        id: &str,
+        fork_of: Option<&str>,
+    ) -> Result<SessionHandle, HostError> {
         let row = self.session_row(id).await?;
         if row.read_only {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
         }
-        let conversation = row.backend_session_id.clone().ok_or_else(|| {
+        let conversation = fork_of.map(str::to_owned).or(row.backend_session_id.clone());
+        let conversation = conversation.ok_or_else(|| {
             HostError::Invalid(format!(
                 "session {id} never started an agent conversation; nothing to resume"
             ))
@@ -84,13 +103,17 @@ impl Context {
             model: row.model.clone(),
             permission_mode: row.permission_mode.clone(),
             resume: Some(conversation),
-            fork: false,
+            fork: fork_of.is_some(),
             session_id: Some(id.to_owned()),
             read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),
             sandbox: self.project_sandbox(row.project_id.as_deref()).await,
         };
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
         let transcript = PathBuf::from(&row.transcript);
+        // Turns the conversation got in the person's terminal since (a handoff) come first.
+        if fork_of.is_none() {
+            self.catch_up_outside(&row).await?;
+        }
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let rules = self
@@ -188,22 +211,6 @@ impl Context {
         Ok(self.handle(id)?.set_permission_mode(mode).await?)
     }
 
-    /// Records a host event in a session's transcript (through its writer when it has one).
-    pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
-        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
-            return recorded;
-        }
-        let _turn = self.writer_turns.take(id).await?;
-        // A follow-up may have started a writer while this waited for its turn.
-        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
-            return recorded;
-        }
-        let row = self.session_row(id).await?;
-        let transcript = PathBuf::from(&row.transcript);
-        self.write_events(id, row.backend, &transcript, vec![Draft::host(kind)]).await?;
-        Ok(())
-    }
-
     pub async fn rename(&self, id: &str, title: &str, by: &str) -> Result<(), HostError> {
         if title.trim().is_empty() {
             return Err(HostError::Invalid("a title cannot be empty".into()));
@@ -235,18 +242,6 @@ impl Context {
 async fn send_to_agent(handle: Option<SessionHandle>, text: &str) -> Option<Result<(), HostError>> {
     match handle?.send_user_text(text).await {
         Err(nucleic_core::CoreError::AgentGone | nucleic_core::CoreError::SessionEnded) => None,
-        other => Some(other.map_err(HostError::from)),
-    }
-}
-
-/// Records `kind` through the session's writer; `None` when it has none, or its writer closed
-/// before taking the event (a resume replaced it): then it is written outside a writer.
-async fn record_by_writer(
-    handle: Option<SessionHandle>,
-    kind: &EventKind,
-) -> Option<Result<(), HostError>> {
-    match handle?.record(kind.clone()).await {
-        Err(nucleic_core::CoreError::SessionEnded) => None,
         other => Some(other.map_err(HostError::from)),
     }
 }

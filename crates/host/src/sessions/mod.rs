@@ -4,6 +4,7 @@ pub(crate) mod control;
 pub(crate) mod files;
 pub(crate) mod follower;
 pub(crate) mod names;
+pub(crate) mod outside;
 pub(crate) mod retained;
 pub(crate) mod start;
 pub(crate) mod start_refusals;

@@ -1,12 +1,13 @@
-//! Writers of sessions: starting one per session at a time, writing outside one, retiring them.
+//! Writers of sessions: starting one per session at a time, writing outside one (and recording
+//! a host event either way), retiring them.
 
 use super::writing::write_and_index;
 use crate::context::Context;
 use crate::error::{HostError, blocking};
 use crate::sessions::follower::summary_of;
 use nucleic_core::{Draft, SessionHandle};
-use nucleic_protocol::{Backend, SessionSummary};
-use std::path::Path;
+use nucleic_protocol::{Backend, EventKind, SessionSummary};
+use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 use std::time::Duration;
 
@@ -73,5 +74,33 @@ impl Context {
         let summary = summary_of(&row);
         let _ = self.changes.send(summary.clone());
         Ok(summary)
+    }
+
+    /// Records a host event in a session's transcript (through its writer when it has one).
+    pub(crate) async fn record(&self, id: &str, kind: EventKind) -> Result<(), HostError> {
+        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
+            return recorded;
+        }
+        let _turn = self.writer_turns.take(id).await?;
+        // A follow-up may have started a writer while this waited for its turn.
+        if let Some(recorded) = record_by_writer(self.live_handle(id), &kind).await {
+            return recorded;
+        }
+        let row = self.session_row(id).await?;
+        let transcript = PathBuf::from(&row.transcript);
+        self.write_events(id, row.backend, &transcript, vec![Draft::host(kind)]).await?;
+        Ok(())
+    }
+}
+
+/// Records `kind` through the session's writer; `None` when it has none, or its writer closed
+/// before taking the event (a resume replaced it): then it is written outside a writer.
+async fn record_by_writer(
+    handle: Option<SessionHandle>,
+    kind: &EventKind,
+) -> Option<Result<(), HostError>> {
+    match handle?.record(kind.clone()).await {
+        Err(nucleic_core::CoreError::SessionEnded) => None,
+        other => Some(other.map_err(HostError::from)),
     }
 }

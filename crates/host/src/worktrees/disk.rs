@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use nucleic_catalog::{SessionFilter, SessionRow};
 use nucleic_git::{Repo, SetupSpec, Worktree};
 use nucleic_protocol::{
-    DiskPolicy, DiskUsage, EventKind, ProjectSummary, WorktreeInfo, WorktreeReclaimed,
+    DiskPolicy, DiskUsage, EventKind, ProjectSummary, Reclaimable, WorktreeInfo, WorktreeReclaimed,
     WorktreeRestored,
 };
-use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::error::{HostError, blocking};
@@ -56,6 +55,13 @@ fn worktree_of(row: &SessionRow) -> Option<Worktree> {
 }
 
 impl Context {
+    /// Keeps turn snapshots of session `id` from running until the guard is dropped, once the
+    /// one in flight is done: a snapshot's temporary index lives in the worktree's git dir, so
+    /// whatever removes the worktree holds this meanwhile (discard, rollback, reclaim).
+    pub async fn no_snapshots(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        self.review_locks.of(id).lock_owned().await
+    }
+
     /// Measures what session `id`'s worktree takes now and records it (the summary carries it).
     pub async fn measure_disk(&self, id: &str) -> Result<DiskUsage, HostError> {
         let row = self.session_row(id).await?;
@@ -219,9 +225,12 @@ impl Context {
 
     /// The finished sessions' worktrees due for reclaiming under their projects' disk policies
     /// (every worktree on disk is measured first): past the reclaim age, then the oldest while
-    /// a project is over its budget. With `apply` they are reclaimed. One entry per worktree:
-    /// `{sessionID, path, bytes, buildBytes, reason, reclaimed | error}`.
-    pub(crate) async fn reclaim_due(&self, apply: bool, by: &str) -> Result<Vec<Value>, HostError> {
+    /// a project is over its budget. With `apply` they are reclaimed. One entry per worktree.
+    pub(crate) async fn reclaim_due(
+        &self,
+        apply: bool,
+        by: &str,
+    ) -> Result<Vec<Reclaimable>, HostError> {
         let filter = SessionFilter { project_id: None, include_archived: true };
         let sessions = self.catalog(move |c| c.list_sessions(&filter)).await?;
         let projects = self.catalog(|c| c.list_projects()).await?;
@@ -261,17 +270,19 @@ impl Context {
         }
         let mut report = Vec::new();
         for (id, worktree, disk, reason) in due {
-            let mut entry = json!({
-                "sessionID": id,
-                "path": worktree.map(|w| w.path.to_string_lossy().into_owned()),
-                "bytes": disk.bytes,
-                "buildBytes": disk.build_bytes,
-                "reason": reason.as_str(),
-            });
+            let mut entry = Reclaimable {
+                session_id: id.clone(),
+                path: worktree.map(|w| w.path.to_string_lossy().into_owned()),
+                bytes: disk.bytes,
+                build_bytes: disk.build_bytes,
+                reason: reason.as_str().to_owned(),
+                reclaimed: false,
+                error: None,
+            };
             if apply {
                 match self.reclaim(&id, reason, by).await {
-                    Ok(_) => entry["reclaimed"] = json!(true),
-                    Err(e) => entry["error"] = json!(e.to_string()),
+                    Ok(_) => entry.reclaimed = true,
+                    Err(e) => entry.error = Some(e.to_string()),
                 }
             }
             report.push(entry);

@@ -125,7 +125,7 @@ async fn gc_reclaims_by_budget_oldest_first_and_by_age_after_a_dry_run() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // No policy: nothing is due.
-    let gc = host.gc(false).await.unwrap();
+    let gc = serde_json::to_value(host.gc(false).await.unwrap()).unwrap();
     assert_eq!(gc["reclaimableWorktrees"], serde_json::json!([]), "{gc}");
 
     let zero = DiskPolicy { budget_bytes: Some(0), reclaim_after_secs: None };
@@ -137,14 +137,14 @@ async fn gc_reclaims_by_budget_oldest_first_and_by_age_after_a_dry_run() {
     let budget = DiskPolicy { budget_bytes: Some(one * 5 / 2), reclaim_after_secs: None };
     let summary = host.set_disk_policy(&pid, budget).await.unwrap();
     assert_eq!(summary.disk_policy, budget);
-    let dry = host.gc(false).await.unwrap();
+    let dry = serde_json::to_value(host.gc(false).await.unwrap()).unwrap();
     let due = dry["reclaimableWorktrees"].as_array().unwrap().clone();
     assert_eq!(due.len(), 1, "{dry}");
     assert_eq!(due[0]["sessionID"], ids[0].as_str());
     assert_eq!(due[0]["reason"], "budget");
     assert!(!host.session_summary(&ids[0]).await.unwrap().worktree_reclaimed, "a dry run");
 
-    let applied = host.gc(true).await.unwrap();
+    let applied = serde_json::to_value(host.gc(true).await.unwrap()).unwrap();
     assert_eq!(applied["reclaimableWorktrees"][0]["reclaimed"], true, "{applied}");
     assert!(host.session_summary(&ids[0]).await.unwrap().worktree_reclaimed);
     assert!(!host.session_summary(&ids[1]).await.unwrap().worktree_reclaimed);
@@ -153,7 +153,7 @@ async fn gc_reclaims_by_budget_oldest_first_and_by_age_after_a_dry_run() {
     let age = DiskPolicy { budget_bytes: None, reclaim_after_secs: Some(1) };
     host.set_disk_policy(&pid, age).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let applied = host.gc(true).await.unwrap();
+    let applied = serde_json::to_value(host.gc(true).await.unwrap()).unwrap();
     let reasons: Vec<_> = applied["reclaimableWorktrees"]
         .as_array()
         .unwrap()

@@ -17,6 +17,7 @@ pub fn config_with(dir: &Path, nucleic: PathBuf) -> HostConfig {
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: nucleic.clone(),
             sim_prefix: vec![nucleic_agents::entry_points::SIM_AGENT_ENTRY.into()],
             nucleic,

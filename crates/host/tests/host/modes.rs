@@ -5,7 +5,9 @@
 use std::os::unix::fs::PermissionsExt;
 
 use nucleic_host::{Host, HostError};
-use nucleic_protocol::{Intent, RuleBehaviour, RuleList, RuleScope, RuleSource, RulesTarget};
+use nucleic_protocol::{
+    Intent, IntentResult, RuleBehaviour, RuleList, RuleScope, RuleSource, RulesTarget,
+};
 use serde_json::Value;
 
 use crate::support::{config, new_session, repo};
@@ -15,8 +17,9 @@ fn target(project: &str) -> RulesTarget {
 }
 
 async fn listed(host: &Host, target: RulesTarget) -> RuleList {
-    let value = host.intent(Intent::ListRules(target), "t").await.unwrap().unwrap();
-    serde_json::from_value(value).unwrap()
+    let result = host.intent(Intent::ListRules(target), "t").await.unwrap();
+    let Some(IntentResult::Rules(rules)) = result else { panic!("{result:?}") };
+    rules
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -30,7 +33,7 @@ async fn the_projects_default_mode_survives_a_restart_and_bad_modes_are_refused(
     let pid = project.project_id.clone();
     assert_eq!(listed(&host, target(&pid)).await.project_mode.as_deref(), Some("edit"));
     let set = Intent::SetProjectMode { project_id: pid.clone(), mode: Some("readonly".into()) };
-    let answer = host.intent(set, "t").await.unwrap().unwrap();
+    let answer = host.intent(set, "t").await.unwrap().unwrap().payload();
     assert_eq!(answer["mode"], "readonly");
     host.shutdown(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5)).await;
 
@@ -99,7 +102,7 @@ async fn rules_are_listed_by_scope_added_and_removed_through_the_intents() {
         rule: rule.into(),
     };
     let answer = host.intent(add(RuleScope::Project, RuleBehaviour::Ask, "Bash(git push:*)"), "t");
-    assert_eq!(answer.await.unwrap().unwrap()["added"], true);
+    assert_eq!(answer.await.unwrap().unwrap().payload()["added"], true);
     host.intent(add(RuleScope::Host, RuleBehaviour::Allow, "Bash(make test)"), "t").await.unwrap();
 
     let list = listed(&host, target(&pid)).await;
@@ -138,7 +141,7 @@ async fn rules_are_listed_by_scope_added_and_removed_through_the_intents() {
         rule: rule.into(),
     };
     let answer = host.intent(rm(RuleScope::Project, "Bash(git push:*)"), "t").await.unwrap();
-    assert_eq!(answer.unwrap()["removed"], 1);
+    assert_eq!(answer.unwrap().payload()["removed"], 1);
     let list = listed(&host, target(&pid)).await;
     assert!(list.rules.iter().all(|r| r.rule != "Bash(git push:*)"), "{:?}", list.rules);
     let e = host.intent(rm(RuleScope::Project, "Bash(git push:*)"), "t").await.unwrap_err();

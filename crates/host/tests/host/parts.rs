@@ -2,7 +2,9 @@
 //! no module but `lib.rs` names `host.rs`; worktrees, policy and devices never reach into
 //! sessions' control, the dev loop or finishing; only the agents part names backend variants;
 //! and no import circle between the host's files. Read from the `crate::` / `super::` paths of
-//! each file's non-test code.
+//! each file's non-test code, and from the calls a part makes on the shared `Context`: every part
+//! adds methods to it (`impl Context`), so a call `self.record(…)` reaches the part that defines
+//! `record` without importing it — the rules count such a call like an import.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,7 +14,8 @@ const FORBIDDEN: &[(&[&str], &[&str])] =
     &[(&["worktrees", "policy", "devices"], &["sessions::control", "dev_loop", "finishing"])];
 
 /// The backend variants only the agents part may name.
-const VARIANTS: &[&str] = &["Backend::ClaudeCode", "Backend::Codex", "Backend::Simulated"];
+const VARIANTS: &[&str] =
+    &["Backend::ClaudeCode", "Backend::Codex", "Backend::Gemini", "Backend::Simulated"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -102,6 +105,71 @@ struct Scan {
     code: BTreeMap<PathBuf, String>,
 }
 
+/// The bodies of a file's `impl Context { … }` blocks (each up to its closing `}` at the line
+/// start).
+fn context_blocks(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(found) = code[at..].find("impl Context {") {
+        let start = at + found;
+        let at_line_start = start == 0 || code.as_bytes()[start - 1] == b'\n';
+        let end = code[start..].find("\n}").map_or(code.len(), |e| start + e);
+        if at_line_start {
+            out.push(&code[start..end]);
+        }
+        at = end.max(start + 1);
+    }
+    out
+}
+
+/// The methods a block defines (`fn name`, at the block's indentation).
+fn defined_methods(block: &str) -> Vec<String> {
+    block
+        .lines()
+        .filter(|l| l.starts_with("    ") && !l.starts_with("     "))
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))
+                .unwrap_or(l);
+            let rest = rest.strip_prefix("async ").unwrap_or(rest);
+            let name = rest.strip_prefix("fn ")?;
+            let end = name.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+            Some(name[..end].to_owned())
+        })
+        .collect()
+}
+
+/// The Context methods a block calls (`self.name(`).
+fn called_methods(block: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut at = 0;
+    while let Some(found) = block[at..].find("self.") {
+        let start = at + found + "self.".len();
+        at = start;
+        let rest = &block[start..];
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(0);
+        if end > 0 && rest[end..].starts_with('(') {
+            out.insert(rest[..end].to_owned());
+        }
+    }
+    out
+}
+
+/// Method -> the module that defines it on the Context (an inherent method's name is unique).
+fn context_methods(scan: &Scan) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (file, code) in &scan.code {
+        for block in context_blocks(code) {
+            for name in defined_methods(block) {
+                out.insert(name, module_of(file).join("::"));
+            }
+        }
+    }
+    out
+}
+
 fn scan() -> Scan {
     let mut list = Vec::new();
     files(&src(), &mut list);
@@ -123,9 +191,30 @@ fn part_of(file: &Path) -> Option<String> {
     parts.next().map(|_| first)
 }
 
-/// What breaks a rule, one line per import.
+/// What breaks a rule, one line per import (or call through the Context).
 fn broken(scan: &Scan) -> Vec<String> {
     let mut found = Vec::new();
+    let methods = context_methods(scan);
+    for (file, code) in &scan.code {
+        let Some(part) = part_of(file) else { continue };
+        for (parts, forbidden) in FORBIDDEN {
+            if !parts.contains(&part.as_str()) {
+                continue;
+            }
+            for block in context_blocks(code) {
+                for call in called_methods(block) {
+                    let Some(owner) = methods.get(&call) else { continue };
+                    if forbidden.iter().any(|f| owner == f || owner.starts_with(&format!("{f}::")))
+                    {
+                        found.push(format!(
+                            "{}: the {part} part calls `self.{call}` of `crate::{owner}` through the Context",
+                            file.display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
     for (file, names) in &scan.names {
         let part = part_of(file);
         let shown = file.display();
@@ -230,4 +319,33 @@ fn the_scan_sees_what_it_forbids() {
     };
     let found = broken(&scan);
     assert_eq!(found.len(), 3, "{found:?}");
+}
+
+#[test]
+fn the_scan_sees_calls_through_the_context() {
+    let control = Path::new("sessions/control.rs");
+    let disk = Path::new("worktrees/disk.rs");
+    let control_code = "impl Context {\n    pub(crate) async fn record(&self) {}\n    fn helper() {\n        inner();\n    }\n}\n";
+    let disk_code = "impl Context {\n    pub async fn reclaim(&self) {\n        self.record().await;\n        self.pools.take();\n        self.reclaim_log(1);\n    }\n}\n";
+    let scan = Scan {
+        names: BTreeMap::from([
+            (control.to_path_buf(), BTreeSet::new()),
+            (disk.to_path_buf(), BTreeSet::new()),
+        ]),
+        code: BTreeMap::from([
+            (control.to_path_buf(), control_code.to_owned()),
+            (disk.to_path_buf(), disk_code.to_owned()),
+        ]),
+    };
+    let methods = context_methods(&scan);
+    assert_eq!(methods.get("record").map(String::as_str), Some("sessions::control"));
+    assert_eq!(methods.get("helper").map(String::as_str), Some("sessions::control"));
+    assert!(!methods.contains_key("inner"), "{methods:?}");
+    let found = broken(&scan);
+    assert_eq!(
+        found,
+        [
+            "worktrees/disk.rs: the worktrees part calls `self.record` of `crate::sessions::control` through the Context"
+        ]
+    );
 }

@@ -102,7 +102,7 @@ async fn a_session_starts_in_a_prepared_worktree_and_the_pool_refills() {
     wait_pool(&host, &id, "refilled", |p| p.ready == 2).await;
     assert_eq!(pooled_dirs(&root).len(), 2);
     assert_eq!(pool_branches(&root).len(), 2);
-    let gc = host.gc(false).await.unwrap();
+    let gc = serde_json::to_value(host.gc(false).await.unwrap()).unwrap();
     assert_eq!(gc["orphanWorktrees"], serde_json::json!([]), "{gc}");
     assert_eq!(gc["stalePooledWorktrees"], serde_json::json!([]), "{gc}");
 
@@ -275,7 +275,7 @@ async fn a_restarted_host_finds_its_pool_and_removes_what_it_did_not_record() {
     // A host without pools (gc, say) sees the leftover as stale and removes nothing it lists
     // until asked.
     let plain = Host::open(config(dir.path())).await.unwrap();
-    let gc = plain.gc(false).await.unwrap();
+    let gc = serde_json::to_value(plain.gc(false).await.unwrap()).unwrap();
     assert_eq!(gc["stalePooledWorktrees"].as_array().unwrap().len(), 3, "{gc}");
     drop(plain);
 
@@ -286,7 +286,7 @@ async fn a_restarted_host_finds_its_pool_and_removes_what_it_did_not_record() {
     // The host's own first tending round may hold the worktrees (out of the ready list) while it
     // checks them again: wait for it rather than read the count mid-round.
     wait_pool(&host, &id, "ready again", |p| p.ready == 2).await;
-    let gc = host.gc(true).await.unwrap();
+    let gc = serde_json::to_value(host.gc(true).await.unwrap()).unwrap();
     assert_eq!(gc["stalePooledWorktrees"], serde_json::json!([]), "{gc}");
     assert_eq!(pooled_dirs(&root), before, "gc leaves the live pool alone");
 }

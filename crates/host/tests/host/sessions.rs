@@ -118,8 +118,12 @@ async fn keep_continue_handoff_and_rollback() {
     approve_until_turn_done(&host, &first.session_id).await;
     host.finish(&first.session_id, FinishAction::Keep, "test").await.unwrap();
 
-    let handoff =
-        host.finish(&first.session_id, FinishAction::Handoff, "test").await.unwrap().unwrap();
+    let handoff = host
+        .finish(&first.session_id, FinishAction::Handoff, "test")
+        .await
+        .unwrap()
+        .unwrap()
+        .payload();
     let command = handoff["command"].as_str().unwrap();
     let path = first.worktree.as_ref().unwrap().path.clone();
     assert!(command.starts_with(&format!("cd '{path}' && claude --resume '")), "{command}");
@@ -132,7 +136,8 @@ async fn keep_continue_handoff_and_rollback() {
         )
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .payload();
     let next_id = next["sessionID"].as_str().unwrap().to_owned();
     approve_until_turn_done(&host, &next_id).await;
     let next_path = host.session_summary(&next_id).await.unwrap().worktree.unwrap().path;
@@ -269,13 +274,18 @@ async fn export_import_gc_and_a_worktree_deleted_behind_our_back() {
         &root,
         &["worktree", "add", "-q", "-b", "nucleic/stray", ".nucleic/worktrees/stray", "main"],
     );
-    let report = host.gc(false).await.unwrap();
+    let report = serde_json::to_value(host.gc(false).await.unwrap()).unwrap();
     let orphans = report["orphanWorktrees"].as_array().unwrap();
     assert_eq!(orphans.len(), 1, "{report}");
     assert!(root.join(".nucleic/worktrees/stray").exists());
-    host.gc(true).await.unwrap();
+    serde_json::to_value(host.gc(true).await.unwrap()).unwrap();
     assert!(!root.join(".nucleic/worktrees/stray").exists());
-    assert!(host.gc(false).await.unwrap()["orphanWorktrees"].as_array().unwrap().is_empty());
+    assert!(
+        serde_json::to_value(host.gc(false).await.unwrap()).unwrap()["orphanWorktrees"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 
     // The session's worktree deleted behind the host's back: a clear refusal, not a crash.
     let path = s.worktree.unwrap().path;
@@ -388,6 +398,7 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -161,7 +161,7 @@ pub fn answer(
     ttl_secs: Option<u32>,
     through_channel: bool,
 ) -> nucleic_protocol::HostMessage {
-    use nucleic_protocol::{HostMessage, ProtocolErrorCode};
+    use nucleic_protocol::{HostMessage, IntentResult, Pairing, ProtocolErrorCode};
     let refuse = |code: ProtocolErrorCode, why: &str| {
         crate::dispatch::error(Some(message_id.to_owned()), code, why)
     };
@@ -192,14 +192,14 @@ pub fn answer(
                 .map_or(0, |d| d.as_millis());
             HostMessage::Ack {
                 message_id: message_id.to_owned(),
-                result: Some(serde_json::json!({
-                    "link": url,
-                    "hostID": link.host_id,
-                    "hostKey": URL_SAFE_NO_PAD.encode(link.host_key.as_bytes()),
-                    "relay": link.relay,
-                    "lan": link.lan,
-                    "expiresAt": expires_at,
-                    "qrSvg": qr_svg(&url),
+                result: Some(IntentResult::Pairing(Pairing {
+                    qr_svg: qr_svg(&url),
+                    link: url,
+                    host_id: link.host_id,
+                    host_key: URL_SAFE_NO_PAD.encode(link.host_key.as_bytes()),
+                    relay: link.relay,
+                    lan: link.lan,
+                    expires_at: u64::try_from(expires_at).unwrap_or(u64::MAX),
                 })),
             }
         }

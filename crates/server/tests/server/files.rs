@@ -1,25 +1,21 @@
-//! `welcome` lists the backends; `listFiles` / `readFile` over the WebSocket, paths that escape.
+//! `welcome` lists the backends; `listFiles` / `readFile` / `listBranches` through
+//! `nucleic-client`, paths that escape.
 
-use serde_json::{Value, json};
+use nucleic_protocol::{FileEncoding, ProtocolErrorCode};
+use serde_json::json;
 
 use crate::support::*;
 
 #[tokio::test]
 async fn welcome_lists_every_backend_with_its_capabilities() {
     let s = start().await;
-    let mut socket = ws(&s).await;
-    send(
-        &mut socket,
-        json!({"type": "hello", "clientID": "c1", "clientName": "t", "protocolVersion": 1}),
-    )
-    .await;
-    let welcome = recv(&mut socket).await;
-    assert_eq!(welcome["type"], "welcome");
-    let backends = welcome["backends"].as_array().unwrap();
+    let client = client(&s).await;
+    let backends = serde_json::to_value(&client.welcome().backends).unwrap();
+    let backends = backends.as_array().unwrap();
     let names: Vec<&str> = backends.iter().map(|b| b["backend"].as_str().unwrap()).collect();
-    assert_eq!(names, ["claudeCode", "codex", "simulated"]);
+    assert_eq!(names, ["claudeCode", "codex", "gemini", "simulated"]);
     // This test host has no claude and a sim program that does not exist.
-    assert!(backends.iter().all(|b| b["available"] == false), "{welcome}");
+    assert!(backends.iter().all(|b| b["available"] == false), "{backends:?}");
     let claude = &backends[0];
     assert_eq!(claude["capabilities"]["editedToolInput"], true);
     assert_eq!(claude["permissionModes"][0], "default");
@@ -27,7 +23,12 @@ async fn welcome_lists_every_backend_with_its_capabilities() {
     let codex = &backends[1];
     assert_eq!(codex["capabilities"]["editedToolInput"], false);
     assert_eq!(codex["capabilities"]["setModel"], false);
-    assert_eq!(backends[2]["models"], json!(["sim"]));
+    let gemini = &backends[2];
+    assert_eq!(gemini["capabilities"]["interactiveApprovals"], true);
+    assert_eq!(gemini["capabilities"]["resume"], false);
+    assert_eq!(gemini["permissionModes"][3], "bypassPermissions");
+    assert!(gemini["models"].as_array().unwrap().contains(&json!("gemini-2.5-pro")));
+    assert_eq!(backends[3]["models"], json!(["sim"]));
 }
 
 /// A session with no agent (its setup script failed): its directory is the project root.
@@ -66,81 +67,38 @@ async fn files_of_a_session_are_listed_and_read_and_escapes_refused() {
     std::fs::write(s.repo.join("pixel.gif"), b"GIF89a\x01\x00").unwrap();
     std::fs::write(s.dir.path().join("outside.txt"), "secret").unwrap();
     let id = agentless_session(&s).await;
-    let mut socket = ws(&s).await;
-    hello(&mut socket).await;
+    let mut client = client(&s).await;
 
-    send(&mut socket, json!({"type": "listFiles", "messageID": "l1", "sessionID": id, "path": "", "recursive": true})).await;
-    let files = recv(&mut socket).await;
-    assert_eq!((files["type"].as_str(), files["messageID"].as_str()), (Some("files"), Some("l1")));
-    let paths: Vec<&str> =
-        files["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
-    assert!(paths.contains(&"docs/notes.md") && paths.contains(&"pixel.gif"), "{files}");
-    assert!(!paths.iter().any(|p| p.starts_with(".git")), "{files}");
-    assert_eq!(files["truncated"], false);
-    // `path` and `recursive` may be left out.
-    send(&mut socket, json!({"type": "listFiles", "messageID": "l2", "sessionID": id})).await;
-    let top = recv(&mut socket).await;
-    assert_eq!(top["path"], "");
-    assert!(!top["entries"].as_array().unwrap().iter().any(|e| e["path"] == "docs/notes.md"));
+    let files = client.list_files(&id, "", true).await.unwrap();
+    let paths: Vec<&str> = files.entries.iter().map(|e| e.path.as_str()).collect();
+    assert!(paths.contains(&"docs/notes.md") && paths.contains(&"pixel.gif"), "{files:?}");
+    assert!(!paths.iter().any(|p| p.starts_with(".git")), "{files:?}");
+    assert!(!files.truncated);
+    let top = client.list_files(&id, "", false).await.unwrap();
+    assert_eq!(top.path, "");
+    assert!(!top.entries.iter().any(|e| e.path == "docs/notes.md"));
 
-    send(
-        &mut socket,
-        json!({"type": "readFile", "messageID": "r1", "sessionID": id, "path": "docs/notes.md"}),
-    )
-    .await;
-    let text = recv(&mut socket).await;
-    assert_eq!(text["type"], "fileContent");
+    let text = client.read_file(&id, "docs/notes.md").await.unwrap();
     assert_eq!(
-        text["file"],
+        serde_json::to_value(&text).unwrap(),
         json!({"path": "docs/notes.md", "size": 8, "mime": "text/plain", "encoding": "utf8", "content": "# notes\n", "truncated": false})
     );
-    send(
-        &mut socket,
-        json!({"type": "readFile", "messageID": "r2", "sessionID": id, "path": "pixel.gif"}),
-    )
-    .await;
-    let image = recv(&mut socket).await;
-    assert_eq!(
-        (image["file"]["mime"].as_str(), image["file"]["encoding"].as_str()),
-        (Some("image/gif"), Some("base64"))
-    );
-    assert_eq!(image["file"]["content"], "R0lGODlhAQA=");
+    let image = client.read_file(&id, "pixel.gif").await.unwrap();
+    assert_eq!((image.mime.as_str(), image.encoding), ("image/gif", FileEncoding::Base64));
+    assert_eq!(image.content, "R0lGODlhAQA=");
 
-    for (n, bad) in ["../outside.txt", "/etc/hostname", ".git/config"].iter().enumerate() {
-        let mid = format!("bad{n}");
-        send(
-            &mut socket,
-            json!({"type": "readFile", "messageID": mid, "sessionID": id, "path": bad}),
-        )
-        .await;
-        let reply: Value = recv(&mut socket).await;
-        assert_eq!(
-            (reply["type"].as_str(), reply["code"].as_str()),
-            (Some("error"), Some("invalidRequest")),
-            "{bad}: {reply}"
-        );
-        assert_eq!(reply["messageID"], mid.as_str());
+    for bad in ["../outside.txt", "/etc/hostname", ".git/config"] {
+        let (code, _) = refused(client.read_file(&id, bad).await);
+        assert_eq!(code, Some(ProtocolErrorCode::InvalidRequest), "{bad}");
     }
-    send(
-        &mut socket,
-        json!({"type": "readFile", "messageID": "nf", "sessionID": "nope", "path": "a"}),
-    )
-    .await;
-    assert_eq!(recv(&mut socket).await["code"], "notFound");
-    send(
-        &mut socket,
-        json!({"type": "readFile", "messageID": "nf2", "sessionID": id, "path": "gone.txt"}),
-    )
-    .await;
-    assert_eq!(recv(&mut socket).await["code"], "notFound");
+    assert_eq!(refused(client.read_file("nope", "a").await).0, Some(ProtocolErrorCode::NotFound));
+    assert_eq!(
+        refused(client.read_file(&id, "gone.txt").await).0,
+        Some(ProtocolErrorCode::NotFound)
+    );
     // A read reuses no earlier reply: the file changed, the content follows.
     std::fs::write(s.repo.join("docs/notes.md"), "# changed\n").unwrap();
-    send(
-        &mut socket,
-        json!({"type": "readFile", "messageID": "r1", "sessionID": id, "path": "docs/notes.md"}),
-    )
-    .await;
-    assert_eq!(recv(&mut socket).await["file"]["content"], "# changed\n");
+    assert_eq!(client.read_file(&id, "docs/notes.md").await.unwrap().content, "# changed\n");
 }
 
 #[tokio::test]
@@ -159,21 +117,13 @@ async fn a_projects_branches_are_listed_without_session_branches() {
                 .success()
         );
     }
-    let mut socket = ws(&s).await;
-    hello(&mut socket).await;
-    send(&mut socket, json!({"type": "listBranches", "messageID": "b1", "projectID": project}))
-        .await;
-    let reply = recv(&mut socket).await;
-    assert_eq!(reply["type"], "branches", "{reply}");
-    assert_eq!(reply["defaultBranch"], "main");
-    let mut branches: Vec<&str> =
-        reply["branches"].as_array().unwrap().iter().map(|b| b.as_str().unwrap()).collect();
+    let mut client = client(&s).await;
+    let (mut branches, default_branch) = client.list_branches(&project).await.unwrap();
+    assert_eq!(default_branch, "main");
     branches.sort_unstable();
     // The session's own `nucleic/…` branch is not offered as a base.
     assert_eq!(branches, vec!["feature/x", "main", "release"]);
-    send(&mut socket, json!({"type": "listBranches", "messageID": "b2", "projectID": "nope"}))
-        .await;
-    assert_eq!(recv(&mut socket).await["code"], "notFound");
+    assert_eq!(refused(client.list_branches("nope").await).0, Some(ProtocolErrorCode::NotFound));
 }
 
 #[tokio::test]
@@ -187,23 +137,15 @@ async fn an_imported_session_has_no_files_even_when_its_directory_is_the_root() 
     std::fs::write(&transcript, text).unwrap();
     let imported = s.host.import_session(&transcript).await.unwrap();
     assert!(imported.read_only);
-    let mut socket = ws(&s).await;
-    hello(&mut socket).await;
+    let mut client = client(&s).await;
     let id = imported.session_id.as_str();
-    for (mid, request) in [
-        ("i1", json!({"type": "readFile", "sessionID": id, "path": "etc/hostname"})),
-        ("i2", json!({"type": "listFiles", "sessionID": id, "path": ""})),
-        ("i3", json!({"type": "listFiles", "sessionID": id, "path": "etc", "recursive": true})),
-    ] {
-        let mut request = request;
-        request["messageID"] = json!(mid);
-        send(&mut socket, request).await;
-        let reply = recv(&mut socket).await;
-        assert_eq!(
-            (reply["type"].as_str(), reply["code"].as_str()),
-            (Some("error"), Some("invalidRequest")),
-            "{mid}: {reply}"
-        );
-        assert!(reply["message"].as_str().unwrap().contains("imported"), "{reply}");
+    let replies = [
+        ("readFile etc/hostname", refused(client.read_file(id, "etc/hostname").await)),
+        ("listFiles", refused(client.list_files(id, "", false).await)),
+        ("listFiles etc", refused(client.list_files(id, "etc", true).await)),
+    ];
+    for (what, (code, message)) in replies {
+        assert_eq!(code, Some(ProtocolErrorCode::InvalidRequest), "{what}: {message}");
+        assert!(message.contains("imported"), "{what}: {message}");
     }
 }

@@ -2,6 +2,7 @@
 //! idempotent message ids, cursor errors.
 
 use futures_util::SinkExt;
+use nucleic_protocol::{ClientMessage, HostMessage, Intent, IntentResult};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -89,20 +90,20 @@ async fn malformed_unknown_and_oversized_messages_get_clear_replies_and_the_conn
 #[tokio::test]
 async fn a_resent_message_id_gets_the_same_reply_without_doing_the_work_twice() {
     let s = start().await;
-    let mut socket = ws(&s).await;
-    hello(&mut socket).await;
-    let add = json!({"type": "intent", "messageID": "add-1", "intent": {"kind": "addProject", "path": s.repo}});
-    send(&mut socket, add.clone()).await;
-    let first = recv(&mut socket).await;
-    assert_eq!(first["type"], "ack", "{first}");
-    send(&mut socket, add).await;
-    assert_eq!(recv(&mut socket).await, first, "same reply, not a duplicate-project error");
-    send(&mut socket, json!({"type": "listProjects", "messageID": "l"})).await;
-    assert_eq!(recv(&mut socket).await["projects"].as_array().unwrap().len(), 1);
+    let mut client = client(&s).await;
+    let path = s.repo.to_string_lossy().into_owned();
+    let add = |message_id: &str| ClientMessage::Intent {
+        message_id: message_id.into(),
+        intent: Intent::add_project(&path),
+    };
+    let first = client.request(add("add-1")).await.unwrap();
+    assert!(matches!(first, HostMessage::Ack { result: Some(IntentResult::Project(_)), .. }));
+    let again = client.request(add("add-1")).await.unwrap();
+    assert_eq!(again, first, "same reply, not a duplicate-project error");
+    assert_eq!(client.list_projects().await.unwrap().len(), 1);
     // A new id for the same project is a real second request: refused as a duplicate.
-    send(&mut socket, json!({"type": "intent", "messageID": "add-2", "intent": {"kind": "addProject", "path": s.repo}})).await;
-    let dup = recv(&mut socket).await;
-    assert_eq!(dup["type"], "error", "{dup}");
+    let (code, message) = refused(client.request(add("add-2")).await);
+    assert!(code.is_some(), "{message}");
 }
 
 /// Two tabs of one browser (one client id) flushing the same queued action, or a resend while
@@ -112,26 +113,30 @@ async fn a_resent_message_id_gets_the_same_reply_without_doing_the_work_twice() 
 #[tokio::test]
 async fn copies_of_a_message_id_in_flight_at_once_run_once() {
     let s = start().await;
-    let mut sockets = Vec::new();
+    let mut clients = Vec::new();
     for _ in 0..8 {
-        let mut socket = ws(&s).await;
-        hello(&mut socket).await;
-        sockets.push(socket);
+        let mut options = nucleic_client::ClientOptions::new("tab", "a tab");
+        options.client_id = "one-browser".into();
+        options.reconnect = nucleic_client::Backoff::never();
+        let endpoint = nucleic_client::Endpoint::Tcp(s.addr);
+        clients.push(nucleic_client::Client::connect(endpoint, &s.token, options).await.unwrap());
     }
-    let add = json!({"type": "intent", "messageID": "flush-1", "intent": {"kind": "addProject", "path": s.repo}});
-    let text = add.to_string();
+    let path = s.repo.to_string_lossy().into_owned();
+    let add =
+        ClientMessage::Intent { message_id: "flush-1".into(), intent: Intent::add_project(&path) };
     // Every copy is on the wire before any reply is read.
-    futures_util::future::join_all(
-        sockets.iter_mut().map(|socket| socket.send(Message::Text(text.clone().into()))),
-    )
-    .await;
-    let replies = futures_util::future::join_all(sockets.iter_mut().map(recv)).await;
+    for client in &mut clients {
+        client.send(add.clone()).await.unwrap();
+    }
+    let within = std::time::Duration::from_secs(10);
+    let replies =
+        futures_util::future::join_all(clients.iter_mut().map(|c| c.next_within(within))).await;
+    let replies: Vec<HostMessage> = replies.into_iter().map(Result::unwrap).collect();
     for reply in &replies {
         assert_eq!(reply, &replies[0], "every copy gets the first copy's reply");
     }
-    assert_eq!(replies[0]["type"], "ack", "{}", replies[0]);
-    send(&mut sockets[0], json!({"type": "listProjects", "messageID": "l"})).await;
-    assert_eq!(recv(&mut sockets[0]).await["projects"].as_array().unwrap().len(), 1);
+    assert!(matches!(replies[0], HostMessage::Ack { .. }), "{:?}", replies[0]);
+    assert_eq!(clients[0].list_projects().await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -1,4 +1,7 @@
-//! Helpers: a server on a loopback port over a fresh host, raw HTTP, and a WebSocket client.
+//! Helpers: a server on a loopback port over a fresh host, raw HTTP, a `nucleic-client`
+//! connection (what every front end uses) for tests of what the host answers, and a raw
+//! WebSocket for tests of the wire itself (malformed, oversized and unauthenticated messages,
+//! device hellos, close codes, the documented JSON) that a client library never sends.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -85,6 +88,7 @@ async fn serve_in(
         agents: AgentPaths {
             claude: None,
             codex: None,
+            gemini: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
             nucleic: "/nonexistent".into(),
@@ -340,6 +344,25 @@ pub async fn http(addr: SocketAddr, request: String) -> (u16, String) {
 pub fn get(addr: SocketAddr, host: &str, extra: &str) -> String {
     let _ = addr;
     format!("GET /api/health HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n")
+}
+
+/// A `nucleic-client` connection with the host's token; a lost connection is an error.
+pub async fn client(s: &Server) -> nucleic_client::Client {
+    let mut options = nucleic_client::ClientOptions::new("test", "test client");
+    options.reconnect = nucleic_client::Backoff::never();
+    options.reply_within = Duration::from_secs(10);
+    let endpoint = nucleic_client::Endpoint::Tcp(s.addr);
+    nucleic_client::Client::connect(endpoint, &s.token, options).await.unwrap()
+}
+
+/// The refusal's code of a request that was refused.
+pub fn refused<T: std::fmt::Debug>(
+    reply: Result<T, nucleic_client::ClientError>,
+) -> (Option<nucleic_protocol::ProtocolErrorCode>, String) {
+    match reply {
+        Err(nucleic_client::ClientError::Rejected(r)) => (r.code, r.message),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
 
 pub async fn ws(

@@ -2,7 +2,8 @@
 //!
 //! Endpoints: `POST /v1/messages` (SSE when `stream: true`, JSON otherwise), `POST
 //! /v1/messages/count_tokens`, `GET /v1/models`; anything else is a recorded 404. Which scripted
-//! reply answers a request is decided by [`reply_index`] from the conversation in its body.
+//! reply answers a request is decided by [`reply_index`] from the conversation in its body; a
+//! request without tools (a side query of the CLI) gets [`SIDE_QUERY_ANSWER`].
 
 mod prompted;
 mod script;
@@ -12,6 +13,7 @@ mod sse;
 pub use crate::mock_http::RecordedRequest;
 pub use prompted::{DEFAULT_CONTENT, DEFAULT_PATH, named_file};
 pub use script::{Fault, FaultKind, Reply, Script, ToolCall, reply_index};
+pub use server::SIDE_QUERY_ANSWER;
 
 use crate::mock_http::MockServer;
 

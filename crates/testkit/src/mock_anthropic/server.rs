@@ -7,7 +7,7 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::script::{FaultKind, Script};
+use super::script::{FaultKind, Reply, Script};
 use super::sse::{INPUT_TOKENS, Message};
 use crate::mock_http::{
     CONTENT_TYPE_JSON, CONTENT_TYPE_SSE, End, Scenario, Shared, add_request_id, streamed,
@@ -53,13 +53,21 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// What a request without tools gets: the CLI's side queries (the small model reading a page
+/// `WebFetch` fetched, a title) are not the conversation the script plays.
+pub const SIDE_QUERY_ANSWER: &str = "MOCK-SIDE-ANSWER: the page says what it says.";
+
 async fn messages(shared: &Shared<Script>, body: &Value) -> Response {
     let (script, fault) = shared.next();
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-opus-5-5");
     let empty = Vec::new();
     let history = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
-    let reply = super::prompted::resolve(&script.reply_for(history), body);
+    let reply = match body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()) {
+        true => super::prompted::resolve(&script.reply_for(history), body),
+        // A side query of the CLI (a page `WebFetch` read, a title): no tools to call.
+        false => Reply::Text(SIDE_QUERY_ANSWER.to_owned()),
+    };
     let message = Message::from_reply(&reply, model);
     let delay = script.chunk_delay;
     match fault {
