@@ -33,24 +33,39 @@ fn claude_in_terminal(cwd: &Path, env: &[(String, String)], prompt: &str) -> Str
     stdout
 }
 
+/// A checkout, the mock, the person's environment, and their own session made there with
+/// `claude -p PROMPT` in the terminal, before Nucleic knows of it.
+struct Terminal {
+    dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    mock: MockAnthropic,
+    env: Vec<(String, String)>,
+    /// The CLI's id of the session.
+    session: String,
+}
+
+async fn terminal_session(prompt: &str) -> Terminal {
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::daemon::empty_repo(dir.path());
+    let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
+    let mock = MockAnthropic::start(script).await.unwrap();
+    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
+    let out = claude_in_terminal(&root, &env, prompt);
+    let session = serde_json::from_str::<serde_json::Value>(&out).unwrap()["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session id: {out}"))
+        .to_owned();
+    Terminal { dir, root, mock, env, session }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried_on() {
     if isolated!("a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried_on") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = crate::daemon::empty_repo(dir.path());
-    let script =
-        Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done in the terminal.".into())]);
-    let mock = MockAnthropic::start(script).await.unwrap();
-    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
-    // The person's own session, in their checkout, before Nucleic knows of it.
-    let first = claude_in_terminal(&root, &env, "write terminal.txt containing TERMINAL-TURN");
-    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(root.join("terminal.txt").exists(), "{first}");
+    let Terminal { dir, root, mock, env, session: outside_id } =
+        terminal_session("write terminal.txt containing TERMINAL-TURN").await;
+    assert!(root.join("terminal.txt").exists());
 
     let host = Host::open(host_config(&dir.path().join("home"), env, true)).await.unwrap();
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
@@ -118,16 +133,8 @@ async fn a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_f
     if isolated!("a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_fork") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = crate::daemon::empty_repo(dir.path());
-    let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
-    let mock = MockAnthropic::start(script).await.unwrap();
-    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
-    let first = claude_in_terminal(&root, &env, "write held.txt containing HELD-TURN");
-    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let Terminal { dir, root, mock: _mock, env, session: outside_id } =
+        terminal_session("write held.txt containing HELD-TURN").await;
     // The person's terminal goes on with it: a claude on that session, waiting for input.
     let mut live = std::process::Command::new(real_claude())
         .args(["-p", "--resume", &outside_id, "--input-format", "stream-json"])
@@ -213,16 +220,8 @@ async fn adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_
     if isolated!("adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_twice") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = crate::daemon::empty_repo(dir.path());
-    let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
-    let mock = MockAnthropic::start(script).await.unwrap();
-    let env = claude_offline_env(&mock.base_url(), &dir.path().join("scratch"));
-    let first = claude_in_terminal(&root, &env, "write one.txt containing TURN-ONE");
-    let outside_id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let Terminal { dir, root, mock, env, session: outside_id } =
+        terminal_session("write one.txt containing TURN-ONE").await;
     let host = Host::open(host_config(&dir.path().join("home"), env.clone(), true)).await.unwrap();
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let adopt = AdoptOutside {

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use nucleic_core::Draft;
 use nucleic_discover::{Discovery, Homes, Limits, OutsideSession, discover, running_agents};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
-use nucleic_protocol::WorktreeInfo;
 use nucleic_protocol::{EventKind, SessionCreated, SessionSummary, SessionUpdated};
 
 use crate::context::Context;
 use crate::error::{HostError, blocking};
 use crate::sessions::names::slug_for;
+use crate::sessions::start::worktree_info;
 
 /// What adopting an outside session asks for.
 #[derive(Debug, Clone)]
@@ -98,12 +98,7 @@ impl Context {
             project_id: Some(project.id.clone()),
             project_root: Some(project.root.clone()),
             cwd: worktree.path.to_string_lossy().into_owned(),
-            worktree: Some(WorktreeInfo {
-                path: worktree.path.to_string_lossy().into_owned(),
-                branch: worktree.branch.clone(),
-                base_ref: worktree.base_ref.clone(),
-                base_sha: worktree.base_sha.clone(),
-            }),
+            worktree: Some(worktree_info(&worktree)),
             model: outside.model.clone(),
             permission_mode: None,
             read_only: false,

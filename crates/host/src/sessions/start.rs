@@ -160,12 +160,7 @@ impl Context {
             project_id: Some(project.id.clone()),
             project_root: Some(project.root.clone()),
             cwd: worktree.path.to_string_lossy().into_owned(),
-            worktree: Some(WorktreeInfo {
-                path: worktree.path.to_string_lossy().into_owned(),
-                branch: worktree.branch.clone(),
-                base_ref: worktree.base_ref.clone(),
-                base_sha: worktree.base_sha.clone(),
-            }),
+            worktree: Some(worktree_info(&worktree)),
             model: request.model.clone(),
             permission_mode: request.permission_mode.clone(),
             read_only: false,
@@ -278,6 +273,16 @@ impl Context {
         let _ = self.writes.send(id.to_owned());
         self.retire_when_finished(id, session);
         Ok(())
+    }
+}
+
+/// What a session's events say about its worktree.
+pub(crate) fn worktree_info(worktree: &nucleic_git::Worktree) -> WorktreeInfo {
+    WorktreeInfo {
+        path: worktree.path.to_string_lossy().into_owned(),
+        branch: worktree.branch.clone(),
+        base_ref: worktree.base_ref.clone(),
+        base_sha: worktree.base_sha.clone(),
     }
 }
 
