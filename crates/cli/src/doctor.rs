@@ -211,6 +211,12 @@ fn relay() {
     use nucleic_server::remote::RelayState;
     let state = match status.state {
         RelayState::Connected => format!("connected, {} device channel(s) open", status.devices),
+        // Trying again after refusals: still unreachable as far as anyone knows.
+        RelayState::Connecting if status.attempts > 0 => format!(
+            "UNREACHABLE (attempt {} failed, trying again now): {}",
+            status.attempts,
+            status.last_error.as_deref().unwrap_or("?")
+        ),
         RelayState::Connecting => "connecting".to_owned(),
         RelayState::Retrying => format!(
             "UNREACHABLE (attempt {}, next in {:.1} s): {}",
