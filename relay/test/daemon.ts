@@ -14,7 +14,8 @@ import { parsePairingLink } from "../../web/src/remote/link";
 import { ChannelSocket, type Opening, type RawSocketCtor, type RemoteHost } from "../../web/src/remote/socket";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const NUCLEIC = process.env.NUCLEIC_BIN ?? path.join(repoRoot, "target/debug/nucleic");
+export const NUCLEIC =
+  process.env.NUCLEIC_BIN ?? path.join(process.env.CARGO_TARGET_DIR ?? path.join(repoRoot, "target"), "debug/nucleic");
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -10,7 +10,9 @@ import { type Browser, type BrowserContext, type Page, chromium } from "playwrig
 
 export const WEB = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const REPO = path.dirname(WEB);
-export const NUCLEIC = process.env.NUCLEIC_BIN ?? path.join(REPO, "target", "debug", "nucleic");
+/** Where cargo put the binaries: `CARGO_TARGET_DIR` when set (one per worktree), else `target/`. */
+export const TARGET = process.env.CARGO_TARGET_DIR ?? path.join(REPO, "target");
+export const NUCLEIC = process.env.NUCLEIC_BIN ?? path.join(TARGET, "debug", "nucleic");
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export const OUT = path.join(WEB, "e2e", "out");
 mkdirSync(OUT, { recursive: true });
@@ -260,7 +262,7 @@ function pinned(dir: string, bin: string): string {
 
 /** Starts the Rust mock Anthropic server (crates/testkit, bin mock-anthropic). */
 export async function startMockAnthropic(): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(path.join(REPO, "target", "debug", "mock-anthropic"), [], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(path.join(TARGET, "debug", "mock-anthropic"), [], { stdio: ["ignore", "pipe", "pipe"] });
   const log = track(child);
   const info = await firstJsonLine(child, "mock-anthropic").catch((e) => {
     throw new Error(`${(e as Error).message}\n${log()}`);
@@ -270,7 +272,7 @@ export async function startMockAnthropic(): Promise<{ url: string; stop(): Promi
 
 /** Starts the Rust mock OpenAI Responses server (crates/testkit, bin mock-openai). */
 export async function startMockOpenAi(): Promise<{ url: string; config: string; keyEnv: string; stop(): Promise<void> }> {
-  const child = spawn(path.join(REPO, "target", "debug", "mock-openai"), [], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(path.join(TARGET, "debug", "mock-openai"), [], { stdio: ["ignore", "pipe", "pipe"] });
   const log = track(child);
   const info = await firstJsonLine(child, "mock-openai").catch((e) => {
     throw new Error(`${(e as Error).message}\n${log()}`);
@@ -308,7 +310,7 @@ export async function startMockGitHub(dir: string): Promise<{
   created(): CreatedPullRequest[];
   stop(): Promise<void>;
 }> {
-  const child = spawn(path.join(REPO, "target", "debug", "mock-github"), ["--dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(path.join(TARGET, "debug", "mock-github"), ["--dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
   const log = track(child);
   let out = "";
   child.stdout?.on("data", (d: Buffer) => {
