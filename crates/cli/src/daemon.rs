@@ -54,6 +54,15 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
     Ok(Client::local(daemon, options).await?)
 }
 
+/// [`connect_as`] for a client that follows sessions and wants every `sessionChanged` push.
+pub async fn connect_following(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new(prefix, name);
+    options.reply_within = std::time::Duration::from_secs(60);
+    options.session_changes = true;
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
+    Ok(Client::local(daemon, options).await?)
+}
+
 fn whoami() -> String {
     std::env::var("USER").unwrap_or_else(|_| "user".into())
 }

@@ -22,6 +22,7 @@
 //! - `commands`, `attach`, `approvals`, `review`, `pull_request`, `disk`: `nucleic session …`,
 //!   `import` and `gc`.
 //! - `rules`: `nucleic rules list|add|rm`, on the rule files directly.
+//! - `nucleic tui`: the terminal cockpit (`nucleic-tui`), two clients of the daemon.
 //! - `chat`: `nucleic chat`, the Telegram bridge (`nucleic-chat`) in the foreground, and
 //!   `chat pair|list|unpair`.
 //! - `service`: `nucleic service install|uninstall|status`, the daemon as a systemd user unit.
@@ -210,6 +211,13 @@ enum Commands {
     /// Serve this home's host as an MCP server on stdin/stdout (observe-only tools: projects
     /// and sessions; docs/mcp.md), for Claude Code's `claude mcp add` or Codex's config.toml.
     Mcp {
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
+    /// The terminal cockpit: every session, the inbox of approvals (single keys: a allow, d
+    /// deny, A always), a session's transcript and a composer; `?` lists the keys
+    /// (docs/tui.md). Starts the daemon if none runs.
+    Tui {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
@@ -405,6 +413,10 @@ fn main() -> ExitCode {
             Some(home) => block_on(mcp(&home)),
             None => no_home(),
         },
+        Commands::Tui { home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(tui(&home)),
+            None => no_home(),
+        },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(disk::gc(&home, apply)),
             None => no_home(),
@@ -416,6 +428,15 @@ fn main() -> ExitCode {
 async fn mcp(home: &std::path::Path) -> anyhow::Result<ExitCode> {
     let client = daemon::connect_as(home, "mcp", "MCP server").await?;
     nucleic_mcp::serve_stdio(client).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `nucleic tui`: the terminal cockpit, a client of the home's daemon (two connections: one
+/// follows events, one makes requests, so the screen never waits on a reply).
+async fn tui(home: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let requests = daemon::connect_as(home, "tui", "terminal cockpit").await?;
+    let events = daemon::connect_following(home, "tui-events", "terminal cockpit").await?;
+    nucleic_tui::run(requests, events).await?;
     Ok(ExitCode::SUCCESS)
 }
 

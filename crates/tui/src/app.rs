@@ -1,0 +1,570 @@
+//! The cockpit's state, fed by what the host says (summaries, events, replies) and changed by
+//! keys (`keys`): pure, no I/O. What it wants done goes out as [`Command`]s for the client
+//! loop; what comes back arrives as [`Reply`]s.
+
+use std::collections::{HashMap, HashSet};
+
+use nucleic_protocol::{
+    ApprovalRequested, Decision, Event, EventKind, HostMessage, ProjectSummary, Risk,
+    SessionStatus, SessionSummary, Timestamp,
+};
+
+use crate::transcript::{Pending, Tone, Transcript, decision_words};
+
+/// Which screen is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    Sessions,
+    Inbox,
+    /// One session's transcript.
+    Session(String),
+}
+
+/// One approval, by where it lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub session_id: String,
+    pub request_id: String,
+}
+
+/// A question the cockpit is asking the person (keys go to it first).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// "Why not?": the deny reason being typed.
+    DenyReason { target: Target, text: String },
+    /// A critical request: the allowing decision waits for a second key.
+    ConfirmCritical { target: Target, decision: Decision },
+    /// The follow-up being typed in the open session.
+    Composer { text: String },
+    /// "Stop this agent?"
+    ConfirmStop { session_id: String },
+}
+
+/// What the client loop is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// List projects and sessions again.
+    Refresh,
+    /// Follow a session's events (from the first one not folded yet).
+    Follow {
+        session_id: String,
+        from_seq: u64,
+    },
+    Decide {
+        target: Target,
+        decision: Decision,
+        confirmed: bool,
+    },
+    Send {
+        session_id: String,
+        text: String,
+    },
+    Interrupt {
+        session_id: String,
+    },
+    Stop {
+        session_id: String,
+    },
+}
+
+/// What came back of a [`Command`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Projects(Vec<ProjectSummary>),
+    Sessions(Vec<SessionSummary>),
+    /// A decision was recorded (`Ok`) or refused (`Err`: the host's words; for an approval
+    /// answered first elsewhere they name who).
+    Decided {
+        target: Target,
+        result: Result<String, String>,
+    },
+    /// Anything else done (`what` names it) or refused.
+    Done {
+        what: String,
+        result: Result<(), String>,
+    },
+}
+
+/// The link to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    Online,
+    /// Lost; what the client said. Everything shown is as of then.
+    Lost(String),
+}
+
+/// Where the transcript view stands: which row is selected (none: following the end) and
+/// which row is pinned to the top or bottom of the screen. Only rows on screen are laid out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct View {
+    pub selected: Option<usize>,
+    pub anchor: Anchor,
+    /// First and last row index drawn by the last frame (set by `render`).
+    pub shown: (usize, usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Anchor {
+    /// The end of the transcript at the bottom of the screen.
+    #[default]
+    Follow,
+    /// This row at the top of the screen.
+    Top(usize),
+    /// This row at the bottom of the screen.
+    Bottom(usize),
+}
+
+/// One line of the inbox: an approval waiting, with its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxItem {
+    pub target: Target,
+    /// The session's working directory (paths are shown relative to it).
+    pub cwd: Option<String>,
+    pub title: String,
+    pub project: Option<String>,
+    pub request: ApprovalRequested,
+    pub at: Timestamp,
+}
+
+/// The whole cockpit.
+#[derive(Debug, Default)]
+pub struct App {
+    pub projects: Vec<ProjectSummary>,
+    pub sessions: HashMap<String, SessionSummary>,
+    pub transcripts: HashMap<String, Transcript>,
+    followed: HashSet<String>,
+    pub screen: Option<Screen>,
+    /// The list screen the session view goes back to.
+    back_to: Option<Screen>,
+    pub help: bool,
+    pub list_selected: usize,
+    pub inbox_selected: usize,
+    pub view: View,
+    pub prompt: Option<Prompt>,
+    /// One line for the status bar: what just happened.
+    pub flash: Option<(String, Tone)>,
+    pub link: Option<Link>,
+    /// Unix milliseconds "now", for "5 min ago" (set by the loop each frame; fixed in tests).
+    pub now_ms: i64,
+    /// Answers this cockpit sent (and the host did not refuse): their resolution is ours, not
+    /// "answered elsewhere", whichever of the reply and the event comes first.
+    answered_here: HashSet<Target>,
+    pub quit: bool,
+    commands: Vec<Command>,
+}
+
+const RISK_NONE: u8 = 0;
+
+fn risk_rank(risk: Option<Risk>) -> u8 {
+    match risk {
+        None => RISK_NONE,
+        Some(Risk::Low) => 1,
+        Some(Risk::Medium) => 2,
+        Some(Risk::High) => 3,
+        Some(Risk::Critical) => 4,
+    }
+}
+
+impl App {
+    pub fn new(now_ms: i64) -> App {
+        App { now_ms, link: Some(Link::Online), ..App::default() }
+    }
+
+    pub fn screen(&self) -> Screen {
+        self.screen.clone().unwrap_or(Screen::Sessions)
+    }
+
+    /// What the client loop should do now (drained).
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.commands)
+    }
+
+    pub(crate) fn command(&mut self, command: Command) {
+        self.commands.push(command);
+    }
+
+    pub(crate) fn say(&mut self, text: impl Into<String>, tone: Tone) {
+        self.flash = Some((text.into(), tone));
+    }
+
+    /// Every session of every project, most recently active first (archived ones are not
+    /// listed by the host unless asked).
+    pub fn session_list(&self) -> Vec<&SessionSummary> {
+        let mut list: Vec<&SessionSummary> = self.sessions.values().collect();
+        list.sort_by(|a, b| {
+            b.updated_at.cmp(&a.updated_at).then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        list
+    }
+
+    pub fn project_name(&self, project_id: Option<&str>) -> Option<String> {
+        let id = project_id?;
+        self.projects.iter().find(|p| p.project_id == id).map(|p| p.name.clone())
+    }
+
+    /// Every approval waiting, highest risk first, then the longest waiting first.
+    pub fn inbox(&self) -> Vec<InboxItem> {
+        let mut items = Vec::new();
+        for (session_id, transcript) in &self.transcripts {
+            let summary = self.sessions.get(session_id);
+            if summary.is_some_and(|s| s.read_only) {
+                continue;
+            }
+            for Pending { request, at, .. } in transcript.pending() {
+                let target = Target {
+                    session_id: session_id.clone(),
+                    request_id: request.request_id.clone(),
+                };
+                items.push(InboxItem {
+                    target,
+                    cwd: transcript.cwd().map(str::to_owned),
+                    title: summary.map_or_else(|| session_id.clone(), |s| s.title.clone()),
+                    project: self.project_name(summary.and_then(|s| s.project_id.as_deref())),
+                    request: request.clone(),
+                    at: *at,
+                });
+            }
+        }
+        items.sort_by(|a, b| {
+            risk_rank(b.request.risk)
+                .cmp(&risk_rank(a.request.risk))
+                .then_with(|| a.at.unix_millis().cmp(&b.at.unix_millis()))
+                .then_with(|| a.target.request_id.cmp(&b.target.request_id))
+        });
+        items
+    }
+
+    /// The oldest approval waiting in `session_id`.
+    pub fn first_pending(&self, session_id: &str) -> Option<Pending> {
+        self.transcripts.get(session_id)?.pending().first().cloned()
+    }
+
+    pub fn pending_request(&self, target: &Target) -> Option<ApprovalRequested> {
+        let transcript = self.transcripts.get(&target.session_id)?;
+        let pending =
+            transcript.pending().iter().find(|p| p.request.request_id == target.request_id);
+        pending.map(|p| p.request.clone())
+    }
+
+    /// Opens `session_id`'s transcript (following its end).
+    pub fn open(&mut self, session_id: &str) {
+        let screen = self.screen();
+        if !matches!(screen, Screen::Session(_)) {
+            self.back_to = Some(screen);
+        }
+        self.screen = Some(Screen::Session(session_id.to_owned()));
+        self.view = View::default();
+        self.follow(session_id);
+    }
+
+    /// Back from a session to the list it was opened from.
+    pub fn back(&mut self) {
+        self.screen = Some(self.back_to.take().unwrap_or(Screen::Sessions));
+    }
+
+    fn follow(&mut self, session_id: &str) {
+        if self.followed.insert(session_id.to_owned()) {
+            let from_seq = self.transcripts.get(session_id).map_or(0, Transcript::last_seq) + 1;
+            self.command(Command::Follow { session_id: session_id.to_owned(), from_seq });
+        }
+    }
+
+    /// Follows every session with something to answer (for the inbox).
+    fn follow_waiting(&mut self) {
+        let waiting: Vec<String> = self
+            .sessions
+            .values()
+            .filter(|s| {
+                !s.read_only
+                    && (s.pending_approvals > 0 || s.status == SessionStatus::AwaitingApproval)
+            })
+            .map(|s| s.session_id.clone())
+            .collect();
+        for id in waiting {
+            self.follow(&id);
+        }
+    }
+
+    /// What the host pushed.
+    pub fn on_host(&mut self, message: HostMessage) {
+        match message {
+            HostMessage::Event { event } => self.on_event(&event),
+            HostMessage::Events { events, .. } => {
+                for event in &events {
+                    self.on_event(event);
+                }
+            }
+            HostMessage::SessionChanged { session } => {
+                if session.archived {
+                    self.sessions.remove(&session.session_id);
+                } else {
+                    self.sessions.insert(session.session_id.clone(), session);
+                }
+                self.follow_waiting();
+                self.clamp();
+            }
+            HostMessage::Welcome { .. }
+            | HostMessage::Ack { .. }
+            | HostMessage::Projects { .. }
+            | HostMessage::Sessions { .. }
+            | HostMessage::GitFacts { .. }
+            | HostMessage::Files { .. }
+            | HostMessage::Branches { .. }
+            | HostMessage::Devices { .. }
+            | HostMessage::Push { .. }
+            | HostMessage::FileContent { .. }
+            | HostMessage::Error { .. }
+            | HostMessage::Unsupported { .. } => {}
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        if let EventKind::ApprovalResolved(r) = &event.kind {
+            let target =
+                Target { session_id: event.session_id.clone(), request_id: r.request_id.clone() };
+            let ours = self.answered_here.contains(&target);
+            let asking = match &self.prompt {
+                Some(
+                    Prompt::DenyReason { target: t, .. }
+                    | Prompt::ConfirmCritical { target: t, .. },
+                ) => *t == target,
+                _ => false,
+            };
+            if asking {
+                self.prompt = None;
+            }
+            if !ours && (asking || self.was_shown(&target)) {
+                let how = decision_words(r.decision);
+                let by = crate::sanitize::line(&r.by);
+                self.say(format!("Answered elsewhere: {how} by {by}"), Tone::Warn);
+            }
+        }
+        self.transcripts.entry(event.session_id.clone()).or_default().fold(event);
+        self.clamp();
+    }
+
+    /// Whether `target` is the approval under the person's eyes (the inbox's selected line,
+    /// or the open session's first pending one).
+    fn was_shown(&self, target: &Target) -> bool {
+        match self.screen() {
+            Screen::Inbox => {
+                self.inbox().get(self.inbox_selected).is_some_and(|i| i.target == *target)
+            }
+            Screen::Session(id) => {
+                id == target.session_id
+                    && self
+                        .first_pending(&id)
+                        .is_some_and(|p| p.request.request_id == target.request_id)
+            }
+            Screen::Sessions => false,
+        }
+    }
+
+    /// What came back of a command.
+    pub fn on_reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::Projects(projects) => self.projects = projects,
+            Reply::Sessions(sessions) => {
+                self.sessions = sessions
+                    .into_iter()
+                    .filter(|s| !s.archived)
+                    .map(|s| (s.session_id.clone(), s))
+                    .collect();
+                self.follow_waiting();
+            }
+            Reply::Decided { target, result } => match result {
+                Ok(said) => self.say(said, Tone::Ok),
+                Err(why) => {
+                    self.answered_here.remove(&target);
+                    self.say(why, Tone::Warn);
+                }
+            },
+            Reply::Done { what, result } => match result {
+                Ok(()) => self.say(what, Tone::Ok),
+                Err(why) => self.say(format!("{what}: {why}"), Tone::Warn),
+            },
+        }
+        self.clamp();
+    }
+
+    /// The link went down or came back (`None`: back).
+    pub fn on_link(&mut self, lost: Option<String>) {
+        match lost {
+            Some(why) => self.link = Some(Link::Lost(why)),
+            None => {
+                if matches!(self.link, Some(Link::Lost(_))) {
+                    self.say("Reconnected", Tone::Ok);
+                }
+                self.link = Some(Link::Online);
+                self.command(Command::Refresh);
+            }
+        }
+    }
+
+    pub fn online(&self) -> bool {
+        !matches!(self.link, Some(Link::Lost(_)))
+    }
+
+    /// Sends `decision` about `target`; an allowing answer to a critical request waits for a
+    /// second key first. Offline, nothing is queued (an answer given blind is never sent later).
+    pub fn decide(&mut self, target: Target, decision: Decision) {
+        let Some(request) = self.pending_request(&target) else {
+            self.say("That approval is no longer pending", Tone::Warn);
+            return;
+        };
+        if !self.online() {
+            self.say(
+                "Offline: approval answers are never queued or sent later; answer again once the host is back",
+                Tone::Warn,
+            );
+            return;
+        }
+        let allows = matches!(
+            decision,
+            Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
+        );
+        let critical = request.risk == Some(Risk::Critical);
+        if critical && allows {
+            let confirming = matches!(&self.prompt, Some(Prompt::ConfirmCritical { target: t, .. }) if *t == target);
+            if !confirming {
+                self.prompt = Some(Prompt::ConfirmCritical { target, decision });
+                return;
+            }
+        }
+        self.prompt = None;
+        self.answered_here.insert(target.clone());
+        self.command(Command::Decide { target, decision, confirmed: critical && allows });
+    }
+
+    /// Keeps selections inside their lists.
+    pub fn clamp(&mut self) {
+        let sessions = self.sessions.len();
+        self.list_selected = self.list_selected.min(sessions.saturating_sub(1));
+        let inbox = self.inbox().len();
+        self.inbox_selected = self.inbox_selected.min(inbox.saturating_sub(1));
+    }
+
+    /// The open session's transcript, if a session is open.
+    pub fn open_transcript(&self) -> Option<(&str, Option<&Transcript>)> {
+        match &self.screen {
+            Some(Screen::Session(id)) => Some((id.as_str(), self.transcripts.get(id))),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nucleic_protocol::{ApprovalResolved, Backend, DecisionKind};
+    use serde_json::json;
+
+    use super::*;
+
+    fn ask(id: &str, risk: Option<Risk>) -> ApprovalRequested {
+        ApprovalRequested {
+            request_id: id.into(),
+            tool_call_id: None,
+            tool_name: "Bash".into(),
+            input: json!({"command": format!("run {id}")}),
+            description: None,
+            blocked_path: None,
+            risk,
+            risk_reasons: vec![],
+        }
+    }
+
+    fn event(session: &str, seq: u64, at: i64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            at: Timestamp::from_unix_millis(at),
+            session_id: session.into(),
+            backend: Backend::Simulated,
+            native_type: None,
+            kind,
+            origin: None,
+        }
+    }
+
+    fn with_requests() -> App {
+        let mut app = App::new(0);
+        let asks = [
+            ("a", 1, 100, ask("low-old", Some(Risk::Low))),
+            ("a", 2, 300, ask("crit", Some(Risk::Critical))),
+            ("b", 1, 50, ask("none", None)),
+            ("b", 2, 200, ask("high-new", Some(Risk::High))),
+            ("b", 3, 150, ask("high-old", Some(Risk::High))),
+        ];
+        for (s, seq, at, a) in asks {
+            app.on_host(HostMessage::Event {
+                event: event(s, seq, at, EventKind::ApprovalRequested(a)),
+            });
+        }
+        app
+    }
+
+    #[test]
+    fn the_inbox_is_by_risk_then_longest_waiting() {
+        let app = with_requests();
+        let order: Vec<String> = app.inbox().into_iter().map(|i| i.target.request_id).collect();
+        assert_eq!(order, ["crit", "high-old", "high-new", "low-old", "none"]);
+    }
+
+    #[test]
+    fn a_critical_allow_needs_a_second_key_and_a_deny_does_not() {
+        let mut app = with_requests();
+        let target = Target { session_id: "a".into(), request_id: "crit".into() };
+        app.decide(target.clone(), Decision::Allow);
+        assert!(app.take_commands().is_empty(), "nothing sent on the first key");
+        assert!(matches!(app.prompt, Some(Prompt::ConfirmCritical { .. })));
+        app.decide(target.clone(), Decision::Allow);
+        assert_eq!(
+            app.take_commands(),
+            [Command::Decide { target, decision: Decision::Allow, confirmed: true }]
+        );
+        let deny = Decision::Deny { message: "no".into() };
+        let low = Target { session_id: "a".into(), request_id: "low-old".into() };
+        app.decide(low.clone(), deny.clone());
+        assert_eq!(
+            app.take_commands(),
+            [Command::Decide { target: low, decision: deny, confirmed: false }]
+        );
+    }
+
+    #[test]
+    fn an_approval_answered_elsewhere_leaves_the_inbox_and_says_who() {
+        let mut app = with_requests();
+        app.screen = Some(Screen::Inbox);
+        let target = Target { session_id: "a".into(), request_id: "crit".into() };
+        app.decide(target, Decision::Allow); // the critical question is open
+        let resolved = ApprovalResolved {
+            request_id: "crit".into(),
+            decision: DecisionKind::Deny,
+            by: "phone".into(),
+            updated_input: None,
+            message: Some("no".into()),
+            mode: None,
+        };
+        app.on_host(HostMessage::Event {
+            event: event("a", 3, 400, EventKind::ApprovalResolved(resolved)),
+        });
+        assert!(app.prompt.is_none(), "the question about it closes");
+        assert_eq!(app.inbox().len(), 4);
+        assert_eq!(app.flash.as_ref().unwrap().0, "Answered elsewhere: Denied by phone");
+        let target = Target { session_id: "a".into(), request_id: "crit".into() };
+        app.decide(target, Decision::Allow);
+        assert!(app.take_commands().is_empty());
+        assert_eq!(app.flash.as_ref().unwrap().0, "That approval is no longer pending");
+    }
+
+    #[test]
+    fn offline_answers_are_refused_not_queued() {
+        let mut app = with_requests();
+        app.on_link(Some("connection lost".into()));
+        let target = Target { session_id: "b".into(), request_id: "none".into() };
+        app.decide(target, Decision::Allow);
+        assert!(app.take_commands().is_empty());
+        assert!(app.flash.as_ref().unwrap().0.starts_with("Offline"));
+        app.on_link(None);
+        assert_eq!(app.take_commands(), [Command::Refresh]);
+    }
+}
