@@ -272,13 +272,21 @@ pub fn screenful(
             }
             i -= 1;
         }
-        let laid_out = taken.len();
+        let mut laid_out = taken.len();
         let mut lines: Vec<Line<'static>> = taken.into_iter().rev().flatten().collect();
         let first = from.min(last) + 1 - laid_out;
         // The top row may be cut: its last lines show.
         let extra = lines.len().saturating_sub(height);
         lines.drain(..extra);
-        Screenful { lines, shown: (first, from.min(last)), laid_out }
+        // Everything up to `from` fits: the rows after it fill the rest.
+        let mut end = from.min(last);
+        while lines.len() < height && end < last {
+            end += 1;
+            lines.extend(row_lines(&rows[end], width, is_selected(end)));
+            laid_out += 1;
+        }
+        lines.truncate(height);
+        Screenful { lines, shown: (first, end), laid_out }
     };
     match anchor {
         Anchor::Follow => up(last),
@@ -335,6 +343,12 @@ mod tests {
         assert_eq!(s.shown, (99_980, 99_999), "the end shows a full screen");
         let s = screenful(&rows[..3], Anchor::Follow, None, 80, 20);
         assert_eq!((s.lines.len(), s.shown), (3, (0, 2)));
+        let s = screenful(&rows[..30], Anchor::Bottom(5), None, 80, 20);
+        assert_eq!(
+            (s.lines.len(), s.shown),
+            (20, (0, 19)),
+            "rows after the anchor fill the screen"
+        );
     }
 
     #[test]

@@ -143,36 +143,47 @@ fn draw_sessions(frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Paragraph::new(text).style(dim()).wrap(Wrap { trim: true }), area);
         return;
     }
-    let rows: Vec<Row> = list.iter().map(|s| session_row(app, s)).collect();
-    let widths = [
-        Constraint::Length(15),
-        Constraint::Length(12),
-        Constraint::Fill(1),
-        Constraint::Length(10),
-        Constraint::Length(7),
-        Constraint::Length(11),
-    ];
-    let header =
-        Row::new(["status", "project", "session", "approvals", "cost", "active"]).style(dim());
+    // Narrow: the status and the title only.
+    let wide = area.width >= 60;
+    let rows: Vec<Row> = list.iter().map(|s| session_row(app, s, wide)).collect();
+    let (widths, header) = if wide {
+        let widths = vec![
+            Constraint::Length(15),
+            Constraint::Length(12),
+            Constraint::Fill(1),
+            Constraint::Length(10),
+            Constraint::Length(7),
+            Constraint::Length(11),
+        ];
+        (widths, vec!["status", "project", "session", "approvals", "cost", "active"])
+    } else {
+        let status = (area.width / 3).min(15);
+        (vec![Constraint::Length(status), Constraint::Fill(1)], vec!["status", "session"])
+    };
     let table = Table::new(rows, widths)
-        .header(header)
+        .header(Row::new(header).style(dim()))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
     let mut state = TableState::default().with_selected(Some(app.list_selected));
     frame.render_stateful_widget(table, area, &mut state);
 }
 
-fn session_row<'a>(app: &App, s: &SessionSummary) -> Row<'a> {
-    let status = Span::styled(status_word(s.status), status_style(s.status));
+fn session_row<'a>(app: &App, s: &SessionSummary, wide: bool) -> Row<'a> {
+    let status = Line::from(Span::styled(status_word(s.status), status_style(s.status)));
+    let title = Line::from(clean(&s.title));
+    if !wide {
+        return Row::new(vec![status, title]);
+    }
     let project = app.project_name(s.project_id.as_deref()).map(|p| clean(&p)).unwrap_or_default();
     let pending = if s.pending_approvals > 0 {
-        Span::styled(format!("{} pending", s.pending_approvals), Style::default().fg(Color::Yellow))
+        let text = format!("{} pending", s.pending_approvals);
+        Span::styled(text, Style::default().fg(Color::Yellow))
     } else {
         Span::raw("")
     };
     Row::new(vec![
-        Line::from(status),
+        status,
         Line::from(project),
-        Line::from(clean(&s.title)),
+        title,
         Line::from(pending),
         Line::from(cost(s.cost_usd)),
         Line::from(Span::styled(ago(s.updated_at, app.now_ms), dim())),
