@@ -52,4 +52,5 @@ mod soak_config;
 mod soak_ledger;
 mod soak_procs;
 mod support;
+mod tui_tmux;
 mod web_signin;
