@@ -423,6 +423,14 @@ impl App {
             decision,
             Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
         );
+        if allows && matches!(request.tool_name.as_str(), "AskUserQuestion" | "ExitPlanMode") {
+            // Answering a question or approving a plan takes more than a key (answers, a mode).
+            self.say(
+                "Questions and plans are answered in the cockpit or with `nucleic session answer|approve --mode`; d denies with feedback",
+                Tone::Warn,
+            );
+            return;
+        }
         let critical = request.risk == Some(Risk::Critical);
         if critical && allows {
             let confirming = matches!(&self.prompt, Some(Prompt::ConfirmCritical { target: t, .. }) if *t == target);
@@ -554,6 +562,20 @@ mod tests {
         app.decide(target, Decision::Allow);
         assert!(app.take_commands().is_empty());
         assert_eq!(app.flash.as_ref().unwrap().0, "That approval is no longer pending");
+    }
+
+    #[test]
+    fn questions_and_plans_are_not_allowed_with_a_key() {
+        let mut app = App::new(0);
+        let mut question = ask("q1", None);
+        question.tool_name = "AskUserQuestion".into();
+        let asked = EventKind::ApprovalRequested(question);
+        app.on_host(HostMessage::Event { event: event("a", 1, 1, asked) });
+        let target = Target { session_id: "a".into(), request_id: "q1".into() };
+        app.decide(target.clone(), Decision::Allow);
+        assert!(app.take_commands().is_empty());
+        app.decide(target, Decision::Deny { message: "later".into() });
+        assert_eq!(app.take_commands().len(), 1, "a deny with feedback still goes");
     }
 
     #[test]
