@@ -5,10 +5,11 @@
 use std::collections::{HashMap, HashSet};
 
 use nucleic_protocol::{
-    ApprovalRequested, Decision, Event, EventKind, HostMessage, ProjectSummary, Risk,
+    ApprovalRequested, Decision, Event, EventKind, GitFacts, HostMessage, ProjectSummary, Risk,
     SessionStatus, SessionSummary, Timestamp,
 };
 
+use crate::diff::Diff;
 use crate::transcript::{Pending, Tone, Transcript, decision_words};
 
 /// Which screen is shown.
@@ -18,6 +19,8 @@ pub enum Screen {
     Inbox,
     /// One session's transcript.
     Session(String),
+    /// One session's diff against its base.
+    Diff(String),
 }
 
 /// One approval, by where it lives.
@@ -65,6 +68,10 @@ pub enum Command {
     Stop {
         session_id: String,
     },
+    /// The session's diff, with the patch.
+    Diff {
+        session_id: String,
+    },
 }
 
 /// What came back of a [`Command`].
@@ -82,6 +89,11 @@ pub enum Reply {
     Done {
         what: String,
         result: Result<(), String>,
+    },
+    /// A session's diff, or why there is none.
+    Diff {
+        session_id: String,
+        result: Result<Box<GitFacts>, String>,
     },
 }
 
@@ -140,6 +152,10 @@ pub struct App {
     pub list_selected: usize,
     pub inbox_selected: usize,
     pub view: View,
+    /// The diff shown (none while it loads).
+    pub diff: Option<Diff>,
+    /// Lines of the diff on screen (set by `render`, for paging).
+    pub diff_height: usize,
     pub prompt: Option<Prompt>,
     /// One line for the status bar: what just happened.
     pub flash: Option<(String, Tone)>,
@@ -257,6 +273,15 @@ impl App {
         self.follow(session_id);
     }
 
+    /// Shows `session_id`'s diff (asked of the host again).
+    pub fn show_diff(&mut self, session_id: &str) {
+        self.screen = Some(Screen::Diff(session_id.to_owned()));
+        if self.diff.as_ref().is_some_and(|d| d.session_id != session_id) {
+            self.diff = None;
+        }
+        self.command(Command::Diff { session_id: session_id.to_owned() });
+    }
+
     /// Back from a session to the list it was opened from.
     pub fn back(&mut self) {
         self.screen = Some(self.back_to.take().unwrap_or(Screen::Sessions));
@@ -356,7 +381,7 @@ impl App {
                         .first_pending(&id)
                         .is_some_and(|p| p.request.request_id == target.request_id)
             }
-            Screen::Sessions => false,
+            Screen::Sessions | Screen::Diff(_) => false,
         }
     }
 
@@ -382,6 +407,19 @@ impl App {
             Reply::Done { what, result } => match result {
                 Ok(()) => self.say(what, Tone::Ok),
                 Err(why) => self.say(format!("{what}: {why}"), Tone::Warn),
+            },
+            Reply::Diff { session_id, result } => match result {
+                Ok(facts) => {
+                    let top = self
+                        .diff
+                        .as_ref()
+                        .filter(|d| d.session_id == session_id)
+                        .map_or(0, |d| d.top);
+                    let mut diff = Diff::of(&session_id, &facts);
+                    diff.top = top.min(diff.lines.len().saturating_sub(1));
+                    self.diff = Some(diff);
+                }
+                Err(why) => self.say(format!("The diff: {why}"), Tone::Warn),
             },
         }
         self.clamp();

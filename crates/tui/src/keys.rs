@@ -39,6 +39,7 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
             ("PgUp PgDn g G", "Page, top, follow the end"),
             ("m", "Message the agent… (Enter sends)"),
             ("x", "Interrupt"),
+            ("D", "Diff (j k PgUp PgDn scroll, r reload, Esc back)"),
             ("S", "Stop (asks first)"),
             ("Esc", "Back to the list"),
         ],
@@ -71,17 +72,21 @@ pub fn handle(app: &mut App, key: KeyEvent) {
         KeyCode::Tab => {
             app.screen = Some(match app.screen() {
                 Screen::Sessions => Screen::Inbox,
-                Screen::Inbox | Screen::Session(_) => Screen::Sessions,
+                Screen::Inbox | Screen::Session(_) | Screen::Diff(_) => Screen::Sessions,
             });
         }
         KeyCode::Char('r') => {
             app.command(Command::Refresh);
+            if let Screen::Diff(id) = app.screen() {
+                app.show_diff(&id);
+            }
             app.say("Refreshing…", Tone::Info);
         }
         _ => match app.screen() {
             Screen::Sessions => sessions_key(app, key),
             Screen::Inbox => inbox_key(app, key),
             Screen::Session(id) => session_key(app, &id, key),
+            Screen::Diff(id) => diff_key(app, &id, key),
         },
     }
 }
@@ -171,6 +176,7 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
         KeyCode::Char('x') => {
             app.command(Command::Interrupt { session_id: session_id.to_owned() });
         }
+        KeyCode::Char('D') => app.show_diff(session_id),
         KeyCode::Char('S') => {
             app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
         }
@@ -182,6 +188,29 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
             }
             None => app.say("Nothing waits for you in this session", Tone::Info),
         },
+        _ => {}
+    }
+}
+
+fn diff_key(app: &mut App, session_id: &str, key: KeyEvent) {
+    let height = app.diff_height.max(1);
+    let page = isize::try_from(height).unwrap_or(isize::MAX);
+    let Some(diff) = app.diff.as_mut() else {
+        if matches!(key.code, KeyCode::Esc | KeyCode::Backspace) {
+            app.screen = Some(Screen::Session(session_id.to_owned()));
+        }
+        return;
+    };
+    match key.code {
+        KeyCode::Esc | KeyCode::Backspace => {
+            app.screen = Some(Screen::Session(session_id.to_owned()))
+        }
+        KeyCode::Char('j') | KeyCode::Down => diff.scroll(1, height),
+        KeyCode::Char('k') | KeyCode::Up => diff.scroll(-1, height),
+        KeyCode::PageDown | KeyCode::Char(' ') => diff.scroll(page, height),
+        KeyCode::PageUp => diff.scroll(-page, height),
+        KeyCode::Char('g') | KeyCode::Home => diff.top = 0,
+        KeyCode::Char('G') | KeyCode::End => diff.scroll(isize::MAX / 2, height),
         _ => {}
     }
 }

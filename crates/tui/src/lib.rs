@@ -5,6 +5,7 @@
 //! - `app`: the state, fed by protocol messages and keys, pure (unit-tested).
 //! - `transcript`: one session's events folded into rows (streamed text merged, tool calls
 //!   with their results, approvals with who answered).
+//! - `diff`: a session's diff (files, counts, the patch) as lines.
 //! - `sanitize`: agent text made safe for a terminal (no escape sequence reaches it).
 //! - `layout`: rows wrapped and laid out for one screenful only.
 //! - `render`: the screens drawn with ratatui.
@@ -12,6 +13,7 @@
 //! - `run`: the terminal, the key reader, the events and requests tasks, the loop.
 
 pub mod app;
+pub mod diff;
 pub mod keys;
 pub mod layout;
 pub mod render;

@@ -13,6 +13,7 @@ use ratatui::widgets::{
 use nucleic_protocol::{SessionStatus, SessionSummary};
 
 use crate::app::{App, InboxItem, Link, Prompt, Screen};
+use crate::diff::DiffLine;
 use crate::keys::HELP;
 use crate::layout::{cut, risk_word, screenful};
 use crate::sanitize::line as clean;
@@ -95,6 +96,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Screen::Sessions => draw_sessions(frame, app, body),
         Screen::Inbox => draw_inbox(frame, app, body),
         Screen::Session(id) => draw_session(frame, app, &id, body),
+        Screen::Diff(_) => draw_diff(frame, app, body),
     }
     draw_prompt(frame, app, prompt);
     draw_status(frame, app, status);
@@ -121,9 +123,10 @@ fn draw_tabs(frame: &mut Frame, app: &App, area: Rect) {
         tab(format!("1 Sessions {}", app.sessions.len()), screen == Screen::Sessions),
         tab(format!("2 Inbox {waiting}"), screen == Screen::Inbox),
     ];
-    if let Screen::Session(id) = &screen {
+    if let Screen::Session(id) | Screen::Diff(id) = &screen {
         let title = app.sessions.get(id).map_or_else(|| id.clone(), |s| clean(&s.title));
-        spans.push(tab(cut(&title, 30), true));
+        let diff = if matches!(screen, Screen::Diff(_)) { " · Diff" } else { "" };
+        spans.push(tab(format!("{}{diff}", cut(&title, 30)), true));
     }
     let link = match &app.link {
         Some(Link::Lost(why)) => Span::styled(
@@ -306,6 +309,33 @@ fn draw_session(frame: &mut Frame, app: &mut App, session_id: &str, area: Rect) 
     }
 }
 
+fn draw_diff(frame: &mut Frame, app: &mut App, area: Rect) {
+    app.diff_height = usize::from(area.height);
+    let Some(diff) = &app.diff else {
+        frame.render_widget(Paragraph::new("Loading the diff…").style(dim()), area);
+        return;
+    };
+    let width = usize::from(area.width);
+    let lines: Vec<Line> = diff
+        .lines
+        .iter()
+        .skip(diff.top)
+        .take(usize::from(area.height))
+        .map(|(kind, text)| {
+            let style = match kind {
+                DiffLine::File => Style::default().add_modifier(Modifier::BOLD),
+                DiffLine::Hunk => Style::default().fg(Color::Cyan),
+                DiffLine::Added => Style::default().fg(Color::Green),
+                DiffLine::Removed => Style::default().fg(Color::Red),
+                DiffLine::Context => Style::default(),
+                DiffLine::Summary => dim(),
+            };
+            Line::from(Span::styled(cut(text, width), style))
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
 fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
     let Some(prompt) = &app.prompt else { return };
     let bold = Style::default().add_modifier(Modifier::BOLD);
@@ -352,7 +382,10 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             let hints = match app.screen() {
                 Screen::Sessions => "? keys · Enter Open · Tab Inbox · q Quit",
                 Screen::Inbox => "? keys · a Allow · A Always · d Deny… · Enter Open · q Quit",
-                Screen::Session(_) => "? keys · m Message · x Interrupt · Enter Expand · Esc Back",
+                Screen::Session(_) => {
+                    "? keys · m Message · x Interrupt · D Diff · Enter Expand · Esc Back"
+                }
+                Screen::Diff(_) => "? keys · j k PgUp PgDn Scroll · r Reload · Esc Back",
             };
             Line::from(Span::styled(hints, dim()))
         }

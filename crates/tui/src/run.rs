@@ -239,6 +239,10 @@ async fn request(
             Command::Stop { session_id } => {
                 done("Stopped", client.intent(Intent::Stop { session_id }).await.map(drop))
             }
+            Command::Diff { session_id } => {
+                let result = client.git_facts(&session_id, true, None).await;
+                Reply::Diff { session_id, result: result.map(Box::new).map_err(refusal) }
+            }
             // Follows go to the events task.
             Command::Follow { .. } => continue,
         };

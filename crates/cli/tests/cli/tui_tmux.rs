@@ -1,6 +1,6 @@
 //! `nucleic tui` end to end: the real binary in tmux (`send-keys`, `capture-pane`) against a
 //! real daemon running simulated sessions. The session list, the inbox, allow, deny with a
-//! reason, opening a session, a follow-up and an approval in it, an approval answered first
+//! reason, opening a session, a follow-up and an approval in it, its diff, an approval answered first
 //! by another client, a daemon that dies and comes back (no duplicate rows), hostile escape
 //! sequences in agent output that the terminal never acts on, and quitting. Each step waits,
 //! with a deadline, for the screen to show it and for the host to have recorded it.
@@ -263,6 +263,14 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     let tree = worktree(&home, &allowed).await;
     until_host("the second write", async || tree.join("second.txt").exists()).await;
     tmux.until("the second write done", |s| s.contains("Write second.txt ✓"));
+
+    // Its diff: both files, their lines.
+    tmux.keys(&["D"]);
+    let screen = tmux.until("the diff", |s| s.contains("+yes") && s.contains("+two"));
+    assert!(screen.contains("2 files changed"), "{screen}");
+    assert!(screen.contains("allowed.txt") && screen.contains("second.txt"), "{screen}");
+    tmux.keys(&["BSpace"]);
+    tmux.shows("m Message");
 
     // First responder wins: an approval answered by another client leaves the inbox.
     let (code, _, err) = cli(&home, &["session", "send", &denied, "write third.txt"]).await;

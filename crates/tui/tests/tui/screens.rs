@@ -106,3 +106,32 @@ fn a_20x5_terminal_shows_each_screen_without_panicking() {
     }
     insta::assert_snapshot!(shots.join("\n"));
 }
+
+#[test]
+fn the_diff_of_a_session_at_80x24() {
+    let mut app = app();
+    app.open("s1");
+    press(&mut app, "D");
+    assert_eq!(app.take_commands(), [Command::Diff { session_id: "s1".into() }]);
+    let loading = draw(&mut app, 80, 24);
+    assert!(loading.to_string().contains("Loading the diff"));
+    let patch = format!(
+        "diff --git a/src/auth.rs b/src/auth.rs\nindex 1..2 100644\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -1,3 +1,3 @@\n fn cookie() -> bool {{\n-    racy()\n+    settled() // {}\n }}\n",
+        crate::fixture::HOSTILE
+    );
+    let facts = serde_json::from_value(serde_json::json!({
+        "baseBranch": "main", "baseSHA": "abc", "ahead": 2, "behind": 0, "conflicts": [],
+        "files": [{"path": "src/auth.rs", "status": "modified", "additions": 1, "deletions": 1, "binary": false}],
+        "patch": patch
+    }))
+    .unwrap();
+    app.on_reply(nucleic_tui::app::Reply::Diff {
+        session_id: "s1".into(),
+        result: Ok(Box::new(facts)),
+    });
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+    press(&mut app, "\u{1b}");
+    assert_eq!(app.screen(), Screen::Session("s1".into()));
+}
