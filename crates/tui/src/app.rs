@@ -149,8 +149,15 @@ pub struct App {
     /// The list screen the session view goes back to.
     back_to: Option<Screen>,
     pub help: bool,
+    /// The selected row of the session list, and the session it is (kept across reorders).
     pub list_selected: usize,
+    list_pinned: Option<String>,
+    /// The selected inbox line, and the request it is (kept when others arrive or go).
     pub inbox_selected: usize,
+    inbox_pinned: Option<Target>,
+    /// The approval under the person's eyes was answered elsewhere and another took its place:
+    /// the next answering key is refused once, so nobody answers a request they have not seen.
+    pub selection_moved: bool,
     pub view: View,
     /// The diff shown (none while it loads).
     pub diff: Option<Diff>,
@@ -270,6 +277,7 @@ impl App {
         }
         self.screen = Some(Screen::Session(session_id.to_owned()));
         self.view = View::default();
+        self.selection_moved = false;
         self.follow(session_id);
     }
 
@@ -326,6 +334,7 @@ impl App {
                     self.sessions.insert(session.session_id.clone(), session);
                 }
                 self.follow_waiting();
+                self.clamp_list();
                 self.clamp();
             }
             HostMessage::Welcome { .. }
@@ -344,6 +353,7 @@ impl App {
     }
 
     fn on_event(&mut self, event: &Event) {
+        let mut moved = false;
         if let EventKind::ApprovalResolved(r) = &event.kind {
             let target =
                 Target { session_id: event.session_id.clone(), request_id: r.request_id.clone() };
@@ -359,6 +369,7 @@ impl App {
                 self.prompt = None;
             }
             if !ours && (asking || self.was_shown(&target)) {
+                moved = true;
                 let how = decision_words(r.decision);
                 let by = crate::sanitize::line(&r.by);
                 self.say(format!("Answered elsewhere: {how} by {by}"), Tone::Warn);
@@ -366,6 +377,14 @@ impl App {
         }
         self.transcripts.entry(event.session_id.clone()).or_default().fold(event);
         self.clamp();
+        if moved {
+            // Guarded only when another request now stands where the answered one was.
+            self.selection_moved = match self.screen() {
+                Screen::Inbox => !self.inbox().is_empty(),
+                Screen::Session(id) => self.first_pending(&id).is_some(),
+                Screen::Sessions | Screen::Diff(_) => false,
+            };
+        }
     }
 
     /// Whether `target` is the approval under the person's eyes (the inbox's selected line,
@@ -396,6 +415,7 @@ impl App {
                     .map(|s| (s.session_id.clone(), s))
                     .collect();
                 self.follow_waiting();
+                self.clamp_list();
             }
             Reply::Decided { target, result } => match result {
                 Ok(said) => self.say(said, Tone::Ok),
@@ -482,12 +502,42 @@ impl App {
         self.command(Command::Decide { target, decision, confirmed: critical && allows });
     }
 
-    /// Keeps selections inside their lists.
+    /// Selects row `index` of the session list.
+    pub fn select_session(&mut self, index: usize) {
+        let list = self.session_list();
+        let index = index.min(list.len().saturating_sub(1));
+        self.list_pinned = list.get(index).map(|s| s.session_id.clone());
+        self.list_selected = index;
+    }
+
+    /// Selects line `index` of the inbox.
+    pub fn select_request(&mut self, index: usize) {
+        let items = self.inbox();
+        let index = index.min(items.len().saturating_sub(1));
+        self.inbox_pinned = items.get(index).map(|i| i.target.clone());
+        self.inbox_selected = index;
+        self.selection_moved = false;
+    }
+
+    /// Keeps the session list's selection on its session as the list reorders.
+    fn clamp_list(&mut self) {
+        let list = self.session_list();
+        let found =
+            self.list_pinned.as_ref().and_then(|id| list.iter().position(|s| s.session_id == *id));
+        let index = found.unwrap_or(self.list_selected).min(list.len().saturating_sub(1));
+        self.list_pinned = list.get(index).map(|s| s.session_id.clone());
+        self.list_selected = index;
+    }
+
+    /// Keeps the inbox's selection on its request; when that request is gone, on the one now
+    /// in its place.
     pub fn clamp(&mut self) {
-        let sessions = self.sessions.len();
-        self.list_selected = self.list_selected.min(sessions.saturating_sub(1));
-        let inbox = self.inbox().len();
-        self.inbox_selected = self.inbox_selected.min(inbox.saturating_sub(1));
+        let items = self.inbox();
+        let found =
+            self.inbox_pinned.as_ref().and_then(|t| items.iter().position(|i| i.target == *t));
+        let index = found.unwrap_or(self.inbox_selected).min(items.len().saturating_sub(1));
+        self.inbox_pinned = items.get(index).map(|i| i.target.clone());
+        self.inbox_selected = index;
     }
 
     /// The open session's transcript, if a session is open.
@@ -600,6 +650,37 @@ mod tests {
         app.decide(target, Decision::Allow);
         assert!(app.take_commands().is_empty());
         assert_eq!(app.flash.as_ref().unwrap().0, "That approval is no longer pending");
+    }
+
+    #[test]
+    fn the_inbox_selection_stays_on_its_request_and_a_swap_under_it_is_not_answered_blind() {
+        let mut app = with_requests();
+        app.screen = Some(Screen::Inbox);
+        app.select_request(1); // high-old
+        let higher = EventKind::ApprovalRequested(ask("crit-2", Some(Risk::Critical)));
+        app.on_host(HostMessage::Event { event: event("b", 4, 500, higher) });
+        let selected = |app: &App| app.inbox()[app.inbox_selected].target.request_id.clone();
+        assert_eq!(selected(&app), "high-old", "a new request above does not move the selection");
+        let resolved = ApprovalResolved {
+            request_id: "high-old".into(),
+            decision: DecisionKind::Allow,
+            by: "phone".into(),
+            updated_input: None,
+            message: None,
+            mode: None,
+        };
+        app.on_host(HostMessage::Event {
+            event: event("b", 5, 600, EventKind::ApprovalResolved(resolved)),
+        });
+        assert_eq!(selected(&app), "high-new", "the one now in its place");
+        assert!(app.selection_moved);
+        crate::keys::tests::press(&mut app, "a");
+        assert!(app.take_commands().is_empty(), "not answered blind");
+        crate::keys::tests::press(&mut app, "a");
+        let commands = app.take_commands();
+        assert!(
+            matches!(&commands[..], [Command::Decide { target, .. }] if target.request_id == "high-new")
+        );
     }
 
     #[test]

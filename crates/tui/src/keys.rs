@@ -37,7 +37,7 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
         &[
             ("Enter / Space", "Expand or fold a tool call or thinking"),
             ("PgUp PgDn g G", "Page, top, follow the end"),
-            ("m", "Message the agent… (Enter sends)"),
+            ("m", "Message the agent… (Enter sends, Alt+Enter breaks the line)"),
             ("x", "Interrupt"),
             ("D", "Diff (j k PgUp PgDn scroll, r reload, Esc back)"),
             ("S", "Stop (asks first)"),
@@ -94,10 +94,8 @@ pub fn handle(app: &mut App, key: KeyEvent) {
 fn sessions_key(app: &mut App, key: KeyEvent) {
     let n = app.sessions.len();
     match key.code {
-        KeyCode::Char('j') | KeyCode::Down => {
-            app.list_selected = (app.list_selected + 1).min(n.saturating_sub(1))
-        }
-        KeyCode::Char('k') | KeyCode::Up => app.list_selected = app.list_selected.saturating_sub(1),
+        KeyCode::Char('j') | KeyCode::Down => app.select_session((app.list_selected + 1).min(n)),
+        KeyCode::Char('k') | KeyCode::Up => app.select_session(app.list_selected.saturating_sub(1)),
         KeyCode::Enter => {
             let id = app.session_list().get(app.list_selected).map(|s| s.session_id.clone());
             if let Some(id) = id {
@@ -112,11 +110,9 @@ fn inbox_key(app: &mut App, key: KeyEvent) {
     let items = app.inbox();
     let selected = items.get(app.inbox_selected).map(|i| i.target.clone());
     match key.code {
-        KeyCode::Char('j') | KeyCode::Down => {
-            app.inbox_selected = (app.inbox_selected + 1).min(items.len().saturating_sub(1));
-        }
+        KeyCode::Char('j') | KeyCode::Down => app.select_request(app.inbox_selected + 1),
         KeyCode::Char('k') | KeyCode::Up => {
-            app.inbox_selected = app.inbox_selected.saturating_sub(1)
+            app.select_request(app.inbox_selected.saturating_sub(1))
         }
         KeyCode::Enter => {
             if let Some(target) = selected {
@@ -133,6 +129,11 @@ fn inbox_key(app: &mut App, key: KeyEvent) {
 
 /// `a`, `A`, `d` on an approval.
 fn answer_key(app: &mut App, target: Target, key: KeyEvent) {
+    if app.selection_moved && matches!(key.code, KeyCode::Char('a' | 'A' | 'd')) {
+        app.selection_moved = false;
+        app.say("That one was answered elsewhere: look at this one, then answer it", Tone::Warn);
+        return;
+    }
     match key.code {
         KeyCode::Char('a') => app.decide(target, Decision::Allow),
         KeyCode::Char('A') => {
@@ -265,6 +266,11 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
         },
         Prompt::Composer { mut text } => match key.code {
             KeyCode::Esc => None,
+            // Alt+Enter (or Shift+Enter where the terminal tells them apart) breaks the line.
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
+                text.push('\n');
+                Some(Prompt::Composer { text })
+            }
             KeyCode::Enter => {
                 if let (Screen::Session(session_id), false) = (app.screen(), text.trim().is_empty())
                 {
@@ -312,7 +318,7 @@ pub fn paste(app: &mut App, pasted: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use ratatui::crossterm::event::KeyEvent;
 
     use super::*;
@@ -343,6 +349,20 @@ mod tests {
         assert!(app.prompt.is_none());
         press(&mut app, "q");
         assert!(app.quit);
+    }
+
+    #[test]
+    fn alt_enter_breaks_the_line_of_a_follow_up() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "mone");
+        handle(&mut app, KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        press(&mut app, "two\n");
+        assert_eq!(
+            app.take_commands(),
+            [Command::Send { session_id: "s1".into(), text: "one\ntwo".into() }]
+        );
     }
 
     #[test]

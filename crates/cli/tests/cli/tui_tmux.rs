@@ -1,8 +1,8 @@
 //! `nucleic tui` end to end: the real binary in tmux (`send-keys`, `capture-pane`) against a
 //! real daemon running simulated sessions. The session list, the inbox, allow, deny with a
 //! reason, opening a session, a follow-up and an approval in it, its diff, an approval answered first
-//! by another client, a daemon that dies and comes back (no duplicate rows), hostile escape
-//! sequences in agent output that the terminal never acts on, and quitting. Each step waits,
+//! by another client, a daemon that dies and comes back (no duplicate rows), resizes down to
+//! 20×5, hostile escape sequences in agent output that the terminal never acts on, and quitting. Each step waits,
 //! with a deadline, for the screen to show it and for the host to have recorded it.
 
 use std::path::{Path, PathBuf};
@@ -298,6 +298,23 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     let screen = tmux.shows("write allowed.txt");
     let rows = screen.lines().filter(|l| l.contains("write allowed.txt")).count();
     assert_eq!(rows, 1, "one row per session after the reconnect:\n{screen}");
+
+    // Resized to 80×24, to 20×5 (something sane, no panic) and back.
+    for (w, h) in [("80", 24), ("20", 5), ("120", 40)] {
+        let size = h.to_string();
+        assert!(
+            tmux.command(&["resize-window", "-t", "tui", "-x", w, "-y", &size])
+                .status()
+                .unwrap()
+                .success()
+        );
+        tmux.until(&format!("the screen at {w}x{h}"), |s| {
+            s.lines().count() == h
+                && s.starts_with("nucleic")
+                && (h < 10 || s.contains("write allowed"))
+        });
+    }
+    tmux.shows("write allowed.txt");
 
     // Hostile escape sequences in agent output: shown as symbols, never acted on.
     tmux.keys(&["k", "k", "k"]);
