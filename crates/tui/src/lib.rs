@@ -3,6 +3,7 @@
 //! a composer — a client of the daemon through `nucleic-client` only.
 //!
 //! - `app`: the state, fed by protocol messages and keys, pure (unit-tested).
+//! - `inbox`: every pending approval by risk then age, answering one, its selection.
 //! - `transcript`: one session's events folded into rows (streamed text merged, tool calls
 //!   with their results, approvals with who answered).
 //! - `diff`: a session's diff (files, counts, the patch) as lines.
@@ -14,6 +15,7 @@
 
 pub mod app;
 pub mod diff;
+pub mod inbox;
 pub mod keys;
 pub mod layout;
 pub mod render;

@@ -12,8 +12,9 @@ use ratatui::widgets::{
 
 use nucleic_protocol::{SessionStatus, SessionSummary};
 
-use crate::app::{App, InboxItem, Link, Prompt, Screen};
+use crate::app::{App, Link, Prompt, Screen};
 use crate::diff::DiffLine;
+use crate::inbox::InboxItem;
 use crate::keys::HELP;
 use crate::layout::{cut, risk_word, screenful};
 use crate::sanitize::line as clean;
