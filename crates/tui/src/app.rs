@@ -308,7 +308,16 @@ impl App {
             }
         }
         self.transcripts.entry(event.session_id.clone()).or_default().fold(event);
-        self.clamp();
+        // Only these change what waits (a catch-up of 100,000 events re-sorts the inbox for them
+        // alone).
+        if matches!(
+            event.kind,
+            EventKind::ApprovalRequested(_)
+                | EventKind::ApprovalResolved(_)
+                | EventKind::RunFinished(_)
+        ) {
+            self.clamp();
+        }
         if moved {
             // Guarded only when another request now stands where the answered one was.
             self.selection_moved = match self.screen() {

@@ -214,8 +214,14 @@ fn inbox_lines(app: &App, item: &InboxItem, width: usize) -> Vec<Line<'static>> 
     };
     let tool = clean(&r.tool_name);
     let summary = tool_summary(&r.input, item.cwd.as_deref());
+    let kind = match r.tool_name.as_str() {
+        "AskUserQuestion" => Span::styled("[question] ", Style::default().fg(Color::Cyan)),
+        "ExitPlanMode" => Span::styled("[plan] ", Style::default().fg(Color::Cyan)),
+        _ => Span::raw(""),
+    };
     let first = Line::from(vec![
         risk,
+        kind,
         Span::styled(tool.clone(), Style::default().add_modifier(Modifier::BOLD)),
         Span::raw(" "),
         Span::raw(cut(&summary, width.saturating_sub(tool.len() + 14))),
