@@ -41,6 +41,8 @@ pub enum Prompt {
     Composer { text: String },
     /// "Stop this agent?"
     ConfirmStop { session_id: String },
+    /// "Merge into BASE?": `y` merges, `u` merges and fast-forwards a clean checkout of it.
+    ConfirmMerge { session_id: String, base: String },
 }
 
 /// What the client loop is asked to do.
@@ -71,6 +73,11 @@ pub enum Command {
     /// The session's diff, with the patch.
     Diff {
         session_id: String,
+    },
+    /// Merge the session's work into its base branch.
+    Merge {
+        session_id: String,
+        update_checkout: bool,
     },
 }
 

@@ -18,11 +18,11 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
             ("?", "Keys (this list)"),
             ("1 / 2 / Tab", "Sessions / Inbox / switch"),
             ("j k ↑ ↓", "Move"),
+            ("Enter", "Open the session"),
             ("r", "Refresh"),
             ("q  Ctrl-C", "Quit"),
         ],
     ),
-    ("Sessions", &[("Enter", "Open the session")]),
     (
         "Inbox and session",
         &[
@@ -37,11 +37,12 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
         &[
             ("Enter / Space", "Expand or fold a tool call or thinking"),
             ("PgUp PgDn g G", "Page, top, follow the end"),
-            ("m", "Message the agent… (Enter sends, Alt+Enter breaks the line)"),
+            ("m", "Message the agent… (Enter sends, Alt+Enter: new line)"),
             ("x", "Interrupt"),
-            ("D", "Diff (j k PgUp PgDn scroll, r reload, Esc back)"),
             ("S", "Stop (asks first)"),
-            ("Esc", "Back to the list"),
+            ("D", "Diff (j k PgUp PgDn scroll, r reload)"),
+            ("M", "Merge… (y; u also updates the checkout)"),
+            ("Esc", "Back"),
         ],
     ),
 ];
@@ -178,6 +179,7 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
             app.command(Command::Interrupt { session_id: session_id.to_owned() });
         }
         KeyCode::Char('D') => app.show_diff(session_id),
+        KeyCode::Char('M') => ask_merge(app, session_id),
         KeyCode::Char('S') => {
             app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
         }
@@ -193,9 +195,25 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
     }
 }
 
+/// Asks before merging `session_id` into its base branch.
+fn ask_merge(app: &mut App, session_id: &str) {
+    let base =
+        app.sessions.get(session_id).and_then(|s| s.worktree.as_ref()).map(|w| w.base_ref.clone());
+    match base {
+        Some(base) => {
+            app.prompt = Some(Prompt::ConfirmMerge { session_id: session_id.to_owned(), base })
+        }
+        None => app.say("This session has no worktree to merge", Tone::Warn),
+    }
+}
+
 fn diff_key(app: &mut App, session_id: &str, key: KeyEvent) {
     let height = app.diff_height.max(1);
     let page = isize::try_from(height).unwrap_or(isize::MAX);
+    if key.code == KeyCode::Char('M') {
+        ask_merge(app, session_id);
+        return;
+    }
     let Some(diff) = app.diff.as_mut() else {
         if matches!(key.code, KeyCode::Esc | KeyCode::Backspace) {
             app.screen = Some(Screen::Session(session_id.to_owned()));
@@ -283,6 +301,18 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
                 Some(Prompt::Composer { text })
             }
         },
+        Prompt::ConfirmMerge { session_id, .. } => {
+            match key.code {
+                KeyCode::Char('y') => {
+                    app.command(Command::Merge { session_id, update_checkout: false })
+                }
+                KeyCode::Char('u') => {
+                    app.command(Command::Merge { session_id, update_checkout: true })
+                }
+                _ => {}
+            }
+            None
+        }
         Prompt::ConfirmStop { session_id } => match key.code {
             KeyCode::Char('y') => {
                 app.command(Command::Stop { session_id });
@@ -313,7 +343,12 @@ pub fn paste(app: &mut App, pasted: &str) {
         .collect();
     match &mut app.prompt {
         Some(Prompt::Composer { text } | Prompt::DenyReason { text, .. }) => text.push_str(&clean),
-        Some(Prompt::ConfirmCritical { .. } | Prompt::ConfirmStop { .. }) | None => {}
+        Some(
+            Prompt::ConfirmCritical { .. }
+            | Prompt::ConfirmStop { .. }
+            | Prompt::ConfirmMerge { .. },
+        )
+        | None => {}
     }
 }
 

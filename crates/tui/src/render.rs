@@ -364,6 +364,10 @@ fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
             Span::raw(clean(text)),
             Span::styled("▏ Enter Send · Esc Back", dim()),
         ]),
+        Prompt::ConfirmMerge { base, .. } => Line::from(vec![
+            Span::styled(format!("Merge into {}? ", clean(base)), bold),
+            Span::raw("y Merge · u Merge and update the checkout · any other key Back"),
+        ]),
         Prompt::ConfirmStop { .. } => Line::from(vec![
             Span::styled(
                 "Stop this agent? ",
@@ -390,9 +394,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                 Screen::Sessions => "? keys · Enter Open · Tab Inbox · q Quit",
                 Screen::Inbox => "? keys · a Allow · A Always · d Deny… · Enter Open · q Quit",
                 Screen::Session(_) => {
-                    "? keys · m Message · x Interrupt · D Diff · Enter Expand · Esc Back"
+                    "? keys · m Message · x Interrupt · D Diff · M Merge · Esc Back"
                 }
-                Screen::Diff(_) => "? keys · j k PgUp PgDn Scroll · r Reload · Esc Back",
+                Screen::Diff(_) => "? keys · j k PgUp PgDn Scroll · M Merge · r Reload · Esc Back",
             };
             Line::from(Span::styled(hints, dim()))
         }
@@ -414,16 +418,12 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             ]));
         }
     }
-    lines.push(Line::from(Span::styled(
-        "any key closes this",
-        Style::default().add_modifier(Modifier::DIM),
-    )));
-    let width = area.width.min(64);
+    let width = area.width.min(76);
     let height = area.height.min(u16::try_from(lines.len() + 2).unwrap_or(u16::MAX));
     let x = area.x + (area.width - width) / 2;
     let y = area.y + (area.height - height) / 2;
     let popup = Rect { x, y, width, height };
     frame.render_widget(Clear, popup);
-    let block = Block::default().borders(Borders::ALL).title(" Keys ");
+    let block = Block::default().borders(Borders::ALL).title(" Keys · any key closes this ");
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }

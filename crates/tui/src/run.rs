@@ -6,8 +6,9 @@
 use std::io::IsTerminal;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nucleic_client::results::Integrated;
 use nucleic_client::{Client, ClientError, code_name};
-use nucleic_protocol::{HostMessage, Intent, ProtocolErrorCode, Verbosity};
+use nucleic_protocol::{FinishAction, HostMessage, Intent, ProtocolErrorCode, Verbosity};
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use ratatui::crossterm::execute;
 use tokio::sync::mpsc;
@@ -242,6 +243,19 @@ async fn request(
             Command::Diff { session_id } => {
                 let result = client.git_facts(&session_id, true, None).await;
                 Reply::Diff { session_id, result: result.map(Box::new).map_err(refusal) }
+            }
+            Command::Merge { session_id, update_checkout } => {
+                let action =
+                    FinishAction::Merge { message: None, update_checkout, force_reason: None };
+                let intent = Intent::Finish { session_id, action };
+                match client.intent_as::<Integrated>(intent).await {
+                    Ok(done) => {
+                        let tip: String = done.new_tip.chars().take(8).collect();
+                        let what = format!("Merge: done ({} at {tip})", done.base_branch);
+                        Reply::Done { what, result: Ok(()) }
+                    }
+                    Err(e) => Reply::Done { what: "Merge refused".into(), result: Err(refusal(e)) },
+                }
             }
             // Follows go to the events task.
             Command::Follow { .. } => continue,

@@ -1,6 +1,6 @@
 //! `nucleic tui` end to end: the real binary in tmux (`send-keys`, `capture-pane`) against a
 //! real daemon running simulated sessions. The session list, the inbox, allow, deny with a
-//! reason, opening a session, a follow-up and an approval in it, its diff, an approval answered first
+//! reason, opening a session, a follow-up and an approval in it, its diff and merge, an approval answered first
 //! by another client, a daemon that dies and comes back (no duplicate rows), resizes down to
 //! 20×5, hostile escape sequences in agent output that the terminal never acts on, and quitting. Each step waits,
 //! with a deadline, for the screen to show it and for the host to have recorded it.
@@ -207,11 +207,13 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
 
     // (2) The inbox: allow one with `a`.
     tmux.keys(&["2"]);
-    let screen = tmux.until("both approvals in the inbox", |s| {
+    tmux.until("both approvals in the inbox", |s| {
         inbox_has(s, "allowed.txt") && inbox_has(s, "denied.txt")
     });
-    let first_is_allowed = screen.lines().any(|l| l.starts_with("› ") && l.contains("allowed.txt"));
-    if !first_is_allowed {
+    // The selection stays on whichever request it first fell on; go to the top, then down.
+    tmux.keys(&["k", "k"]);
+    std::thread::sleep(Duration::from_millis(200));
+    if !tmux.screen().lines().any(|l| l.starts_with("› ") && l.contains("allowed.txt")) {
         tmux.keys(&["j"]);
     }
     tmux.until("allowed.txt selected", |s| {
@@ -269,8 +271,31 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     let screen = tmux.until("the diff", |s| s.contains("+yes") && s.contains("+two"));
     assert!(screen.contains("2 files changed"), "{screen}");
     assert!(screen.contains("allowed.txt") && screen.contains("second.txt"), "{screen}");
+    // Merge it, from the diff: refused while the base branch is checked out (no file changes),
+    // then done with the checkout updated.
+    let repo = dir.path().join("repo");
+    let on_main = |file: &str| {
+        Command::new("git")
+            .args(["show", &format!("main:{file}")])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+    };
+    tmux.keys(&["M"]);
+    tmux.shows("Merge into main?");
+    tmux.keys(&["y"]);
+    tmux.shows("Merge refused");
+    assert!(!on_main("allowed.txt").status.success(), "a refused merge moved main");
+    assert!(!repo.join("allowed.txt").exists());
+    tmux.keys(&["M"]);
+    tmux.shows("Merge into main?");
+    tmux.keys(&["u"]);
+    tmux.shows("Merge: done");
+    assert_eq!(String::from_utf8_lossy(&on_main("second.txt").stdout), "two\n");
+    assert_eq!(std::fs::read_to_string(repo.join("allowed.txt")).unwrap(), "yes\n");
     tmux.keys(&["BSpace"]);
     tmux.shows("m Message");
+    tmux.shows("Worktree merged by");
 
     // First responder wins: an approval answered by another client leaves the inbox.
     let (code, _, err) = cli(&home, &["session", "send", &denied, "write third.txt"]).await;
