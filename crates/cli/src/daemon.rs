@@ -54,13 +54,15 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
     Ok(Client::local(daemon, options).await?)
 }
 
-/// [`connect_as`] for a client that follows sessions and wants every `sessionChanged` push. A
-/// lost connection is reported after 2 s of reconnecting (not 15: a screen says it is offline)
-/// and tried again by the caller.
+/// [`connect_as`] for a client that follows sessions and wants every `sessionChanged` push,
+/// with events in batches when they queue up (a catch-up of 100,000 events). A lost connection
+/// is reported after 2 s of reconnecting (not 15: a screen says it is offline) and tried again
+/// by the caller.
 pub async fn connect_following(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
     let mut options = ClientOptions::new(prefix, name);
     options.reply_within = std::time::Duration::from_secs(60);
     options.session_changes = true;
+    options.features = vec![nucleic_protocol::FEATURE_EVENT_BATCHES.to_owned()];
     options.reconnect = nucleic_client::Backoff {
         first: std::time::Duration::from_millis(50),
         max: std::time::Duration::from_millis(500),

@@ -1,5 +1,6 @@
-//! A 100,000-event session in the terminal cockpit: opening it to the first frame, and a page
-//! scroll, against the same run's baseline — the same events parsed and drawn with no layout
+//! A 100,000-event session in the terminal cockpit — ten-event turns, and one reply streamed as
+//! 100,000 deltas into one row — opening it to the first frame, and a page scroll, against the
+//! same run's baseline — the same events parsed and drawn with no layout
 //! (one plain line per event, the last screenful as it is). Also what the cockpit keeps of the
 //! session (live heap bytes, `stats_alloc`). `cargo bench -p nucleic-tui`.
 
@@ -48,12 +49,20 @@ fn turn(n: usize) -> Vec<Value> {
     kinds
 }
 
+/// One reply streamed as 100,000 deltas (a narration of sentences, a paragraph every tenth):
+/// one row of megabytes.
+fn delta(n: usize) -> Vec<Value> {
+    let end = if n % 10 == 9 { "\n" } else { " " };
+    let text = format!("Sentence {n} of the long narration about the module under test.{end}");
+    vec![json!({"type": "assistantText", "isPartial": true, "messageID": "m1", "text": text})]
+}
+
 /// The session as the wire carries it: one JSON event per line.
-fn lines() -> Vec<String> {
+fn lines(kinds: fn(usize) -> Vec<Value>) -> Vec<String> {
     let mut out = Vec::with_capacity(EVENTS);
     let mut n = 0;
     while out.len() < EVENTS {
-        for kind in turn(n) {
+        for kind in kinds(n) {
             if out.len() == EVENTS {
                 break;
             }
@@ -115,9 +124,16 @@ fn range(v: &[f64]) -> (f64, f64) {
 }
 
 fn main() {
-    let lines = lines();
+    measure("turns (ten events each)", &lines(turn));
+    measure("one reply of 100,000 deltas", &lines(delta));
+}
+
+fn measure(name: &str, lines: &[String]) {
     let bytes: usize = lines.iter().map(String::len).sum();
-    println!("{EVENTS} events, {:.1} MB of JSON lines, {WIDTH}x{HEIGHT}", bytes as f64 / 1e6);
+    println!(
+        "{name}: {EVENTS} events, {:.1} MB of JSON lines, {WIDTH}x{HEIGHT}",
+        bytes as f64 / 1e6
+    );
     let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT)).unwrap();
     let (mut open, mut bare, mut ratio, mut scroll, mut bare_frame) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -125,11 +141,11 @@ fn main() {
     for round in 0..ROUNDS {
         // Alternate which goes first, so neither always runs on a warmer cache.
         let (c, b) = if round % 2 == 0 {
-            let c = cockpit(&lines, &mut terminal);
-            (c, baseline(&lines, &mut terminal))
+            let c = cockpit(lines, &mut terminal);
+            (c, baseline(lines, &mut terminal))
         } else {
-            let b = baseline(&lines, &mut terminal);
-            (cockpit(&lines, &mut terminal), b)
+            let b = baseline(lines, &mut terminal);
+            (cockpit(lines, &mut terminal), b)
         };
         let ((c_time, mut app), (b_time, shown)) = (c, b);
         open.push(c_time.as_secs_f64() * 1e3);

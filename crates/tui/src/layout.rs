@@ -14,6 +14,55 @@ pub const RESULT_LINES: usize = 40;
 /// Lines of an expanded tool input shown.
 pub const INPUT_LINES: usize = 20;
 
+/// How much of a row a screen can show: all of it, or (for a row at the top or bottom edge of
+/// a screen of that many lines) its first or last lines only. A reply of megabytes streamed into
+/// one row is then laid out a screenful at a time too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    Whole,
+    Head(usize),
+    Tail(usize),
+}
+
+/// The part of `text` that can fill `window` at `width` columns, and whether it is cut before
+/// its start. Exact from a paragraph start (a cut is moved to one when the window holds one).
+fn windowed(text: &str, width: usize, window: Window) -> (&str, bool) {
+    let lines = match window {
+        Window::Whole => return (text, false),
+        Window::Head(n) | Window::Tail(n) => n,
+    };
+    // Every wrapped line holds at least one character of at most four bytes, except empty ones,
+    // which take a newline each: this many bytes always fill the window.
+    let budget = (lines + 1) * (width.max(1) + 1) * 4;
+    if text.len() <= budget * 2 {
+        return (text, false);
+    }
+    match window {
+        Window::Head(_) => {
+            let mut end = budget;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            (&text[..end], false)
+        }
+        Window::Tail(_) | Window::Whole => {
+            let mut start = text.len() - budget * 2;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            // From the next paragraph start when there is one in the first half.
+            let mut half = start + budget;
+            while !text.is_char_boundary(half) {
+                half += 1;
+            }
+            if let Some(at) = text[start..half].find('\n') {
+                start += at + 1;
+            }
+            (&text[start..], true)
+        }
+    }
+}
+
 /// `text` (one paragraph, already sanitized) cut into pieces of at most `width` columns,
 /// breaking at the last space when there is one.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -61,19 +110,22 @@ fn tone_style(tone: Tone) -> Style {
     }
 }
 
-/// Lines of `text` wrapped to `width`, each in `style`, the first after `head`.
+/// Lines of `text` wrapped to `width`, each in `style`, the first after `head`; only what
+/// `window` can show.
 fn block(
     head: Option<Span<'static>>,
     text: &str,
     width: usize,
     style: Style,
+    window: Window,
 ) -> Vec<Line<'static>> {
     let head_width = head.as_ref().map_or(0, |h| h.width());
+    let (text, cut_before) = windowed(text, width.saturating_sub(head_width), window);
     let mut lines = Vec::new();
     for (i, piece) in wrap(text, width.saturating_sub(head_width)).into_iter().enumerate() {
         let mut spans = Vec::new();
         match (&head, i) {
-            (Some(h), 0) => spans.push(h.clone()),
+            (Some(h), 0) if !cut_before => spans.push(h.clone()),
             (Some(_), _) => spans.push(Span::raw(" ".repeat(head_width))),
             (None, _) => {}
         }
@@ -85,8 +137,11 @@ fn block(
 
 /// At most `max` lines of `text` wrapped to `width` and indented, and a line counting the rest.
 fn capped(text: &str, width: usize, max: usize, style: Style, more: &str) -> Vec<Line<'static>> {
-    let mut pieces = wrap(text, width.saturating_sub(4));
-    let hidden = pieces.len().saturating_sub(max);
+    let (head, _) = windowed(text, width.saturating_sub(4), Window::Head(max + 1));
+    let mut pieces = wrap(head, width.saturating_sub(4));
+    let whole =
+        if head.len() < text.len() { text.lines().count().max(pieces.len()) } else { pieces.len() };
+    let hidden = whole.saturating_sub(max);
     pieces.truncate(max);
     let mut lines: Vec<Line<'static>> =
         pieces.into_iter().map(|p| Line::from(Span::styled(format!("    {p}"), style))).collect();
@@ -115,8 +170,9 @@ fn outcome_mark(result: Option<&ToolOutcome>) -> Span<'static> {
     }
 }
 
-/// One row's lines at `width` columns (the selection gutter included).
-pub fn row_lines(row: &Row, width: usize, selected: bool) -> Vec<Line<'static>> {
+/// One row's lines at `width` columns (the selection gutter included), only what `window`
+/// can show.
+pub fn row_lines(row: &Row, width: usize, selected: bool, window: Window) -> Vec<Line<'static>> {
     let inner = width.saturating_sub(2).max(1);
     let mut lines = match &row.kind {
         RowKind::User { text } => {
@@ -124,10 +180,10 @@ pub fn row_lines(row: &Row, width: usize, selected: bool) -> Vec<Line<'static>> 
                 "you › ",
                 Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
             );
-            block(Some(head), text, inner, Style::default().add_modifier(Modifier::BOLD))
+            block(Some(head), text, inner, Style::default().add_modifier(Modifier::BOLD), window)
         }
         RowKind::Assistant { text, streaming } => {
-            let mut lines = block(None, text, inner, Style::default());
+            let mut lines = block(None, text, inner, Style::default(), window);
             if *streaming {
                 lines.push(Line::from(Span::styled("…", dim())));
             }
@@ -136,7 +192,7 @@ pub fn row_lines(row: &Row, width: usize, selected: bool) -> Vec<Line<'static>> 
         RowKind::Thinking { text } => {
             if row.expanded {
                 let head = Span::styled("▾ thinking ", dim());
-                block(Some(head), text, inner, dim().add_modifier(Modifier::ITALIC))
+                block(Some(head), text, inner, dim().add_modifier(Modifier::ITALIC), window)
             } else {
                 let words = text.split_whitespace().count();
                 vec![Line::from(Span::styled(format!("▸ thinking ({words} words)"), dim()))]
@@ -190,9 +246,15 @@ pub fn row_lines(row: &Row, width: usize, selected: bool) -> Vec<Line<'static>> 
                 ),
             };
             let head = Span::styled("⚑ ", Style::default().fg(Color::Yellow));
-            block(Some(head), &format!("{risk}{tool} {summary} — {state}"), inner, style)
+            block(
+                Some(head),
+                &format!("{risk}{tool} {summary} — {state}"),
+                inner,
+                style,
+                Window::Whole,
+            )
         }
-        RowKind::Notice { text, tone } => block(None, text, inner, tone_style(*tone)),
+        RowKind::Notice { text, tone } => block(None, text, inner, tone_style(*tone), window),
     };
     let gutter = if selected {
         Span::styled("▌ ", Style::default().fg(Color::Cyan))
@@ -264,7 +326,7 @@ pub fn screenful(
         let mut count = 0;
         let mut i = from.min(last);
         loop {
-            let lines = row_lines(&rows[i], width, is_selected(i));
+            let lines = row_lines(&rows[i], width, is_selected(i), Window::Tail(height));
             count += lines.len();
             taken.push(lines);
             if count >= height || i == 0 {
@@ -282,7 +344,7 @@ pub fn screenful(
         let mut end = from.min(last);
         while lines.len() < height && end < last {
             end += 1;
-            lines.extend(row_lines(&rows[end], width, is_selected(end)));
+            lines.extend(row_lines(&rows[end], width, is_selected(end), Window::Head(height)));
             laid_out += 1;
         }
         lines.truncate(height);
@@ -296,7 +358,7 @@ pub fn screenful(
             let mut lines = Vec::new();
             let mut i = top;
             while i <= last && lines.len() < height {
-                lines.extend(row_lines(&rows[i], width, is_selected(i)));
+                lines.extend(row_lines(&rows[i], width, is_selected(i), Window::Head(height)));
                 i += 1;
             }
             if lines.len() < height && top > 0 {
@@ -349,6 +411,33 @@ mod tests {
             (20, (0, 19)),
             "rows after the anchor fill the screen"
         );
+    }
+
+    #[test]
+    fn a_reply_of_megabytes_in_one_row_lays_out_a_window_and_matches_the_whole_layout() {
+        let text: String = (0..100_000)
+            .map(|i| {
+                format!("paragraph {i}: the agent keeps talking about the failing test and more\n")
+            })
+            .collect();
+        assert!(text.len() > 7_000_000);
+        let row = Row {
+            seq: 1,
+            kind: RowKind::Assistant { text: text.clone(), streaming: false },
+            expanded: false,
+        };
+        // What a screen of 20 lines lays out of the 7 MB: a few KB from either end.
+        assert!(windowed(&text, 58, Window::Tail(20)).0.len() < 20_000);
+        assert!(windowed(&text, 58, Window::Head(20)).0.len() < 20_000);
+        let whole: Vec<String> =
+            row_lines(&row, 60, true, Window::Whole).iter().map(|l| l.to_string()).collect();
+        let rows = vec![row];
+        let end = screenful(&rows, Anchor::Follow, None, 60, 20);
+        let top = screenful(&rows, Anchor::Top(0), Some(0), 60, 20);
+        let shown: Vec<String> = end.lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(shown, whole[whole.len() - 20..], "the end, as the whole layout has it");
+        let shown: Vec<String> = top.lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(shown, whole[..20], "the start, as the whole layout has it");
     }
 
     #[test]
