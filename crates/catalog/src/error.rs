@@ -56,7 +56,9 @@ pub enum CatalogError {
     SessionMismatch { expected: String, got: String },
     #[error("catalog: a device with id {id} already exists")]
     DuplicateDevice { id: String },
-    #[error("catalog: an MCP grant named {name} exists already (revoked names are not granted again); pick another name")]
+    #[error(
+        "catalog: an MCP grant named {name} exists already (revoked names are not granted again); pick another name"
+    )]
     DuplicateMcpGrant { name: String },
     #[error("catalog: no MCP grant named {name}")]
     McpGrantNotFound { name: String },

@@ -68,7 +68,9 @@ impl Catalog {
     /// The grant whose credential hashes to `sha256` (revoked or not).
     pub fn mcp_grant_by_credential(&self, sha256: &[u8]) -> Result<Option<McpGrantSummary>> {
         self.conn()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM mcp_grants WHERE credential_sha256 = ?"))
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM mcp_grants WHERE credential_sha256 = ?"
+            ))
             .and_then(|mut stmt| stmt.query_row([sha256], from_row).optional())
             .ctx("read MCP grant")
     }
@@ -136,7 +138,7 @@ mod tests {
         let again = NewMcpGrant {
             credential_sha256: vec![9; 32],
             scopes: McpScope::ALL.to_vec(),
-            ..grant.clone()
+            ..grant
         };
         assert!(matches!(
             catalog.add_mcp_grant(&again),

@@ -369,8 +369,8 @@ async fn handshake(
         (Auth::Token, _) => Principal::Token,
         (Auth::Channel(principal), None) => principal,
         (Auth::Channel(_), Some(_)) => {
-            let why =
-                "this connection is already authenticated: send no device proof in hello".to_owned();
+            let why = "this connection is already authenticated: send no device proof in hello"
+                .to_owned();
             return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
         (Auth::Hello, Some(proof)) => match crate::devices::verify(state, &proof).await {

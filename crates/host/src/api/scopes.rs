@@ -1,6 +1,7 @@
 //! What an MCP principal may ask: each request's scope (`observe`, `start`, `steer`, `approve`,
 //! or only the person), checked against the grant before anything is carried out, and the
-//! limits on its answers — never a critical or unclassified request, never one of its own
+//! limits on its answers — never a critical request (classified now when the session has no
+//! policy), never one of its own
 //! session or that session's ancestors, never a decision that widens what runs (an edited
 //! input, "always", a plan's mode). Every refusal says why.
 
@@ -61,7 +62,9 @@ fn need_of(intent: &Intent) -> Need {
         | Intent::SetMode { .. }
         | Intent::SetProjectMode { .. }
         | Intent::SetPermissionMode { .. }
-        | Intent::SetProjectSandbox { .. } => Need::Person("change the policy, a mode or the sandbox"),
+        | Intent::SetProjectSandbox { .. } => {
+            Need::Person("change the policy, a mode or the sandbox")
+        }
         Intent::Finish { .. } => Need::Person("finish a session (merge, discard, pull request)"),
         Intent::AddProject { .. }
         | Intent::SetPoolSize { .. }
@@ -151,7 +154,9 @@ impl Context {
         match lineage.iter().position(|s| s == session_id) {
             Some(0) => Err(forbidden(
                 mcp,
-                format!("it is the agent of session {session_id} and may not {what} its own session"),
+                format!(
+                    "it is the agent of session {session_id} and may not {what} its own session"
+                ),
             )),
             Some(_) => Err(forbidden(
                 mcp,
@@ -166,8 +171,7 @@ impl Context {
     /// `session` and its ancestors (parent first), following `parentSessionID`.
     pub(crate) async fn lineage(&self, session: &str) -> Result<Vec<String>, HostError> {
         let mut chain = vec![session.to_owned()];
-        loop {
-            let Some(last) = chain.last().cloned() else { break };
+        while let Some(last) = chain.last().cloned() {
             let row = self.catalog(move |c| c.session(&last)).await?;
             let Some(parent) = row.and_then(|r| r.parent_session_id) else { break };
             if chain.contains(&parent) || chain.len() > MAX_ANCESTORS {
@@ -218,20 +222,58 @@ impl Context {
             // Not pending: the writer answers why (already resolved, by whom; or unknown).
             return Ok(());
         };
-        match request.risk {
-            Some(Risk::Critical) => Err(forbidden(
+        let (risk, reasons) = match request.risk {
+            Some(risk) => (risk, request.risk_reasons.clone()),
+            // A session without a policy (the simulated agent, NUCLEIC_POLICY=off): the
+            // policy's classifier judges the call now, in the session's worktree.
+            None => self.classify_now(session_id, &request).await?,
+        };
+        match risk {
+            Risk::Critical => Err(forbidden(
                 mcp,
                 format!(
                     "request {request_id} is critical ({}); only a person may allow it, confirming twice",
-                    request.risk_reasons.join(", ")
+                    reasons.join(", ")
                 ),
             )),
-            None => Err(forbidden(
-                mcp,
-                format!("request {request_id} was not classified by the policy; only a person may allow it"),
-            )),
-            Some(Risk::Low | Risk::Medium | Risk::High) => Ok(()),
+            Risk::Low | Risk::Medium | Risk::High => Ok(()),
         }
+    }
+
+    /// The risk of an unclassified request, by the policy's classifier (no rules, `edit` mode)
+    /// in the session's worktree.
+    async fn classify_now(
+        &self,
+        session_id: &str,
+        request: &ApprovalRequested,
+    ) -> Result<(Risk, Vec<String>), HostError> {
+        let row = self.session_row(session_id).await?;
+        let worktree = std::path::PathBuf::from(
+            row.worktree.as_ref().map_or(row.cwd.as_str(), |w| w.path.as_str()),
+        );
+        let project_root = match &row.project_id {
+            Some(id) => std::path::PathBuf::from(self.project(id).await?.root),
+            None => worktree.clone(),
+        };
+        let ctx = nucleic_policy::Context {
+            project_root,
+            cwd: worktree.clone(),
+            worktree,
+            home: crate::policy::session::agent_home(&self.config),
+            data_dir: self.config.home.clone(),
+            extra_write_roots: Vec::new(),
+            mode: nucleic_policy::Mode::Edit,
+            resolver: &nucleic_policy::FsResolver,
+        };
+        let verdict =
+            nucleic_policy::Policy::new().evaluate(&request.tool_name, &request.input, &ctx);
+        let risk = match verdict.risk {
+            nucleic_policy::Risk::Low => Risk::Low,
+            nucleic_policy::Risk::Medium => Risk::Medium,
+            nucleic_policy::Risk::High => Risk::High,
+            nucleic_policy::Risk::Critical => Risk::Critical,
+        };
+        Ok((risk, verdict.risk_reasons))
     }
 
     /// The pending request `request_id` of `session_id` as it was asked (read from the
@@ -250,7 +292,8 @@ impl Context {
         };
         let path = std::path::PathBuf::from(row.transcript);
         let seq = approval.requested_seq;
-        let read = crate::error::blocking(move || nucleic_store::read_range(&path, 0, seq, 1)).await?;
+        let read =
+            crate::error::blocking(move || nucleic_store::read_range(&path, 0, seq, 1)).await?;
         Ok(read.events.into_iter().find(|e| e.seq == seq).and_then(|e| match e.kind {
             EventKind::ApprovalRequested(request) if request.request_id == request_id => {
                 Some(request)
