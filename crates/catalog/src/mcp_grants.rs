@@ -135,11 +135,8 @@ mod tests {
         assert_eq!(found.session_id.as_deref(), Some("s1"));
         assert_eq!(catalog.mcp_grant_by_credential(&[8; 32]).unwrap(), None);
         // The same name again (other credential, more scopes) is refused.
-        let again = NewMcpGrant {
-            credential_sha256: vec![9; 32],
-            scopes: McpScope::ALL.to_vec(),
-            ..grant
-        };
+        let again =
+            NewMcpGrant { credential_sha256: vec![9; 32], scopes: McpScope::ALL.to_vec(), ..grant };
         assert!(matches!(
             catalog.add_mcp_grant(&again),
             Err(CatalogError::DuplicateMcpGrant { .. })

@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use nucleic_protocol::{
     ApprovalRequested, ClientMessage, HostMessage, QuestionAnswer, SessionSummary,
-
 };
 use serde_json::{Value, json};
 

@@ -59,8 +59,7 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
 pub async fn connect_with_credential(home: &Path, credential: &str) -> anyhow::Result<Client> {
     let mut options = ClientOptions::new("mcp", "MCP server");
     options.reply_within = std::time::Duration::from_secs(60);
-    let daemon =
-        LocalDaemon::new(home).with_starter(Arc::new(Serve)).with_credential(credential);
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve)).with_credential(credential);
     Ok(Client::local(daemon, options).await?)
 }
 

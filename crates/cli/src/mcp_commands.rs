@@ -61,7 +61,8 @@ fn scopes(names: &[String]) -> anyhow::Result<Vec<McpScope>> {
 
 fn line(grant: &McpGrantSummary) -> String {
     let scopes = grant.scopes.iter().map(|s| s.name()).collect::<Vec<_>>().join(",");
-    let session = grant.session_id.as_deref().map(|s| format!("  agent of {s}")).unwrap_or_default();
+    let session =
+        grant.session_id.as_deref().map(|s| format!("  agent of {s}")).unwrap_or_default();
     let state = if grant.revoked_at.is_some() { "  REVOKED" } else { "" };
     format!("{:<24}  {scopes}{session}{state}", grant.name)
 }
@@ -70,8 +71,7 @@ pub async fn command(home: &Path, command: McpCommand) -> anyhow::Result<ExitCod
     let mut daemon = crate::daemon::connect(home).await?;
     let result = match command {
         McpCommand::Grant { name, scope, session } => {
-            let intent =
-                Intent::GrantMcp { name, scopes: scopes(&scope)?, session_id: session };
+            let intent = Intent::GrantMcp { name, scopes: scopes(&scope)?, session_id: session };
             match daemon.intent(intent).await? {
                 Some(IntentResult::McpGranted(granted)) => {
                     println!("granted {}", line(&granted.grant));

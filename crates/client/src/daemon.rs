@@ -129,6 +129,8 @@ impl LocalDaemon {
             if let Some(info) = read_daemon_file(home) {
                 match self.connect(&info, connect_within).await {
                     Ok(socket) => return Ok((socket, info.port)),
+                    // A refused credential is final: waiting changes nothing.
+                    Err(e @ ClientError::Refused(_)) => return Err(e),
                     Err(e) => last = Some(e),
                 }
             }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::args::{
-    Answer, AnswerArgs, DEFAULT_EVENTS, DEFAULT_WAIT_SECS, DiffArgs, ListSessionsArgs,
-    MAX_EVENTS, MAX_RESULT_BYTES, MAX_WAIT_SECS, ReadTranscriptArgs, SendMessageArgs, SessionArgs,
+    Answer, AnswerArgs, DEFAULT_EVENTS, DEFAULT_WAIT_SECS, DiffArgs, ListSessionsArgs, MAX_EVENTS,
+    MAX_RESULT_BYTES, MAX_WAIT_SECS, ReadTranscriptArgs, SendMessageArgs, SessionArgs,
     StartSessionArgs, WaitArgs,
 };
 use crate::wait::{Waited, wait_for};
@@ -163,8 +163,9 @@ impl NucleicMcp {
             Ok(summary) => summary,
             Err(e) => return answered::<()>(Err(e)),
         };
-        let read =
-            client.events_window(&args.session_id, from, summary.last_seq, limit, READ_WITHIN).await;
+        let read = client
+            .events_window(&args.session_id, from, summary.last_seq, limit, READ_WITHIN)
+            .await;
         answered(read.map(|events| {
             let values = events.iter().map(|e| json!(e)).collect();
             let (events, cut) = fitting(values);
@@ -211,7 +212,11 @@ impl NucleicMcp {
                 answers: args
                     .answers
                     .into_iter()
-                    .map(|a| QuestionAnswer { question: a.question, choices: a.choices, other: a.other })
+                    .map(|a| QuestionAnswer {
+                        question: a.question,
+                        choices: a.choices,
+                        other: a.other,
+                    })
                     .collect(),
             },
             (Answer::Deny, _) => Decision::Deny { message },
@@ -231,9 +236,10 @@ impl NucleicMcp {
         let secs = args.timeout_secs.unwrap_or(DEFAULT_WAIT_SECS).clamp(1, MAX_WAIT_SECS);
         let within = Duration::from_secs(u64::from(secs));
         let waited = wait_for(&self.client, &args.session_id, within).await;
-        answered(waited.map(|Waited { reason, summary }| {
-            json!({ "reason": reason, "session": summary })
-        }))
+        answered(
+            waited
+                .map(|Waited { reason, summary }| json!({ "reason": reason, "session": summary })),
+        )
     }
 
     #[tool(
