@@ -31,6 +31,7 @@ mod real_claude_checks;
 mod real_claude_credentials;
 mod real_claude_demo;
 mod real_claude_host;
+mod real_claude_mcp;
 mod real_claude_plan;
 mod real_claude_session;
 mod real_claude_webfetch;

@@ -19,7 +19,7 @@ use crate::support::nucleic;
 const WITHIN: Duration = Duration::from_secs(30);
 
 /// `nucleic mcp grant NAME --scope SCOPES`: the credential it printed.
-async fn grant(home: &Path, name: &str, scopes: &str) -> String {
+pub(crate) async fn grant(home: &Path, name: &str, scopes: &str) -> String {
     let (code, out, err) = cli(home, &["mcp", "grant", name, "--scope", scopes]).await;
     assert_eq!(code, 0, "{out}{err}");
     out.lines()
@@ -29,7 +29,7 @@ async fn grant(home: &Path, name: &str, scopes: &str) -> String {
 }
 
 /// One `nucleic mcp` process and its stdio.
-struct Mcp {
+pub(crate) struct Mcp {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
@@ -42,7 +42,7 @@ struct Mcp {
 
 impl Mcp {
     /// Starts `nucleic mcp` with `credential` and completes the handshake.
-    async fn start(home: &Path, credential: &str) -> Mcp {
+    pub(crate) async fn start(home: &Path, credential: &str) -> Mcp {
         let mut child = tokio::process::Command::new(nucleic())
             .arg("mcp")
             .env("NUCLEIC_HOME", home)
@@ -118,7 +118,7 @@ impl Mcp {
     }
 
     /// Calls `tool` and reads its text result as JSON (panics on an error result).
-    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn call(&mut self, tool: &str, arguments: Value) -> Value {
         let reply = self.call_raw(tool, arguments).await;
         assert_ne!(reply["result"]["isError"], json!(true), "{tool}: {reply}");
         let text = reply["result"]["content"][0]["text"]
@@ -135,7 +135,7 @@ impl Mcp {
     }
 
     /// Closes stdin; the process must exit cleanly.
-    async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         drop(self.stdin);
         let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
             .await
