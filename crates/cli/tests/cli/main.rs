@@ -38,6 +38,7 @@ mod real_claude_webfetch;
 mod real_codex;
 mod real_codex_credentials;
 mod real_codex_host;
+mod real_codex_mcp;
 mod real_confinement;
 mod real_gemini_host;
 mod real_keepers;
