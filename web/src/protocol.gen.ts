@@ -587,7 +587,11 @@ backends: Array<BackendInfo>,
  * This host's id at its relay, when it has one: how a device paired through the relay
  * knows it, so a page on the host's own address can tell it is the same host.
  */
-relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+relayHostID?: string | null, 
+/**
+ * The host's [`SCHEMA_DIGEST`]; absent from hosts older than it.
+ */
+schemaDigest?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */

@@ -42,7 +42,7 @@ pub async fn connect(home: &Path) -> anyhow::Result<Client> {
     // browsers, so no features.
     let options = ClientOptions::new("cli", format!("terminal ({})", whoami()));
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    Ok(Client::local(daemon, options).await?)
+    warned(Client::local(daemon, options).await?)
 }
 
 /// Connects as a front end of its own (`prefix` of its client id, `name` its label), with a
@@ -51,7 +51,17 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
     let mut options = ClientOptions::new(prefix, name);
     options.reply_within = std::time::Duration::from_secs(60);
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    Ok(Client::local(daemon, options).await?)
+    warned(Client::local(daemon, options).await?)
+}
+
+/// The client, after a warning on stderr when the daemon was built from another revision (an
+/// upgraded `nucleic` talking to the daemon an older one started): said once per command,
+/// before anything fails to read, so the person knows to restart it.
+fn warned(client: Client) -> anyhow::Result<Client> {
+    if let Some(why) = client.welcome().other_build() {
+        eprintln!("warning: {why}");
+    }
+    Ok(client)
 }
 
 /// Connects as an MCP grant (its `credential`, never the home's token), starting the daemon if

@@ -98,7 +98,8 @@ pub use summaries::{
 };
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DAEMON_FILE, FEATURE_EVENT_BATCHES, HostMessage,
-    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, TOKEN_FILE, Verbosity,
+    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, SCHEMA_DIGEST, TOKEN_FILE,
+    Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION, ProtocolErrorCode,
+    SCHEMA_DIGEST,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -394,6 +395,7 @@ async fn handshake(
             protocol_version: PROTOCOL_VERSION,
             backends: state.host.backends(),
             relay_host_id: state.remote.as_ref().map(|r| r.host_id()),
+            schema_digest: Some(SCHEMA_DIGEST.to_owned()),
         })
         .await;
     Some(Client::new(&client_id, principal))
