@@ -139,6 +139,12 @@ continuesSessionID?: string | null,
  */
 createdBy?: string | null, 
 /**
+ * The session whose agent started this one (through an MCP grant bound to it): the
+ * session's parent, whose requests (and its ancestors') this session's MCP grants may
+ * never answer.
+ */
+parentSessionID?: string | null, 
+/**
  * The policy mode the session starts in (none without a policy).
  */
 mode?: string | null, };
@@ -477,7 +483,12 @@ name?: string | null,
 /**
  * A shorter life than the default 600 s (capped at 600).
  */
-ttlSecs?: number | null, };
+ttlSecs?: number | null, } | { "kind": "grantMcp", name: string, scopes: Array<McpScope>, 
+/**
+ * The session whose agent the MCP client is (it may then never answer that session's
+ * or its ancestors' requests).
+ */
+sessionID?: string | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -590,7 +601,7 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText;
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants;
 
 export type OutsideSessions = { sessions: Array<OutsideSession>, 
 /**
@@ -739,7 +750,28 @@ qrSvg: string | null, };
 
 export type ExportedText = { text: string, };
 
-export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
+export type McpScope = "observe" | "start" | "steer" | "approve";
+
+export type McpGrantSummary = { name: string, scopes: Array<McpScope>, 
+/**
+ * The session whose agent the client is: its requests, and its ancestors', are never
+ * the principal's to answer; sessions it starts are recorded as that session's children.
+ */
+sessionID?: string | null, 
+/**
+ * When it was granted, in Unix milliseconds.
+ */
+grantedAt: number, 
+/**
+ * When it was revoked, in Unix milliseconds (a revoked name is never granted again).
+ */
+revokedAt?: number | null, };
+
+export type McpGranted = { grant: McpGrantSummary, credential: string, };
+
+export type McpGrants = { grants: Array<McpGrantSummary>, };
+
+export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "forbidden" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
 
 export type DeviceProof = { deviceID: string, 
 /**

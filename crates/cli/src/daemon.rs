@@ -79,7 +79,16 @@ pub async fn connect_following(home: &Path, prefix: &str, name: &str) -> anyhow:
         within: std::time::Duration::from_secs(2),
     };
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    Ok(Client::local(daemon, options).await?)
+    warned(Client::local(daemon, options).await?)
+}
+
+/// Connects as an MCP grant (its `credential`, never the home's token), starting the daemon if
+/// none runs.
+pub async fn connect_with_credential(home: &Path, credential: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new("mcp", "MCP server");
+    options.reply_within = std::time::Duration::from_secs(60);
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve)).with_credential(credential);
+    warned(Client::local(daemon, options).await?)
 }
 
 fn whoami() -> String {

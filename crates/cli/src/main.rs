@@ -42,6 +42,7 @@ mod disk;
 mod doctor;
 mod home_lock;
 mod locate;
+mod mcp_commands;
 mod open;
 mod outside;
 mod plan_prompt;
@@ -208,10 +209,13 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
-    /// Serve this home's host as an MCP server on stdin/stdout (observe-only tools: projects
-    /// and sessions; docs/mcp.md), for Claude Code's `claude mcp add` or Codex's config.toml.
+    /// Serve this home's host as an MCP server on stdin/stdout, as the grant whose credential
+    /// is in $NUCLEIC_MCP_CREDENTIAL (docs/mcp.md), for Claude Code's `claude mcp add` or
+    /// Codex's config.toml; `mcp grant|revoke|list` for what each MCP client may do.
     Mcp {
-        #[arg(long, env = "NUCLEIC_HOME")]
+        #[command(subcommand)]
+        command: Option<mcp_commands::McpCommand>,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
     /// The terminal cockpit: every session, the inbox of approvals (single keys: a allow, d
@@ -409,9 +413,10 @@ fn main() -> ExitCode {
             Some(home) => block_on(chat::chat(&home, *args)),
             None => no_home(),
         },
-        Commands::Mcp { home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(mcp(&home)),
-            None => no_home(),
+        Commands::Mcp { command, home } => match (locate::nucleic_home(home), command) {
+            (Some(home), None) => block_on(mcp_commands::serve(&home)),
+            (Some(home), Some(command)) => block_on(mcp_commands::command(&home, command)),
+            (None, _) => no_home(),
         },
         Commands::Tui { home } => match locate::nucleic_home(home) {
             Some(home) => block_on(tui(&home)),
@@ -422,13 +427,6 @@ fn main() -> ExitCode {
             None => no_home(),
         },
     }
-}
-
-/// `nucleic mcp`: the MCP server on stdio, a client of the home's daemon.
-async fn mcp(home: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let client = daemon::connect_as(home, "mcp", "MCP server").await?;
-    nucleic_mcp::serve_stdio(client).await?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `nucleic tui`: the terminal cockpit, a client of the home's daemon (two connections: one

@@ -102,6 +102,10 @@ intent_results! {
     Approval(ApprovalResolved),
     /// `exportSession`.
     Exported(ExportedText),
+    /// `grantMcp`: the grant and its one-time credential.
+    McpGranted(crate::mcp_grant::McpGranted),
+    /// `listMcpGrants`, `revokeMcp`.
+    McpGrants(crate::mcp_grant::McpGrants),
 }
 
 /// `runChecks`' result: each check once it ended.

@@ -370,6 +370,9 @@ pub enum ProtocolErrorCode {
     BadHandshake,
     /// No valid credential: no token and no (or a wrong, replayed or revoked) device proof.
     Unauthorized,
+    /// A valid credential that may not do this (an MCP grant without the scope, a critical
+    /// request, its own session's or an ancestor's request); the message says why.
+    Forbidden,
     NotFound,
     /// The approval was already answered (`resolvedBy` says by whom) or voided.
     AlreadyResolved,
