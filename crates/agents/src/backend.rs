@@ -48,6 +48,15 @@ pub fn backend_capabilities(backend: Backend) -> Capabilities {
     describe(backend).capabilities
 }
 
+/// The format of the files a CLI keeps its sessions in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionFiles {
+    /// Claude Code's `~/.claude/projects/<slug>/<id>.jsonl` transcripts.
+    ClaudeTranscripts,
+    /// Codex's `$CODEX_HOME/sessions/…/rollout-…-<id>.jsonl` rollouts.
+    CodexRollouts,
+}
+
 /// One backend.
 #[derive(Debug)]
 pub struct BackendDescription {
@@ -73,6 +82,9 @@ pub struct BackendDescription {
     pub handoff: Option<&'static str>,
     /// Its tool calls are judged by the host's policy (the session has a mode).
     pub policy: bool,
+    /// How its CLI keeps a session on disk, for reading one made outside Nucleic in
+    /// (adoption's history); `None`: its sessions are not read.
+    pub session_files: Option<SessionFiles>,
     /// What switching the mode of a live agent does (said to the person).
     pub live_mode_switch: &'static str,
     /// What its sandbox must let it reach and write.
@@ -294,9 +306,15 @@ mod tests {
         let mut fork = request();
         fork.fork = true;
         fork.common.resume = Some("t".into());
-        let err = codex.launch(fork.clone()).unwrap_err().to_string();
-        assert_eq!(err, "the Codex backend cannot fork a conversation");
-        assert!(describe(Backend::ClaudeCode).launch(fork).is_ok());
+        let err = describe(Backend::Gemini).launch(fork.clone()).unwrap_err().to_string();
+        assert_eq!(err, "the Gemini CLI backend cannot fork a conversation");
+        assert!(describe(Backend::ClaudeCode).launch(fork.clone()).is_ok());
+        // Codex forks through app-server's `thread/fork`, not in its exec mode.
+        assert!(codex.launch(fork.clone()).is_ok());
+        let mut exec_fork = fork;
+        exec_fork.exec = true;
+        let err = codex.launch(exec_fork).unwrap_err().to_string();
+        assert!(err.contains("exec mode cannot fork"), "{err}");
         let mut prompt = request();
         prompt.append_system_prompt = Some("be brief".into());
         assert!(codex.launch(prompt).is_err());

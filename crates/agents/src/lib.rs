@@ -49,7 +49,8 @@ pub mod supervisor;
 pub use agent::{AgentControl, AgentOutput, Capabilities, NativeEvent};
 pub use any::{AgentLaunch, AnyAgent};
 pub use backend::{
-    BACKENDS, BackendDescription, LaunchRequest, backend_capabilities, backend_named, describe,
+    BACKENDS, BackendDescription, LaunchRequest, SessionFiles, backend_capabilities, backend_named,
+    describe,
 };
 pub use error::AgentError;
 pub use options::CommonOptions;

@@ -54,6 +54,7 @@ pub const GEMINI_CLI: BackendDescription = BackendDescription {
     extras: Extras { append_system_prompt: false, exec: false, host_hooks: false },
     // `--resume` takes the session's UUID, which is the ACP session id.
     handoff: Some("gemini --resume"),
+    session_files: None,
     policy: true,
     live_mode_switch: HOST_DECIDES,
     confinement: ConfinementNeeds {

@@ -8,6 +8,7 @@ use super::session::CLAUDE_CAPABILITIES;
 use crate::any::AgentLaunch;
 use crate::backend::{
     AgentProgram, BackendDescription, ConfinementNeeds, Extras, LaunchRequest, ModelEndpoints,
+    SessionFiles,
 };
 use crate::error::AgentError;
 
@@ -58,6 +59,7 @@ pub const CLAUDE_CODE: BackendDescription = BackendDescription {
     extras: Extras { append_system_prompt: true, exec: false, host_hooks: true },
     handoff: Some("claude --resume"),
     policy: true,
+    session_files: Some(SessionFiles::ClaudeTranscripts),
     live_mode_switch: HOST_DECIDES,
     confinement: ConfinementNeeds {
         optional: false,
@@ -88,6 +90,7 @@ pub const SIMULATED: BackendDescription = BackendDescription {
     extras: Extras { append_system_prompt: true, exec: false, host_hooks: false },
     handoff: Some("claude --resume"),
     policy: false,
+    session_files: None,
     live_mode_switch: HOST_DECIDES,
     confinement: ConfinementNeeds {
         optional: true,

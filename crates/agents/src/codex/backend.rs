@@ -9,7 +9,7 @@ use super::session::CODEX_CAPABILITIES;
 use crate::any::AgentLaunch;
 use crate::backend::{
     AgentProgram, BackendDescription, ConfinementNeeds, Extras, LaunchRequest, ModelEndpoints,
-    StateDir,
+    SessionFiles, StateDir,
 };
 use crate::error::AgentError;
 
@@ -47,6 +47,7 @@ pub const CODEX: BackendDescription = BackendDescription {
     extras: Extras { append_system_prompt: false, exec: true, host_hooks: false },
     handoff: Some("codex resume"),
     policy: true,
+    session_files: Some(SessionFiles::CodexRollouts),
     live_mode_switch: "applies at once to every command and file change codex asks about \
                        (every write and every command it does not know to be safe); codex's \
                        own sandbox stays as started",
@@ -75,8 +76,13 @@ pub const CODEX: BackendDescription = BackendDescription {
 /// `app-server` with the mode mapped onto approval policy and sandbox (`thread/resume` for a
 /// resume), or `exec --json` with the mode mapped onto its sandbox.
 fn launch(_: &BackendDescription, request: LaunchRequest) -> Result<AgentLaunch, AgentError> {
-    let LaunchRequest { common, provider_timeout, exec, .. } = request;
+    let LaunchRequest { common, provider_timeout, exec, fork, .. } = request;
     let (program, cwd) = (common.program.clone(), common.cwd.clone());
+    if exec && fork {
+        return Err(AgentError::Refused(
+            "codex's exec mode cannot fork a conversation (app-server's thread/fork can)".into(),
+        ));
+    }
     if exec {
         let mut o = CodexExecOptions::new(program, cwd);
         o.common = common;
@@ -88,6 +94,7 @@ fn launch(_: &BackendDescription, request: LaunchRequest) -> Result<AgentLaunch,
     let mut o = CodexOptions::new(program, cwd);
     o.common = common;
     o.set_permission_mode(&mode)?;
+    o.fork = fork;
     // codex retries an unreachable provider forever, and its retry notices count as output:
     // the adapter's own watchdog gives up on turns that make no progress.
     o.provider_timeout = provider_timeout.or(o.provider_timeout);

@@ -74,6 +74,9 @@ pub struct CodexOptions {
     pub approval_policy: String,
     /// `sandbox` of the thread (passed again on resume: codex does not restore it).
     pub sandbox: String,
+    /// With `common.resume`: `thread/fork` instead of `thread/resume` — a new thread that
+    /// carries the history, in `common.cwd`, the original left as it was.
+    pub fork: bool,
     /// Give up (an `error`, then the run ends as `apiError`) when a turn shows no progress for
     /// this long while no approval is pending and no tool runs: codex itself retries an
     /// unreachable provider forever. `None` waits forever.
@@ -89,6 +92,7 @@ impl CodexOptions {
             codex_home: None,
             approval_policy: "untrusted".into(),
             sandbox: "workspace-write".into(),
+            fork: false,
             provider_timeout: Some(DEFAULT_PROVIDER_TIMEOUT),
         }
     }
@@ -150,10 +154,18 @@ impl CodexOptions {
         ))
     }
 
-    /// The `thread/start` (or `thread/resume`) method and params. A confined thread gets no
-    /// `sandbox`: it would replace Nucleic's profile (see [`CommandSandbox`]).
+    /// The `thread/start` (or `thread/resume`, `thread/fork`) method and params. A confined
+    /// thread gets no `sandbox`: it would replace Nucleic's profile (see [`CommandSandbox`]).
     pub fn thread_request(&self) -> (&'static str, Value) {
         let mut params = match &self.common.resume {
+            // The fork runs where this session does (its worktree), not where the original ran.
+            Some(id) if self.fork => json!({
+                "threadId": id,
+                "cwd": self.common.cwd.to_string_lossy(),
+                "excludeTurns": true,
+                "approvalPolicy": self.approval_policy,
+                "sandbox": self.sandbox,
+            }),
             Some(id) => json!({
                 "threadId": id,
                 "excludeTurns": true,
@@ -174,7 +186,11 @@ impl CodexOptions {
                 obj.remove("sandbox");
             }
         }
-        let method = if self.common.resume.is_some() { "thread/resume" } else { "thread/start" };
+        let method = match (&self.common.resume, self.fork) {
+            (Some(_), true) => "thread/fork",
+            (Some(_), false) => "thread/resume",
+            (None, _) => "thread/start",
+        };
         (method, params)
     }
 }
@@ -201,6 +217,12 @@ mod tests {
         let (m, p) = o.thread_request();
         assert_eq!(m, "thread/resume");
         assert_eq!(p["excludeTurns"], true);
+        assert_eq!(p.get("cwd"), None);
+        o.fork = true;
+        let (m, p) = o.thread_request();
+        assert_eq!(m, "thread/fork");
+        assert_eq!((p["threadId"].as_str(), p["cwd"].as_str()), (Some("t1"), Some("/tmp")));
+        o.fork = false;
         o.sandbox = "yolo".into();
         assert!(o.spawn_spec().is_err());
     }

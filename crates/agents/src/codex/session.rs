@@ -32,7 +32,8 @@ pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
     set_model: false,
     set_permission_mode: false,
     resume: true,
-    fork: false,
+    // app-server's `thread/fork`: a new thread carrying the history, in the session's worktree.
+    fork: true,
     partial_deltas: true,
 };
 

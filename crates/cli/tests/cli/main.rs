@@ -36,6 +36,7 @@ mod real_claude_plan;
 mod real_claude_session;
 mod real_claude_webfetch;
 mod real_codex;
+mod real_codex_adopt;
 mod real_codex_credentials;
 mod real_codex_host;
 mod real_codex_mcp;

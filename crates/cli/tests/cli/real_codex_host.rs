@@ -278,7 +278,8 @@ async fn real_codex_host_refusals_handoff_and_continue() {
     let worktree = session.worktree.unwrap().path;
     assert!(Path::new(&worktree).join("created.txt").exists());
 
-    // Keep, hand off (codex's own resume command), continue (a fresh thread: codex cannot fork).
+    // Keep, hand off (codex's own resume command), continue (a fork of the thread: app-server's
+    // thread/fork, in the new worktree, carrying the conversation).
     host.finish(&id, FinishAction::Keep, "test").await.unwrap();
     let handoff = host.finish(&id, FinishAction::Handoff, "test").await.unwrap().unwrap().payload();
     assert_eq!(handoff["command"], format!("cd '{worktree}' && codex resume '{thread}'"));
@@ -305,5 +306,21 @@ async fn real_codex_host_refusals_handoff_and_continue() {
     let next_tree = next["worktree"]["path"].as_str().unwrap();
     assert_eq!(started.cwd, next_tree);
     assert!(Path::new(next_tree).join("created.txt").exists(), "continues from the kept changes");
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("the continued session's turn did not complete within 30 s")
+            .unwrap()
+            .unwrap();
+        if matches!(e.kind, EventKind::TurnCompleted(_)) {
+            break;
+        }
+    }
+    // The model got the earlier conversation with the new prompt: a fork, not a fresh thread.
+    let carried = s.mock.requests().iter().any(|r| {
+        let body = r.body.to_string();
+        body.contains("carry on") && body.contains("touch it")
+    });
+    assert!(carried, "no request of the continued thread carried the first prompt");
     host.stop(&next_id).await.unwrap();
 }

@@ -30,7 +30,7 @@ impl Context {
     }
 
     /// Whether `agent_options` can start this backend: its executable is configured and exists.
-    fn available(&self, backend: nucleic_protocol::Backend) -> bool {
+    pub(crate) fn available(&self, backend: nucleic_protocol::Backend) -> bool {
         self.config.agents.program(backend).is_some_and(|(program, _)| program.is_file())
     }
 }

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use nucleic_agents::SessionFiles;
 use nucleic_core::Draft;
 use nucleic_discover::{Discovery, Homes, Limits, OutsideSession, discover, running_agents};
 use nucleic_git::{Repo, SetupSpec, WorktreeSpec};
@@ -70,6 +71,10 @@ impl Context {
                 description.label,
                 outside.path.display()
             )));
+        }
+        // Refused before a worktree or a session exists, not when the agent fails to start.
+        if !self.available(outside.backend) {
+            return Err(HostError::Invalid(description.not_installed()));
         }
         let mode = self.start_mode(outside.backend, &project.id, request.mode.as_deref())?;
         let session_id = uuid::Uuid::new_v4().to_string();
@@ -200,8 +205,16 @@ const HISTORY_LIMIT: u64 = 256 * 1024 * 1024;
 /// The outside session's history as drafts of the new session.
 async fn read_history(outside: &OutsideSession, session_id: &str) -> Result<Vec<Draft>, HostError> {
     let (path, id) = (outside.path.clone(), session_id.to_owned());
+    let description = nucleic_agents::describe(outside.backend);
+    let format = description.session_files.ok_or_else(|| {
+        HostError::Invalid(format!("the {} backend's sessions are not read in", description.label))
+    })?;
     let imported = blocking(move || {
-        nucleic_transfer::import::claude_transcript_file(&path, &id)
+        let read = match format {
+            SessionFiles::ClaudeTranscripts => nucleic_transfer::import::claude_transcript_file,
+            SessionFiles::CodexRollouts => nucleic_transfer::import::codex_rollout_file,
+        };
+        read(&path, &id)
             .map_err(|e| HostError::Invalid(format!("cannot read {}: {e}", path.display())))
     })
     .await?;

@@ -1,5 +1,5 @@
 //! Sessions made outside Nucleic, through the host: listed for their project only, and what
-//! adopting refuses — an unknown id, a Codex session (not adoptable yet) — with nothing created
+//! adopting refuses — an unknown id, a session whose CLI is not installed — with nothing created
 //! and the CLI's own files unread beyond discovery and never written.
 
 use nucleic_host::AdoptOutside;
@@ -55,7 +55,9 @@ async fn outside_sessions_are_listed_per_project_and_adoption_refuses_what_it_ca
         .adopt_outside(adopt("01a228e0-1b31-7133-b3e9-877fba264cc4"), "test")
         .await
         .unwrap_err();
-    assert!(codex_refused.to_string().contains("not supported yet"), "{codex_refused}");
+    // Codex can be adopted (app-server's thread/fork), but not where it is not installed: refused
+    // before a worktree or a session exists.
+    assert!(codex_refused.to_string().contains("codex is not installed"), "{codex_refused}");
     // Nothing was created, and the CLIs' files are as they were.
     assert!(host.list_sessions(None, false).await.unwrap().is_empty());
     assert_eq!((std::fs::read(&claude).unwrap(), std::fs::read(&codex).unwrap()), before);
