@@ -111,6 +111,7 @@ impl Bridge {
             Command::Task(task) => self.task(chat, &mut state, task).await,
             Command::Say(text) => {
                 let session = current(&state)?;
+                let text = self.with_attachments(chat, &text);
                 self.client.send_input(&session, &text).await?;
                 Ok(format!("Sent to session {}.", short(&session)).into())
             }
@@ -316,7 +317,12 @@ impl Bridge {
                 self.client.intent(Intent::Interrupt { session_id: session.clone() }).await?;
                 Ok(format!("Interrupted session {}'s turn.", short(&session)).into())
             }
-            Command::Send(_) => Ok("File transfer is not built yet (docs/chat.md).".into()),
+            Command::Send(path) => {
+                let session = current(&state)?;
+                match self.send_file(chat, &session, &path).await? {
+                    Ok(text) | Err(text) => Ok(text.into()),
+                }
+            }
             Command::Pair(_) => Ok("Already paired.".into()),
         }
     }
@@ -353,6 +359,7 @@ impl Bridge {
         task: String,
     ) -> Result<Reply, Failure> {
         if let (Some(session), true) = (state.session.clone(), state.selected) {
+            let task = self.with_attachments(chat, &task);
             self.client.send_input(&session, &task).await?;
             return Ok(format!("Sent to session {}.", short(&session)).into());
         }

@@ -94,6 +94,7 @@ fn declarations() -> Vec<String> {
         TokenRotated::decl(),
         Pairing::decl(),
         ExportedText::decl(),
+        Attached::decl(),
         ProtocolErrorCode::decl(),
         DeviceProof::decl(),
         DeviceSummary::decl(),

@@ -8,6 +8,7 @@ mod agent_boundary;
 mod bad_input;
 mod bounds;
 mod chat_bridge;
+mod chat_files;
 mod chat_matrix;
 mod cli_commands;
 mod confinement;
