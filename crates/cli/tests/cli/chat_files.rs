@@ -81,7 +81,7 @@ async fn chat_files_go_both_ways_confined_to_the_worktree_and_size_capped() {
     let skip = mock.sent().len();
     for path in ["leak", "rel-leak", "sub/out/secret.txt"] {
         mock.push_message(ME, None, ME, &format!("/cc send {path}"));
-        sent_containing(&mock, ME, &format!("Not sent: "), skip).await;
+        sent_containing(&mock, ME, "Not sent: ", skip).await;
     }
     for path in ["../secret.txt", "/etc/hostname", "sub/../../secret.txt"] {
         mock.push_message(ME, None, ME, &format!("/cc send {path}"));
