@@ -106,6 +106,11 @@ impl Bridge {
     ) -> Result<Reply, Failure> {
         let key = chat.to_owned();
         let mut state = self.state.chat(&key)?;
+        if command.quotes_the_work() && self.state.needs_you_only(chat)? {
+            return Err(Failure::Say(
+                "This chat gets \"needs you\" notices only, without content: see it in the cockpit, or /cc needs-you off.".into(),
+            ));
+        }
         match command {
             Command::Help => Ok(HELP.into()),
             Command::Task(task) => self.task(chat, &mut state, task).await,
@@ -192,7 +197,7 @@ impl Bridge {
             Command::Session => {
                 let session = current(&state)?;
                 let s = self.client.session(&session).await?;
-                Ok(describe(&s).into())
+                Ok(crate::report::describe(&s).into())
             }
             Command::Diff => {
                 let session = current(&state)?;
@@ -323,6 +328,15 @@ impl Bridge {
                     Ok(text) | Err(text) => Ok(text.into()),
                 }
             }
+            Command::NeedsYou(on) => {
+                self.state.set_needs_you_only(chat, on)?;
+                Ok(if on {
+                    "This chat now gets \"needs you\" notices only: which session waits, and the code to answer, without the tool, command, plan or answer. /cc diff, report, tests, session(s), send and handoff are answered in the cockpit. /cc needs-you off brings the full reports back."
+                } else {
+                    "This chat gets the full reports again."
+                }
+                .into())
+            }
             Command::Pair(_) => Ok("Already paired.".into()),
         }
     }
@@ -401,6 +415,9 @@ impl Bridge {
                 other => other.into(),
             })?;
         self.select(chat, state, &summary.session_id, false)?;
+        if self.state.needs_you_only(chat)? {
+            return Ok(format!("Started session {}.", short(&summary.session_id)).into());
+        }
         Ok(format!(
             "Started session {} — {}. Approvals, plans and the end of each turn come here.",
             short(&summary.session_id),
@@ -557,18 +574,6 @@ fn current(state: &ChatState) -> Result<String, Failure> {
             "No session in this chat yet: /cc <task> starts one, /cc sessions lists them.".into(),
         )
     })
-}
-
-fn describe(s: &SessionSummary) -> String {
-    let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
-    format!(
-        "Session {} — {}\nstatus {}, {} pending, branch {branch}, ${:.2}",
-        short(&s.session_id),
-        s.title,
-        s.status.as_str(),
-        s.pending_approvals,
-        s.cost_usd
-    )
 }
 
 fn first_line(text: &str) -> String {

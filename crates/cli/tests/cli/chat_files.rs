@@ -251,3 +251,56 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_needs_you_only_sends_notices_without_content_and_refuses_what_quotes_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    let mock = MockTelegram::start(TOKEN).await.unwrap();
+    let bridge = BridgeProc::start(&home, &mock, "needs-you");
+    pair(&home, &mock).await;
+    mock.push_message(ME, None, ME, "/cc needs-you on");
+    sent_containing(&mock, ME, "notices only", 0).await;
+    let from = mock.sent().len();
+
+    // A task whose every report would quote its file and content.
+    mock.push_message(ME, None, ME, "/cc write plan-91.txt containing MARK-CONTENT-5e");
+    let notice = sent_containing(&mock, ME, "needs you: approval ", from).await;
+    let code = code_of_notice(&notice.text);
+    let keyboard = &notice.body["reply_markup"]["inline_keyboard"][0];
+    assert_eq!(keyboard[0]["callback_data"], format!("a:{code}"), "the buttons stay");
+    mock.push_callback(ME, ME, notice.message_id, &format!("a:{code}"));
+    sent_containing(&mock, ME, "it waits for you", from).await;
+    let session = only_session(&home).await;
+    let worktree =
+        PathBuf::from(show(&home, &session).await["worktree"]["path"].as_str().unwrap().to_owned());
+    assert!(worktree.join("plan-91.txt").is_file(), "the approval by notice worked");
+    for command in ["/cc diff", "/cc report", "/cc send plan-91.txt", "/cc session"] {
+        let skip = mock.sent().len();
+        mock.push_message(ME, None, ME, command);
+        sent_containing(&mock, ME, "notices only, without content", skip).await;
+    }
+    let quiet: Vec<String> = mock.sent().iter().skip(from).map(|s| s.text.clone()).collect();
+    println!("needs-you-only messages: {quiet:#?}");
+    assert!(mock.sent().iter().skip(from).all(|s| s.file.is_none()), "a file went out");
+    for text in &quiet {
+        assert!(
+            !text.contains("plan-91") && !text.contains("MARK-CONTENT") && !text.contains("Write"),
+            "content in a needs-you-only chat: {text}"
+        );
+    }
+
+    // Off again: the full reports.
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc needs-you off");
+    sent_containing(&mock, ME, "full reports again", skip).await;
+    mock.push_message(ME, None, ME, "/cc diff");
+    sent_containing(&mock, ME, "plan-91.txt", skip).await;
+    bridge.kill().await;
+}
+
+/// The code of a "Session … needs you: approval K7P2 · …" notice.
+fn code_of_notice(text: &str) -> String {
+    let after = text.split("approval ").nth(1).unwrap();
+    after.chars().take(4).collect()
+}
