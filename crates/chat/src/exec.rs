@@ -414,6 +414,19 @@ impl Bridge {
                 }
                 other => other.into(),
             })?;
+        // In a forum, the session gets a topic of its own: its approvals and reports go there,
+        // so two sessions' never mix, and a task there is its next turn.
+        if let Some(topic) = self.transport.open_topic(chat, &summary.title).await {
+            self.state.set_chat(chat, state)?;
+            let mut own = self.state.chat(&topic)?;
+            own.project = state.project.clone();
+            self.select(&topic, &mut own, &summary.session_id, true)?;
+            return Ok(format!(
+                "Started session {} in a topic of its own: its approvals and reports go there.",
+                short(&summary.session_id)
+            )
+            .into());
+        }
         self.select(chat, state, &summary.session_id, false)?;
         if self.state.needs_you_only(chat)? {
             return Ok(format!("Started session {}.", short(&summary.session_id)).into());

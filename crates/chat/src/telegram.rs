@@ -27,6 +27,8 @@ const SEND_DEADLINE: Duration = Duration::from_secs(30);
 const FILE_DEADLINE: Duration = Duration::from_secs(120);
 /// An answer's largest body.
 const BODY_LIMIT: usize = 8 << 20;
+/// A forum topic's longest name.
+const TOPIC_NAME_LIMIT: usize = 128;
 /// A document's longest caption (UTF-16 units).
 pub const CAPTION_LIMIT: usize = 1024;
 
@@ -336,6 +338,17 @@ impl Telegram {
         Ok(response.body)
     }
 
+    /// Makes a forum topic `name` in the forum supergroup `chat_id`; its `message_thread_id`.
+    pub async fn create_topic(&self, chat_id: i64, name: &str) -> Result<i64, TelegramError> {
+        let name: String = name.chars().take(TOPIC_NAME_LIMIT).collect();
+        let body = json!({"chat_id": chat_id, "name": name});
+        let result = self.call("createForumTopic", body, self.send_deadline).await?;
+        result["message_thread_id"].as_i64().ok_or_else(|| TelegramError::Malformed {
+            method: "createForumTopic".into(),
+            why: "no message_thread_id".into(),
+        })
+    }
+
     /// Answers a button press (the small notice the presser sees).
     pub async fn answer_callback(
         &self,
@@ -536,6 +549,19 @@ impl Transport for Telegram {
     fn answer_choice<'a>(&'a self, answer: &'a str, text: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let _ = self.answer_callback(answer, text).await;
+        })
+    }
+
+    /// A topic per session in a forum supergroup, opened from its General topic; other chats
+    /// (private ones, groups that are not forums, a topic already) have none.
+    fn open_topic<'a>(&'a self, chat: &'a str, title: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let chat = ChatRef::from_key(chat)?;
+            if chat.chat_id >= 0 || chat.thread_id.is_some() {
+                return None;
+            }
+            let thread = self.create_topic(chat.chat_id, title).await.ok()?;
+            Some(ChatRef { chat_id: chat.chat_id, thread_id: Some(thread) }.key())
         })
     }
 

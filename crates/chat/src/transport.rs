@@ -93,6 +93,11 @@ pub trait Transport: Debug + Send + Sync {
     fn answer_choice<'a>(&'a self, answer: &'a str, text: &'a str) -> BoxFuture<'a, ()>;
     /// Joins `chat` after an invite; an error says why not.
     fn join<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// A chat of its own for a new session inside `chat` (a Telegram forum topic named `title`),
+    /// its key; `None` when the service or the chat has none (the session reports to `chat`).
+    fn open_topic<'a>(&'a self, _chat: &'a str, _title: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
     /// Downloads an inbound file, refusing one of more than `limit` bytes without reading
     /// past it; an error is a whole sentence.
     fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>>;

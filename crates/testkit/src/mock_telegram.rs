@@ -67,6 +67,8 @@ struct State_ {
     calls: Vec<String>,
     files: std::collections::HashMap<String, Stored>,
     downloads: Vec<String>,
+    forums: std::collections::HashSet<i64>,
+    topics: Vec<(i64, i64, String)>,
 }
 
 /// No scripted scenario of the shared scaffolding: the faults live in the mock's own state.
@@ -216,6 +218,16 @@ impl MockTelegram {
         update_id
     }
 
+    /// `chat` is a forum supergroup: `createForumTopic` works there.
+    pub fn set_forum(&self, chat: i64) {
+        self.bot.lock().forums.insert(chat);
+    }
+
+    /// Every topic made: (chat, `message_thread_id`, name).
+    pub fn topics(&self) -> Vec<(i64, i64, String)> {
+        self.bot.lock().topics.clone()
+    }
+
     /// The paths of every file downloaded, in order.
     pub fn downloads(&self) -> Vec<String> {
         self.bot.lock().downloads.clone()
@@ -318,6 +330,7 @@ async fn handle(bot: Arc<Bot>, shared: Arc<Shared<NoScenario>>, request: Request
         }
         "sendDocument" => send(&bot, &shared, &method, body, file).await,
         "getFile" => get_file(&bot, &body),
+        "createForumTopic" => create_topic(&bot, &body),
         "answerCallbackQuery" => Json(json!({"ok": true, "result": true})).into_response(),
         "getMe" => Json(json!({"ok": true, "result": {"id": 1, "is_bot": true, "username": "nucleic_test_bot"}}))
             .into_response(),
@@ -403,6 +416,20 @@ fn split_bytes<'a>(mut bytes: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
         bytes = &bytes[at + delimiter.len()..];
     }
     parts
+}
+
+fn create_topic(bot: &Bot, body: &Value) -> Response {
+    let mut state = bot.lock();
+    let chat = body["chat_id"].as_i64().unwrap_or(0);
+    if !state.forums.contains(&chat) {
+        return api_error(StatusCode::BAD_REQUEST, "Bad Request: the chat is not a forum", None);
+    }
+    let thread = state.next_message_id;
+    state.next_message_id += 1;
+    let name = body["name"].as_str().unwrap_or_default().to_owned();
+    state.topics.push((chat, thread, name.clone()));
+    Json(json!({"ok": true, "result": {"message_thread_id": thread, "name": name, "icon_color": 7322096}}))
+        .into_response()
 }
 
 fn get_file(bot: &Bot, body: &Value) -> Response {
