@@ -19,6 +19,7 @@ command -v socat >/dev/null || missing+=(socat)
 command -v npm >/dev/null || missing+=(npm)
 command -v gh >/dev/null || missing+=(gh)             # pull requests (docs/dev-loop.md)
 command -v openssl >/dev/null || missing+=(openssl)   # the mock GitHub's certificate
+command -v tmux >/dev/null || missing+=(tmux)         # `nucleic tui` is tested in tmux (docs/tui.md)
 # Quiet hours are kept in the device's IANA time zone, read from the system's zoneinfo.
 [ -f /usr/share/zoneinfo/Europe/Berlin ] || missing+=(tzdata)
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium fonts-dejavu-core)

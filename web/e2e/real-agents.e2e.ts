@@ -2,6 +2,7 @@
  *  each against Nucleic's own mock model server inside the loopback-only namespace: create
  *  each from the UI, approve its file change from the approval bar, see the file in the diff,
  *  merge it, and find both on the base branch. */
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +28,8 @@ let browser: Browser;
 let demo: Demo;
 let demoArgs: string[];
 let home: string;
+/** The agents' offline environment (the person's, as the host's agents get it). */
+let agentEnv: Record<string, string>;
 const mocks: Array<{ stop(): Promise<void> }> = [];
 const scratchDirs: string[] = [];
 const web = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -46,7 +49,7 @@ beforeAll(async () => {
   scratchDirs.push(codexHome);
   writeFileSync(path.join(codexHome, "config.toml"), openai.config);
   // The offline environments from shared/reference (testkit::agents): Claude's, then Codex's.
-  const agentEnv: Record<string, string> = {
+  agentEnv = {
     HOME: path.join(scratch, "home"),
     XDG_RUNTIME_DIR: path.join(scratch, "run"),
     CLAUDE_CODE_TMPDIR: path.join(scratch, "tmp"),
@@ -149,4 +152,52 @@ it("a real Claude and a real Codex session side by side: approve, diff, resume a
   expect(git(demo.repo, "show", "main:codex.txt").trim()).toBe("written by codex");
   expect(pageErrors(page)).toEqual([]);
   await context.close();
-});
+}, 300_000);
+
+it("a Claude Code session made in the terminal is listed in the new-session sheet and carried on from it", async () => {
+  // The person's own session, made in the terminal before Nucleic knows of it.
+  const out = execFileSync(pinnedClaude(), ["-p", "write terminal-notes.txt containing from the terminal", "--permission-mode", "acceptEdits", "--output-format", "json"], {
+    cwd: demo.repo,
+    env: { PATH: process.env.PATH ?? "", ...agentEnv },
+    encoding: "utf8",
+    timeout: 90_000,
+  });
+  const outside = String(JSON.parse(out).session_id);
+  rmSync(path.join(demo.repo, "terminal-notes.txt"), { force: true });
+
+  const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+  await page.goto(`${demo.origin}/#/`);
+  await page.click("[data-testid=new-session]");
+  const row = `[data-testid=outside-session][data-outside="${outside}"]`;
+  await page.waitForSelector("[data-testid=outside-sessions] summary", { timeout: 30_000 });
+  expect(await page.textContent("[data-testid=outside-sessions] summary")).toContain("Carry on a session from outside Nucleic (1)");
+  await page.click("[data-testid=outside-sessions] summary");
+  await page.waitForSelector(row, { timeout: 5_000 });
+  expect(await page.textContent(row)).toContain("terminal-notes.txt");
+  expect(await page.textContent(row)).toContain("Claude Code");
+  await page.click(row);
+  await page.waitForSelector("[data-testid=adopting]");
+  // Its backend and history are its own: the sheet no longer offers a backend or a base.
+  expect(await page.$("select[name=backend]")).toBeNull();
+  await page.fill("textarea[name=prompt]", "write adopted.txt containing carried on");
+  await page.click("[data-testid=create-session]");
+  await page.waitForFunction(() => /#\/s\//.test(location.hash));
+  const id = decodeURIComponent(new URL(page.url()).hash.split("/")[2] ?? "");
+  await page.waitForSelector("[data-testid=approval-bar]", { timeout: 90_000 }).catch(async (e) => {
+    throw new Error(`${e}\n--- session ${id} ---\n${await page.innerText("[data-testid=session-pane]")}\n--- host ---\n${demo.log().slice(-3000)}`);
+  });
+  expect(await page.textContent("[data-testid=approval-bar]")).toContain("adopted.txt");
+  await page.click("[data-testid=allow]");
+  await page.waitForSelector("[data-testid=diff-files] li[data-path='adopted.txt']", { timeout: 90_000 });
+  // The terminal's turn comes first in the transcript, then the adoption, then the new turn.
+  const transcript = (await page.textContent("[data-testid=transcript]")) ?? "";
+  const first = transcript.indexOf("terminal-notes.txt");
+  const adopted = transcript.indexOf("Adopted from the claudeCode session");
+  expect(first).toBeGreaterThanOrEqual(0);
+  expect(adopted).toBeGreaterThan(first);
+  expect(transcript.indexOf("adopted.txt", adopted)).toBeGreaterThan(adopted);
+  // Carried on in its own worktree: the checkout is as it was.
+  expect(git(demo.repo, "status", "--porcelain")).not.toContain("adopted.txt");
+  expect(pageErrors(page)).toEqual([]);
+  await context.close();
+}, 300_000);

@@ -139,6 +139,12 @@ continuesSessionID?: string | null,
  */
 createdBy?: string | null, 
 /**
+ * The session whose agent started this one (through an MCP grant bound to it): the
+ * session's parent, whose requests (and its ancestors') this session's MCP grants may
+ * never answer.
+ */
+parentSessionID?: string | null, 
+/**
  * The policy mode the session starts in (none without a policy).
  */
 mode?: string | null, };
@@ -477,7 +483,12 @@ name?: string | null,
 /**
  * A shorter life than the default 600 s (capped at 600).
  */
-ttlSecs?: number | null, };
+ttlSecs?: number | null, } | { "kind": "grantMcp", name: string, scopes: Array<McpScope>, 
+/**
+ * The session whose agent the MCP client is (it may then never answer that session's
+ * or its ancestors' requests).
+ */
+sessionID?: string | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -576,7 +587,11 @@ backends: Array<BackendInfo>,
  * This host's id at its relay, when it has one: how a device paired through the relay
  * knows it, so a page on the host's own address can tell it is the same host.
  */
-relayHostID?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
+relayHostID?: string | null, 
+/**
+ * The host's [`SCHEMA_DIGEST`]; absent from hosts older than it.
+ */
+schemaDigest?: string | null, } | { "type": "ack", messageID: string, result?: IntentResult | null, } | { "type": "projects", messageID: string, projects: Array<ProjectSummary>, } | { "type": "sessions", messageID: string, sessions: Array<SessionSummary>, } | { "type": "gitFacts", messageID: string, facts: GitFacts, } | { "type": "files", messageID: string, path: string, entries: Array<FileEntry>, 
 /**
  * More entries existed than `MAX_FILE_ENTRIES`.
  */
@@ -586,7 +601,7 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "attached" } & Attached;
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "attached" } & Attached | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants;
 
 export type OutsideSessions = { sessions: Array<OutsideSession>, 
 /**
@@ -741,7 +756,28 @@ export type Attached = { name: string,
  */
 path: string, size: number, };
 
-export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
+export type McpScope = "observe" | "start" | "steer" | "approve";
+
+export type McpGrantSummary = { name: string, scopes: Array<McpScope>, 
+/**
+ * The session whose agent the client is: its requests, and its ancestors', are never
+ * the principal's to answer; sessions it starts are recorded as that session's children.
+ */
+sessionID?: string | null, 
+/**
+ * When it was granted, in Unix milliseconds.
+ */
+grantedAt: number, 
+/**
+ * When it was revoked, in Unix milliseconds (a revoked name is never granted again).
+ */
+revokedAt?: number | null, };
+
+export type McpGranted = { grant: McpGrantSummary, credential: string, };
+
+export type McpGrants = { grants: Array<McpGrantSummary>, };
+
+export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "forbidden" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
 
 export type DeviceProof = { deviceID: string, 
 /**

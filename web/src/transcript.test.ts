@@ -25,6 +25,17 @@ describe("Transcript.fold", () => {
     expect(t.rows[1]).toMatchObject({ kind: "report", report: { contradictions: [{ claim: "All tests pass." }] } });
   });
 
+  it("shows a session's notes and mode switches, not its renames", () => {
+    seq = 0;
+    const t = new Transcript();
+    t.fold([
+      ev({ type: "sessionUpdated", title: "renamed", by: "cli" }),
+      ev({ type: "sessionUpdated", note: "Adopted from the claudeCode session c1 (2 turns above).", by: "cli" }),
+      ev({ type: "sessionUpdated", mode: "edit", by: "cockpit" }),
+    ]);
+    expect(t.rows.map((r) => (r as { text?: string }).text)).toEqual(["Adopted from the claudeCode session c1 (2 turns above).", "Mode: edit (by cockpit)"]);
+  });
+
   it("merges streamed deltas and replaces them with the whole block", () => {
     seq = 0;
     const t = new Transcript();

@@ -298,9 +298,11 @@ export class Transcript {
         });
         return;
       case "sessionUpdated":
-        // A mode switch is part of the story; renames and archiving are not.
+        // A mode switch and a note (an adoption, a handoff, what a terminal added) are part of
+        // the story; renames and archiving are not.
         if (k.mode)
           this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "ok", text: `Mode: ${k.mode} (by ${k.by}${k.note ? `; ${k.note}` : ""})` });
+        else if (k.note) this.push({ kind: "notice", seq: e.seq, rev: 0, tone: "info", text: k.note });
         return;
       case "worktreeFinished":
         this.push({

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_push_subscriptions.sql"),
     include_str!("../migrations/0009_quiet_hours_zone.sql"),
     include_str!("../migrations/0010_project_sandbox.sql"),
+    include_str!("../migrations/0011_mcp_grants.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -121,7 +122,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 10);
+        assert_eq!(SCHEMA_VERSION, 11);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

@@ -56,6 +56,12 @@ pub enum CatalogError {
     SessionMismatch { expected: String, got: String },
     #[error("catalog: a device with id {id} already exists")]
     DuplicateDevice { id: String },
+    #[error(
+        "catalog: an MCP grant named {name} exists already (revoked names are not granted again); pick another name"
+    )]
+    DuplicateMcpGrant { name: String },
+    #[error("catalog: no MCP grant named {name}")]
+    McpGrantNotFound { name: String },
     #[error("catalog: device {id} does not exist")]
     DeviceNotFound { id: String },
     #[error("catalog: path {path} is not valid UTF-8")]

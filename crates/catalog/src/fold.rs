@@ -190,6 +190,7 @@ fn base_row(session_id: &str, transcript: &str, first: &Event) -> SessionRow {
         disk: None,
         worktree_reclaimed: false,
         mode: None,
+        parent_session_id: None,
     }
 }
 
@@ -212,6 +213,7 @@ fn created(
     r.mode = c.mode.clone();
     r.read_only = c.read_only;
     r.continues_session_id = c.continues_session_id.clone();
+    r.parent_session_id = c.parent_session_id.clone();
     r.status = SessionStatus::Idle;
     r.transcript = transcript.to_owned();
     r.created_at = event.at.unix_millis();

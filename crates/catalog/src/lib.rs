@@ -1,4 +1,5 @@
-//! The catalog: a SQLite index of projects, sessions, approvals, devices and client message ids.
+//! The catalog: a SQLite index of projects, sessions, approvals, devices, MCP grants and client
+//! message ids.
 //!
 //! Transcripts stay the source of truth. Every session row is a fold of its transcript's events
 //! ([`Catalog::apply_events`]) and the whole session index can be recreated from the transcripts
@@ -14,6 +15,7 @@
 //! - `sessions`, `fold`: session rows ([`SessionRow`]) folded from their events, and approvals.
 //! - `devices`: devices ([`DeviceRow`]: id, name, public key, last seen, revoked).
 //! - `push`: devices' Web Push subscriptions.
+//! - `mcp_grants`: MCP principals ([`NewMcpGrant`]): scopes, bound session, credential hash.
 //! - `client_messages`: remembered client replies, bounded ([`ReplyCacheLimits`]: a day, 10,000
 //!   replies, 8 MiB).
 //! - `rebuild`: the session index recreated from transcripts alone ([`RebuildReport`]).
@@ -24,6 +26,7 @@ mod db;
 mod devices;
 mod error;
 mod fold;
+mod mcp_grants;
 mod projects;
 mod push;
 mod rebuild;
@@ -40,6 +43,7 @@ pub use db::SCHEMA_VERSION;
 pub use devices::{DeviceRow, NewDevice};
 pub use error::{CatalogError, Result};
 pub use fold::UNTITLED;
+pub use mcp_grants::NewMcpGrant;
 pub use projects::{DEFAULT_POOL_SIZE, NewProject, ProjectRow, ProjectSettings};
 pub use push::PushSubscriptionRow;
 pub use rebuild::RebuildReport;

@@ -53,6 +53,8 @@ pub struct SessionRow {
     pub worktree_reclaimed: bool,
     /// The policy mode (`sessionCreated.mode`, then each `sessionUpdated.mode`).
     pub mode: Option<String>,
+    /// The session whose agent started this one (`sessionCreated.parentSessionID`).
+    pub parent_session_id: Option<String>,
 }
 
 /// Which sessions [`Catalog::list_sessions`] returns.
@@ -81,7 +83,7 @@ const COLUMNS: &str = "id, project_id, title, backend, model, permission_mode, s
     backend_session_id, cwd, worktree_path, branch, base_ref, base_sha, transcript, last_seq, \
     pending_approvals, cost_usd, outcome, archived, read_only, continues_session_id, agent_pid, \
     agent_start_ticks, created_at, updated_at, disk_bytes, build_bytes, disk_measured_at, \
-    worktree_reclaimed, mode";
+    worktree_reclaimed, mode, parent_session_id";
 
 static UPSERT: LazyLock<String> = LazyLock::new(|| {
     let updates = COLUMNS
@@ -146,6 +148,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         },
         worktree_reclaimed: row.get(28)?,
         mode: row.get(29)?,
+        parent_session_id: row.get(30)?,
     })
 }
 
@@ -202,6 +205,7 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionRow) -> Result<()> {
                 disk.map(|d| d.2),
                 s.worktree_reclaimed,
                 s.mode,
+                s.parent_session_id,
             ])
         })
         .ctx("write session")?;

@@ -48,6 +48,7 @@ fn created(title: &str, project: Option<(&str, &str)>) -> EventKind {
         read_only: false,
         continues_session_id: None,
         created_by: None,
+        parent_session_id: None,
         mode: None,
     })
 }
@@ -298,6 +299,7 @@ fn events_fold_into_the_session_row() {
         disk: None,
         worktree_reclaimed: false,
         mode: None,
+        parent_session_id: None,
     };
     assert_eq!(row, expected);
     let disk = nucleic_protocol::DiskUsage { bytes: 5_000, build_bytes: 1_000, measured_at: T0 };

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use nucleic_protocol::{
-    ApprovalRequested, ClientMessage, EventKind, HostMessage, QuestionAnswer, SessionSummary,
-    Verbosity,
+    ApprovalRequested, ClientMessage, HostMessage, QuestionAnswer, SessionSummary,
 };
 use serde_json::{Value, json};
 
@@ -25,39 +24,7 @@ pub async fn pending(
     if summary.pending_approvals == 0 {
         return Ok(Vec::new());
     }
-    let session_id = summary.session_id.clone();
-    let message_id = daemon.id();
-    daemon
-        .request(ClientMessage::Subscribe {
-            message_id,
-            session_id: session_id.clone(),
-            from_seq: 1,
-            verbosity: Verbosity::Full,
-        })
-        .await?;
-    let mut open: Vec<ApprovalRequested> = Vec::new();
-    let fold = async {
-        loop {
-            let HostMessage::Event { event } = daemon.next().await? else { continue };
-            if event.session_id != session_id {
-                continue;
-            }
-            match event.kind {
-                EventKind::ApprovalRequested(a) => open.push(a),
-                EventKind::ApprovalResolved(r) => open.retain(|a| a.request_id != r.request_id),
-                _ => {}
-            }
-            if event.seq >= summary.last_seq {
-                return Ok::<_, anyhow::Error>(());
-            }
-        }
-    };
-    tokio::time::timeout(READ_DEADLINE, fold)
-        .await
-        .with_context(|| format!("reading the events of session {session_id} timed out"))??;
-    let message_id = daemon.id();
-    daemon.request(ClientMessage::Unsubscribe { message_id, session_id }).await?;
-    Ok(open)
+    Ok(daemon.pending_approvals(&summary.session_id, summary.last_seq, READ_DEADLINE).await?)
 }
 
 /// The one pending approval of a session; refuses when there is none or more than one.

@@ -271,7 +271,9 @@ fn print_session(s: &SessionSummary) {
     };
     let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
     let disk = crate::disk::list_column(s);
-    println!("{}  {status:<17}{approvals}  {branch}  {disk}  {}", s.session_id, s.title);
+    // A title is the agent's or the prompt's: no escape sequence of it reaches the terminal.
+    let title = nucleic_tui::sanitize::line(&s.title);
+    println!("{}  {status:<17}{approvals}  {branch}  {disk}  {title}", s.session_id);
 }
 
 pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<ExitCode> {

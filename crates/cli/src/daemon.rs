@@ -42,7 +42,7 @@ pub async fn connect(home: &Path) -> anyhow::Result<Client> {
     // browsers, so no features.
     let options = ClientOptions::new("cli", format!("terminal ({})", whoami()));
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    Ok(Client::local(daemon, options).await?)
+    warned(Client::local(daemon, options).await?)
 }
 
 /// Connects as a front end of its own (`prefix` of its client id, `name` its label), with a
@@ -51,7 +51,44 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
     let mut options = ClientOptions::new(prefix, name);
     options.reply_within = std::time::Duration::from_secs(60);
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    Ok(Client::local(daemon, options).await?)
+    warned(Client::local(daemon, options).await?)
+}
+
+/// The client, after a warning on stderr when the daemon was built from another revision (an
+/// upgraded `nucleic` talking to the daemon an older one started): said once per command,
+/// before anything fails to read, so the person knows to restart it.
+fn warned(client: Client) -> anyhow::Result<Client> {
+    if let Some(why) = client.welcome().other_build() {
+        eprintln!("warning: {why}");
+    }
+    Ok(client)
+}
+
+/// [`connect_as`] for a client that follows sessions and wants every `sessionChanged` push,
+/// with events in batches when they queue up (a catch-up of 100,000 events). A lost connection
+/// is reported after 2 s of reconnecting (not 15: a screen says it is offline) and tried again
+/// by the caller.
+pub async fn connect_following(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new(prefix, name);
+    options.reply_within = std::time::Duration::from_secs(60);
+    options.session_changes = true;
+    options.features = vec![nucleic_protocol::FEATURE_EVENT_BATCHES.to_owned()];
+    options.reconnect = nucleic_client::Backoff {
+        first: std::time::Duration::from_millis(50),
+        max: std::time::Duration::from_millis(500),
+        within: std::time::Duration::from_secs(2),
+    };
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
+    warned(Client::local(daemon, options).await?)
+}
+
+/// Connects as an MCP grant (its `credential`, never the home's token), starting the daemon if
+/// none runs.
+pub async fn connect_with_credential(home: &Path, credential: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new("mcp", "MCP server");
+    options.reply_within = std::time::Duration::from_secs(60);
+    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve)).with_credential(credential);
+    warned(Client::local(daemon, options).await?)
 }
 
 fn whoami() -> String {

@@ -22,6 +22,7 @@
 //! - `commands`, `attach`, `approvals`, `review`, `pull_request`, `disk`: `nucleic session …`,
 //!   `import` and `gc`.
 //! - `rules`: `nucleic rules list|add|rm`, on the rule files directly.
+//! - `nucleic tui`: the terminal cockpit (`nucleic-tui`), two clients of the daemon.
 //! - `chat`: `nucleic chat`, the Telegram bridge (`nucleic-chat`) in the foreground, and
 //!   `chat pair|list|unpair`.
 //! - `service`: `nucleic service install|uninstall|status`, the daemon as a systemd user unit.
@@ -41,6 +42,7 @@ mod disk;
 mod doctor;
 mod home_lock;
 mod locate;
+mod mcp_commands;
 mod open;
 mod outside;
 mod plan_prompt;
@@ -207,9 +209,19 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
-    /// Serve this home's host as an MCP server on stdin/stdout (observe-only tools: projects
-    /// and sessions; docs/mcp.md), for Claude Code's `claude mcp add` or Codex's config.toml.
+    /// Serve this home's host as an MCP server on stdin/stdout, as the grant whose credential
+    /// is in $NUCLEIC_MCP_CREDENTIAL (docs/mcp.md), for Claude Code's `claude mcp add` or
+    /// Codex's config.toml; `mcp grant|revoke|list` for what each MCP client may do.
     Mcp {
+        #[command(subcommand)]
+        command: Option<mcp_commands::McpCommand>,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
+    /// The terminal cockpit: every session, the inbox of approvals (single keys: a allow, d
+    /// deny, A always), a session's transcript and a composer; `?` lists the keys
+    /// (docs/tui.md). Starts the daemon if none runs.
+    Tui {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
@@ -401,8 +413,13 @@ fn main() -> ExitCode {
             Some(home) => block_on(chat::chat(&home, *args)),
             None => no_home(),
         },
-        Commands::Mcp { home } => match locate::nucleic_home(home) {
-            Some(home) => block_on(mcp(&home)),
+        Commands::Mcp { command, home } => match (locate::nucleic_home(home), command) {
+            (Some(home), None) => block_on(mcp_commands::serve(&home)),
+            (Some(home), Some(command)) => block_on(mcp_commands::command(&home, command)),
+            (None, _) => no_home(),
+        },
+        Commands::Tui { home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(tui(&home)),
             None => no_home(),
         },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
@@ -412,10 +429,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// `nucleic mcp`: the MCP server on stdio, a client of the home's daemon.
-async fn mcp(home: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let client = daemon::connect_as(home, "mcp", "MCP server").await?;
-    nucleic_mcp::serve_stdio(client).await?;
+/// `nucleic tui`: the terminal cockpit, a client of the home's daemon (two connections: one
+/// follows events, one makes requests, so the screen never waits on a reply).
+async fn tui(home: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let requests = daemon::connect_as(home, "tui", "terminal cockpit").await?;
+    let events = daemon::connect_following(home, "tui-events", "terminal cockpit").await?;
+    nucleic_tui::run(requests, events).await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use nucleic_protocol::{DecisionKind, Event, EventKind};
+use nucleic_tui::sanitize::clean;
 use serde_json::Value;
 
 /// Prints events for a person.
@@ -33,7 +34,7 @@ pub fn summarize_input(input: &Value, max: usize) -> String {
 }
 
 fn shorten(text: &str, max: usize) -> String {
-    let one_line = text.replace('\n', "⏎");
+    let one_line = nucleic_tui::sanitize::line(text);
     if one_line.chars().count() <= max {
         return one_line;
     }
@@ -61,7 +62,7 @@ impl Renderer {
             EventKind::AssistantText(t) if t.is_partial => {
                 self.streamed.insert(t.message_id.clone());
                 self.mid_line = !t.text.ends_with('\n');
-                return write!(out, "{}", t.text).and_then(|()| out.flush());
+                return write!(out, "{}", clean(&t.text)).and_then(|()| out.flush());
             }
             EventKind::AssistantText(t) => {
                 if self.streamed.contains(&t.message_id) {
@@ -208,7 +209,8 @@ impl Renderer {
             | EventKind::Raw(_) => return Ok(()),
         };
         self.end_line(out)?;
-        writeln!(out, "{line}")
+        // Agent text never reaches the terminal as escape sequences or controls.
+        writeln!(out, "{}", clean(&line))
     }
 
     fn end_line(&mut self, out: &mut impl Write) -> std::io::Result<()> {
@@ -224,6 +226,35 @@ impl Renderer {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn no_escape_sequence_of_an_agent_reaches_the_terminal() {
+        let hostile = "hi \u{1b}]2;pwned\u{7} and \u{1b}[2J\u{9b}31m done";
+        let summary = summarize_input(&json!({"command": hostile}), 200);
+        let event = |partial: bool| -> Event {
+            serde_json::from_value(json!({
+                "seq": 1, "at": "2026-12-07T12:00:00Z", "sessionID": "s", "backend": "simulated",
+                "kind": {"type": "assistantText", "messageID": if partial { "m1" } else { "m2" },
+                         "text": hostile, "isPartial": partial}
+            }))
+            .unwrap()
+        };
+        let mut out = Vec::new();
+        let mut renderer = Renderer::default();
+        renderer.render(&event(true), &mut out).unwrap();
+        renderer.render(&event(false), &mut out).unwrap();
+        let printed = String::from_utf8(out).unwrap();
+        for text in [summary.as_str(), printed.as_str()] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'),
+                "{text:?}"
+            );
+            assert!(
+                text.contains("pwned") && text.contains("done"),
+                "the text itself is kept: {text:?}"
+            );
+        }
+    }
 
     #[test]
     fn inputs_are_summarized_on_one_line() {

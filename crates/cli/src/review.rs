@@ -56,7 +56,8 @@ pub async fn session_diff(
         ),
     }
     for f in &facts.files {
-        println!("  {:<10} +{:<5} -{:<5} {}", f.status, f.additions, f.deletions, f.path);
+        let path = nucleic_tui::sanitize::line(&f.path);
+        println!("  {:<10} +{:<5} -{:<5} {path}", f.status, f.additions, f.deletions);
     }
     if facts.turn.is_none() && !facts.turns.is_empty() {
         println!("turns with snapshots: 1-{} (--turn N shows one)", facts.turns.len());

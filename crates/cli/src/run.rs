@@ -54,6 +54,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 read_only: false,
                 continues_session_id: None,
                 created_by: Some("terminal".into()),
+                parent_session_id: None,
                 mode: None,
             }),
             keep_open: false,

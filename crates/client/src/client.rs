@@ -74,6 +74,32 @@ pub struct Welcome {
     pub protocol_version: u32,
     pub backends: Vec<BackendInfo>,
     pub relay_host_id: Option<String>,
+    /// The host's [`nucleic_protocol::SCHEMA_DIGEST`] (absent from hosts older than it).
+    pub schema_digest: Option<String>,
+}
+
+impl Welcome {
+    /// Whether the host speaks exactly this build's message shapes.
+    pub fn same_shapes(&self) -> bool {
+        self.schema_digest.as_deref() == Some(nucleic_protocol::SCHEMA_DIGEST)
+    }
+
+    /// When the host speaks other message shapes than this build: a sentence saying so, and what
+    /// to do (some of its answers may not be readable here).
+    pub fn other_build(&self) -> Option<String> {
+        if self.same_shapes() {
+            return None;
+        }
+        let theirs = self.schema_digest.as_deref().unwrap_or("none: older than this client");
+        Some(format!(
+            "the running host (nucleic {}) was built from another revision than this client: \
+             its messages' shapes are {theirs}, this client's {} — some answers may not be \
+             readable; restart the daemon (`nucleic service restart`, or stop `nucleic serve` \
+             and start it again)",
+            self.host_version,
+            nucleic_protocol::SCHEMA_DIGEST
+        ))
+    }
 }
 
 /// What happened on this client's connections so far.
@@ -552,8 +578,20 @@ async fn hello(socket: &mut Socket, options: &ClientOptions) -> Result<Welcome, 
             return Err(ClientError::Timeout { what, within });
         };
         match message {
-            HostMessage::Welcome { host_version, protocol_version, backends, relay_host_id } => {
-                return Ok(Welcome { host_version, protocol_version, backends, relay_host_id });
+            HostMessage::Welcome {
+                host_version,
+                protocol_version,
+                backends,
+                relay_host_id,
+                schema_digest,
+            } => {
+                return Ok(Welcome {
+                    host_version,
+                    protocol_version,
+                    backends,
+                    relay_host_id,
+                    schema_digest,
+                });
             }
             HostMessage::SessionChanged { .. } => {}
             other => {

@@ -59,10 +59,23 @@ pub fn read_token(home: &Path) -> Result<String, ClientError> {
 }
 
 /// The daemon of one home.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LocalDaemon {
     home: PathBuf,
     starter: Option<Arc<dyn DaemonStarter>>,
+    /// A credential other than the home's token (an MCP grant's), sent instead of it.
+    credential: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for LocalDaemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the credential.
+        f.debug_struct("LocalDaemon")
+            .field("home", &self.home)
+            .field("starter", &self.starter)
+            .field("credential", &self.credential.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// How often `daemon.json` is looked at again while a daemon starts.
@@ -73,7 +86,14 @@ const GONE_FOR: Duration = Duration::from_secs(1);
 impl LocalDaemon {
     /// The daemon of `home`, only found, never started.
     pub fn new(home: impl Into<PathBuf>) -> LocalDaemon {
-        LocalDaemon { home: home.into(), starter: None }
+        LocalDaemon { home: home.into(), starter: None, credential: None }
+    }
+
+    /// Authenticates with `credential` (an MCP grant's) instead of the home's token, which is
+    /// then never read.
+    pub fn with_credential(mut self, credential: &str) -> LocalDaemon {
+        self.credential = Some(credential.trim().into());
+        self
     }
 
     /// Starts a daemon with `starter` when no live host holds the home.
@@ -109,6 +129,8 @@ impl LocalDaemon {
             if let Some(info) = read_daemon_file(home) {
                 match self.connect(&info, connect_within).await {
                     Ok(socket) => return Ok((socket, info.port)),
+                    // A refused credential is final: waiting changes nothing.
+                    Err(e @ ClientError::Refused(_)) => return Err(e),
                     Err(e) => last = Some(e),
                 }
             }
@@ -147,7 +169,10 @@ impl LocalDaemon {
     }
 
     async fn connect(&self, info: &DaemonInfo, within: Duration) -> Result<Socket, ClientError> {
-        let token = read_token(&self.home)?;
+        let token = match &self.credential {
+            Some(credential) => credential.to_string(),
+            None => read_token(&self.home)?,
+        };
         Socket::open(&info.endpoint(), &token, within).await
     }
 

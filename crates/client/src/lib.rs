@@ -15,6 +15,8 @@
 //! - `backoff`: the reconnect pacing and its deadline.
 //! - `requests`: typed request helpers; `results`: the payloads of the `IntentResult` an `ack`
 //!   carries (typed in `nucleic-protocol`), taken by [`Client::intent_as`].
+//! - `window`: a session's past read through a subscription, bounded: a window of events by
+//!   seq, the approvals still pending.
 //! - `error`: [`ClientError`], each saying what it was doing (and what timed out).
 
 mod backoff;
@@ -26,6 +28,7 @@ mod replies;
 mod requests;
 pub mod results;
 mod transport;
+mod window;
 
 pub use backoff::Backoff;
 pub use client::{Client, ClientOptions, Stats, Welcome};
@@ -34,3 +37,4 @@ pub use error::{ClientError, Rejection, code_name, describe, rejection};
 pub use replies::reply_id;
 pub use requests::Listing;
 pub use transport::Endpoint;
+pub use window::still_pending;

@@ -99,7 +99,10 @@ fn takes_long(intent: &Intent) -> bool {
         | Intent::SetDiskPolicy { .. }
         | Intent::RevokeDevice { .. }
         | Intent::RotateToken
-        | Intent::PairDevice { .. } => false,
+        | Intent::PairDevice { .. }
+        | Intent::GrantMcp { .. }
+        | Intent::RevokeMcp { .. }
+        | Intent::ListMcpGrants => false,
     }
 }
 

@@ -77,9 +77,18 @@ impl Socket {
                     tokio::net::TcpStream::connect(addr).await.map_err(|e| fail(e.to_string()))?,
                 ),
             };
-            let (ws, _) = tokio_tungstenite::client_async(request, stream)
-                .await
-                .map_err(|e| fail(e.to_string()))?;
+            let (ws, _) =
+                tokio_tungstenite::client_async(request, stream).await.map_err(|e| match e {
+                    // The host refused the credential (401): trying again will not help.
+                    tokio_tungstenite::tungstenite::Error::Http(response)
+                        if response.status() == 401 =>
+                    {
+                        let body = response.body().as_deref().unwrap_or_default();
+                        let why = String::from_utf8_lossy(body).trim().to_owned();
+                        ClientError::Refused(format!("{at}: {why}"))
+                    }
+                    other => fail(other.to_string()),
+                })?;
             Ok::<_, ClientError>(ws)
         };
         let ws = tokio::time::timeout(within, open).await.map_err(|_| ClientError::Timeout {

@@ -170,6 +170,21 @@ async fn pipelined_requests_unanswered_at_a_loss_are_all_resent_and_answered_onc
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_host_of_another_build_is_named_so_and_one_of_this_build_is_not() {
+    // A host older than the digest (the fake sends none): said, with what to do.
+    let addr = fake_host(Fake::Answers(&[])).await;
+    let old = Client::connect(Endpoint::Tcp(addr), "t", quick("old")).await.unwrap();
+    assert!(!old.welcome().same_shapes());
+    let why = old.welcome().other_build().unwrap();
+    assert!(why.contains("older than this client") && why.contains("restart the daemon"), "{why}");
+    // A real host of this build: nothing to say.
+    let served = serve().await;
+    let current = served.client("current").await;
+    assert!(current.welcome().same_shapes(), "{:?}", current.welcome());
+    assert_eq!(current.welcome().other_build(), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_malformed_or_unknown_host_message_is_a_clear_error_not_a_panic() {
     let frames: &[&str] =
         &[r#"{"type":"frobnicate","messageID":"m1"}"#, "not json at all", r#"{"type":"ack"}"#];

@@ -29,6 +29,9 @@ pub enum HostError {
     Task(String),
     #[error("refused: required checks fail ({0}); fix them, or force with a reason")]
     ChecksFailed(String),
+    /// What the principal may not do, and why (an MCP grant's scopes and limits).
+    #[error("refused: {0}")]
+    Forbidden(String),
 }
 
 impl HostError {
@@ -40,6 +43,7 @@ impl HostError {
             HostError::Invalid(_) => ProtocolErrorCode::InvalidRequest,
             HostError::Limit(_) => ProtocolErrorCode::LimitReached,
             HostError::ChecksFailed(_) => ProtocolErrorCode::GitRefused,
+            HostError::Forbidden(_) => ProtocolErrorCode::Forbidden,
             HostError::BadCursor { .. } => ProtocolErrorCode::BadCursor,
             HostError::Git(e) => match e {
                 nucleic_git::GitError::NotARepo { .. }

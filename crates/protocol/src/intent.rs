@@ -278,6 +278,22 @@ pub enum Intent {
         #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
         ttl_secs: Option<u32>,
     },
+    /// Grants a named MCP client scopes (`observe` always; `start`, `steer`, `approve` as
+    /// listed) and answers its credential, shown once. Only the person (the token or a signed-in
+    /// device) may grant; a name already granted, even revoked, is refused.
+    GrantMcp {
+        name: String,
+        scopes: Vec<crate::mcp_grant::McpScope>,
+        /// The session whose agent the MCP client is (it may then never answer that session's
+        /// or its ancestors' requests).
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+    },
+    /// Revokes an MCP grant: its connections close at once and its credential is never
+    /// accepted again. Only the person.
+    RevokeMcp { name: String },
+    /// The MCP grants, revoked ones included (never their credentials). Only the person.
+    ListMcpGrants,
 }
 
 impl Intent {

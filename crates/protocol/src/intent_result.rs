@@ -104,6 +104,10 @@ intent_results! {
     Exported(ExportedText),
     /// `attach`.
     Attached(Attached),
+    /// `grantMcp`: the grant and its one-time credential.
+    McpGranted(crate::mcp_grant::McpGranted),
+    /// `listMcpGrants`, `revokeMcp`.
+    McpGrants(crate::mcp_grant::McpGrants),
 }
 
 /// The largest attachment `attach` keeps (decoded bytes, all its parts).

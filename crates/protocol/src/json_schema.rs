@@ -56,6 +56,56 @@ fn json_schema_matches_the_rust_types() {
     );
 }
 
+/// The digest of a schema's shape: the document without its descriptions (wording is not
+/// shape), hashed; the first 16 hex digits.
+fn shape_digest(mut schema: Value) -> String {
+    use sha2::Digest;
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("description");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    strip(&mut schema);
+    let hash = sha2::Sha256::digest(schema.to_string().as_bytes());
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn rendered() -> Value {
+    serde_json::from_str(&render()).unwrap()
+}
+
+#[test]
+fn schema_digest_matches_the_rust_types() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/schema.digest");
+    let fresh = shape_digest(rendered());
+    if std::env::var_os("NUCLEIC_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, format!("{fresh}\n")).unwrap();
+        return;
+    }
+    assert!(
+        SCHEMA_DIGEST == fresh,
+        "{} ({SCHEMA_DIGEST}) is out of date with the wire types ({fresh}): run \
+         `NUCLEIC_UPDATE_SCHEMA=1 cargo test -p nucleic-protocol json_schema` and commit the result",
+        path.display()
+    );
+}
+
+#[test]
+fn the_schema_digest_moves_with_shape_not_wording() {
+    let original = shape_digest(rendered());
+    let mut reworded = rendered();
+    reworded["$defs"]["HostMessage"]["description"] = json!("reworded");
+    assert_eq!(shape_digest(reworded), original);
+    let mut reshaped = rendered();
+    reshaped["$defs"]["Extra"] = json!({"type": "string"});
+    assert_ne!(shape_digest(reshaped), original);
+}
+
 #[test]
 fn the_schema_names_every_client_message_type() {
     let schema: Value = serde_json::from_str(&render()).unwrap();

@@ -479,6 +479,11 @@ pub struct SessionCreated {
     /// Who asked for the session (a client's name).
     #[serde(rename = "createdBy", default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// The session whose agent started this one (through an MCP grant bound to it): the
+    /// session's parent, whose requests (and its ancestors') this session's MCP grants may
+    /// never answer.
+    #[serde(rename = "parentSessionID", default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
     /// The policy mode the session starts in (none without a policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,

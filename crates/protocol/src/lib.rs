@@ -7,6 +7,7 @@
 //! - `event`: the [`Event`] envelope (`seq`, `at`, `sessionID`, `backend`, `nativeType`, `kind`)
 //!   and its [`Backend`].
 //! - `kind`: every [`EventKind`], the closed set of things that can happen in a session.
+//! - `mcp_grant`: MCP grants — [`McpScope`], the credential prefix, grants as listed.
 //! - `status`: [`SessionStatus`], a session's lifecycle as its single writer tracks it.
 //! - `approval`: approval requests and their resolutions, with [`Decision`] and [`Risk`].
 //! - `interactive`: plans and questions an agent puts to a person, and how answers become input.
@@ -41,6 +42,7 @@ mod intent;
 mod intent_result;
 mod interactive;
 mod kind;
+mod mcp_grant;
 mod outside;
 mod pull_request;
 mod push;
@@ -83,6 +85,7 @@ pub use kind::{
     ToolInputDelta, ToolResult, TurnCompleted, Usage, WorktreeAction, WorktreeFinished,
     WorktreeInfo, WorktreeReclaimed, WorktreeRestored, human_bytes,
 };
+pub use mcp_grant::{MCP_CREDENTIAL_PREFIX, McpGrantSummary, McpGranted, McpGrants, McpScope};
 pub use outside::{LiveHolder, OutsideSession, OutsideSessions, SkippedSessionFile};
 pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};
@@ -96,7 +99,8 @@ pub use summaries::{
 };
 pub use sync::{
     CLIENT_MESSAGE_TYPES, ClientMessage, DAEMON_FILE, FEATURE_EVENT_BATCHES, HostMessage,
-    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, TOKEN_FILE, Verbosity,
+    MAX_CLIENT_MESSAGE_BYTES, PROTOCOL_VERSION, ProtocolErrorCode, SCHEMA_DIGEST, TOKEN_FILE,
+    Verbosity,
 };
 pub use timestamp::{Timestamp, TimestampError};
 

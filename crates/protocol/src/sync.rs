@@ -19,6 +19,12 @@ use crate::summaries::{GitFacts, ProjectSummary, SessionSummary};
 /// Bumped on incompatible changes; `hello` carries the client's, `welcome` the host's.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The shape of every message this build speaks: the first 16 hex digits of the SHA-256 of the
+/// protocol's JSON schema without its descriptions (`schema.digest`, checked against the types
+/// by a test). `welcome` carries the host's, so a client of another build can say so instead of
+/// failing to read an answer whose shape changed within one `PROTOCOL_VERSION`.
+pub const SCHEMA_DIGEST: &str = include_str!("schema.digest").trim_ascii();
+
 /// In `$NUCLEIC_HOME`: the running daemon's `{"port", "pid", "socket"?}` (0600), written by
 /// `nucleic serve` (bootstrap, `docs/protocol.md`).
 pub const DAEMON_FILE: &str = "daemon.json";
@@ -261,6 +267,9 @@ pub enum HostMessage {
         /// knows it, so a page on the host's own address can tell it is the same host.
         #[serde(rename = "relayHostID", default, skip_serializing_if = "Option::is_none")]
         relay_host_id: Option<String>,
+        /// The host's [`SCHEMA_DIGEST`]; absent from hosts older than it.
+        #[serde(rename = "schemaDigest", default, skip_serializing_if = "Option::is_none")]
+        schema_digest: Option<String>,
     },
     /// The request succeeded; `result` carries what it produced, if anything.
     Ack {
@@ -361,6 +370,9 @@ pub enum ProtocolErrorCode {
     BadHandshake,
     /// No valid credential: no token and no (or a wrong, replayed or revoked) device proof.
     Unauthorized,
+    /// A valid credential that may not do this (an MCP grant without the scope, a critical
+    /// request, its own session's or an ancestor's request); the message says why.
+    Forbidden,
     NotFound,
     /// The approval was already answered (`resolvedBy` says by whom) or voided.
     AlreadyResolved,

@@ -117,6 +117,7 @@ fn host_messages_snapshot() {
                 permission_modes: vec!["default".into(), "plan".into()],
             }],
             relay_host_id: Some("9f".repeat(32)),
+            schema_digest: Some("0123456789abcdef".into()),
         },
         HostMessage::Files {
             message_id: "m5".into(),

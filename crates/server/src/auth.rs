@@ -13,7 +13,8 @@ use crate::AppState;
 
 pub use nucleic_host::{TOKEN_FILE, load_or_create_token};
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// The bearer credential of a request, if any.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     v.strip_prefix("Bearer ").map(str::trim)
 }

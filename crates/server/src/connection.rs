@@ -14,12 +14,13 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION, ProtocolErrorCode,
+    SCHEMA_DIGEST,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::AppState;
-use crate::auth::{Bearer, bearer_token};
+use crate::auth::{Bearer, bearer, bearer_token};
 use crate::dispatch::{Client, Principal, error, parse};
 use crate::follow;
 use crate::outbox::{self, Outbox};
@@ -43,14 +44,21 @@ pub async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let token = match bearer_token(&state, &headers) {
-        Bearer::Valid => true,
-        Bearer::Wrong => {
-            return (StatusCode::UNAUTHORIZED, "refused: wrong or rotated token\n").into_response();
-        }
-        Bearer::Absent => false,
+    let auth = match bearer_token(&state, &headers) {
+        Bearer::Valid => Auth::Token,
+        // Not the token: an MCP grant's credential, or refused.
+        Bearer::Wrong => match state.host.mcp_principal(bearer(&headers).unwrap_or("")).await {
+            Ok(Some(principal)) => Auth::Channel(principal),
+            Ok(None) | Err(_) => {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    "refused: wrong or rotated token, or a revoked or unknown MCP credential\n",
+                )
+                    .into_response();
+            }
+        },
+        Bearer::Absent => Auth::Hello,
     };
-    let auth = if token { Auth::Token } else { Auth::Hello };
     ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| run_socket(socket, state, auth))
 }
 
@@ -61,7 +69,8 @@ pub enum Auth {
     Token,
     /// The client must prove a device key in `hello`.
     Hello,
-    /// The carrier already authenticated the client (a paired device's Noise channel).
+    /// The carrier or its credential already authenticated the client (a paired device's Noise
+    /// channel, an MCP grant's credential on the upgrade).
     Channel(Principal),
 }
 
@@ -100,6 +109,7 @@ async fn still_authorized(state: &AppState, principal: &Principal) -> bool {
     match principal {
         Principal::Token => true,
         Principal::Device { id, .. } => matches!(state.host.active_device(id).await, Ok(Some(_))),
+        Principal::Mcp(mcp) => matches!(state.host.mcp_grant_active(&mcp.name).await, Ok(true)),
     }
 }
 
@@ -108,6 +118,7 @@ fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
     match revocation {
         Revocation::All => true,
         Revocation::Device(id) => principal.device_id() == Some(id.as_str()),
+        Revocation::Mcp(name) => principal.mcp().is_some_and(|m| &m.name == name),
     }
 }
 
@@ -359,8 +370,8 @@ async fn handshake(
         (Auth::Token, _) => Principal::Token,
         (Auth::Channel(principal), None) => principal,
         (Auth::Channel(_), Some(_)) => {
-            let why =
-                "this channel already authenticated the device: send no proof in hello".to_owned();
+            let why = "this connection is already authenticated: send no device proof in hello"
+                .to_owned();
             return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
         (Auth::Hello, Some(proof)) => match crate::devices::verify(state, &proof).await {
@@ -384,6 +395,7 @@ async fn handshake(
             protocol_version: PROTOCOL_VERSION,
             backends: state.host.backends(),
             relay_host_id: state.remote.as_ref().map(|r| r.host_id()),
+            schema_digest: Some(SCHEMA_DIGEST.to_owned()),
         })
         .await;
     Some(Client::new(&client_id, principal))

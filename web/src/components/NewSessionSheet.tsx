@@ -1,15 +1,19 @@
 /** The new-session sheet: project, base branch, backend, model, permission mode, first prompt. */
 import { useEffect, useState } from "preact/hooks";
 
-import type { Backend } from "../protocol.gen";
+import type { Backend, OutsideSession } from "../protocol.gen";
 import { resultOf } from "../results";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
+import { OutsideSessions } from "./OutsideSessions";
 import { MODES } from "./RulesSheet";
 
 export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClose: () => void }) {
   const projects = store.projects;
   const [chosen, setProjectID] = useState<string | null>(null);
+  // A session from outside Nucleic to carry on instead of starting afresh (its backend, model
+  // and history are its own; only the policy mode and the next prompt are chosen here).
+  const [adopting, setAdopting] = useState<OutsideSession | null>(null);
   // The lists may arrive after the sheet opened: default to the first project until one is chosen.
   const projectID = chosen ?? projects[0]?.projectID ?? "";
   const project = projects.find((p) => p.projectID === projectID);
@@ -51,6 +55,21 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
     setBusy(true);
     setError(null);
     try {
+      if (adopting) {
+        const intent = {
+          kind: "adoptSession" as const,
+          projectID,
+          session: adopting.id,
+          prompt,
+          mode: policyMode || null,
+        };
+        const result = resultOf(await store.request({ type: "intent", intent }), "session");
+        if (result) {
+          store.sessions.set(result.sessionID, result);
+          go({ sessionID: result.sessionID });
+        } else onClose();
+        return;
+      }
       const session = {
         projectID,
         baseRef: baseRef.trim() || null,
@@ -86,7 +105,14 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         {projects.length === 0 && <p class="error">No projects. Add one with <code>nucleic project add &lt;repo&gt;</code>.</p>}
         <label>
           Project
-          <select value={projectID} onChange={(e) => setProjectID(e.currentTarget.value)} name="project">
+          <select
+            value={projectID}
+            onChange={(e) => {
+              setProjectID(e.currentTarget.value);
+              setAdopting(null);
+            }}
+            name="project"
+          >
             {projects.map((p) => (
               <option value={p.projectID} key={p.projectID}>
                 {p.name}
@@ -94,6 +120,14 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
             ))}
           </select>
         </label>
+        <OutsideSessions store={store} projectID={projectID} chosen={adopting} onChoose={setAdopting} />
+        {adopting ? (
+          <p class="adopting" data-testid="adopting">
+            Carrying on “{adopting.title ?? adopting.id}” in a new worktree off the checkout's current commit: its history comes
+            first and its conversation is forked, so the original stays as it was.
+          </p>
+        ) : (
+          <>
         <label>
           Base branch
           <input value={baseRef} list="branches" placeholder={project?.defaultBranch ?? "main"} onInput={(e) => setBaseRef(e.currentTarget.value)} name="base" data-testid="base-branch" />
@@ -154,8 +188,23 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
             <input type="checkbox" checked={planFirst} onChange={(e) => setPlanFirst(e.currentTarget.checked)} name="plan" data-testid="plan-first" /> Plan first, then confirm
           </label>
         )}
+          </>
+        )}
+        {adopting && (
+          <label>
+            Mode
+            <select value={policyMode} onChange={(e) => setPolicyMode(e.currentTarget.value)} name="policyMode" data-testid="new-session-mode">
+              <option value="">project default</option>
+              {MODES.map((m) => (
+                <option value={m} key={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <label>
-          First prompt
+          {adopting ? "Next prompt" : "First prompt"}
           <textarea value={prompt} rows={5} onInput={(e) => setPrompt(e.currentTarget.value)} name="prompt" required />
         </label>
         {error && <p class="error" role="alert">{error}</p>}
@@ -163,8 +212,13 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
           <button type="button" class="ghost" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" class="primary" disabled={busy || !prompt.trim() || !projectID} data-testid="create-session">
-            {busy ? "Starting…" : store.link === "online" ? "Start session" : "Queue the start"}
+          <button
+            type="submit"
+            class="primary"
+            disabled={busy || !prompt.trim() || !projectID || (adopting !== null && store.link !== "online")}
+            data-testid="create-session"
+          >
+            {busy ? "Starting…" : adopting ? "Carry it on" : store.link === "online" ? "Start session" : "Queue the start"}
           </button>
         </footer>
       </form>

@@ -18,6 +18,22 @@ pub enum Principal {
     Token,
     /// A signed-in device that proved its key.
     Device { id: String, name: String },
+    /// An MCP client holding a grant's credential: only what its scopes allow
+    /// (`api::scopes`).
+    Mcp(McpPrincipal),
+}
+
+/// An MCP client as its grant describes it (the grant the person made, never what the client
+/// says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPrincipal {
+    /// The grant's name.
+    pub name: String,
+    /// Recorded as who acted: `mcp:<name>`.
+    pub label: String,
+    pub scopes: Vec<nucleic_protocol::McpScope>,
+    /// The session whose agent the client is, if the grant names one.
+    pub session_id: Option<String>,
 }
 
 impl Principal {
@@ -26,14 +42,23 @@ impl Principal {
         match self {
             Principal::Token => "token on this machine",
             Principal::Device { name, .. } => name,
+            Principal::Mcp(mcp) => &mcp.label,
         }
     }
 
     /// The device, if the principal is one.
     pub fn device_id(&self) -> Option<&str> {
         match self {
-            Principal::Token => None,
+            Principal::Token | Principal::Mcp(_) => None,
             Principal::Device { id, .. } => Some(id),
+        }
+    }
+
+    /// The MCP grant, if the principal is an MCP client.
+    pub fn mcp(&self) -> Option<&McpPrincipal> {
+        match self {
+            Principal::Token | Principal::Device { .. } => None,
+            Principal::Mcp(mcp) => Some(mcp),
         }
     }
 }
@@ -42,9 +67,10 @@ impl Client {
     /// A client as it named itself in `hello`, its id scoped by who it authenticated as: a
     /// device that claims another device's client id gets its own replies, never the other's.
     pub fn new(client_id: &str, principal: Principal) -> Client {
-        let id = match principal.device_id() {
-            Some(device) => format!("device:{device}/{client_id}"),
-            None => format!("token/{client_id}"),
+        let id = match &principal {
+            Principal::Device { id, .. } => format!("device:{id}/{client_id}"),
+            Principal::Mcp(mcp) => format!("mcp:{}/{client_id}", mcp.name),
+            Principal::Token => format!("token/{client_id}"),
         };
         Client { id, principal }
     }
@@ -146,6 +172,10 @@ impl Context {
     }
 
     async fn carry_out(&self, client: &Client, id: &str, message: ClientMessage) -> HostMessage {
+        // An MCP client does only what its grant allows, checked before anything is carried out.
+        if let Err(e) = self.authorize(&client.principal, &message).await {
+            return host_error(id, &e);
+        }
         let ack =
             |result: Option<IntentResult>| HostMessage::Ack { message_id: id.to_owned(), result };
         let result = match message {
@@ -179,7 +209,7 @@ impl Context {
                 .await
                 .map(|r: ApprovalResolved| ack(Some(IntentResult::Approval(r)))),
             ClientMessage::Intent { intent, .. } => {
-                self.intent(intent, client.principal.label()).await.map(ack)
+                self.intent_of(intent, &client.principal).await.map(ack)
             }
             ClientMessage::ListFiles { session_id, path, recursive, .. } => self
                 .list_files(&session_id, &path, recursive)

@@ -175,6 +175,32 @@ impl Context {
             Intent::PairDevice { .. } => Err(HostError::Invalid(
                 "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
             )),
+            Intent::GrantMcp { name, scopes, session_id } => {
+                let granted = self.grant_mcp(&name, &scopes, session_id).await?;
+                Ok(Some(IntentResult::McpGranted(granted)))
+            }
+            Intent::RevokeMcp { name } => {
+                self.revoke_mcp(&name).await?;
+                Ok(Some(IntentResult::McpGrants(self.list_mcp_grants().await?)))
+            }
+            Intent::ListMcpGrants => Ok(Some(IntentResult::McpGrants(self.list_mcp_grants().await?))),
+        }
+    }
+
+    /// Carries out an intent from `principal`, already authorized: a session an MCP client
+    /// starts records its grant's session as its parent.
+    pub(crate) async fn intent_of(
+        &self,
+        intent: Intent,
+        principal: &crate::api::Principal,
+    ) -> Result<Option<IntentResult>, HostError> {
+        match (intent, principal.mcp()) {
+            (Intent::NewSession(request), Some(mcp)) => {
+                let parent = mcp.session_id.clone();
+                let session = self.new_session_with_parent(request, &mcp.label, parent).await?;
+                Ok(Some(IntentResult::Session(session)))
+            }
+            (intent, _) => self.intent(intent, principal.label()).await,
         }
     }
 }

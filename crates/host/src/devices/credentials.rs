@@ -29,6 +29,8 @@ pub struct ChannelDevice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Revocation {
     Device(String),
+    /// An MCP grant, by name.
+    Mcp(String),
     All,
 }
 

@@ -127,7 +127,12 @@ impl Context {
         .await?;
         *self.credentials.token.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
             token.into();
-        let revoked = self.catalog(|c| c.revoke_all_devices(unix_millis())).await?;
+        let revoked = self
+            .catalog(|c| {
+                c.revoke_all_mcp_grants(unix_millis())?;
+                c.revoke_all_devices(unix_millis())
+            })
+            .await?;
         let _ = self.credentials.revocations.send(Revocation::All);
         Ok(revoked)
     }

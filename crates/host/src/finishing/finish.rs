@@ -140,6 +140,7 @@ impl Context {
                     read_only: false,
                     continues_session_id: Some(id.to_owned()),
                     created_by: Some(by.to_owned()),
+                    parent_session_id: None,
                     // The continued session keeps the mode it was in.
                     mode: row.mode.clone(),
                 };

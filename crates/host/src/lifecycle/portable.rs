@@ -216,6 +216,7 @@ fn readonly_drafts(imported: ImportedSession) -> (Backend, Vec<Draft>) {
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            parent_session_id: None,
             mode: None,
         };
         let at = imported.events.first().map_or_else(now, |e| e.at);

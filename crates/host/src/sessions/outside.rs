@@ -104,6 +104,7 @@ impl Context {
             read_only: false,
             continues_session_id: None,
             created_by: Some(by.to_owned()),
+            parent_session_id: None,
             mode,
         };
         let mut drafts = vec![host_draft(EventKind::SessionCreated(created))];

@@ -76,6 +76,16 @@ impl Context {
         request: NewSession,
         by: &str,
     ) -> Result<SessionSummary, HostError> {
+        self.new_session_with_parent(request, by, None).await
+    }
+
+    /// [`Context::new_session`], recording `parent` as the session whose agent started it.
+    pub(crate) async fn new_session_with_parent(
+        &self,
+        request: NewSession,
+        by: &str,
+        parent: Option<String>,
+    ) -> Result<SessionSummary, HostError> {
         if self.gate.is_stopping() {
             return Err(stopping_error());
         }
@@ -166,6 +176,7 @@ impl Context {
             read_only: false,
             continues_session_id: None,
             created_by: Some(by.to_owned()),
+            parent_session_id: parent,
             mode,
         };
         let launch = Launch {

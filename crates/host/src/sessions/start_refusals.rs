@@ -38,6 +38,7 @@ impl Context {
             read_only: false,
             continues_session_id: None,
             created_by: Some(by.to_owned()),
+            parent_session_id: None,
             mode: None,
         };
         let message =

@@ -12,7 +12,9 @@ mod sse;
 
 pub use crate::mock_http::RecordedRequest;
 pub use prompted::{DEFAULT_CONTENT, DEFAULT_PATH, named_file};
-pub use script::{Fault, FaultKind, Reply, Script, ToolCall, reply_index};
+pub use script::{
+    Computed, Fault, FaultKind, Reply, Script, ToolCall, last_tool_result, reply_index,
+};
 pub use server::SIDE_QUERY_ANSWER;
 
 use crate::mock_http::MockServer;

@@ -13,6 +13,15 @@ pub const DEFAULT_CONTENT: &str = "Hello from the mock model.\n";
 
 /// `reply` with [`Reply::WriteNamedFile`] turned into the `Write` call for this request.
 pub(crate) fn resolve(reply: &Reply, body: &Value) -> Reply {
+    if let Reply::Computed(computed) = reply {
+        let made = (computed.0)(body);
+        // A computed reply is never computed again (it could loop).
+        return if matches!(made, Reply::Computed(_)) {
+            Reply::Text("(computed twice)".into())
+        } else {
+            resolve(&made, body)
+        };
+    }
     if let Reply::WritePlanFile(content) = reply {
         let file_path = plan_file(body).unwrap_or_else(|| "NO-PLAN-FILE-NAMED.md".to_owned());
         return Reply::ToolUses {

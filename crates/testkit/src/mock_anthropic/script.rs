@@ -17,6 +17,42 @@ pub struct Script {
     pub chunk_delay: Duration,
 }
 
+/// A reply made from the request itself (e.g. a tool call quoting an id the last tool result
+/// carried): given the request body, answers the reply.
+#[derive(Clone)]
+pub struct Computed(pub std::sync::Arc<dyn Fn(&Value) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Computed(..)")
+    }
+}
+
+impl Computed {
+    /// A reply computed by `f` from the request body.
+    pub fn reply(f: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> Reply {
+        Reply::Computed(Computed(std::sync::Arc::new(f)))
+    }
+}
+
+/// The text of the last `tool_result` block of the request `body` since the model's last
+/// message, if any: what a tool answered the model. (Claude Code may add messages of its own
+/// after the result, e.g. a reminder.)
+pub fn last_tool_result(body: &Value) -> Option<String> {
+    let messages = body.get("messages")?.as_array()?;
+    let since_model = messages.iter().rev().take_while(|m| m["role"] != "assistant");
+    let result = since_model
+        .filter_map(|m| m["content"].as_array())
+        .find_map(|blocks| blocks.iter().rev().find(|b| b["type"] == "tool_result"))?;
+    match &result["content"] {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            Some(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        }
+        _ => None,
+    }
+}
+
 /// One assistant message.
 #[derive(Clone, Debug)]
 pub enum Reply {
@@ -44,6 +80,8 @@ pub enum Reply {
         /// Content of the text block.
         text: String,
     },
+    /// A reply made from the request (see [`Computed`]).
+    Computed(Computed),
 }
 
 /// One `tool_use` block: the tool name and its input object.

@@ -74,7 +74,7 @@ impl Message {
     pub(crate) fn from_reply(reply: &Reply, model: &str) -> Self {
         let (blocks, stop_reason) = match reply {
             // Resolved against the request by the server; without one, the default file.
-            Reply::WriteNamedFile | Reply::WritePlanFile(_) => {
+            Reply::WriteNamedFile | Reply::WritePlanFile(_) | Reply::Computed(_) => {
                 return Self::from_reply(
                     &super::prompted::resolve(reply, &serde_json::Value::Null),
                     model,

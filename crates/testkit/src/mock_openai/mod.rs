@@ -11,7 +11,8 @@ mod sse;
 
 pub use crate::mock_http::RecordedRequest;
 pub use script::{
-    Fault, FaultKind, Reply, Script, ToolCall, add_file_patch, tool_outputs_since_prompt,
+    Computed, Fault, FaultKind, Reply, Script, ToolCall, add_file_patch, last_tool_output,
+    tool_outputs_since_prompt,
 };
 
 use crate::mock_http::MockServer;

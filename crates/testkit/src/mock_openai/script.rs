@@ -17,6 +17,46 @@ pub struct Script {
     pub chunk_delay: Duration,
 }
 
+/// What makes a [`Computed`] reply from a request's `input`.
+pub type MakeReply = std::sync::Arc<dyn Fn(&[Value]) -> Reply + Send + Sync>;
+
+/// A response made from the request's `input` (e.g. a tool call quoting an id an earlier tool
+/// output carried), declaring how many tool calls it makes (the script's step count needs it
+/// before the reply is made).
+#[derive(Clone)]
+pub struct Computed {
+    /// How many tool calls the computed reply makes.
+    pub calls: usize,
+    /// Makes the reply from the request's `input` array.
+    pub make: MakeReply,
+}
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Computed({} calls)", self.calls)
+    }
+}
+
+impl Computed {
+    /// A reply of `calls` tool calls computed by `make` from the request's `input`.
+    pub fn reply(calls: usize, make: impl Fn(&[Value]) -> Reply + Send + Sync + 'static) -> Reply {
+        Reply::Computed(Computed { calls, make: std::sync::Arc::new(make) })
+    }
+}
+
+/// The text of the last tool output (`function_call_output`) of a request's `input`: what a
+/// tool answered the model (an MCP tool's content blocks joined).
+pub fn last_tool_output(input: &[Value]) -> Option<String> {
+    let item = input.iter().rev().find(|i| i["type"] == "function_call_output")?;
+    match &item["output"] {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            Some(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        }
+        other => Some(other.to_string()),
+    }
+}
+
 /// One model response.
 #[derive(Clone, Debug)]
 pub enum Reply {
@@ -36,6 +76,8 @@ pub enum Reply {
         /// The message text.
         text: String,
     },
+    /// A reply made from the request (see [`Computed`]).
+    Computed(Computed),
 }
 
 /// One tool call as the Responses API carries it.
@@ -143,6 +185,7 @@ impl Reply {
     fn calls(&self) -> usize {
         match self {
             Reply::ToolCalls { calls, .. } => calls.len(),
+            Reply::Computed(computed) => computed.calls,
             Reply::Text(_) | Reply::ReasoningThenText { .. } => 0,
         }
     }
@@ -240,7 +283,14 @@ impl Script {
     /// Past the end of the script: the last reply if it is text, else `Text("done")`.
     pub fn reply_for(&self, input: &[Value]) -> Reply {
         if let Some(reply) = self.replies.get(self.reply_index(input)) {
-            return reply.clone();
+            return match reply {
+                // Made now; a computed reply that makes another is not made again.
+                Reply::Computed(computed) => match (computed.make)(input) {
+                    Reply::Computed(_) => Reply::Text("(computed twice)".to_owned()),
+                    made => made,
+                },
+                other => other.clone(),
+            };
         }
         match self.replies.last() {
             Some(last @ Reply::Text(_)) => last.clone(),

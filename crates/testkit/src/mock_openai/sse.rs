@@ -243,6 +243,11 @@ impl Response {
                 Item::Reasoning { id: fresh_id("rs_", 24), text: reasoning.clone() },
                 message(text),
             ],
+            // Made by `Script::reply_for` from the request; without one, made from nothing.
+            Reply::Computed(computed) => match (computed.make)(&[]) {
+                Reply::Computed(_) => vec![message("(computed twice)")],
+                made => return Self::from_reply(&made, model),
+            },
         };
         let created_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -79,6 +79,7 @@ pub fn claude_transcript(text: &str, session_id: &str) -> Result<ImportedSession
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            parent_session_id: None,
             mode: None,
         }),
     );

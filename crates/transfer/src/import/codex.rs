@@ -73,6 +73,7 @@ pub fn codex_rollout(text: &str, session_id: &str) -> Result<ImportedSession> {
             read_only: true,
             continues_session_id: None,
             created_by: None,
+            parent_session_id: None,
             mode: None,
         }),
     );

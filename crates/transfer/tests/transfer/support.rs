@@ -60,6 +60,7 @@ pub fn synthetic_events() -> Vec<Event> {
                 read_only: false,
                 continues_session_id: None,
                 created_by: None,
+                parent_session_id: None,
                 mode: None,
             }),
         ),

@@ -1,0 +1,422 @@
+//! Keys: what each does on each screen (the list `?` shows is [`HELP`]), applied to the
+//! [`App`]. Pure: a key changes the state and may queue commands, nothing more.
+
+use nucleic_protocol::{Decision, RuleScope};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::app::{Anchor, App, Command, Prompt, Screen, Target};
+use crate::transcript::Tone;
+
+/// The deny reason sent when none is typed (the cockpit's).
+pub const DEFAULT_DENY: &str = "Denied by the user.";
+
+/// The keys, by where they work, in the cockpit's words.
+pub const HELP: &[(&str, &[(&str, &str)])] = &[
+    (
+        "Everywhere",
+        &[
+            ("?", "Keys (this list)"),
+            ("1 / 2 / Tab", "Sessions / Inbox / switch"),
+            ("j k ↑ ↓", "Move"),
+            ("Enter", "Open the session"),
+            ("r", "Refresh"),
+            ("q  Ctrl-C", "Quit"),
+        ],
+    ),
+    (
+        "Inbox and session",
+        &[
+            ("a", "Allow"),
+            ("A", "Always (this session)"),
+            ("d", "Deny… (type why, Enter sends, Esc back)"),
+            ("y", "Yes, allow (critical: the second key)"),
+        ],
+    ),
+    (
+        "Session",
+        &[
+            ("Enter / Space", "Expand or fold a tool call or thinking"),
+            ("PgUp PgDn g G", "Page, top, follow the end"),
+            ("m", "Message the agent… (Enter sends, Alt+Enter: new line)"),
+            ("x", "Interrupt"),
+            ("S", "Stop (asks first)"),
+            ("D", "Diff (j k PgUp PgDn scroll, r reload)"),
+            ("M", "Merge… (y; u also updates the checkout)"),
+            ("Esc", "Back"),
+        ],
+    ),
+];
+
+/// Applies `key` to `app`.
+pub fn handle(app: &mut App, key: KeyEvent) {
+    if key.kind == KeyEventKind::Release {
+        return;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        app.quit = true;
+        return;
+    }
+    if app.prompt.is_some() {
+        prompt_key(app, key);
+        return;
+    }
+    if app.help {
+        // Any key closes the list of keys.
+        app.help = false;
+        return;
+    }
+    match key.code {
+        KeyCode::Char('?') => app.help = true,
+        KeyCode::Char('q') => app.quit = true,
+        KeyCode::Char('1') => app.screen = Some(Screen::Sessions),
+        KeyCode::Char('2') => app.screen = Some(Screen::Inbox),
+        KeyCode::Tab => {
+            app.screen = Some(match app.screen() {
+                Screen::Sessions => Screen::Inbox,
+                Screen::Inbox | Screen::Session(_) | Screen::Diff(_) => Screen::Sessions,
+            });
+        }
+        KeyCode::Char('r') => {
+            app.command(Command::Refresh);
+            if let Screen::Diff(id) = app.screen() {
+                app.show_diff(&id);
+            }
+            app.say("Refreshing…", Tone::Info);
+        }
+        _ => match app.screen() {
+            Screen::Sessions => sessions_key(app, key),
+            Screen::Inbox => inbox_key(app, key),
+            Screen::Session(id) => session_key(app, &id, key),
+            Screen::Diff(id) => diff_key(app, &id, key),
+        },
+    }
+}
+
+fn sessions_key(app: &mut App, key: KeyEvent) {
+    let n = app.sessions.len();
+    match key.code {
+        KeyCode::Char('j') | KeyCode::Down => app.select_session((app.list_selected + 1).min(n)),
+        KeyCode::Char('k') | KeyCode::Up => app.select_session(app.list_selected.saturating_sub(1)),
+        KeyCode::Enter => {
+            let id = app.session_list().get(app.list_selected).map(|s| s.session_id.clone());
+            if let Some(id) = id {
+                app.open(&id);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn inbox_key(app: &mut App, key: KeyEvent) {
+    let items = app.inbox();
+    let selected = items.get(app.inbox_selected).map(|i| i.target.clone());
+    match key.code {
+        KeyCode::Char('j') | KeyCode::Down => app.select_request(app.inbox_selected + 1),
+        KeyCode::Char('k') | KeyCode::Up => {
+            app.select_request(app.inbox_selected.saturating_sub(1))
+        }
+        KeyCode::Enter => {
+            if let Some(target) = selected {
+                app.open(&target.session_id);
+            }
+        }
+        _ => {
+            if let Some(target) = selected {
+                answer_key(app, target, key);
+            }
+        }
+    }
+}
+
+/// `a`, `A`, `d` on an approval.
+fn answer_key(app: &mut App, target: Target, key: KeyEvent) {
+    if app.selection_moved && matches!(key.code, KeyCode::Char('a' | 'A' | 'd')) {
+        app.selection_moved = false;
+        app.say("That one was answered elsewhere: look at this one, then answer it", Tone::Warn);
+        return;
+    }
+    match key.code {
+        KeyCode::Char('a') => app.decide(target, Decision::Allow),
+        KeyCode::Char('A') => {
+            app.decide(target, Decision::AllowAlways { scope: Some(RuleScope::Session) });
+        }
+        KeyCode::Char('d') => app.prompt = Some(Prompt::DenyReason { target, text: String::new() }),
+        _ => {}
+    }
+}
+
+fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
+    let rows = app.transcripts.get(session_id).map_or(0, |t| t.rows().len());
+    let last = rows.saturating_sub(1);
+    let current = app.view.selected.unwrap_or(last);
+    let (top, bottom) = app.view.shown;
+    let page = bottom.saturating_sub(top).max(1);
+    match key.code {
+        KeyCode::Esc | KeyCode::Backspace => app.back(),
+        KeyCode::Char('k') | KeyCode::Up => select(app, current.saturating_sub(1), last),
+        KeyCode::Char('j') | KeyCode::Down => select(app, current + 1, last),
+        KeyCode::PageUp => select(app, current.saturating_sub(page), last),
+        KeyCode::PageDown => select(app, current + page, last),
+        KeyCode::Char('g') | KeyCode::Home => {
+            app.view.selected = Some(0);
+            app.view.anchor = Anchor::Top(0);
+        }
+        KeyCode::Char('G') | KeyCode::End => {
+            app.view.selected = None;
+            app.view.anchor = Anchor::Follow;
+        }
+        KeyCode::Enter | KeyCode::Char(' ') => {
+            if let Some(row) = app.transcripts.get_mut(session_id).and_then(|t| t.row_mut(current))
+                && row.foldable()
+            {
+                row.expanded = !row.expanded;
+            }
+        }
+        KeyCode::Char('m') | KeyCode::Char('i') => {
+            app.prompt = Some(Prompt::Composer { text: String::new() });
+        }
+        KeyCode::Char('x') => {
+            app.command(Command::Interrupt { session_id: session_id.to_owned() });
+        }
+        KeyCode::Char('D') => app.show_diff(session_id),
+        KeyCode::Char('M') => ask_merge(app, session_id),
+        KeyCode::Char('S') => {
+            app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
+        }
+        KeyCode::Char('a' | 'A' | 'd') => match app.first_pending(session_id) {
+            Some(p) => {
+                let target =
+                    Target { session_id: session_id.to_owned(), request_id: p.request.request_id };
+                answer_key(app, target, key);
+            }
+            None => app.say("Nothing waits for you in this session", Tone::Info),
+        },
+        _ => {}
+    }
+}
+
+/// Asks before merging `session_id` into its base branch.
+fn ask_merge(app: &mut App, session_id: &str) {
+    let base =
+        app.sessions.get(session_id).and_then(|s| s.worktree.as_ref()).map(|w| w.base_ref.clone());
+    match base {
+        Some(base) => {
+            app.prompt = Some(Prompt::ConfirmMerge { session_id: session_id.to_owned(), base })
+        }
+        None => app.say("This session has no worktree to merge", Tone::Warn),
+    }
+}
+
+fn diff_key(app: &mut App, session_id: &str, key: KeyEvent) {
+    let height = app.diff_height.max(1);
+    let page = isize::try_from(height).unwrap_or(isize::MAX);
+    if key.code == KeyCode::Char('M') {
+        ask_merge(app, session_id);
+        return;
+    }
+    let Some(diff) = app.diff.as_mut() else {
+        if matches!(key.code, KeyCode::Esc | KeyCode::Backspace) {
+            app.screen = Some(Screen::Session(session_id.to_owned()));
+        }
+        return;
+    };
+    match key.code {
+        KeyCode::Esc | KeyCode::Backspace => {
+            app.screen = Some(Screen::Session(session_id.to_owned()))
+        }
+        KeyCode::Char('j') | KeyCode::Down => diff.scroll(1, height),
+        KeyCode::Char('k') | KeyCode::Up => diff.scroll(-1, height),
+        KeyCode::PageDown | KeyCode::Char(' ') => diff.scroll(page, height),
+        KeyCode::PageUp => diff.scroll(-page, height),
+        KeyCode::Char('g') | KeyCode::Home => diff.top = 0,
+        KeyCode::Char('G') | KeyCode::End => diff.scroll(isize::MAX / 2, height),
+        _ => {}
+    }
+}
+
+/// Selects row `row` (the last one: follow the end), keeping it on screen.
+fn select(app: &mut App, row: usize, last: usize) {
+    if row >= last {
+        app.view.selected = None;
+        app.view.anchor = Anchor::Follow;
+        return;
+    }
+    let (top, bottom) = app.view.shown;
+    app.view.selected = Some(row);
+    if row < top {
+        app.view.anchor = Anchor::Top(row);
+    } else if row > bottom {
+        app.view.anchor = Anchor::Bottom(row);
+    } else if app.view.anchor == Anchor::Follow {
+        // Stop following where the screen is, so new events do not move it.
+        app.view.anchor = Anchor::Bottom(bottom);
+    }
+}
+
+fn prompt_key(app: &mut App, key: KeyEvent) {
+    let Some(prompt) = app.prompt.take() else { return };
+    app.prompt = match prompt {
+        Prompt::DenyReason { target, mut text } => match key.code {
+            KeyCode::Esc => None,
+            KeyCode::Enter => {
+                let reason = text.trim();
+                let message =
+                    if reason.is_empty() { DEFAULT_DENY.to_owned() } else { reason.to_owned() };
+                app.decide(target, Decision::Deny { message });
+                return;
+            }
+            code => {
+                edit(&mut text, code);
+                Some(Prompt::DenyReason { target, text })
+            }
+        },
+        Prompt::ConfirmCritical { target, decision } => match key.code {
+            KeyCode::Char('y') => {
+                app.prompt = Some(Prompt::ConfirmCritical {
+                    target: target.clone(),
+                    decision: decision.clone(),
+                });
+                app.decide(target, decision);
+                return;
+            }
+            KeyCode::Esc | KeyCode::Char('n') => None,
+            _ => Some(Prompt::ConfirmCritical { target, decision }),
+        },
+        Prompt::Composer { mut text } => match key.code {
+            KeyCode::Esc => None,
+            // Alt+Enter (or Shift+Enter where the terminal tells them apart) breaks the line.
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
+                text.push('\n');
+                Some(Prompt::Composer { text })
+            }
+            KeyCode::Enter => {
+                if let (Screen::Session(session_id), false) = (app.screen(), text.trim().is_empty())
+                {
+                    app.command(Command::Send { session_id, text });
+                }
+                None
+            }
+            code => {
+                edit(&mut text, code);
+                Some(Prompt::Composer { text })
+            }
+        },
+        Prompt::ConfirmMerge { session_id, .. } => {
+            match key.code {
+                KeyCode::Char('y') => {
+                    app.command(Command::Merge { session_id, update_checkout: false })
+                }
+                KeyCode::Char('u') => {
+                    app.command(Command::Merge { session_id, update_checkout: true })
+                }
+                _ => {}
+            }
+            None
+        }
+        Prompt::ConfirmStop { session_id } => match key.code {
+            KeyCode::Char('y') => {
+                app.command(Command::Stop { session_id });
+                None
+            }
+            _ => None,
+        },
+    };
+}
+
+/// Typing into a one-line field.
+fn edit(text: &mut String, code: KeyCode) {
+    match code {
+        KeyCode::Char(c) if !c.is_control() => text.push(c),
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        _ => {}
+    }
+}
+
+/// Text pasted into a prompt (bracketed paste): its control characters dropped, lines joined.
+pub fn paste(app: &mut App, pasted: &str) {
+    let clean: String = pasted
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .filter(|c| !c.is_control())
+        .collect();
+    match &mut app.prompt {
+        Some(Prompt::Composer { text } | Prompt::DenyReason { text, .. }) => text.push_str(&clean),
+        Some(
+            Prompt::ConfirmCritical { .. }
+            | Prompt::ConfirmStop { .. }
+            | Prompt::ConfirmMerge { .. },
+        )
+        | None => {}
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use ratatui::crossterm::event::KeyEvent;
+
+    use super::*;
+
+    pub(crate) fn press(app: &mut App, keys: &str) {
+        for c in keys.chars() {
+            let code = match c {
+                '\n' => KeyCode::Enter,
+                '\u{1b}' => KeyCode::Esc,
+                c => KeyCode::Char(c),
+            };
+            handle(app, KeyEvent::new(code, KeyModifiers::NONE));
+        }
+    }
+
+    #[test]
+    fn the_composer_sends_on_enter_and_esc_drops_it() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "mhi there\n");
+        assert_eq!(
+            app.take_commands(),
+            [Command::Send { session_id: "s1".into(), text: "hi there".into() }]
+        );
+        press(&mut app, "mnope\u{1b}");
+        assert!(app.take_commands().is_empty());
+        assert!(app.prompt.is_none());
+        press(&mut app, "q");
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn alt_enter_breaks_the_line_of_a_follow_up() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "mone");
+        handle(&mut app, KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        press(&mut app, "two\n");
+        assert_eq!(
+            app.take_commands(),
+            [Command::Send { session_id: "s1".into(), text: "one\ntwo".into() }]
+        );
+    }
+
+    #[test]
+    fn stop_asks_first() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "Sn");
+        assert!(app.take_commands().is_empty());
+        press(&mut app, "Sy");
+        assert_eq!(app.take_commands(), [Command::Stop { session_id: "s1".into() }]);
+    }
+
+    #[test]
+    fn help_opens_with_a_question_mark_and_any_key_closes_it() {
+        let mut app = App::new(0);
+        press(&mut app, "?");
+        assert!(app.help);
+        press(&mut app, "q");
+        assert!(!app.help && !app.quit);
+    }
+}

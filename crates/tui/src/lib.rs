@@ -1,0 +1,26 @@
+//! The terminal cockpit, `nucleic tui` (issue 31, `docs/tui.md`): every session of every
+//! project, the inbox of approvals answered with single keys, and a session's transcript with
+//! a composer — a client of the daemon through `nucleic-client` only.
+//!
+//! - `app`: the state, fed by protocol messages and keys, pure (unit-tested).
+//! - `inbox`: every pending approval by risk then age, answering one, its selection.
+//! - `transcript`: one session's events folded into rows (streamed text merged, tool calls
+//!   with their results, approvals with who answered).
+//! - `diff`: a session's diff (files, counts, the patch) as lines.
+//! - `sanitize`: agent text made safe for a terminal (no escape sequence reaches it).
+//! - `layout`: rows wrapped and laid out for one screenful only.
+//! - `render`: the screens drawn with ratatui.
+//! - `keys`: what each key does, and the list `?` shows.
+//! - `run`: the terminal, the key reader, the events and requests tasks, the loop.
+
+pub mod app;
+pub mod diff;
+pub mod inbox;
+pub mod keys;
+pub mod layout;
+pub mod render;
+mod run;
+pub mod sanitize;
+pub mod transcript;
+
+pub use run::{TuiError, run};

@@ -1,0 +1,137 @@
+//! Each screen as a snapshot (80×24, 250 wide, 20×5), and hostile agent text never reaching a
+//! cell as a control character.
+
+use nucleic_tui::app::{Command, Screen, Target};
+use nucleic_tui::sanitize::is_clean;
+use ratatui::backend::TestBackend;
+
+use crate::fixture::{app, draw, press};
+
+/// Every cell of `backend` holds nothing a terminal would act on.
+fn assert_clean(backend: &TestBackend) {
+    for cell in backend.buffer().content() {
+        let symbol = cell.symbol();
+        assert!(is_clean(symbol) && !symbol.contains('\n'), "a cell holds {symbol:?}");
+    }
+}
+
+#[test]
+fn the_session_list_at_80x24() {
+    let mut app = app();
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn the_inbox_by_risk_at_80x24() {
+    let mut app = app();
+    press(&mut app, "2");
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_session_at_80x24_with_a_tool_call_expanded() {
+    let mut app = app();
+    app.open("s1");
+    // Up from the end: the reply, the failed Bash call (expanded), then thinking (expanded).
+    press(&mut app, "kk ");
+    let _ = draw(&mut app, 80, 24);
+    press(&mut app, "kkk ");
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_session_at_250_columns_following_the_end() {
+    let mut app = app();
+    app.open("s1");
+    let screen = draw(&mut app, 250, 30);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn deny_with_a_reason_prompts_and_sends_what_was_typed() {
+    let mut app = app();
+    press(&mut app, "2j");
+    press(&mut app, "dnot the theme file");
+    let screen = draw(&mut app, 80, 24);
+    insta::assert_snapshot!(screen);
+    press(&mut app, "\n");
+    let target = Target { session_id: "s2".into(), request_id: "r2".into() };
+    let decision = nucleic_protocol::Decision::Deny { message: "not the theme file".into() };
+    assert_eq!(app.take_commands(), [Command::Decide { target, decision, confirmed: false }]);
+}
+
+#[test]
+fn a_critical_allow_asks_for_the_second_key() {
+    let mut app = app();
+    press(&mut app, "2a");
+    assert!(app.take_commands().is_empty());
+    let screen = draw(&mut app, 80, 24);
+    insta::assert_snapshot!(screen);
+    press(&mut app, "y");
+    let commands = app.take_commands();
+    assert!(
+        matches!(&commands[..], [Command::Decide { confirmed: true, target, .. }] if target.request_id == "r1"),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn the_keys_on_a_question_mark() {
+    let mut app = app();
+    press(&mut app, "?");
+    let screen = draw(&mut app, 80, 24);
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_20x5_terminal_shows_each_screen_without_panicking() {
+    let mut app = app();
+    let mut shots = Vec::new();
+    for keys in ["1", "2", "\n", "?"] {
+        press(&mut app, keys);
+        let screen = draw(&mut app, 20, 5);
+        assert_clean(&screen);
+        shots.push(screen.to_string());
+    }
+    assert_eq!(app.screen(), Screen::Session("s1".into()));
+    for (w, h) in [(1, 1), (3, 2), (10, 3), (0, 0)] {
+        let _ = draw(&mut app, w, h);
+    }
+    insta::assert_snapshot!(shots.join("\n"));
+}
+
+#[test]
+fn the_diff_of_a_session_at_80x24() {
+    let mut app = app();
+    app.open("s1");
+    press(&mut app, "D");
+    assert_eq!(app.take_commands(), [Command::Diff { session_id: "s1".into() }]);
+    let loading = draw(&mut app, 80, 24);
+    assert!(loading.to_string().contains("Loading the diff"));
+    let patch = format!(
+        "diff --git a/src/auth.rs b/src/auth.rs\nindex 1..2 100644\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -1,3 +1,3 @@\n fn cookie() -> bool {{\n-    racy()\n+    settled() // {}\n }}\n",
+        crate::fixture::HOSTILE
+    );
+    let facts = serde_json::from_value(serde_json::json!({
+        "baseBranch": "main", "baseSHA": "abc", "ahead": 2, "behind": 0, "conflicts": [],
+        "files": [{"path": "src/auth.rs", "status": "modified", "additions": 1, "deletions": 1, "binary": false}],
+        "patch": patch
+    }))
+    .unwrap();
+    app.on_reply(nucleic_tui::app::Reply::Diff {
+        session_id: "s1".into(),
+        result: Ok(Box::new(facts)),
+    });
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+    press(&mut app, "\u{1b}");
+    assert_eq!(app.screen(), Screen::Session("s1".into()));
+}
