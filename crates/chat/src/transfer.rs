@@ -128,7 +128,8 @@ impl Bridge {
         let note = format!("[Attached file: {} ({mime}, {})]", attached.path, human(attached.size));
         self.attached.entry(chat.to_owned()).or_default().push(note);
         Ok(format!(
-            "Attached {name} ({}) to session {}: the next /cc say tells the agent where it is.",
+            "Attached {} ({}) to session {}: the next /cc say tells the agent where it is.",
+            attached.name,
             human(attached.size),
             short(&session)
         ))

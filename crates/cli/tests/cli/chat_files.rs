@@ -121,6 +121,10 @@ async fn chat_files_go_both_ways_confined_to_the_worktree_and_size_capped() {
     assert_eq!(std::fs::read(&kept).unwrap(), b"attached-notes-91c2\n");
     assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::metadata(&attachments).unwrap().permissions().mode() & 0o777, 0o700);
+    // The same name again: a new file beside it, never over it.
+    mock.push_document(ME, ME, "notes.txt", b"second", 6, None);
+    sent_containing(&mock, ME, "Attached 2-notes.txt", skip).await;
+    assert_eq!(std::fs::read(&kept).unwrap(), b"attached-notes-91c2\n");
     // A name with `../`: kept in the session's folder under its last component only.
     mock.push_document(ME, ME, "../../../escape.txt", b"escape", 6, None);
     sent_containing(&mock, ME, "Attached escape.txt", skip).await;
@@ -141,6 +145,13 @@ async fn chat_files_go_both_ways_confined_to_the_worktree_and_size_capped() {
     // 50 MB declared: refused before any download. A declared 10 bytes that are 21 MB: refused
     // by getFile's size. Neither is kept.
     let downloads = mock.downloads().len();
+    // A stranger's document: not downloaded, not answered, not kept.
+    let replies = mock.sent().len();
+    mock.push_document(666, 666, "stranger.txt", b"from a stranger", 15, None);
+    drained(&mock).await;
+    assert_eq!(mock.downloads().len(), downloads, "a stranger's file was downloaded");
+    assert!(mock.sent().iter().skip(replies).all(|s| s.chat_id != 666));
+    assert!(!attachments.join("stranger.txt").exists());
     mock.push_document(ME, ME, "huge.bin", b"small-really", 50 << 20, None);
     let huge = sent_containing(&mock, ME, "Not taken: huge.bin is 50.0 MiB", skip).await;
     assert!(huge.text.contains("up to 20.0 MiB"), "{}", huge.text);
