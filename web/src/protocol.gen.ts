@@ -471,7 +471,7 @@ poolSize?: number | null, } | { "kind": "setPoolSize", projectID: string, size: 
 /**
  * The snapshot the diff showed (`gitFacts.snapshot`); absent: the worktree now.
  */
-snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "outsideSessions", projectID: string, } | { "kind": "adoptSession", projectID: string, 
+snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: string, commentID: string, resolved: boolean, } | { "kind": "reviewComments", sessionID: string, } | { "kind": "sendReview", sessionID: string, } | { "kind": "renameProject", projectID: string, name: string, } | { "kind": "removeProject", projectID: string, } | { "kind": "newSession" } & NewSession | { "kind": "attach", sessionID: string, name: string, content: string, append?: string | null, } | { "kind": "interrupt", sessionID: string, } | { "kind": "stop", sessionID: string, } | { "kind": "setModel", sessionID: string, model: string, } | { "kind": "setPermissionMode", sessionID: string, mode: string, } | { "kind": "setMode", sessionID: string, mode: string, } | { "kind": "setProjectMode", projectID: string, mode: string | null, } | { "kind": "listRules" } & RulesTarget | { "kind": "addRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, behaviour: RuleBehaviour, rule: string, } | { "kind": "removeRule", sessionID?: string | null, projectID?: string | null, scope: RuleScope, rule: string, } | { "kind": "rename", sessionID: string, title: string, } | { "kind": "archive", sessionID: string, archived: boolean, } | { "kind": "finish", sessionID: string, action: FinishAction, } | { "kind": "import", path: string, } | { "kind": "outsideSessions", projectID: string, } | { "kind": "adoptSession", projectID: string, 
 /**
  * The CLI's own session id (`OutsideSession.id`).
  */
@@ -601,7 +601,7 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants;
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "attached" } & Attached | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants;
 
 export type OutsideSessions = { sessions: Array<OutsideSession>, 
 /**
@@ -749,6 +749,12 @@ expiresAt: number,
 qrSvg: string | null, };
 
 export type ExportedText = { text: string, };
+
+export type Attached = { name: string, 
+/**
+ * The absolute path inside the agent's sandbox (the same on the host).
+ */
+path: string, size: number, };
 
 export type McpScope = "observe" | "start" | "steer" | "approve";
 

@@ -111,6 +111,8 @@ pub(crate) struct Bridge {
     pub(crate) stats: BridgeStats,
     /// Requests this bridge answered itself (their resolution needs no notice).
     pub(crate) answered_here: HashSet<String>,
+    /// Per chat, the notes of files attached since its last message to its agent.
+    pub(crate) attached: std::collections::HashMap<String, Vec<String>>,
     cursor_key: String,
 }
 
@@ -150,6 +152,7 @@ pub async fn run(
         wake,
         stats: BridgeStats::default(),
         answered_here: HashSet::new(),
+        attached: std::collections::HashMap::new(),
         cursor_key,
     };
     bridge.write_status("running", None);
@@ -210,7 +213,19 @@ impl Bridge {
 
     async fn handle(&mut self, update: Inbound) -> Result<(), BridgeError> {
         match update {
-            Inbound::Message { chat, user, text: Some(text), .. } => {
+            Inbound::Message { chat, user, text, file: Some(file), .. } => {
+                if !self.pairing.is_paired(&user)? {
+                    self.stranger(&user)?;
+                    return Ok(());
+                }
+                self.stats.commands += 1;
+                self.receive_file(&chat, &file).await?;
+                match text {
+                    Some(text) => self.on_message(&chat, &user, &text).await,
+                    None => Ok(()),
+                }
+            }
+            Inbound::Message { chat, user, text: Some(text), file: None, .. } => {
                 self.on_message(&chat, &user, &text).await
             }
             Inbound::Choice { answer, user, chat, data, .. } => {
@@ -246,7 +261,7 @@ impl Bridge {
                 );
                 Ok(())
             }
-            Inbound::Message { text: None, .. } | Inbound::Other { .. } => Ok(()),
+            Inbound::Message { text: None, file: None, .. } | Inbound::Other { .. } => Ok(()),
         }
     }
 
@@ -395,6 +410,12 @@ async fn send_loop(transport: Arc<dyn Transport>, outbox: Outbox, wake: Arc<Noti
             round.count(&attempt);
             if outbox.record(queued.id, &attempt, now_ms()).is_err() {
                 break;
+            }
+            // A file's spooled copy lives until its message is sent or given up.
+            if !matches!(attempt, crate::outbox::Attempt::Retry { .. })
+                && let Some(file) = crate::transport::read_file_ref(&queued.body)
+            {
+                let _ = std::fs::remove_file(&file.spool);
             }
         }
         let progressed = round.sent + round.failed > 0;

@@ -64,6 +64,9 @@ pub enum Command {
     Cancel,
     /// `/cc send <path>`: a file of the worktree back to the chat (relative, inside).
     Send(String),
+    /// `/cc needs-you on|off`: this chat gets only "needs you" notices, without content (on),
+    /// or the full reports (off).
+    NeedsYou(bool),
     Pair(String),
     Help,
 }
@@ -152,10 +155,48 @@ pub fn parse(message: &str) -> Result<Command, CommandError> {
             let path = text("send", "needs a path relative to the session's worktree")?;
             check_relative(&path).map(|()| Command::Send(path))
         }
+        "needs-you" => match args.to_ascii_lowercase().as_str() {
+            "on" => Ok(Command::NeedsYou(true)),
+            "off" => Ok(Command::NeedsYou(false)),
+            _ => Err(CommandError::Usage { command: "needs-you", expected: "takes on or off" }),
+        },
         "pair" => text("pair", "needs the code `nucleic chat pair` printed").map(Command::Pair),
         "help" => Ok(Command::Help),
         // Anything else is a task, word and all.
         _ => Ok(Command::Task(rest.to_owned())),
+    }
+}
+
+impl Command {
+    /// Whether its answer quotes the session's work (refused in a "needs you only" chat).
+    pub fn quotes_the_work(&self) -> bool {
+        match self {
+            Command::Sessions
+            | Command::Session
+            | Command::Diff
+            | Command::Tests
+            | Command::Report
+            | Command::Handoff
+            | Command::Send(_) => true,
+            Command::Task(_)
+            | Command::Say(_)
+            | Command::Confirm(_)
+            | Command::Reject(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
+            | Command::Mode(_)
+            | Command::Project(_)
+            | Command::Resume(_)
+            | Command::NewSession(_)
+            | Command::Keep
+            | Command::Rollback
+            | Command::Continue
+            | Command::Clear
+            | Command::Cancel
+            | Command::NeedsYou(_)
+            | Command::Pair(_)
+            | Command::Help => false,
+        }
     }
 }
 
@@ -223,7 +264,8 @@ pub const HELP: &str = "\
 /cc sessions, /cc resume N, /cc new-session <title>, /cc session
 /cc diff, /cc tests, /cc report — what the work is
 /cc keep, /cc rollback, /cc continue, /cc clear, /cc handoff, /cc cancel
-/cc send <path> — a file of the worktree to this chat
+/cc send <path> — a file of the worktree to this chat (a photo or document sent here is attached)
+/cc needs-you on|off — only \"needs you\" notices, without content (on), or full reports (off)
 /cc pair <code> — bind this chat to the host
 /cc help";
 
@@ -249,6 +291,9 @@ mod tests {
         assert_eq!(parse("/cc new-session Docs pass"), Ok(Command::NewSession("Docs pass".into())));
         assert_eq!(parse("/cc send src/main.rs"), Ok(Command::Send("src/main.rs".into())));
         assert_eq!(parse("/cc pair 4F7K2Q"), Ok(Command::Pair("4F7K2Q".into())));
+        assert_eq!(parse("/cc needs-you ON"), Ok(Command::NeedsYou(true)));
+        assert_eq!(parse("/cc needs-you off"), Ok(Command::NeedsYou(false)));
+        assert!(parse("/cc needs-you maybe").is_err());
         // A task that starts with a word that is no command is a task, word and all.
         assert_eq!(parse("/cc explain diffs"), Ok(Command::Task("explain diffs".into())));
     }

@@ -106,11 +106,17 @@ impl Bridge {
     ) -> Result<Reply, Failure> {
         let key = chat.to_owned();
         let mut state = self.state.chat(&key)?;
+        if command.quotes_the_work() && self.state.needs_you_only(chat)? {
+            return Err(Failure::Say(
+                "This chat gets \"needs you\" notices only, without content: see it in the cockpit, or /cc needs-you off.".into(),
+            ));
+        }
         match command {
             Command::Help => Ok(HELP.into()),
             Command::Task(task) => self.task(chat, &mut state, task).await,
             Command::Say(text) => {
                 let session = current(&state)?;
+                let text = self.with_attachments(chat, &text);
                 self.client.send_input(&session, &text).await?;
                 Ok(format!("Sent to session {}.", short(&session)).into())
             }
@@ -191,7 +197,7 @@ impl Bridge {
             Command::Session => {
                 let session = current(&state)?;
                 let s = self.client.session(&session).await?;
-                Ok(describe(&s).into())
+                Ok(crate::report::describe(&s).into())
             }
             Command::Diff => {
                 let session = current(&state)?;
@@ -316,7 +322,21 @@ impl Bridge {
                 self.client.intent(Intent::Interrupt { session_id: session.clone() }).await?;
                 Ok(format!("Interrupted session {}'s turn.", short(&session)).into())
             }
-            Command::Send(_) => Ok("File transfer is not built yet (docs/chat.md).".into()),
+            Command::Send(path) => {
+                let session = current(&state)?;
+                match self.send_file(chat, &session, &path).await? {
+                    Ok(text) | Err(text) => Ok(text.into()),
+                }
+            }
+            Command::NeedsYou(on) => {
+                self.state.set_needs_you_only(chat, on)?;
+                Ok(if on {
+                    "This chat now gets \"needs you\" notices only: which session waits, and the code to answer, without the tool, command, plan or answer. /cc diff, report, tests, session(s), send and handoff are answered in the cockpit. /cc needs-you off brings the full reports back."
+                } else {
+                    "This chat gets the full reports again."
+                }
+                .into())
+            }
             Command::Pair(_) => Ok("Already paired.".into()),
         }
     }
@@ -353,6 +373,7 @@ impl Bridge {
         task: String,
     ) -> Result<Reply, Failure> {
         if let (Some(session), true) = (state.session.clone(), state.selected) {
+            let task = self.with_attachments(chat, &task);
             self.client.send_input(&session, &task).await?;
             return Ok(format!("Sent to session {}.", short(&session)).into());
         }
@@ -393,7 +414,23 @@ impl Bridge {
                 }
                 other => other.into(),
             })?;
+        // In a forum, the session gets a topic of its own: its approvals and reports go there,
+        // so two sessions' never mix, and a task there is its next turn.
+        if let Some(topic) = self.transport.open_topic(chat, &summary.title).await {
+            self.state.set_chat(chat, state)?;
+            let mut own = self.state.chat(&topic)?;
+            own.project = state.project.clone();
+            self.select(&topic, &mut own, &summary.session_id, true)?;
+            return Ok(format!(
+                "Started session {} in a topic of its own: its approvals and reports go there.",
+                short(&summary.session_id)
+            )
+            .into());
+        }
         self.select(chat, state, &summary.session_id, false)?;
+        if self.state.needs_you_only(chat)? {
+            return Ok(format!("Started session {}.", short(&summary.session_id)).into());
+        }
         Ok(format!(
             "Started session {} — {}. Approvals, plans and the end of each turn come here.",
             short(&summary.session_id),
@@ -550,18 +587,6 @@ fn current(state: &ChatState) -> Result<String, Failure> {
             "No session in this chat yet: /cc <task> starts one, /cc sessions lists them.".into(),
         )
     })
-}
-
-fn describe(s: &SessionSummary) -> String {
-    let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
-    format!(
-        "Session {} — {}\nstatus {}, {} pending, branch {branch}, ${:.2}",
-        short(&s.session_id),
-        s.title,
-        s.status.as_str(),
-        s.pending_approvals,
-        s.cost_usd
-    )
 }
 
 fn first_line(text: &str) -> String {

@@ -3,6 +3,7 @@
 //!
 //! - [`command`]: one chat message → one [`Command`] (or an error saying what was expected).
 //! - [`codes`]: short, unambiguous codes for what waits on a person in one chat.
+//! - [`files`]: the attachment limit, the 0600 spool of outgoing files, safe names, multipart.
 //! - [`split`]: long text into messages a service takes, never cutting a code fence.
 //! - [`telegram`]: the Telegram Bot API (long polling, sends with buttons and topics, faults
 //!   classified for the outbox) and sending the outbox's due messages.
@@ -22,6 +23,7 @@ pub mod bridge;
 pub mod codes;
 pub mod command;
 mod exec;
+pub mod files;
 pub mod lock;
 pub mod matrix;
 pub mod outbox;
@@ -30,6 +32,7 @@ mod report;
 pub mod split;
 pub mod state;
 pub mod telegram;
+mod transfer;
 pub mod transport;
 
 pub use codes::CodeBook;

@@ -2,7 +2,8 @@
 //! `/sync` long polling from a persisted `since` (the first sync skips history), sends as
 //! `PUT …/send/m.room.message/{txnId}` with the outbox's `txn_id` (idempotent, so a retried
 //! send is delivered once), joins on invite, threads (`m.thread`) as chats of their own, and
-//! every failure classified for the outbox.
+//! media (files sent as `m.file`/`m.image` after an upload, inbound ones downloaded through
+//! the authenticated media API), and every failure classified for the outbox.
 
 use std::time::Duration;
 
@@ -11,7 +12,9 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::outbox::{Attempt, Queued};
-use crate::transport::{BoxFuture, Button, Inbound, PollFailure, Polled, Transport};
+use crate::transport::{
+    BoxFuture, Button, InFile, Inbound, OutFile, PollFailure, Polled, Transport,
+};
 
 /// The transport's name in the outbox.
 pub const TRANSPORT: &str = "matrix";
@@ -21,6 +24,8 @@ pub const MESSAGE_LIMIT: usize = 32_000;
 const SLACK: Duration = Duration::from_secs(10);
 /// How long a send (or a join, a whoami) may take.
 const CALL_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a media upload or download may take.
+const MEDIA_DEADLINE: Duration = Duration::from_secs(120);
 /// An answer's largest body (a sync of many rooms can be large).
 const BODY_LIMIT: usize = 16 << 20;
 /// The events one room's timeline may bring per sync before the homeserver says "limited".
@@ -118,6 +123,90 @@ impl Matrix {
             request = request.header("content-type", "application/json").body(body.to_string());
         }
         let response = self.http.send(&request, deadline, BODY_LIMIT).await?;
+        answer_of(&response, what)
+    }
+
+    /// Uploads `bytes` (`POST /_matrix/media/v3/upload`); the `mxc://` URI.
+    pub async fn upload(
+        &self,
+        name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> Result<String, MatrixError> {
+        let url = format!("{}/_matrix/media/v3/upload?filename={}", self.base, encode(name));
+        let request = Request::new(Method::POST, url)
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", mime)
+            .body(bytes);
+        let response = self.http.send(&request, MEDIA_DEADLINE, BODY_LIMIT).await?;
+        let answer = answer_of(&response, "upload")?;
+        answer["content_uri"].as_str().map(str::to_owned).ok_or_else(|| MatrixError::Malformed {
+            what: "upload".into(),
+            why: "no content_uri".into(),
+        })
+    }
+
+    /// Downloads `mxc://server/id` (`GET /_matrix/client/v1/media/download/…`), refusing more
+    /// than `limit` bytes.
+    pub async fn download(&self, mxc: &str, limit: u64) -> Result<Vec<u8>, MatrixError> {
+        let Some((server, id)) = mxc.strip_prefix("mxc://").and_then(|r| r.split_once('/')) else {
+            return Err(MatrixError::Malformed {
+                what: "download".into(),
+                why: format!("{mxc:?} is not an mxc:// URI"),
+            });
+        };
+        let url = format!(
+            "{}/_matrix/client/v1/media/download/{}/{}",
+            self.base,
+            encode(server),
+            encode(id)
+        );
+        let request = Request::new(Method::GET, url)
+            .header("authorization", format!("Bearer {}", self.token));
+        let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+        let response = match self.http.send(&request, MEDIA_DEADLINE, cap).await {
+            Err(HttpError::TooLarge { .. }) => {
+                return Err(MatrixError::Refused {
+                    what: "download".into(),
+                    status: 413,
+                    errcode: "M_TOO_LARGE".into(),
+                    error: format!("the file is over the limit of {}", crate::files::human(limit)),
+                });
+            }
+            other => other?,
+        };
+        if (200..300).contains(&response.status) {
+            return Ok(response.body);
+        }
+        answer_of(&response, "download").map(|_| Vec::new())
+    }
+
+    /// Sends the spooled `file` to `chat` as transaction `txn_id` (uploaded first; a retry
+    /// uploads again, but the event is still sent once), with `caption` as a text after it.
+    pub async fn send_file(
+        &self,
+        chat: &str,
+        txn_id: &str,
+        file: &OutFile,
+    ) -> Result<String, MatrixError> {
+        let bytes = std::fs::read(&file.spool).map_err(|e| MatrixError::Malformed {
+            what: "send".into(),
+            why: format!("the spooled file {} is unreadable: {e}", file.spool.display()),
+        })?;
+        let size = bytes.len();
+        let uri = self.upload(&file.name, &file.mime, bytes).await?;
+        let msgtype = if file.mime.starts_with("image/") { "m.image" } else { "m.file" };
+        let content = json!({
+            "msgtype": msgtype, "body": file.name, "filename": file.name, "url": uri,
+            "info": {"mimetype": file.mime, "size": size},
+        });
+        self.send_content(chat, txn_id, content).await
+    }
+}
+
+/// A call's JSON answer, or its error classified.
+fn answer_of(response: &nucleic_http::Response, what: &str) -> Result<Value, MatrixError> {
+    {
         let malformed = |why: String| MatrixError::Malformed { what: what.to_owned(), why };
         let answer: Value = serde_json::from_slice(&response.body)
             .map_err(|e| malformed(format!("HTTP {}: not JSON: {e}", response.status)))?;
@@ -137,7 +226,9 @@ impl Matrix {
             (status, _) => MatrixError::Refused { what: what.to_owned(), status, errcode, error },
         })
     }
+}
 
+impl Matrix {
     /// One `/sync`: from `since` waiting up to `wait` for something new; without `since`, the
     /// current position only (no history, pending invites included).
     pub async fn sync(&self, since: Option<&str>, wait: Duration) -> Result<Polled, MatrixError> {
@@ -163,8 +254,17 @@ impl Matrix {
         txn_id: &str,
         text: &str,
     ) -> Result<String, MatrixError> {
+        self.send_content(chat, txn_id, json!({"msgtype": "m.text", "body": text})).await
+    }
+
+    /// Sends one `m.room.message` with `content` (in the chat's thread, if it is one).
+    async fn send_content(
+        &self,
+        chat: &str,
+        txn_id: &str,
+        mut content: Value,
+    ) -> Result<String, MatrixError> {
         let (room, thread) = split_chat(chat);
-        let mut content = json!({"msgtype": "m.text", "body": text});
         if let Some(root) = thread {
             content["m.relates_to"] = json!({
                 "rel_type": "m.thread",
@@ -278,8 +378,25 @@ fn decode_event(room: &str, event: &Value, me: &str, place: &str) -> Inbound {
         (Some("m.thread"), Some(root)) => format!("{room}/{root}"),
         _ => room.to_owned(),
     };
-    let text = content["body"].as_str().map(str::to_owned);
-    Inbound::Message { id, chat, user: sender.to_owned(), text }
+    let file = match (content["msgtype"].as_str(), content["url"].as_str()) {
+        (Some("m.file" | "m.image" | "m.video" | "m.audio"), Some(url)) => Some(InFile {
+            locator: url.to_owned(),
+            name: content["filename"]
+                .as_str()
+                .or(content["body"].as_str())
+                .unwrap_or("file")
+                .to_owned(),
+            mime: content["info"]["mimetype"]
+                .as_str()
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
+            size: content["info"]["size"].as_u64(),
+        }),
+        _ => None,
+    };
+    // A file's body is its name, not a command.
+    let text = if file.is_some() { None } else { content["body"].as_str().map(str::to_owned) };
+    Inbound::Message { id, chat, user: sender.to_owned(), text, file }
 }
 
 /// A queued message's text with its choices written out (Matrix has no buttons): each line
@@ -339,7 +456,13 @@ impl Transport for Matrix {
                     error: format!("a queued message the bridge cannot read: {}", queued.chat),
                 };
             };
-            match self.send_text(&queued.chat, &queued.txn_id, &render(&text, &buttons)).await {
+            let sent = match crate::transport::read_file_ref(&queued.body) {
+                Some(file) => self.send_file(&queued.chat, &queued.txn_id, &file).await,
+                None => {
+                    self.send_text(&queued.chat, &queued.txn_id, &render(&text, &buttons)).await
+                }
+            };
+            match sent {
                 Ok(event_id) => Attempt::Sent { remote_id: Some(event_id) },
                 Err(e) => e.attempt(),
             }
@@ -353,6 +476,12 @@ impl Transport for Matrix {
 
     fn join<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { self.join_room(split_chat(chat).0).await.map_err(|e| e.to_string()) })
+    }
+
+    fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(
+            async move { self.download(&file.locator, limit).await.map_err(|e| e.to_string()) },
+        )
     }
 }
 

@@ -35,6 +35,7 @@ impl Bridge {
                         chat,
                         &format!("{code} was resolved: {decision} (by {}).", r.by),
                         &[],
+                        Some(format!("{code} was resolved (by {}).", r.by)),
                     )?;
                 }
             }
@@ -46,7 +47,8 @@ impl Bridge {
                     short(session),
                     quote(result, RESULT_QUOTE)
                 );
-                self.report(chat, &text, &[])?;
+                let notice = format!("{head} in session {}: it waits for you.", short(session));
+                self.report(chat, &text, &[], Some(notice))?;
             }
             EventKind::RunFinished(r) => {
                 let outcome = serde_json::to_value(r.outcome).unwrap_or_default();
@@ -56,7 +58,8 @@ impl Bridge {
                     short(session),
                     outcome.as_str().unwrap_or("ended")
                 );
-                self.report(chat, &text, &[])?;
+                let notice = format!("Session {}'s agent stopped.", short(session));
+                self.report(chat, &text, &[], Some(notice))?;
             }
             EventKind::UserText(_)
             | EventKind::SessionStarted(_)
@@ -94,12 +97,26 @@ impl Bridge {
         Ok(())
     }
 
+    /// Queues a report, or in a "needs you only" chat its `notice` (no content: which session,
+    /// what kind of thing waits, its code); nothing when it has none.
     fn report(
         &mut self,
         chat: &str,
         text: &str,
         buttons: &[Vec<Button>],
+        notice: Option<String>,
     ) -> Result<(), BridgeError> {
+        if self.state.needs_you_only(chat)? {
+            let Some(notice) = notice else { return Ok(()) };
+            self.stats.reports += 1;
+            // Buttons carry codes only; a question's carry its choices, which are content.
+            let buttons = if buttons.iter().flatten().any(|b| b.data.starts_with("q:")) {
+                &[][..]
+            } else {
+                buttons
+            };
+            return self.say(chat, &notice, buttons);
+        }
         self.stats.reports += 1;
         self.say(chat, text, buttons)
     }
@@ -177,8 +194,38 @@ impl Bridge {
                 )
             }
         };
-        self.report(chat, &text, &buttons)
+        let risk = risk.map(|r| format!(" · risk {r}")).unwrap_or_default();
+        let notice = match kind {
+            PendingKind::Plan => format!(
+                "Session {} needs you: plan {code}. /cc confirm {code} · /cc reject {code} <why>",
+                short(session)
+            ),
+            PendingKind::Question => {
+                format!(
+                    "Session {} needs you: question {code} (answer it in the cockpit).",
+                    short(session)
+                )
+            }
+            PendingKind::Approval => format!(
+                "Session {} needs you: approval {code}{risk}. /cc approve {code} · /cc deny {code} <why>",
+                short(session)
+            ),
+        };
+        self.report(chat, &text, &buttons, Some(notice))
     }
+}
+
+/// `/cc session`: the session's status in two lines.
+pub(crate) fn describe(s: &nucleic_protocol::SessionSummary) -> String {
+    let branch = s.worktree.as_ref().map(|w| w.branch.as_str()).unwrap_or("-");
+    format!(
+        "Session {} — {}\nstatus {}, {} pending, branch {branch}, ${:.2}",
+        short(&s.session_id),
+        s.title,
+        s.status.as_str(),
+        s.pending_approvals,
+        s.cost_usd
+    )
 }
 
 /// Choice `index` of the first question `pending` asked: (question, label).

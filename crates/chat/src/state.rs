@@ -81,6 +81,9 @@ pub struct ChatState {
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS chat_settings (
+    chat TEXT PRIMARY KEY, needs_you_only INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS chats (
     chat TEXT PRIMARY KEY, project TEXT, session TEXT, listing TEXT NOT NULL DEFAULT '',
     next_title TEXT, rollback_at INTEGER, selected INTEGER NOT NULL DEFAULT 0
@@ -129,6 +132,30 @@ impl State {
 
     fn sql(&self, source: rusqlite::Error) -> StateError {
         StateError::Sql { path: self.path.clone(), source }
+    }
+
+    /// Whether `chat` gets only "needs you" notices, without content.
+    pub fn needs_you_only(&self, chat: &str) -> Result<bool, StateError> {
+        let on: Option<i64> = self
+            .conn
+            .query_row("SELECT needs_you_only FROM chat_settings WHERE chat = ?1", [chat], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        Ok(on.unwrap_or(0) != 0)
+    }
+
+    /// Sets whether `chat` gets only "needs you" notices.
+    pub fn set_needs_you_only(&self, chat: &str, on: bool) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "INSERT INTO chat_settings (chat, needs_you_only) VALUES (?1, ?2)
+                 ON CONFLICT (chat) DO UPDATE SET needs_you_only = excluded.needs_you_only",
+                params![chat, i64::from(on)],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
     }
 
     /// The code of `request` of `session` (the one it has, or a new one never used before).

@@ -1,6 +1,7 @@
 //! The Telegram Bot API (`<base>/bot<token>/<method>`, JSON): long-polled `getUpdates`,
 //! `sendMessage` with inline buttons and forum topics, `editMessageText`,
-//! `answerCallbackQuery`; every answer decoded, every failure classified so the outbox knows
+//! `answerCallbackQuery`, `sendDocument` (multipart) and `getFile` with the file's download;
+//! every answer decoded, every failure classified so the outbox knows
 //! whether to retry ([`TelegramError::attempt`]), and sending the outbox's due messages.
 
 use std::time::Duration;
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::outbox::{Attempt, Outbox, OutboxError, Queued};
-use crate::transport::{BoxFuture, Inbound, PollFailure, Polled, Transport};
+use crate::transport::{BoxFuture, InFile, Inbound, OutFile, PollFailure, Polled, Transport};
 
 /// The transport's name in the outbox.
 pub const TRANSPORT: &str = "telegram";
@@ -22,8 +23,14 @@ pub const MESSAGE_LIMIT: usize = 4096;
 const SLACK: Duration = Duration::from_secs(10);
 /// How long a send may take.
 const SEND_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a file's download may take.
+const FILE_DEADLINE: Duration = Duration::from_secs(120);
 /// An answer's largest body.
 const BODY_LIMIT: usize = 8 << 20;
+/// A forum topic's longest name.
+const TOPIC_NAME_LIMIT: usize = 128;
+/// A document's longest caption (UTF-16 units).
+pub const CAPTION_LIMIT: usize = 1024;
 
 /// Why a call failed, by what the caller should do about it.
 #[derive(Debug, Error)]
@@ -100,7 +107,15 @@ pub use crate::transport::{Button, outbox_body};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {
     /// A message (text, when it has some) from a user in a chat.
-    Message { update_id: i64, chat: ChatRef, user: i64, message_id: i64, text: Option<String> },
+    Message {
+        update_id: i64,
+        chat: ChatRef,
+        user: i64,
+        message_id: i64,
+        text: Option<String>,
+        /// A document or photo it carries (the largest size of a photo).
+        file: Option<InFile>,
+    },
     /// A button press on one of the bot's messages.
     Callback {
         update_id: i64,
@@ -156,11 +171,23 @@ impl Telegram {
         body: Value,
         deadline: Duration,
     ) -> Result<Value, TelegramError> {
-        let request =
-            Request::new(Method::POST, format!("{}/bot{}/{method}", self.base, self.token))
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        let response = self.http.send(&request, deadline, BODY_LIMIT).await?;
+        let request = Request::new(Method::POST, self.method_url(method))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        self.exchange(method, &request, deadline).await
+    }
+
+    fn method_url(&self, method: &str) -> String {
+        format!("{}/bot{}/{method}", self.base, self.token)
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        request: &Request,
+        deadline: Duration,
+    ) -> Result<Value, TelegramError> {
+        let response = self.http.send(request, deadline, BODY_LIMIT).await?;
         let malformed = |why: String| TelegramError::Malformed { method: method.to_owned(), why };
         let answer: Value = serde_json::from_slice(&response.body)
             .map_err(|e| malformed(format!("HTTP {}: not JSON: {e}", response.status)))?;
@@ -237,6 +264,91 @@ impl Telegram {
         self.call("editMessageText", body, self.send_deadline).await.map(|_| ())
     }
 
+    /// Sends the spooled `file` to `to` as a document with `caption`; the new message's id.
+    pub async fn send_document(
+        &self,
+        to: ChatRef,
+        file: &OutFile,
+        caption: &str,
+    ) -> Result<i64, TelegramError> {
+        let bytes = std::fs::read(&file.spool).map_err(|e| TelegramError::Malformed {
+            method: "sendDocument".into(),
+            why: format!("the spooled file {} is unreadable: {e}", file.spool.display()),
+        })?;
+        let caption = crate::split::split(caption, CAPTION_LIMIT, crate::split::utf16_units)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let mut form = crate::files::Multipart::new();
+        form.text("chat_id", &to.chat_id.to_string());
+        if let Some(thread) = to.thread_id {
+            form.text("message_thread_id", &thread.to_string());
+        }
+        if !caption.is_empty() {
+            form.text("caption", &caption);
+        }
+        form.file("document", &file.name, &file.mime, &bytes);
+        let (content_type, body) = form.finish();
+        let request = Request::new(Method::POST, self.method_url("sendDocument"))
+            .header("content-type", content_type)
+            .body(body);
+        let result = self.exchange("sendDocument", &request, self.send_deadline).await?;
+        result["message_id"].as_i64().ok_or_else(|| TelegramError::Malformed {
+            method: "sendDocument".into(),
+            why: "no message_id".into(),
+        })
+    }
+
+    /// Downloads the file `file_id` (`getFile`, then `<base>/file/bot<token>/<file_path>`),
+    /// refusing one over `limit` bytes by its declared size and by what arrives.
+    pub async fn download(&self, file_id: &str, limit: u64) -> Result<Vec<u8>, TelegramError> {
+        let result = self.call("getFile", json!({"file_id": file_id}), self.send_deadline).await?;
+        let too_large = |size: u64| TelegramError::Refused {
+            method: "getFile".into(),
+            code: 413,
+            description: format!(
+                "the file is {} and the limit is {}",
+                crate::files::human(size),
+                crate::files::human(limit)
+            ),
+        };
+        if let Some(size) = result["file_size"].as_u64()
+            && size > limit
+        {
+            return Err(too_large(size));
+        }
+        let path = result["file_path"].as_str().ok_or_else(|| TelegramError::Malformed {
+            method: "getFile".into(),
+            why: "no file_path (a file over 20 MB is not downloadable by bots)".into(),
+        })?;
+        let url = format!("{}/file/bot{}/{path}", self.base, self.token);
+        let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+        let response =
+            match self.http.send(&Request::new(Method::GET, url), FILE_DEADLINE, cap).await {
+                Err(HttpError::TooLarge { .. }) => return Err(too_large(limit.saturating_add(1))),
+                other => other?,
+            };
+        if response.status != 200 {
+            return Err(TelegramError::Refused {
+                method: "file download".into(),
+                code: response.status,
+                description: String::from_utf8_lossy(&response.body).chars().take(200).collect(),
+            });
+        }
+        Ok(response.body)
+    }
+
+    /// Makes a forum topic `name` in the forum supergroup `chat_id`; its `message_thread_id`.
+    pub async fn create_topic(&self, chat_id: i64, name: &str) -> Result<i64, TelegramError> {
+        let name: String = name.chars().take(TOPIC_NAME_LIMIT).collect();
+        let body = json!({"chat_id": chat_id, "name": name});
+        let result = self.call("createForumTopic", body, self.send_deadline).await?;
+        result["message_thread_id"].as_i64().ok_or_else(|| TelegramError::Malformed {
+            method: "createForumTopic".into(),
+            why: "no message_thread_id".into(),
+        })
+    }
+
     /// Answers a button press (the small notice the presser sees).
     pub async fn answer_callback(
         &self,
@@ -271,7 +383,8 @@ fn decode_update(update: &Value) -> Option<Update> {
             (chat_of(message), message["from"]["id"].as_i64(), message["message_id"].as_i64())
         {
             let text = message["text"].as_str().or(message["caption"].as_str()).map(str::to_owned);
-            return Some(Update::Message { update_id, chat, user, message_id, text });
+            let file = file_of(message);
+            return Some(Update::Message { update_id, chat, user, message_id, text, file });
         }
         return Some(Update::Other { update_id });
     }
@@ -289,6 +402,26 @@ fn decode_update(update: &Value) -> Option<Update> {
         });
     }
     Some(Update::Other { update_id })
+}
+
+/// The document, or the largest photo, a message carries.
+fn file_of(message: &Value) -> Option<InFile> {
+    let document = &message["document"];
+    if let Some(id) = document["file_id"].as_str() {
+        return Some(InFile {
+            locator: id.to_owned(),
+            name: document["file_name"].as_str().unwrap_or("document").to_owned(),
+            mime: document["mime_type"].as_str().unwrap_or("application/octet-stream").to_owned(),
+            size: document["file_size"].as_u64(),
+        });
+    }
+    let photo = message["photo"].as_array()?.last()?;
+    Some(InFile {
+        locator: photo["file_id"].as_str()?.to_owned(),
+        name: format!("photo-{}.jpg", message["message_id"].as_i64().unwrap_or(0)),
+        mime: "image/jpeg".into(),
+        size: photo["file_size"].as_u64(),
+    })
 }
 
 /// What one round of sending the outbox's due messages did.
@@ -330,7 +463,11 @@ pub async fn send_one(bot: &Telegram, queued: &Queued) -> Attempt {
             error: format!("a queued message the bridge cannot read: {}", queued.chat),
         };
     };
-    match bot.send_message(chat, &text, &buttons).await {
+    let sent = match crate::transport::read_file_ref(&queued.body) {
+        Some(file) => bot.send_document(chat, &file, &text).await,
+        None => bot.send_message(chat, &text, &buttons).await,
+    };
+    match sent {
         Ok(id) => Attempt::Sent { remote_id: Some(id.to_string()) },
         Err(e) => e.attempt(),
     }
@@ -340,11 +477,12 @@ impl Update {
     /// The service-neutral form (chats as outbox keys, users as text).
     pub fn inbound(self) -> Inbound {
         match self {
-            Update::Message { update_id, chat, user, text, .. } => Inbound::Message {
+            Update::Message { update_id, chat, user, text, file, .. } => Inbound::Message {
                 id: update_id.to_string(),
                 chat: chat.key(),
                 user: user.to_string(),
                 text,
+                file,
             },
             Update::Callback { update_id, callback_id, user, chat, data, .. } => Inbound::Choice {
                 id: update_id.to_string(),
@@ -412,6 +550,25 @@ impl Transport for Telegram {
         Box::pin(async move {
             let _ = self.answer_callback(answer, text).await;
         })
+    }
+
+    /// A topic per session in a forum supergroup, opened from its General topic; other chats
+    /// (private ones, groups that are not forums, a topic already) have none.
+    fn open_topic<'a>(&'a self, chat: &'a str, title: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let chat = ChatRef::from_key(chat)?;
+            if chat.chat_id >= 0 || chat.thread_id.is_some() {
+                return None;
+            }
+            let thread = self.create_topic(chat.chat_id, title).await.ok()?;
+            Some(ChatRef { chat_id: chat.chat_id, thread_id: Some(thread) }.key())
+        })
+    }
+
+    fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(
+            async move { self.download(&file.locator, limit).await.map_err(|e| e.to_string()) },
+        )
     }
 
     /// A bot is added to a chat by its members, never invited: nothing to do.

@@ -28,8 +28,8 @@ pub struct Button {
 /// service's id of the sender (`123`, `@alice:example.org`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inbound {
-    /// A message (its text, when it has some).
-    Message { id: String, chat: String, user: String, text: Option<String> },
+    /// A message (its text or caption, when it has some, and the file it carries).
+    Message { id: String, chat: String, user: String, text: Option<String>, file: Option<InFile> },
     /// A pick of one of the bot's choices (`answer` is what [`Transport::answer_choice`] takes).
     Choice { id: String, answer: String, user: String, chat: Option<String>, data: String },
     /// The bot was invited to `chat` by `user` (Matrix): joined only for paired users, or while
@@ -93,6 +93,57 @@ pub trait Transport: Debug + Send + Sync {
     fn answer_choice<'a>(&'a self, answer: &'a str, text: &'a str) -> BoxFuture<'a, ()>;
     /// Joins `chat` after an invite; an error says why not.
     fn join<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// A chat of its own for a new session inside `chat` (a Telegram forum topic named `title`),
+    /// its key; `None` when the service or the chat has none (the session reports to `chat`).
+    fn open_topic<'a>(&'a self, _chat: &'a str, _title: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+    /// Downloads an inbound file, refusing one of more than `limit` bytes without reading
+    /// past it; an error is a whole sentence.
+    fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+}
+
+/// A file a queued message carries (`/cc send`): its name as the chat shows it, its MIME type,
+/// its size, and the spool copy (0600, under the bridge's store) the sender reads and removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutFile {
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub spool: std::path::PathBuf,
+}
+
+/// A file that arrived with a message: the service's handle to fetch it by (Telegram's
+/// `file_id`, Matrix's `mxc://` URI), its name, MIME type and size as the sender declared them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFile {
+    pub locator: String,
+    pub name: String,
+    pub mime: String,
+    pub size: Option<u64>,
+}
+
+/// A queued message's body that carries a file, with `text` as its caption.
+pub fn file_body(text: &str, file: &OutFile) -> String {
+    json!({
+        "text": text,
+        "buttons": [],
+        "file": {"name": file.name, "mime": file.mime, "size": file.size,
+                 "spool": file.spool.to_string_lossy()},
+    })
+    .to_string()
+}
+
+/// The file a body carries, if any.
+pub fn read_file_ref(body: &str) -> Option<OutFile> {
+    let body: Value = serde_json::from_str(body).ok()?;
+    let file = &body["file"];
+    Some(OutFile {
+        name: file["name"].as_str()?.to_owned(),
+        mime: file["mime"].as_str().unwrap_or("application/octet-stream").to_owned(),
+        size: file["size"].as_u64().unwrap_or(0),
+        spool: file["spool"].as_str()?.into(),
+    })
 }
 
 /// A queued message's body in the outbox: its text and choices.

@@ -45,6 +45,7 @@ async fn updates_are_long_polled_confirmed_by_the_offset_and_a_redelivery_is_not
             user: 42,
             message_id: 1,
             text: Some("/cc fix the test".into()),
+            file: None,
         }]
     );
     assert!(outbox.receive(telegram::TRANSPORT, &first.to_string(), 0).unwrap());
@@ -162,4 +163,41 @@ async fn retry_after_is_honoured_and_a_revoked_token_or_a_second_poller_says_so(
     telegram::send_due(&bot, &outbox, 7_000).await.unwrap();
     assert_eq!(outbox.counts().unwrap().queued, 1, "nothing lost while the token is revoked");
     assert!(mock.sent().is_empty());
+}
+
+#[tokio::test]
+async fn a_document_goes_out_as_multipart_in_its_topic_and_files_come_in_size_capped() {
+    let (mock, bot) = bot().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let spool = nucleic_chat::files::spool(&dir.path().join("out"), &bytes).unwrap();
+    let file = nucleic_chat::transport::OutFile {
+        name: "a b\"c.bin".into(),
+        mime: "application/octet-stream".into(),
+        size: 70_000,
+        spool,
+    };
+    let to = ChatRef { chat_id: -100, thread_id: Some(9) };
+    bot.send_document(to, &file, "caption here").await.unwrap();
+    let sent = mock.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].method.as_str(), sent[0].chat_id, sent[0].thread_id),
+        ("sendDocument", -100, Some(9))
+    );
+    assert_eq!(sent[0].text, "caption here");
+    assert_eq!(sent[0].file, Some(("a b_c.bin".to_owned(), bytes.clone())), "bytes intact");
+
+    // In: a document decodes with its file, downloads whole, and is refused past the limit.
+    let pushed = mock.push_document(42, 42, "in.bin", &bytes, 70_000, Some("/cc say look"));
+    let updates = bot.get_updates(None, Duration::ZERO).await.unwrap();
+    let Some(Update::Message { update_id, text, file: Some(file), .. }) = updates.first() else {
+        panic!("{updates:?}")
+    };
+    assert_eq!((*update_id, text.as_deref()), (pushed, Some("/cc say look")));
+    assert_eq!((file.name.as_str(), file.size), ("in.bin", Some(70_000)));
+    assert_eq!(bot.download(&file.locator, 70_000).await.unwrap(), bytes);
+    let refused = bot.download(&file.locator, 69_999).await.unwrap_err();
+    assert!(refused.to_string().contains("limit"), "{refused}");
+    assert_eq!(mock.downloads().len(), 1, "the refused one was not downloaded");
 }

@@ -84,6 +84,7 @@ fn takes_long(intent: &Intent) -> bool {
         | Intent::SendReview { .. }
         | Intent::RenameProject { .. }
         | Intent::RemoveProject { .. }
+        | Intent::Attach { .. }
         | Intent::Interrupt { .. }
         | Intent::Stop { .. }
         | Intent::SetModel { .. }

@@ -113,6 +113,21 @@ pub enum Intent {
     /// Starts a session: a worktree on a new branch and an agent with the first prompt;
     /// answers the `SessionSummary`.
     NewSession(NewSession),
+    /// Attaches a file to the session (a photo or document sent from a chat): the host keeps it,
+    /// 0600, in the session's attachments folder, which its agent can read but not write, and
+    /// removes it when the session finishes. `name` is one plain file name (no `/`, no `..`, no
+    /// leading dot); `content` is base64, at most `MAX_ATTACHMENT_CHUNK_BYTES` decoded (a sync
+    /// message is at most 1 MiB). A larger file comes in parts: the first makes the file (a new
+    /// name when `name` is taken), each next one names it in `append` (the name `attached`
+    /// answered), up to `MAX_ATTACHMENT_BYTES` in all. Answers `attached`.
+    Attach {
+        #[serde(rename = "sessionID")]
+        session_id: String,
+        name: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        append: Option<String>,
+    },
     /// Interrupts the agent's current turn (the session stays, ready for a follow-up).
     Interrupt {
         #[serde(rename = "sessionID")]

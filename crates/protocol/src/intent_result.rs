@@ -102,10 +102,28 @@ intent_results! {
     Approval(ApprovalResolved),
     /// `exportSession`.
     Exported(ExportedText),
+    /// `attach`.
+    Attached(Attached),
     /// `grantMcp`: the grant and its one-time credential.
     McpGranted(crate::mcp_grant::McpGranted),
     /// `listMcpGrants`, `revokeMcp`.
     McpGrants(crate::mcp_grant::McpGrants),
+}
+
+/// The largest attachment `attach` keeps (decoded bytes, all its parts).
+pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
+/// The most one `attach` carries (decoded bytes; its base64 fits a sync message).
+pub const MAX_ATTACHMENT_CHUNK_BYTES: u64 = 512 * 1024;
+
+/// `attach`'s result: the file's name among the session's attachments (what `append` names),
+/// where the agent reads it, and its size so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+pub struct Attached {
+    pub name: String,
+    /// The absolute path inside the agent's sandbox (the same on the host).
+    pub path: String,
+    pub size: u64,
 }
 
 /// `runChecks`' result: each check once it ended.

@@ -70,8 +70,9 @@ pub use files::{
 };
 pub use intent::{ExportFormat, FinishAction, Intent, NewSession};
 pub use intent_result::{
-    ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentPayload, IntentResult, Pairing,
-    ProjectMode, Reclaimable, ReviewComments, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
+    Attached, ChecksRun, ExportedText, GcReport, Handoff, Integrated, IntentPayload, IntentResult,
+    MAX_ATTACHMENT_BYTES, MAX_ATTACHMENT_CHUNK_BYTES, Pairing, ProjectMode, Reclaimable,
+    ReviewComments, ReviewSendout, RuleAdded, RuleRemoved, TokenRotated,
 };
 pub use interactive::{
     ASK_USER_QUESTION, EMPTY_PLAN_GUIDANCE, EXIT_PLAN_MODE, Question, QuestionAnswer, SessionMode,

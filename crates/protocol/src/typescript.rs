@@ -94,6 +94,7 @@ fn declarations() -> Vec<String> {
         TokenRotated::decl(),
         Pairing::decl(),
         ExportedText::decl(),
+        Attached::decl(),
         crate::mcp_grant::McpScope::decl(),
         crate::mcp_grant::McpGrantSummary::decl(),
         crate::mcp_grant::McpGranted::decl(),

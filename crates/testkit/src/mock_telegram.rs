@@ -1,6 +1,7 @@
 //! A mock of the Telegram Bot API on loopback (`/bot<token>/<method>`): `getUpdates` long
-//! polling with offsets, `sendMessage`, `editMessageText`, `answerCallbackQuery`; updates the
-//! test pushes; sends recorded; faults the test queues for the next sends (`429 retry_after`,
+//! polling with offsets, `sendMessage`, `editMessageText`, `answerCallbackQuery`,
+//! `sendDocument` (multipart), `getFile` and the file downloads (`/file/bot<token>/<path>`);
+//! updates the test pushes (texts, button presses, documents and photos); sends recorded; faults the test queues for the next sends (`429 retry_after`,
 //! `502`, a connection broken before or after the message was accepted, no answer); a revoked
 //! token; a second poller's `409`.
 
@@ -41,8 +42,17 @@ pub struct Sent {
     pub thread_id: Option<i64>,
     pub text: String,
     pub message_id: i64,
-    /// The request as sent (`reply_markup`, `parse_mode`, …).
+    /// The request as sent (`reply_markup`, `parse_mode`, …; a document's text fields).
     pub body: Value,
+    /// A document's file name and bytes (`sendDocument`).
+    pub file: Option<(String, Vec<u8>)>,
+}
+
+/// A file the mock serves (`getFile`, then its download).
+#[derive(Debug, Clone)]
+struct Stored {
+    path: String,
+    bytes: Vec<u8>,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +65,10 @@ struct State_ {
     revoked: bool,
     conflict: bool,
     calls: Vec<String>,
+    files: std::collections::HashMap<String, Stored>,
+    downloads: Vec<String>,
+    forums: std::collections::HashSet<i64>,
+    topics: Vec<(i64, i64, String)>,
 }
 
 /// No scripted scenario of the shared scaffolding: the faults live in the mock's own state.
@@ -138,6 +152,87 @@ impl MockTelegram {
         update_id
     }
 
+    /// A document `name` (`bytes`, declaring `declared` bytes: Telegram's `file_size`) from
+    /// `user` in `chat`, with `caption`; its update id.
+    pub fn push_document(
+        &self,
+        chat: i64,
+        user: i64,
+        name: &str,
+        bytes: &[u8],
+        declared: u64,
+        caption: Option<&str>,
+    ) -> i64 {
+        let file_id = self.store(bytes, &format!("documents/{name}"));
+        let document = json!({"file_id": file_id, "file_unique_id": format!("u{file_id}"),
+            "file_name": name, "mime_type": "application/octet-stream", "file_size": declared});
+        self.push_media(chat, user, "document", document, caption)
+    }
+
+    /// A photo (`bytes`, in two sizes as Telegram sends them) from `user` in `chat`.
+    pub fn push_photo(&self, chat: i64, user: i64, bytes: &[u8]) -> i64 {
+        let small = self.store(&bytes[..bytes.len().min(16)], "photos/small.jpg");
+        let large = self.store(bytes, "photos/large.jpg");
+        let size = |id: &str, n: usize| {
+            json!({"file_id": id, "file_unique_id": format!("u{id}"),
+            "width": 90, "height": 90, "file_size": n})
+        };
+        let photo = json!([size(&small, bytes.len().min(16)), size(&large, bytes.len())]);
+        self.push_media(chat, user, "photo", photo, None)
+    }
+
+    fn store(&self, bytes: &[u8], path: &str) -> String {
+        let mut state = self.bot.lock();
+        let id = format!("F{}", state.files.len() + 1);
+        let path = format!("{path}.{id}");
+        state.files.insert(id.clone(), Stored { path, bytes: bytes.to_vec() });
+        id
+    }
+
+    fn push_media(
+        &self,
+        chat: i64,
+        user: i64,
+        field: &str,
+        media: Value,
+        caption: Option<&str>,
+    ) -> i64 {
+        let mut state = self.bot.lock();
+        let update_id = state.next_update_id;
+        state.next_update_id += 1;
+        let message_id = state.next_message_id;
+        state.next_message_id += 1;
+        let mut message = json!({
+            "message_id": message_id,
+            "from": {"id": user, "is_bot": false, "first_name": "T"},
+            "chat": {"id": chat, "type": if chat < 0 { "supergroup" } else { "private" }},
+            "date": 0,
+        });
+        message[field] = media;
+        if let Some(caption) = caption {
+            message["caption"] = json!(caption);
+        }
+        state.updates.push(json!({"update_id": update_id, "message": message}));
+        drop(state);
+        self.bot.arrived.notify_waiters();
+        update_id
+    }
+
+    /// `chat` is a forum supergroup: `createForumTopic` works there.
+    pub fn set_forum(&self, chat: i64) {
+        self.bot.lock().forums.insert(chat);
+    }
+
+    /// Every topic made: (chat, `message_thread_id`, name).
+    pub fn topics(&self) -> Vec<(i64, i64, String)> {
+        self.bot.lock().topics.clone()
+    }
+
+    /// The paths of every file downloaded, in order.
+    pub fn downloads(&self) -> Vec<String> {
+        self.bot.lock().downloads.clone()
+    }
+
     /// A button press by `user` on the bot's message `message_id` in `chat`; its update id.
     pub fn push_callback(&self, chat: i64, user: i64, message_id: i64, data: &str) -> i64 {
         let mut state = self.bot.lock();
@@ -200,13 +295,26 @@ fn api_error(status: StatusCode, description: &str, retry_after: Option<u32>) ->
 
 async fn handle(bot: Arc<Bot>, shared: Arc<Shared<NoScenario>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
+    if let Some(rest) = path.strip_prefix("/file/bot") {
+        return download(&bot, rest);
+    }
+    let content_type = request
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     let Some((token, method)) = path.strip_prefix("/bot").and_then(|rest| rest.split_once('/'))
     else {
         return api_error(StatusCode::NOT_FOUND, "Not Found", None);
     };
     let (token, method) = (token.to_owned(), method.to_owned());
-    let bytes: Bytes = axum::body::to_bytes(request.into_body(), 1 << 20).await.unwrap_or_default();
-    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let bytes: Bytes =
+        axum::body::to_bytes(request.into_body(), 64 << 20).await.unwrap_or_default();
+    let (body, file) = match content_type.split_once("boundary=") {
+        Some((_, boundary)) => multipart(&bytes, boundary.trim_matches('"')),
+        None => (serde_json::from_slice(&bytes).unwrap_or(Value::Null), None),
+    };
     {
         let mut state = bot.lock();
         state.calls.push(method.clone());
@@ -216,7 +324,13 @@ async fn handle(bot: Arc<Bot>, shared: Arc<Shared<NoScenario>>, request: Request
     }
     match method.as_str() {
         "getUpdates" => get_updates(&bot, &shared, &body).await,
-        "sendMessage" | "editMessageText" => send(&bot, &shared, &method, body).await,
+        "sendMessage" | "editMessageText" => send(&bot, &shared, &method, body, None).await,
+        "sendDocument" if file.is_none() => {
+            api_error(StatusCode::BAD_REQUEST, "Bad Request: there is no document in the request", None)
+        }
+        "sendDocument" => send(&bot, &shared, &method, body, file).await,
+        "getFile" => get_file(&bot, &body),
+        "createForumTopic" => create_topic(&bot, &body),
         "answerCallbackQuery" => Json(json!({"ok": true, "result": true})).into_response(),
         "getMe" => Json(json!({"ok": true, "result": {"id": 1, "is_bot": true, "username": "nucleic_test_bot"}}))
             .into_response(),
@@ -257,7 +371,100 @@ async fn get_updates(bot: &Bot, shared: &Shared<NoScenario>, body: &Value) -> Re
     }
 }
 
-async fn send(bot: &Bot, shared: &Shared<NoScenario>, method: &str, body: Value) -> Response {
+/// A `multipart/form-data` body's text fields (as JSON, numbers parsed) and its one file.
+fn multipart(bytes: &[u8], boundary: &str) -> (Value, Option<(String, Vec<u8>)>) {
+    let mut fields = serde_json::Map::new();
+    let mut file = None;
+    let delimiter = format!("--{boundary}");
+    let parts = split_bytes(bytes, delimiter.as_bytes());
+    for part in parts {
+        let part = part.strip_prefix(b"\r\n").unwrap_or(part);
+        let Some(end) = find(part, b"\r\n\r\n") else { continue };
+        let headers = String::from_utf8_lossy(&part[..end]).into_owned();
+        let value = &part[end + 4..];
+        let value = value.strip_suffix(b"\r\n").unwrap_or(value);
+        let param = |key: &str| {
+            headers.split(';').find_map(|p| {
+                p.trim()
+                    .strip_prefix(&format!("{key}=\""))
+                    .map(|v| v.split('"').next().unwrap_or_default().to_owned())
+            })
+        };
+        let Some(name) = param("name") else { continue };
+        match param("filename") {
+            Some(file_name) => file = Some((file_name, value.to_vec())),
+            None => {
+                let text = String::from_utf8_lossy(value).into_owned();
+                let value = text.parse::<i64>().map_or_else(|_| json!(text), |n| json!(n));
+                fields.insert(name, value);
+            }
+        }
+    }
+    (Value::Object(fields), file)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn split_bytes<'a>(mut bytes: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
+    let mut parts = Vec::new();
+    while let Some(at) = find(bytes, delimiter) {
+        if at > 0 {
+            parts.push(&bytes[..at]);
+        }
+        bytes = &bytes[at + delimiter.len()..];
+    }
+    parts
+}
+
+fn create_topic(bot: &Bot, body: &Value) -> Response {
+    let mut state = bot.lock();
+    let chat = body["chat_id"].as_i64().unwrap_or(0);
+    if !state.forums.contains(&chat) {
+        return api_error(StatusCode::BAD_REQUEST, "Bad Request: the chat is not a forum", None);
+    }
+    let thread = state.next_message_id;
+    state.next_message_id += 1;
+    let name = body["name"].as_str().unwrap_or_default().to_owned();
+    state.topics.push((chat, thread, name.clone()));
+    Json(json!({"ok": true, "result": {"message_thread_id": thread, "name": name, "icon_color": 7322096}}))
+        .into_response()
+}
+
+fn get_file(bot: &Bot, body: &Value) -> Response {
+    let state = bot.lock();
+    let id = body["file_id"].as_str().unwrap_or_default();
+    match state.files.get(id) {
+        Some(stored) => Json(json!({"ok": true, "result": {"file_id": id,
+            "file_size": stored.bytes.len(), "file_path": stored.path}}))
+        .into_response(),
+        None => api_error(StatusCode::BAD_REQUEST, "Bad Request: invalid file_id", None),
+    }
+}
+
+fn download(bot: &Bot, rest: &str) -> Response {
+    let Some((token, path)) = rest.split_once('/') else {
+        return api_error(StatusCode::NOT_FOUND, "Not Found", None);
+    };
+    let mut state = bot.lock();
+    if state.revoked || token != bot.token {
+        return api_error(StatusCode::UNAUTHORIZED, "Unauthorized", None);
+    }
+    state.downloads.push(path.to_owned());
+    match state.files.values().find(|f| f.path == path) {
+        Some(stored) => (StatusCode::OK, stored.bytes.clone()).into_response(),
+        None => api_error(StatusCode::NOT_FOUND, "Not Found", None),
+    }
+}
+
+async fn send(
+    bot: &Bot,
+    shared: &Shared<NoScenario>,
+    method: &str,
+    body: Value,
+    file: Option<(String, Vec<u8>)>,
+) -> Response {
     let fault = bot.lock().faults.pop_front();
     match fault {
         Some(SendFault::RetryAfter(seconds)) => {
@@ -295,9 +502,10 @@ async fn send(bot: &Bot, shared: &Shared<NoScenario>, method: &str, body: Value)
             method: method.to_owned(),
             chat_id: body["chat_id"].as_i64().unwrap_or(0),
             thread_id: body["message_thread_id"].as_i64(),
-            text: body["text"].as_str().unwrap_or_default().to_owned(),
+            text: body["text"].as_str().or(body["caption"].as_str()).unwrap_or_default().to_owned(),
             message_id,
             body: body.clone(),
+            file,
         });
         json!({"ok": true, "result": {"message_id": message_id, "chat": {"id": body["chat_id"]}, "date": 0,
             "text": body["text"]}})

@@ -220,23 +220,37 @@ impl Synapse {
         token: Option<&str>,
         body: Option<&Value>,
     ) -> Result<(u16, Value), SynapseError> {
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let (status, body) = self.raw(method, path, token, "application/json", body.as_bytes())?;
+        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    }
+
+    /// One call with a body of any type (a media upload) and the answer's bytes (a download).
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>), SynapseError> {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let what = || format!("{method} {path}");
         let mut stream = TcpStream::connect_timeout(&addr, CALL_DEADLINE).map_err(io(what()))?;
         stream.set_read_timeout(Some(CALL_DEADLINE)).map_err(io(what()))?;
         stream.set_write_timeout(Some(CALL_DEADLINE)).map_err(io(what()))?;
-        let body = body.map(Value::to_string).unwrap_or_default();
         let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
         stream.write_all(head.as_bytes()).map_err(io(what()))?;
-        stream.write_all(body.as_bytes()).map_err(io(what()))?;
+        stream.write_all(body).map_err(io(what()))?;
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).map_err(io(what()))?;
-        let text = String::from_utf8_lossy(&raw);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(raw.len());
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let body = raw.get(split + 4..).unwrap_or_default();
         let status =
             head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| {
                 SynapseError::Failed(format!("{}: no HTTP status in {head:?}", what()))
@@ -244,9 +258,9 @@ impl Synapse {
         let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
             dechunk(body)
         } else {
-            body.to_owned()
+            body.to_vec()
         };
-        Ok((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
+        Ok((status, body))
     }
 }
 
@@ -286,16 +300,18 @@ fn localize(config: &str, port: u16) -> Result<String, SynapseError> {
 }
 
 /// A chunked body's data.
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
+fn dechunk(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
     let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+    while let Some(at) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&rest[..at]).trim().to_owned();
+        let Ok(size) = usize::from_str_radix(&size, 16) else { break };
+        let after = &rest[at + 2..];
         if size == 0 || after.len() < size {
             break;
         }
-        out.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
+        out.extend_from_slice(&after[..size]);
+        rest = after[size..].strip_prefix(b"\r\n").unwrap_or(&after[size..]);
     }
     out
 }
@@ -355,6 +371,6 @@ mod tests {
         let old = "listeners:\n  - port: 8008\n    bind_addresses: ['::1', '127.0.0.1']\n";
         assert!(localize(old, 1).unwrap().contains("bind_addresses: ['127.0.0.1']"));
         assert!(localize("listeners: []", 1).is_err());
-        assert_eq!(dechunk("4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n"), "abcdef");
+        assert_eq!(dechunk(b"4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n"), b"abcdef");
     }
 }

@@ -13,18 +13,18 @@ use nucleic_testkit::mock_telegram::{MockTelegram, SendFault, Sent};
 use crate::daemon::{DaemonGuard, cli_env, git};
 use crate::support::nucleic;
 
-const TOKEN: &str = "4242:chat-bridge-test";
-const ME: i64 = 42;
+pub(crate) const TOKEN: &str = "4242:chat-bridge-test";
+pub(crate) const ME: i64 = 42;
 const STRANGER: i64 = 666;
 
 /// A running `nucleic chat`, SIGKILLed when dropped.
-struct BridgeProc {
+pub(crate) struct BridgeProc {
     child: tokio::process::Child,
     log: PathBuf,
 }
 
 impl BridgeProc {
-    fn start(home: &Path, mock: &MockTelegram, tag: &str) -> BridgeProc {
+    pub(crate) fn start(home: &Path, mock: &MockTelegram, tag: &str) -> BridgeProc {
         let log = home.with_extension(format!("bridge-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = tokio::process::Command::new(nucleic())
@@ -53,7 +53,7 @@ impl BridgeProc {
         (status.code(), self.log())
     }
 
-    async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
 }
@@ -79,7 +79,12 @@ pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
 
 /// Waits until the bot sent a message to `chat` containing `needle` (after the first `skip`
 /// messages); that message.
-async fn sent_containing(mock: &MockTelegram, chat: i64, needle: &str, skip: usize) -> Sent {
+pub(crate) async fn sent_containing(
+    mock: &MockTelegram,
+    chat: i64,
+    needle: &str,
+    skip: usize,
+) -> Sent {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let sent = mock.sent();
@@ -97,14 +102,14 @@ async fn sent_containing(mock: &MockTelegram, chat: i64, needle: &str, skip: usi
 }
 
 /// The code of an "Approval K7P2 …" report.
-fn code_of(report: &Sent) -> String {
+pub(crate) fn code_of(report: &Sent) -> String {
     let word = report.text.split_whitespace().nth(1).unwrap();
     assert_eq!(word.len(), 4, "{}", report.text);
     word.to_owned()
 }
 
 /// Pairs `ME` through `nucleic chat pair` and `/cc pair`.
-async fn pair(home: &Path, mock: &MockTelegram) {
+pub(crate) async fn pair(home: &Path, mock: &MockTelegram) {
     let (code, out, err) = cli(home, &["chat", "pair"]).await;
     assert_eq!(code, 0, "{err}");
     let pairing = out.trim().to_owned();
@@ -114,7 +119,7 @@ async fn pair(home: &Path, mock: &MockTelegram) {
 }
 
 /// Every update pushed so far was handled: a `/cc help` sent now is answered.
-async fn drained(mock: &MockTelegram) {
+pub(crate) async fn drained(mock: &MockTelegram) {
     let skip = mock.sent().len();
     mock.push_message(ME, None, ME, "/cc help");
     sent_containing(mock, ME, "/cc <task>", skip).await;

@@ -305,3 +305,132 @@ async fn chat_matrix_on_a_real_synapse_pairs_runs_a_task_and_loses_nothing_acros
     assert!(!log.contains("nucleic: "), "the bridge failed: {log}");
     bridge.kill().await;
 }
+
+/// `from`'s file events in `room` (`m.file`, `m.image`): each one's name and `mxc://` URI.
+fn files_of(synapse: &Synapse, reader: &Login, room: &str, from: &str) -> Vec<(String, String)> {
+    let path = format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit=1000", encode(room));
+    let (status, answer) = synapse.request("GET", &path, Some(&reader.token), None).unwrap();
+    assert_eq!(status, 200, "{answer}");
+    answer["chunk"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["sender"] == from && e["content"]["url"].is_string())
+        .map(|e| {
+            let c = &e["content"];
+            (c["body"].as_str().unwrap().to_owned(), c["url"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The bytes of `mxc`, downloaded by `reader` (authenticated media).
+fn download(synapse: &Synapse, reader: &Login, mxc: &str) -> Vec<u8> {
+    let (server, id) = mxc.strip_prefix("mxc://").unwrap().split_once('/').unwrap();
+    let path = format!("/_matrix/client/v1/media/download/{}/{}", encode(server), encode(id));
+    let (status, bytes) = synapse.raw("GET", &path, Some(&reader.token), "", b"").unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    bytes
+}
+
+/// `who` uploads `bytes` and sends them to `room` as an `m.file` declaring `declared` bytes.
+fn send_file(synapse: &Synapse, who: &Login, room: &str, name: &str, bytes: &[u8], declared: u64) {
+    let path = format!("/_matrix/media/v3/upload?filename={}", encode(name));
+    let (status, answer) =
+        synapse.raw("POST", &path, Some(&who.token), "application/octet-stream", bytes).unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    static TXN: AtomicU64 = AtomicU64::new(0);
+    let txn = format!("file-{}-{}", std::process::id(), TXN.fetch_add(1, Ordering::Relaxed));
+    let path = format!("/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}", encode(room));
+    let body = json!({"msgtype": "m.file", "body": name, "url": answer["content_uri"],
+        "info": {"size": declared, "mimetype": "application/octet-stream"}});
+    let (status, answer) = synapse.request("PUT", &path, Some(&who.token), Some(&body)).unwrap();
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_matrix_files_go_both_ways_through_a_real_synapse_confined_and_size_capped() {
+    if nucleic_testkit::isolated!(
+        "chat_matrix_files_go_both_ways_through_a_real_synapse_confined_and_size_capped"
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    let synapse = Synapse::start(&dir.path().join("synapse")).unwrap();
+    let bot = synapse.user("nucleic", "bot-password").unwrap();
+    let alice = synapse.user("alice", "alice-password").unwrap();
+    let token_file = dir.path().join("matrix-token");
+    std::fs::write(&token_file, format!("{}\n", bot.token)).unwrap();
+    let bridge = MatrixBridge::start(&home, &synapse, &token_file, "a");
+    let (code, out, err) = cli(&home, &["chat", "pair"]).await;
+    assert_eq!(code, 0, "{err}");
+    let room = room_with(&synapse, &alice, &bot.user_id);
+    wait_joined(&synapse, &alice, &room, &bot.user_id, &home).await;
+    say(&synapse, &alice, &room, &format!("/cc pair {}", out.trim()));
+    said(&synapse, &alice, &room, &bot.user_id, "Paired", 0).await;
+    say(&synapse, &alice, &room, "/cc write hello.txt containing hi from matrix");
+    let approval = said(&synapse, &alice, &room, &bot.user_id, "Approval ", 0).await;
+    let code = approval.split_whitespace().nth(1).unwrap().to_owned();
+    say(&synapse, &alice, &room, &format!("/cc approve {code}"));
+    said(&synapse, &alice, &room, &bot.user_id, "Turn ended", 0).await;
+    let session = only_session(&home).await;
+    let worktree =
+        PathBuf::from(show(&home, &session).await["worktree"]["path"].as_str().unwrap().to_owned());
+
+    // Out: an upload and an m.file whose bytes alice downloads intact.
+    say(&synapse, &alice, &room, "/cc send hello.txt");
+    said(&synapse, &alice, &room, &bot.user_id, "Sending hello.txt", 0).await;
+    let deadline = Instant::now() + REPORT_DEADLINE;
+    while files_of(&synapse, &alice, &room, &bot.user_id).is_empty() {
+        assert!(Instant::now() < deadline, "no file event: {}", bridge.log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let files = files_of(&synapse, &alice, &room, &bot.user_id);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0].0, "hello.txt");
+    assert_eq!(
+        download(&synapse, &alice, &files[0].1),
+        std::fs::read(worktree.join("hello.txt")).unwrap()
+    );
+
+    // A symlink to a secret outside, `../`: refused, nothing of the secret in the room.
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "MATRIX-SECRET-44e1\n").unwrap();
+    std::os::unix::fs::symlink(&secret, worktree.join("leak")).unwrap();
+    let skip = messages_of(&synapse, &alice, &room, &bot.user_id).len();
+    say(&synapse, &alice, &room, "/cc send leak");
+    said(&synapse, &alice, &room, &bot.user_id, "Not sent: ", skip).await;
+    say(&synapse, &alice, &room, "/cc send ../secret.txt");
+    said(&synapse, &alice, &room, &bot.user_id, "/cc send \"../secret.txt\"", skip).await;
+    let files = files_of(&synapse, &alice, &room, &bot.user_id);
+    assert_eq!(files.len(), 1, "a file went out: {files:?}");
+    let bodies = messages_of(&synapse, &alice, &room, &bot.user_id);
+    assert!(bodies.iter().all(|b| !b.contains("MATRIX-SECRET")), "{bodies:#?}");
+
+    // In: alice's file becomes the session's attachment; 50 MiB declared and a lying size are
+    // refused and not kept.
+    send_file(&synapse, &alice, &room, "notes.txt", b"matrix-notes-5d0b\n", 18);
+    said(&synapse, &alice, &room, &bot.user_id, "Attached notes.txt", skip).await;
+    let attachments = home.join("attachments").join(&session);
+    assert_eq!(std::fs::read(attachments.join("notes.txt")).unwrap(), b"matrix-notes-5d0b\n");
+    send_file(&synapse, &alice, &room, "huge.bin", b"tiny", 50 << 20);
+    said(&synapse, &alice, &room, &bot.user_id, "Not taken: huge.bin is 50.0 MiB", skip).await;
+    send_file(&synapse, &alice, &room, "liar.bin", &vec![1u8; 21 << 20], 10);
+    let liar = said(
+        &synapse,
+        &alice,
+        &room,
+        &bot.user_id,
+        "Not taken: liar.bin could not be downloaded",
+        skip,
+    )
+    .await;
+    println!("refused: {liar}");
+    assert!(!attachments.join("huge.bin").exists() && !attachments.join("liar.bin").exists());
+
+    say(&synapse, &alice, &room, "/cc keep");
+    said(&synapse, &alice, &room, &bot.user_id, "Kept session", skip).await;
+    assert!(!attachments.exists(), "the attachments outlived the session");
+    bridge.kill().await;
+}

@@ -122,6 +122,13 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
             m.push(Mount::Writable(dir));
         }
     }
+    // The session's attachments (files sent from a chat): readable, never writable.
+    if let Some(id) = place.session_id {
+        let dir = crate::sessions::attachments::attachments_dir(config, id);
+        if dir.is_dir() {
+            m.push(Mount::ReadOnly(canonical(&dir)));
+        }
+    }
     // The project's own additions: hidden, read-only, writable, in that order.
     m.extend(place.sandbox.hide.iter().map(|p| Mount::Hide(p.into())));
     m.extend(place.sandbox.read_only.iter().map(|p| Mount::ReadOnly(p.into())));

@@ -81,6 +81,12 @@ pub(crate) fn isolation_for(
     {
         return Err(HostError::Invalid(why));
     }
+    if let Some(id) = &request.session_id {
+        // Made before the sandbox is planned, so a file attached later shows inside it.
+        crate::sessions::attachments::prepare(config, id).map_err(|e| {
+            HostError::Invalid(format!("cannot make session {id}'s attachments folder: {e}"))
+        })?;
+    }
     let place = AgentPlace {
         backend,
         cwd,

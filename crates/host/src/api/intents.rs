@@ -98,6 +98,10 @@ impl Context {
                 self.remove_project(&project_id).await.map(|()| None)
             }
             Intent::NewSession(request) => Ok(Some(IntentResult::Session(self.new_session(request, by).await?))),
+            Intent::Attach { session_id, name, content, append } => {
+                let attached = self.attach(&session_id, &name, &content, append.as_deref()).await?;
+                Ok(Some(IntentResult::Attached(attached)))
+            }
             Intent::Interrupt { session_id } => {
                 self.interrupt(&session_id, by).await.map(|()| None)
             }
@@ -137,7 +141,15 @@ impl Context {
             Intent::Archive { session_id, archived } => {
                 self.archive(&session_id, archived, by).await.map(|()| None)
             }
-            Intent::Finish { session_id, action } => self.finish(&session_id, action, by).await,
+            Intent::Finish { session_id, action } => {
+                let ends = !matches!(action, nucleic_protocol::FinishAction::Handoff);
+                let result = self.finish(&session_id, action, by).await?;
+                // The task is over: the files a chat attached to it go (a handoff goes on).
+                if ends {
+                    crate::sessions::attachments::remove(&self.config, &session_id);
+                }
+                Ok(result)
+            }
             Intent::Import { path } => {
                 let session = self.import_session(std::path::Path::new(&path)).await?;
                 Ok(Some(IntentResult::Session(session)))

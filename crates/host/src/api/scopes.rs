@@ -51,6 +51,8 @@ fn need_of(intent: &Intent) -> Need {
         Intent::ReviewComments { .. } | Intent::ListRules(_) => Need::Scope(McpScope::Observe),
         Intent::NewSession(_) => Need::Scope(McpScope::Start),
         Intent::Interrupt { .. } => Need::Scope(McpScope::Steer),
+        // A file put where another session's agent reads it: a person's act (the chat bridge).
+        Intent::Attach { .. } => Need::Person("attach a file to a session"),
         Intent::GrantMcp { .. } | Intent::RevokeMcp { .. } | Intent::ListMcpGrants => {
             Need::Person("grant, revoke or list MCP grants")
         }

@@ -1,5 +1,6 @@
 //! Sessions: starting, acting on, writing to and reading the files of a session.
 
+pub(crate) mod attachments;
 pub(crate) mod control;
 pub(crate) mod files;
 pub(crate) mod follower;

@@ -147,6 +147,20 @@ async fn without_approve_an_mcp_grant_answers_nothing_and_cannot_widen_itself() 
         rule: "Bash(*)".into(),
     };
     refused(&host, &mcp, ClientMessage::Intent { message_id: "m5".into(), intent: rule }).await;
+    // Attack: it cannot put a file where a session's agent reads it (a chat's attachment).
+    let attach = Intent::Attach {
+        session_id: id.clone(),
+        name: "planted.txt".into(),
+        content: "cGxhbnRlZA==".into(),
+        append: None,
+    };
+    let why =
+        refused(&host, &mcp, ClientMessage::Intent { message_id: "m6".into(), intent: attach })
+            .await;
+    assert!(why.contains("attach a file"), "{why}");
+    let planted = dir.path().join("home").join("attachments").join(&id).join("planted.txt");
+    let anywhere = walk_for(dir.path(), "planted.txt");
+    assert!(!planted.exists() && anywhere.is_empty(), "the file was planted: {anywhere:?}");
     let grants = host.list_mcp_grants().await.unwrap().grants;
     assert_eq!(grants.len(), 1, "{grants:?}");
     assert_eq!(grants[0].scopes, vec![McpScope::Observe, McpScope::Start, McpScope::Steer]);
@@ -331,4 +345,18 @@ async fn a_sessions_grant_never_answers_its_own_or_its_ancestors_requests() {
         .await
         .unwrap();
     host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+}
+
+/// Every path under `dir` whose name is `name`.
+fn walk_for(dir: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            found.extend(walk_for(&path, name));
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+    found
 }
