@@ -170,17 +170,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
             </select>
           </label>
           {backend !== "simulated" && (
-            <label>
-              Mode
-              <select value={policyMode} onChange={(e) => setPolicyMode(e.currentTarget.value)} name="policyMode" data-testid="new-session-mode">
-                <option value="">project default</option>
-                {MODES.map((m) => (
-                  <option value={m} key={m}>
-                    {m}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <PolicyModeSelect value={policyMode} onChange={setPolicyMode} />
           )}
         </div>
         {canPlan && (
@@ -191,17 +181,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
           </>
         )}
         {adopting && (
-          <label>
-            Mode
-            <select value={policyMode} onChange={(e) => setPolicyMode(e.currentTarget.value)} name="policyMode" data-testid="new-session-mode">
-              <option value="">project default</option>
-              {MODES.map((m) => (
-                <option value={m} key={m}>
-                  {m}
-                </option>
-              ))}
-            </select>
-          </label>
+          <PolicyModeSelect value={policyMode} onChange={setPolicyMode} />
         )}
         <label>
           {adopting ? "Next prompt" : "First prompt"}
@@ -223,5 +203,22 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         </footer>
       </form>
     </div>
+  );
+}
+
+/** The policy mode a session starts in ("" = the project's default). */
+function PolicyModeSelect({ value, onChange }: { value: string; onChange: (mode: string) => void }) {
+  return (
+    <label>
+      Mode
+      <select value={value} onChange={(e) => onChange(e.currentTarget.value)} name="policyMode" data-testid="new-session-mode">
+        <option value="">project default</option>
+        {MODES.map((m) => (
+          <option value={m} key={m}>
+            {m}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

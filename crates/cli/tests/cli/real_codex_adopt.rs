@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nucleic_host::{AdoptOutside, AgentPaths, Host, HostConfig, Limits};
+use nucleic_host::AdoptOutside;
 use nucleic_protocol::{Backend, EventKind};
 use nucleic_testkit::agents::real_codex;
 use nucleic_testkit::isolated;
@@ -14,7 +14,6 @@ use nucleic_testkit::mock_openai::Script;
 
 use crate::daemon::git;
 use crate::real_codex::codex_setup;
-use crate::support::nucleic;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_terminal_codex_session_is_adopted_as_a_fork_in_a_worktree() {
@@ -51,26 +50,7 @@ async fn a_terminal_codex_session_is_adopted_as_a_fork_in_a_worktree() {
         .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
         .unwrap_or_else(|| panic!("no thread.started in {stdout}"));
 
-    let host = Host::open(HostConfig {
-        home: s.dir.path().join("nucleic-home"),
-        agents: AgentPaths {
-            claude: None,
-            codex: Some(real_codex()),
-            gemini: None,
-            sim_program: nucleic(),
-            sim_prefix: vec!["__sim-agent".into()],
-            nucleic: nucleic(),
-        },
-        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
-        approval_timeout: None,
-        setup_timeout: Duration::from_secs(10),
-        agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
-        agent_isolation: nucleic_host::AgentIsolation::Auto,
-        keepers: None,
-        policy: false,
-    })
-    .await
-    .unwrap();
+    let host = crate::real_codex_host::codex_host(&s).await;
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let found = host.outside_sessions(&project.project_id).await.unwrap();
     let listed = found

@@ -16,7 +16,7 @@ use nucleic_protocol::{Backend, Decision, EventKind, FinishAction, NewSession};
 use nucleic_testkit::agents::real_codex;
 
 use crate::daemon::{DaemonGuard, alive, cli_env, daemon_pid, git};
-use crate::real_codex::codex_setup;
+use crate::real_codex::{CodexSetup, codex_setup};
 use crate::support::nucleic;
 
 /// The session's transcript as JSON values.
@@ -27,6 +27,31 @@ pub(crate) fn transcript(home: &Path, session: &str) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A host with the real codex (and the sim), the setup's environment for its agents, confined
+/// where the machine can, policy off.
+pub(crate) async fn codex_host(s: &CodexSetup) -> std::sync::Arc<Host> {
+    Host::open(HostConfig {
+        home: s.dir.path().join("nucleic-home"),
+        agents: AgentPaths {
+            claude: None,
+            codex: Some(real_codex()),
+            gemini: None,
+            sim_program: nucleic(),
+            sim_prefix: vec!["__sim-agent".into()],
+            nucleic: nucleic(),
+        },
+        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
+        approval_timeout: None,
+        setup_timeout: Duration::from_secs(10),
+        agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        agent_isolation: nucleic_host::AgentIsolation::Auto,
+        keepers: None,
+        policy: false,
+    })
+    .await
+    .unwrap()
 }
 
 fn is_egress(event: &Value) -> bool {
@@ -196,26 +221,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
     std::fs::create_dir_all(&root).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
     git(&root, &["commit", "-q", "--allow-empty", "-m", "init"]);
-    let host = Host::open(HostConfig {
-        home: s.dir.path().join("nucleic-home"),
-        agents: AgentPaths {
-            claude: None,
-            codex: Some(real_codex()),
-            gemini: None,
-            sim_program: nucleic(),
-            sim_prefix: vec!["__sim-agent".into()],
-            nucleic: nucleic(),
-        },
-        limits: Limits { max_live_sessions: 4, max_worktrees: 8, min_free_bytes: 0 },
-        approval_timeout: None,
-        setup_timeout: Duration::from_secs(10),
-        agent_env: s.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
-        agent_isolation: nucleic_host::AgentIsolation::Auto,
-        keepers: None,
-        policy: false,
-    })
-    .await
-    .unwrap();
+    let host = codex_host(&s).await;
     let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
     let request = |mode: Option<&str>| NewSession {
         project_id: project.project_id.clone(),
