@@ -31,7 +31,8 @@
 //! - `lifecycle`: the private data dir, crash recovery (`recovery`, `recovery_report`),
 //!   shutdown (`shutdown`, `gate`), export / import / gc (`portable`).
 //! - `agents`: an agent's launch (`launch`), its [`confinement`] (the CLIs' project settings
-//!   folders kept read-only: `settings_folders`), keepers (`keepers`,
+//!   folders kept read-only: `settings_folders`; missing read-only files made first:
+//!   `missing_read_only`), keepers (`keepers`,
 //!   `keeper_dirs`), what `welcome` offers (`backends`) — the only part naming backend variants.
 //! - shared: `context`, `config` ([`HostConfig`]), `error` ([`HostError`]), `clock`.
 
@@ -52,7 +53,7 @@ mod sessions;
 mod worktrees;
 
 pub use agents::confinement;
-pub use agents::launch::{bubblewrap, run_isolation};
+pub use agents::launch::{bubblewrap, planned, run_isolation};
 pub use config::{AgentIsolation, AgentPaths, HostConfig, KeeperSettings, Limits};
 pub use context::Context;
 pub use dev_loop::review::NewComment;

@@ -252,7 +252,7 @@ fn run_confined_as(
         program: shell,
         sandbox: &nucleic_protocol::ProjectSandbox::default(),
     };
-    let iso = nucleic_host::confinement::plan(config, bwrap, &place);
+    let iso = nucleic_host::planned(config, bwrap, &place).unwrap();
     let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let args = iso.args(shell, &["-c".into(), script.into()], cwd, ids);
     let out = std::process::Command::new(&iso.bwrap).args(args).current_dir(cwd).output().unwrap();
@@ -367,6 +367,64 @@ async fn no_agent_writes_the_settings_folders_agent_clis_load_hooks_from() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("wrote"));
     assert!(open.join("conf/gemini/settings.json").exists() && open.join("moved").exists());
+}
+
+/// Plants configuration an agent CLI's later runs load, where the person has none yet (`H`
+/// stands for the person's home).
+const CONFIG_PLANTS: &str = "printf planted > H/.gemini/settings.json 2>&1; \
+    printf planted > H/.gemini/trustedFolders.json 2>&1; \
+    printf planted > H/.codex/config.toml 2>&1; \
+    printf chat > H/.gemini/tmp-chat 2>&1; printf state > H/.codex/state-x 2>&1; echo ran";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_cannot_plant_the_configuration_files_its_cli_has_not_got_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let person = PlantedHome::plant(dir.path());
+    let root = repo(dir.path());
+    let worktree = root.join(".nucleic/worktrees/c");
+    git(&root, &["worktree", "add", "-q", "-b", "nucleic/c", worktree.to_str().unwrap()]);
+    // The agents' state folders exist (they have run before), their settings do not.
+    std::fs::create_dir_all(person.home.join(".gemini")).unwrap();
+    std::fs::create_dir_all(person.home.join(".codex")).unwrap();
+    let config = config(dir.path(), &person.home);
+    let bwrap = nucleic_host::bubblewrap().clone().expect("bubblewrap works here");
+    let shell = Path::new("/bin/sh");
+    let run = |backend: Backend, made_first: bool| {
+        let place = nucleic_host::confinement::AgentPlace {
+            backend,
+            cwd: &worktree,
+            session_id: None,
+            read_only: false,
+            program: shell,
+            sandbox: &nucleic_protocol::ProjectSandbox::default(),
+        };
+        let iso = match made_first {
+            true => nucleic_host::planned(&config, bwrap.clone(), &place).unwrap(),
+            // The control: the plan alone, as starts were before (bwrap skips missing paths).
+            false => nucleic_host::confinement::plan(&config, bwrap.clone(), &place),
+        };
+        let ids = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        let script = CONFIG_PLANTS.replace("H/", &format!("{}/", person.home.display()));
+        let args = iso.args(shell, &["-c".into(), script.into()], &worktree, ids);
+        let out = std::process::Command::new(&iso.bwrap).args(args).output().unwrap();
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let read = |p: &str| std::fs::read_to_string(person.home.join(p)).ok();
+    let output = [run(Backend::Gemini, true), run(Backend::Codex, true)].join("\n");
+    assert!(output.contains("ran"), "{output}");
+    assert_eq!(read(".gemini/settings.json").as_deref(), Some("{}\n"), "{output}");
+    assert_eq!(read(".gemini/trustedFolders.json").as_deref(), Some("{}\n"), "{output}");
+    assert_eq!(read(".codex/config.toml").as_deref(), Some(""), "{output}");
+    // Their state stays theirs to write.
+    assert_eq!(read(".gemini/tmp-chat").as_deref(), Some("chat"), "{output}");
+    assert_eq!(read(".codex/state-x").as_deref(), Some("state"), "{output}");
+    // The control: without the files made first, the same script plants them.
+    for file in [".gemini/settings.json", ".gemini/trustedFolders.json", ".codex/config.toml"] {
+        std::fs::remove_file(person.home.join(file)).unwrap();
+    }
+    let output = [run(Backend::Gemini, false), run(Backend::Codex, false)].join("\n");
+    assert_eq!(read(".gemini/settings.json").as_deref(), Some("planted"), "{output}");
+    assert_eq!(read(".codex/config.toml").as_deref(), Some("planted"), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

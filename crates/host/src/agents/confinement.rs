@@ -292,7 +292,10 @@ fn git_writes(cwd: &Path, m: &mut Vec<Mount>) {
     if link.is_dir() {
         // A checkout the agent works in place: its branches are the person's to have it
         // commit on; only git's configuration and hooks are fenced off.
-        for name in ["config", "hooks", "info", "modules"] {
+        // Its folders are made first when absent (a missing one would be the agent's to make).
+        m.push(Mount::ReadOnly(link.join("config")));
+        for name in ["hooks", "info", "modules"] {
+            let _ = std::fs::create_dir_all(link.join(name));
             m.push(Mount::ReadOnly(link.join(name)));
         }
         return;

@@ -95,7 +95,7 @@ pub(crate) fn isolation_for(
         program,
         sandbox: &request.sandbox,
     };
-    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
+    planned(config, bwrap, &place).map(Some)
 }
 
 /// The confinement of an agent run in place outside the daemon (`nucleic run`): the same as a
@@ -131,7 +131,20 @@ pub(crate) fn check_isolation(
         program: Path::new("/bin/sh"),
         sandbox,
     };
-    Ok(Some(crate::confinement::plan(config, bwrap, &place)))
+    planned(config, bwrap, &place).map(Some)
+}
+
+/// The sandbox of one agent start as every start gets it: [`crate::confinement::plan`], with
+/// the read-only files it binds made first where the agent could otherwise create them
+/// (`missing_read_only`); refused when one cannot be made.
+pub fn planned(
+    config: &HostConfig,
+    bwrap: PathBuf,
+    place: &AgentPlace<'_>,
+) -> Result<Isolation, HostError> {
+    let iso = crate::confinement::plan(config, bwrap, place);
+    super::missing_read_only::make_missing_read_only_files(&iso).map_err(HostError::Invalid)?;
+    Ok(iso)
 }
 
 /// The `bwrap` to confine with, `None` to run unconfined, or the refusal: a real agent (and

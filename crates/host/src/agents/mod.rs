@@ -5,4 +5,5 @@ pub mod confinement;
 pub(crate) mod keeper_dirs;
 pub(crate) mod keepers;
 pub(crate) mod launch;
+pub mod missing_read_only;
 pub mod settings_folders;
