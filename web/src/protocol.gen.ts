@@ -437,7 +437,13 @@ features?: Array<string>,
  * A signed-in device's proof of its key; required unless the connection carries the
  * host's token.
  */
-device?: DeviceProof | null, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
+device?: DeviceProof | null, 
+/**
+ * The person this connection acts for, recorded as who acted (`by`) instead of the
+ * token: a chat bridge's paired user (`telegram:<user>`, `matrix:@user:server`). Only
+ * a connection carrying the host's token may name one ([`on_behalf_of_refused`]).
+ */
+onBehalfOf?: string | null, } | { "type": "listProjects", messageID: string, } | { "type": "listSessions", messageID: string, projectID?: string | null, includeArchived: boolean, } | { "type": "subscribe", messageID: string, sessionID: string, fromSeq: number, verbosity: Verbosity, } | { "type": "unsubscribe", messageID: string, sessionID: string, } | { "type": "gitFacts", messageID: string, sessionID: string, 
 /**
  * Include the unified patch text (file list and counts always come).
  */

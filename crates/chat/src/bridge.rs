@@ -104,7 +104,9 @@ pub(crate) struct Bridge {
     pub(crate) outbox: Outbox,
     pub(crate) state: State,
     pub(crate) pairing: Pairing,
+    /// The bridge's own connection; while a paired user's command runs, theirs (`acting`).
     pub(crate) client: Client,
+    pub(crate) acting: crate::acting::ActingClients,
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) follow: mpsc::UnboundedSender<(String, u64)>,
     pub(crate) wake: Arc<Notify>,
@@ -147,6 +149,7 @@ pub async fn run(
         state,
         pairing,
         client: requests,
+        acting: Default::default(),
         transport,
         follow: follow_tx,
         wake,
@@ -219,7 +222,10 @@ impl Bridge {
                     return Ok(());
                 }
                 self.stats.commands += 1;
-                self.receive_file(&chat, &file).await?;
+                let Some(own) = self.enter_or_say(&chat, &user).await? else { return Ok(()) };
+                let received = self.receive_file(&chat, &file).await;
+                self.leave(&user, own);
+                received?;
                 match text {
                     Some(text) => self.on_message(&chat, &user, &text).await,
                     None => Ok(()),
@@ -235,8 +241,13 @@ impl Bridge {
                 }
                 let Some(chat) = chat else { return Ok(()) };
                 self.stats.commands += 1;
-                let notice = self.on_button(&chat, &user, &data).await?;
-                self.transport.answer_choice(&answer, &notice).await;
+                let Some(own) = self.enter_or_say(&chat, &user).await? else {
+                    self.transport.answer_choice(&answer, "The host is not reachable").await;
+                    return Ok(());
+                };
+                let notice = self.on_button(&chat, &user, &data).await;
+                self.leave(&user, own);
+                self.transport.answer_choice(&answer, &notice?).await;
                 Ok(())
             }
             Inbound::Invite { chat, user, .. } => {
@@ -292,8 +303,27 @@ impl Bridge {
             return Ok(());
         }
         self.stats.commands += 1;
-        let reply = self.execute(chat, user, command).await?;
+        let Some(own) = self.enter_or_say(chat, user).await? else { return Ok(()) };
+        let reply = self.execute(chat, user, command).await;
+        self.leave(user, own);
+        let reply = reply?;
         self.say(chat, &reply.text, &reply.buttons)
+    }
+
+    /// [`Bridge::enter`] for `user`; when their connection cannot be opened, says so in
+    /// `chat` and gives `None` (the command is not run).
+    async fn enter_or_say(
+        &mut self,
+        chat: &str,
+        user: &str,
+    ) -> Result<Option<Client>, BridgeError> {
+        match self.enter(user).await {
+            Ok(own) => Ok(Some(own)),
+            Err(e) => {
+                self.say(chat, &crate::exec::host_failure(&e), &[])?;
+                Ok(None)
+            }
+        }
     }
 
     fn pair(&mut self, chat: &str, user: &str, code: &str) -> Result<(), BridgeError> {

@@ -570,7 +570,7 @@ impl Bridge {
 }
 
 /// What a chat is told when the host failed a request.
-fn host_failure(e: &ClientError) -> String {
+pub(crate) fn host_failure(e: &ClientError) -> String {
     match e {
         ClientError::Rejected(_)
         | ClientError::Unexpected { .. }

@@ -16,9 +16,12 @@
 //! - [`pairing`]: one-time codes that bind a chat user; everyone else ignored and counted.
 //! - [`state`]: per chat its project and session, the codes of what waits, followed sessions.
 //! - [`lock`]: one poller per bot token, ever.
+//! - `acting`: each paired user's commands on a connection acting for them, so the host
+//!   records them as `telegram:<user>` / `matrix:@user:server`.
 //! - [`bridge`]: the bridge itself over `nucleic-client` (poller, dedupe, sender, events);
 //!   `exec` runs each command as host requests, `report` turns events into reports.
 
+mod acting;
 pub mod bridge;
 pub mod codes;
 pub mod command;

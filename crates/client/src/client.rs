@@ -44,6 +44,9 @@ pub struct ClientOptions {
     pub start_within: Duration,
     /// Reconnecting after a loss; [`Backoff::never`] makes a loss an error at once.
     pub reconnect: Backoff,
+    /// `hello.onBehalfOf`: the person this connection acts for, recorded as who acted (only
+    /// with the host's token; see [`Client::acting_for`]).
+    pub on_behalf_of: Option<String>,
 }
 
 impl ClientOptions {
@@ -63,6 +66,7 @@ impl ClientOptions {
             idle_within: Duration::from_secs(60),
             start_within: Duration::from_secs(15),
             reconnect: Backoff::default(),
+            on_behalf_of: None,
         }
     }
 }
@@ -162,6 +166,26 @@ impl Client {
         };
         let route = Route::Fixed { endpoint, token: token.to_owned() };
         Ok(Client::with(route, options, socket, welcome, port))
+    }
+
+    /// A second connection on this client's route that acts for `person` (`hello.onBehalfOf`,
+    /// e.g. `telegram:12345`): the host records what it does as `person`'s. Only a connection
+    /// with the host's token may (a device's or an MCP grant's is refused at hello). Its
+    /// client id is this one's with the person appended, so its remembered replies are its own.
+    pub async fn acting_for(&self, person: &str) -> Result<Client, ClientError> {
+        let mut options = self.options.clone();
+        options.client_id = format!("{}/{person}", self.options.client_id);
+        options.on_behalf_of = Some(person.to_owned());
+        options.session_changes = false;
+        let within = options.connect_within;
+        let (mut socket, port) = match &self.route {
+            Route::Daemon(daemon) => daemon.open(false, Instant::now() + within, within).await?,
+            Route::Fixed { endpoint, token } => {
+                (Socket::open(endpoint, token, within).await?, self.port)
+            }
+        };
+        let welcome = hello(&mut socket, &options).await?;
+        Ok(Client::with(self.route.clone(), options, socket, welcome, port))
     }
 
     fn with(
@@ -568,6 +592,7 @@ async fn hello(socket: &mut Socket, options: &ClientOptions) -> Result<Welcome, 
         protocol_version: PROTOCOL_VERSION,
         features: options.features.clone(),
         device: None,
+        on_behalf_of: options.on_behalf_of.clone(),
     };
     socket.send(&hello, options.send_within).await?;
     let within = options.connect_within;

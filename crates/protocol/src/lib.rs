@@ -43,6 +43,7 @@ mod intent_result;
 mod interactive;
 mod kind;
 mod mcp_grant;
+mod on_behalf;
 mod outside;
 mod pull_request;
 mod push;
@@ -86,6 +87,7 @@ pub use kind::{
     WorktreeInfo, WorktreeReclaimed, WorktreeRestored, human_bytes,
 };
 pub use mcp_grant::{MCP_CREDENTIAL_PREFIX, McpGrantSummary, McpGranted, McpGrants, McpScope};
+pub use on_behalf::{MAX_ON_BEHALF_OF, on_behalf_of_refused};
 pub use outside::{LiveHolder, OutsideSession, OutsideSessions, SkippedSessionFile};
 pub use pull_request::PullRequestOpened;
 pub use push::{PushSettings, QuietHours, WebPushKeys, WebPushSubscription};

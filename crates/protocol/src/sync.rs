@@ -81,6 +81,11 @@ pub enum ClientMessage {
         /// host's token.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         device: Option<DeviceProof>,
+        /// The person this connection acts for, recorded as who acted (`by`) instead of the
+        /// token: a chat bridge's paired user (`telegram:<user>`, `matrix:@user:server`). Only
+        /// a connection carrying the host's token may name one ([`on_behalf_of_refused`]).
+        #[serde(rename = "onBehalfOf", default, skip_serializing_if = "Option::is_none")]
+        on_behalf_of: Option<String>,
     },
     ListProjects {
         #[serde(rename = "messageID")]

@@ -23,6 +23,7 @@ fn client_messages_snapshot_and_round_trip() {
             protocol_version: 1,
             features: vec!["eventBatches".into()],
             device: None,
+            on_behalf_of: None,
         },
         ClientMessage::Hello {
             client_id: "browser-1".into(),
@@ -34,6 +35,15 @@ fn client_messages_snapshot_and_round_trip() {
                 nonce: "n1".into(),
                 signature: "c2ln".into(),
             }),
+            on_behalf_of: None,
+        },
+        ClientMessage::Hello {
+            client_id: "chat-bridge-1/telegram:12345".into(),
+            client_name: "chat bridge".into(),
+            protocol_version: 1,
+            features: vec![],
+            device: None,
+            on_behalf_of: Some("telegram:12345".into()),
         },
         ClientMessage::ListDevices { message_id: "m9".into() },
         ClientMessage::Subscribe {

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use nucleic_protocol::{
     ClientMessage, FEATURE_EVENT_BATCHES, HostMessage, Intent, PROTOCOL_VERSION, ProtocolErrorCode,
-    SCHEMA_DIGEST,
+    SCHEMA_DIGEST, on_behalf_of_refused,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -107,7 +107,7 @@ async fn ends_connection(
 /// Whether `principal` is still allowed in (after missed revocation announcements).
 async fn still_authorized(state: &AppState, principal: &Principal) -> bool {
     match principal {
-        Principal::Token => true,
+        Principal::Token | Principal::OnBehalf { .. } => true,
         Principal::Device { id, .. } => matches!(state.host.active_device(id).await, Ok(Some(_))),
         Principal::Mcp(mcp) => matches!(state.host.mcp_grant_active(&mcp.name).await, Ok(true)),
     }
@@ -349,11 +349,16 @@ async fn handshake(
         out.close(close, reason);
         None
     };
-    let (client_id, features, device) = match parse(&frame) {
-        Ok(ClientMessage::Hello { client_id, protocol_version, features, device, .. })
-            if protocol_version == PROTOCOL_VERSION && !client_id.trim().is_empty() =>
-        {
-            (client_id, features, device)
+    let (client_id, features, device, on_behalf_of) = match parse(&frame) {
+        Ok(ClientMessage::Hello {
+            client_id,
+            protocol_version,
+            features,
+            device,
+            on_behalf_of,
+            ..
+        }) if protocol_version == PROTOCOL_VERSION && !client_id.trim().is_empty() => {
+            (client_id, features, device, on_behalf_of)
         }
         Ok(ClientMessage::Hello { protocol_version, .. }) => {
             let why = format!(
@@ -366,8 +371,24 @@ async fn handshake(
             return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
         }
     };
+    if let Some(person) = &on_behalf_of {
+        // Only the token, the trust root on this machine, may act for a person it names.
+        let why = match (&auth, on_behalf_of_refused(person)) {
+            (Auth::Token, None) => None,
+            (Auth::Token, Some(why)) => Some(why),
+            (Auth::Hello | Auth::Channel(_), _) => Some(
+                "only a connection with the host's token may act on behalf of someone".to_owned(),
+            ),
+        };
+        if let Some(why) = why {
+            return refuse(ProtocolErrorCode::BadHandshake, why, close_code::PROTOCOL).await;
+        }
+    }
     let principal = match (auth, device) {
-        (Auth::Token, _) => Principal::Token,
+        (Auth::Token, _) => match on_behalf_of {
+            Some(person) => Principal::OnBehalf { person },
+            None => Principal::Token,
+        },
         (Auth::Channel(principal), None) => principal,
         (Auth::Channel(_), Some(_)) => {
             let why = "this connection is already authenticated: send no device proof in hello"

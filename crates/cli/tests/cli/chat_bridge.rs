@@ -133,6 +133,18 @@ pub(crate) async fn only_session(home: &Path) -> String {
     ids[0].to_owned()
 }
 
+/// Who answered each approval of `session`, in order (its transcript's `approvalResolved.by`).
+pub(crate) fn answered_by(home: &Path, session: &str) -> Vec<String> {
+    let transcript = home.join("sessions").join(session).join("transcript.jsonl");
+    std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["kind"]["type"] == "approvalResolved")
+        .map(|e| e["kind"]["by"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 pub(crate) async fn show(home: &Path, session: &str) -> serde_json::Value {
     let (code, out, err) = cli(home, &["session", "show", session]).await;
     assert_eq!(code, 0, "{err}");
@@ -196,6 +208,9 @@ async fn chat_bridge_pairs_runs_a_task_approves_by_button_and_by_code_and_ignore
     mock.push_message(ME, None, ME, &format!("/cc approve {}", second_code.to_lowercase()));
     sent_containing(&mock, ME, &format!("{second_code} approved"), skip).await;
     sent_containing(&mock, ME, "Turn ended", skip).await;
+    // Both answers are recorded as the chat user's, not as the bridge's token.
+    let by = answered_by(&home, &session);
+    assert_eq!(by, [format!("telegram:{ME}"), format!("telegram:{ME}")], "who answered");
 
     // diff, report, keep.
     mock.push_message(ME, None, ME, "/cc diff");

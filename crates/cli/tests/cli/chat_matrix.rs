@@ -239,6 +239,8 @@ async fn chat_matrix_on_a_real_synapse_pairs_runs_a_task_and_loses_nothing_acros
     say(&synapse, &alice, &room, &format!("/cc approve {}", code.to_lowercase()));
     said(&synapse, &alice, &room, &bot.user_id, &format!("{code} approved"), skip).await;
     said(&synapse, &alice, &room, &bot.user_id, "Turn ended", skip).await;
+    let by = crate::chat_bridge::answered_by(&home, &session);
+    assert_eq!(by, [format!("matrix:{}", alice.user_id)], "recorded as the Matrix user");
     say(&synapse, &alice, &room, "/cc diff");
     said(&synapse, &alice, &room, &bot.user_id, "hello.txt", skip).await;
     say(&synapse, &alice, &room, "/cc keep");

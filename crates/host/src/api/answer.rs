@@ -21,6 +21,10 @@ pub enum Principal {
     /// An MCP client holding a grant's credential: only what its scopes allow
     /// (`api::scopes`).
     Mcp(McpPrincipal),
+    /// A connection with the host's token acting for a person it names in `hello.onBehalfOf`
+    /// (a chat bridge's paired user, `telegram:12345`): the token's powers, recorded as the
+    /// person's.
+    OnBehalf { person: String },
 }
 
 /// An MCP client as its grant describes it (the grant the person made, never what the client
@@ -43,13 +47,14 @@ impl Principal {
             Principal::Token => "token on this machine",
             Principal::Device { name, .. } => name,
             Principal::Mcp(mcp) => &mcp.label,
+            Principal::OnBehalf { person } => person,
         }
     }
 
     /// The device, if the principal is one.
     pub fn device_id(&self) -> Option<&str> {
         match self {
-            Principal::Token | Principal::Mcp(_) => None,
+            Principal::Token | Principal::Mcp(_) | Principal::OnBehalf { .. } => None,
             Principal::Device { id, .. } => Some(id),
         }
     }
@@ -57,7 +62,7 @@ impl Principal {
     /// The MCP grant, if the principal is an MCP client.
     pub fn mcp(&self) -> Option<&McpPrincipal> {
         match self {
-            Principal::Token | Principal::Device { .. } => None,
+            Principal::Token | Principal::Device { .. } | Principal::OnBehalf { .. } => None,
             Principal::Mcp(mcp) => Some(mcp),
         }
     }
@@ -70,6 +75,7 @@ impl Client {
         let id = match &principal {
             Principal::Device { id, .. } => format!("device:{id}/{client_id}"),
             Principal::Mcp(mcp) => format!("mcp:{}/{client_id}", mcp.name),
+            Principal::OnBehalf { person } => format!("for:{person}/{client_id}"),
             Principal::Token => format!("token/{client_id}"),
         };
         Client { id, principal }

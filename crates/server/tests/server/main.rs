@@ -7,6 +7,7 @@ mod devices;
 mod doc_examples;
 mod files;
 mod limits;
+mod on_behalf;
 mod protocol;
 mod push;
 mod support;
