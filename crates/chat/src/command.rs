@@ -39,6 +39,9 @@ pub enum Command {
     /// `/cc <task>`: a new task (a new session in the chat's project, or the next turn of the
     /// chat's session when one is selected).
     Task(String),
+    /// `/cc plan <task>`: a task planned first (two-phase): a new session in Claude Code's plan
+    /// mode, whose plan comes to the chat to confirm (it then runs in edit mode) or reject.
+    Plan(String),
     /// `/cc say <text>`: a follow-up to the chat's current session.
     Say(String),
     Confirm(Answer),
@@ -118,6 +121,7 @@ pub fn parse(message: &str) -> Result<Command, CommandError> {
     };
     match word.to_ascii_lowercase().as_str() {
         "say" => text("say", "needs the text to send").map(Command::Say),
+        "plan" => text("plan", "needs the task to plan").map(Command::Plan),
         "confirm" => Ok(Command::Confirm(answer(args))),
         "reject" => Ok(Command::Reject(answer(args))),
         "approve" => Ok(Command::Approve(answer(args))),
@@ -179,6 +183,7 @@ impl Command {
             | Command::Handoff
             | Command::Send(_) => true,
             Command::Task(_)
+            | Command::Plan(_)
             | Command::Say(_)
             | Command::Confirm(_)
             | Command::Reject(_)
@@ -256,6 +261,7 @@ impl fmt::Display for Mode {
 /// The command reference a chat gets for `/cc help`.
 pub const HELP: &str = "\
 /cc <task> — start a task (or the next turn of the selected session)
+/cc plan <task> — a new session that plans first: confirm or reject its plan here
 /cc say <text> — a follow-up to the current session
 /cc approve|deny [code] [reason] — answer an approval (the code when more than one waits)
 /cc confirm|reject [code] [reason] — answer a plan
@@ -286,6 +292,8 @@ mod tests {
         assert_eq!(parse("  /cc   diff  "), Ok(Command::Diff));
         assert_eq!(parse("/cc@nucleic_bot keep"), Ok(Command::Keep));
         assert_eq!(parse("/cc say also add a test"), Ok(Command::Say("also add a test".into())));
+        assert_eq!(parse("/cc plan the migration"), Ok(Command::Plan("the migration".into())));
+        assert!(parse("/cc plan").is_err(), "a plan needs its task");
         assert_eq!(parse("/cc mode READONLY"), Ok(Command::Mode(Mode::Readonly)));
         assert_eq!(parse("/cc resume 2"), Ok(Command::Resume(2)));
         assert_eq!(parse("/cc new-session Docs pass"), Ok(Command::NewSession("Docs pass".into())));

@@ -113,7 +113,8 @@ impl Bridge {
         }
         match command {
             Command::Help => Ok(HELP.into()),
-            Command::Task(task) => self.task(chat, &mut state, task).await,
+            Command::Task(task) => self.task(chat, &mut state, task, false).await,
+            Command::Plan(task) => self.task(chat, &mut state, task, true).await,
             Command::Say(text) => {
                 let session = current(&state)?;
                 let text = self.with_attachments(chat, &text);
@@ -371,8 +372,10 @@ impl Bridge {
         chat: &str,
         state: &mut ChatState,
         task: String,
+        plan: bool,
     ) -> Result<Reply, Failure> {
-        if let (Some(session), true) = (state.session.clone(), state.selected) {
+        // A plan always starts a session of its own (it is a permission mode of the start).
+        if let (Some(session), true, false) = (state.session.clone(), state.selected, plan) {
             let task = self.with_attachments(chat, &task);
             self.client.send_input(&session, &task).await?;
             return Ok(format!("Sent to session {}.", short(&session)).into());
@@ -402,7 +405,8 @@ impl Bridge {
             base_ref: None,
             backend: self.config.agent,
             model: None,
-            permission_mode: None,
+            // Claude Code's plan mode: the host refuses it, saying so, for agents without one.
+            permission_mode: plan.then(|| "plan".to_owned()),
             title: state.next_title.take(),
             mode: None,
             prompt: task,

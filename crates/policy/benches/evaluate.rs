@@ -104,6 +104,7 @@ fn context(resolver: &dyn PathResolver) -> Context<'_> {
         home: PathBuf::from("/home/u"),
         data_dir: PathBuf::from("/home/u/.local/share/nucleic"),
         extra_write_roots: Vec::new(),
+        read_roots: Vec::new(),
         mode: Mode::Edit,
         resolver,
     }

@@ -40,6 +40,7 @@ fn main() {
         home: PathBuf::from("/home/u"),
         data_dir: PathBuf::from("/home/u/.local/share/nucleic"),
         extra_write_roots: Vec::new(),
+        read_roots: Vec::new(),
         mode,
         resolver: &resolver,
     };

@@ -19,6 +19,10 @@ pub struct Context<'r> {
     pub data_dir: PathBuf,
     /// Other directories writes may land in (e.g. a per-session temporary directory).
     pub extra_write_roots: Vec<PathBuf>,
+    /// Folders outside the worktree the agent may read — even inside a protected directory —
+    /// but never write: the session's attachments (files sent from a chat), which the host
+    /// keeps in its data dir and the sandbox shows read-only.
+    pub read_roots: Vec<PathBuf>,
     /// The session's mode.
     pub mode: Mode,
     /// Resolves symlinks (the real filesystem, or a table in tests).
@@ -34,6 +38,7 @@ impl std::fmt::Debug for Context<'_> {
             .field("home", &self.home)
             .field("data_dir", &self.data_dir)
             .field("extra_write_roots", &self.extra_write_roots)
+            .field("read_roots", &self.read_roots)
             .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
@@ -63,11 +68,18 @@ impl Context<'_> {
     /// tree lies inside the protected directory `dir`: a project kept inside the host's data
     /// dir (`nucleic demo --home`) may be worked on, as bubblewrap exposes it; the rest of the
     /// data dir stays protected.
+    /// A read root ([`Context::read_roots`]) is exposed likewise; writing it stays refused by
+    /// the `write-outside-worktree` invariant (it is no write root).
     pub fn exposed_in(&self, path: &Path, dir: &Path) -> bool {
-        [&self.worktree, &self.project_root].into_iter().any(|tree| {
+        [&self.worktree, &self.project_root].into_iter().chain(&self.read_roots).any(|tree| {
             let tree = self.resolver.resolve(tree);
             paths::is_within(path, &tree) && paths::is_within(&tree, dir) && tree != dir
         })
+    }
+
+    /// True when a resolved path lies in a read root.
+    pub fn in_read_root(&self, resolved: &Path) -> bool {
+        self.read_roots.iter().any(|root| paths::is_within(resolved, &self.resolver.resolve(root)))
     }
 
     /// Credential files and stores outside the protected directories: reading one is asked,
@@ -149,6 +161,7 @@ impl<'r> Context<'r> {
             home: self.home.clone(),
             data_dir: self.data_dir.clone(),
             extra_write_roots: self.extra_write_roots.clone(),
+            read_roots: self.read_roots.clone(),
             mode: self.mode,
             resolver: self.resolver,
         }

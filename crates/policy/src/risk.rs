@@ -138,8 +138,10 @@ pub fn classify(
             }
         }
         t if READ_TOOLS.contains(&t) => {
-            let outside = path
-                .is_some_and(|p| !paths::is_within(&ctx.resolve_from(p, &ctx.cwd), &ctx.worktree));
+            let outside = path.is_some_and(|p| {
+                let resolved = ctx.resolve_from(p, &ctx.cwd);
+                !paths::is_within(&resolved, &ctx.worktree) && !ctx.in_read_root(&resolved)
+            });
             if outside {
                 acc.add(Risk::Medium, "reads outside the worktree");
             }

@@ -87,6 +87,7 @@ mod tests {
             home: PathBuf::from("/home/u"),
             data_dir: PathBuf::from("/data"),
             extra_write_roots: Vec::new(),
+            read_roots: Vec::new(),
             mode: Mode::Edit,
             resolver,
         }

@@ -25,10 +25,22 @@ pub(crate) struct BridgeProc {
 
 impl BridgeProc {
     pub(crate) fn start(home: &Path, mock: &MockTelegram, tag: &str) -> BridgeProc {
+        BridgeProc::start_with(home, mock, tag, "sim", &[])
+    }
+
+    /// A bridge whose tasks run `agent`, with `env` added to its environment.
+    pub(crate) fn start_with(
+        home: &Path,
+        mock: &MockTelegram,
+        tag: &str,
+        agent: &str,
+        env: &[(String, String)],
+    ) -> BridgeProc {
         let log = home.with_extension(format!("bridge-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = tokio::process::Command::new(nucleic())
-            .args(["chat", "--agent", "sim", "--poll-secs", "1", "--api", &mock.base_url()])
+            .args(["chat", "--agent", agent, "--poll-secs", "1", "--api", &mock.base_url()])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("NUCLEIC_HOME", home)
             .env("NUCLEIC_TELEGRAM_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -64,6 +76,11 @@ pub(crate) async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// A home with a project (one repository) and its daemon started.
 pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
+    setup_with(dir, &[]).await
+}
+
+/// [`setup`] with `env` in the environment the daemon starts with (its agents inherit it).
+pub(crate) async fn setup_with(dir: &Path, env: &[(&str, &str)]) -> (PathBuf, DaemonGuard) {
     let home = dir.join("home");
     let guard = DaemonGuard(home.clone());
     let root = dir.join("repo");
@@ -72,7 +89,7 @@ pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
     std::fs::write(root.join("README.md"), "hi\n").unwrap();
     git(&root, &["add", "."]);
     git(&root, &["commit", "-q", "-m", "init"]);
-    let (code, _, err) = cli(&home, &["project", "add", root.to_str().unwrap()]).await;
+    let (code, _, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], env).await;
     assert_eq!(code, 0, "{err}");
     (home, guard)
 }

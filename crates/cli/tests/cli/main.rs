@@ -29,6 +29,7 @@ mod pull_request;
 mod readme_walk;
 mod real_claude;
 mod real_claude_adopt;
+mod real_claude_chat;
 mod real_claude_checks;
 mod real_claude_credentials;
 mod real_claude_demo;

@@ -264,6 +264,7 @@ impl Context {
             home: crate::policy::session::agent_home(&self.config),
             data_dir: self.config.home.clone(),
             extra_write_roots: Vec::new(),
+            read_roots: Vec::new(),
             mode: nucleic_policy::Mode::Edit,
             resolver: &nucleic_policy::FsResolver,
         };

@@ -56,6 +56,10 @@ impl Context {
                         project_root: PathBuf::from(&project.root),
                         project_id: Some(project.id),
                         worktree: PathBuf::from(&row.cwd),
+                        read_roots: vec![crate::sessions::attachments::attachments_dir(
+                            &self.config,
+                            id,
+                        )],
                     })
                 }
                 None => None,
@@ -69,6 +73,7 @@ impl Context {
                 project_root: root.clone(),
                 project_id: Some(project.id),
                 worktree: root,
+                read_roots: Vec::new(),
             };
             return Ok(Resolved {
                 session_id: None,

@@ -52,6 +52,8 @@ pub struct SessionPlace {
     pub project_id: Option<String>,
     /// The agent's working directory (the worktree).
     pub worktree: PathBuf,
+    /// Folders outside it the agent may read, never write (the session's attachments).
+    pub read_roots: Vec<PathBuf>,
 }
 
 /// The rule files a session's policy reads.
@@ -183,6 +185,7 @@ impl SessionPolicy {
             home: self.home.clone(),
             data_dir: self.data_dir.clone(),
             extra_write_roots: Vec::new(),
+            read_roots: self.place.read_roots.clone(),
             mode: self.session_mode(),
             resolver: &FsResolver,
         }
@@ -492,8 +495,12 @@ mod tests {
             keepers: None,
             policy: true,
         };
-        let place =
-            SessionPlace { project_root: root, project_id: None, worktree: worktree.clone() };
+        let place = SessionPlace {
+            project_root: root,
+            project_id: None,
+            worktree: worktree.clone(),
+            read_roots: Vec::new(),
+        };
         let (policy, _) = SessionPolicy::load(&config, place, None);
         policy.start_planning();
         let decide = |tool: &str, path: &Path| {

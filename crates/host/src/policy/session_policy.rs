@@ -68,6 +68,11 @@ impl crate::context::Context {
             project_root: PathBuf::from(&project.root),
             project_id: Some(project.id.clone()),
             worktree: cwd.to_owned(),
+            // Its attachments (sent from a chat): the sandbox shows them read-only.
+            read_roots: vec![crate::sessions::attachments::attachments_dir(
+                &self.config,
+                session_id,
+            )],
         };
         let config = self.config.clone();
         let mode = mode.and_then(Mode::parse);

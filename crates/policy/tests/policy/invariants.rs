@@ -202,6 +202,33 @@ fn extra_write_roots_are_honoured() {
 }
 
 #[test]
+fn a_read_root_in_the_data_dir_is_readable_but_never_writable() {
+    let r = crate::support::resolver();
+    let mut ctx = crate::support::ctx(Mode::Edit, &r);
+    let attachments = format!("{}/attachments/s1", crate::support::DATA);
+    let file = format!("{attachments}/notes.txt");
+    let read = json!({"file_path": file});
+    // Without the read root, the data dir is protected: reading it is refused.
+    assert_eq!(permissive().evaluate("Read", &read, &ctx).behaviour, Deny);
+    ctx.read_roots.push(attachments.into());
+    let d = permissive().evaluate("Read", &read, &ctx);
+    assert_eq!(d.behaviour, Allow, "{}", d.by);
+    assert_eq!(bash_in(&ctx, &format!("cat {file}")).behaviour, Allow);
+    // Writing it stays refused, and the rest of the data dir stays protected.
+    let write = json!({"file_path": file, "content": "x"});
+    assert_eq!(permissive().evaluate("Write", &write, &ctx).behaviour, Deny);
+    assert_eq!(bash_in(&ctx, &format!("echo x > {file}")).behaviour, Deny);
+    let token = json!({"file_path": format!("{}/token", crate::support::DATA)});
+    assert_eq!(permissive().evaluate("Read", &token, &ctx).behaviour, Deny);
+    let other = json!({"file_path": format!("{}/attachments/s2/x.txt", crate::support::DATA)});
+    assert_eq!(permissive().evaluate("Read", &other, &ctx).behaviour, Deny);
+}
+
+fn bash_in(ctx: &nucleic_policy::Context<'_>, command: &str) -> nucleic_policy::Decision {
+    permissive().evaluate("Bash", &json!({ "command": command }), ctx)
+}
+
+#[test]
 fn very_long_and_deeply_nested_commands_are_bounded() {
     let p = permissive();
     let long = format!("echo {}", "a".repeat(200_000));
@@ -320,6 +347,7 @@ fn a_write_through_a_dangling_symlink_on_disk_is_outside_the_worktree() {
         home: root.join("home"),
         data_dir: root.join("data"),
         extra_write_roots: Vec::new(),
+        read_roots: Vec::new(),
         mode: Mode::Full,
         resolver: &fs,
     };

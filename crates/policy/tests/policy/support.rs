@@ -25,6 +25,7 @@ pub fn ctx(mode: Mode, resolver: &MapResolver) -> Context<'_> {
         home: PathBuf::from(HOME),
         data_dir: PathBuf::from(DATA),
         extra_write_roots: Vec::new(),
+        read_roots: Vec::new(),
         mode,
         resolver,
     }

@@ -1,0 +1,226 @@
+//! The chat bridge end to end with the real pinned `claude` (against the mock model, offline,
+//! in a loopback-only namespace, confined, under the daemon): pairing on the mock Bot API; a
+//! task approved by button and a follow-up by code (both recorded as the Telegram user); a file
+//! in that the model reads, a file out; diff, tests, report; keep, continue, handoff; then a
+//! two-phase task whose plan is rejected with a reason (which reaches the model), revised,
+//! confirmed and executed.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nucleic_testkit::agents::{claude_offline_env, real_claude};
+use nucleic_testkit::isolated;
+use nucleic_testkit::mock_anthropic::{Computed, MockAnthropic, Reply, Script, ToolCall};
+use nucleic_testkit::mock_telegram::MockTelegram;
+use serde_json::json;
+
+use crate::chat_bridge::{
+    BridgeProc, ME, answered_by, cli, code_of, only_session, pair, sent_containing, setup_with,
+    show,
+};
+
+/// What the attached file holds (the model must read it through its `Read` tool).
+const ATTACHED: &[u8] = b"attached-notes-5d1e\n";
+/// The reason a plan is rejected with (it must reach the model).
+const REJECTION: &str = "REASON-3f: name the file planned.txt";
+
+/// The `[Attached file: <path> (…)]` a prompt carries, if any.
+fn attached_path(body: &serde_json::Value) -> Option<String> {
+    let text = body["messages"].to_string();
+    let start = text.find("[Attached file: ")? + "[Attached file: ".len();
+    let end = start + text[start..].find(" (")?;
+    Some(text[start..end].to_owned())
+}
+
+/// Each turn's first reply: a `Read` of the attachment its prompt names, else a `Write` of the
+/// file it names; then "done".
+fn chat_script() -> Script {
+    Script::new(vec![
+        Computed::reply(|body| match attached_path(body) {
+            Some(path) => Reply::ToolUses {
+                text: Some("I'll read the attachment.".into()),
+                calls: vec![ToolCall::new("Read", json!({ "file_path": path }))],
+            },
+            None => Reply::WriteNamedFile,
+        }),
+        Reply::Text("Done.".into()),
+    ])
+}
+
+/// Plan mode: a write before the plan (refused), a plan, a revised plan after the rejection,
+/// then, approved into edit mode, the write itself.
+fn plan_script() -> Script {
+    let exit_plan = || Reply::ToolUses {
+        text: Some("Here is my plan.".into()),
+        calls: vec![ToolCall::new("ExitPlanMode", json!({}))],
+    };
+    Script::new(vec![
+        Reply::WriteNamedFile,
+        Reply::WritePlanFile("# Plan v1\n\n1. Write a file.".into()),
+        exit_plan(),
+        Reply::WritePlanFile("# Plan v2\n\n1. Write `planned.txt` containing *p*.".into()),
+        exit_plan(),
+        Reply::WriteNamedFile,
+        Reply::Text("Done: planned.txt written.".into()),
+    ])
+}
+
+/// Waits (up to 90 s) for `needle` in a message to me after `skip`, approving every approval
+/// that comes meanwhile by its code; the message.
+async fn approving_until(mock: &MockTelegram, needle: &str, skip: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut answered = Vec::new();
+    loop {
+        let sent = mock.sent();
+        let mine = || sent.iter().skip(skip).filter(|s| s.chat_id == ME);
+        if let Some(s) = mine().find(|s| s.text.contains(needle)) {
+            return s.text.clone();
+        }
+        for approval in mine().filter(|s| s.text.starts_with("Approval ")) {
+            let code = code_of(approval);
+            if !answered.contains(&code) {
+                mock.push_message(ME, None, ME, &format!("/cc approve {code}"));
+                answered.push(code);
+            }
+        }
+        if Instant::now() >= deadline {
+            let texts: Vec<&str> = sent.iter().skip(skip).map(|s| s.text.as_str()).collect();
+            panic!("no message containing {needle:?} within 90 s; sent: {texts:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram() {
+    if isolated!("real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockAnthropic::start(chat_script()).await.unwrap();
+    let mut env = claude_offline_env(&model.base_url(), &dir.path().join("scratch"));
+    let cache = real_claude().ancestors().nth(4).unwrap().to_string_lossy().into_owned();
+    env.push(("NUCLEIC_AGENT_CACHE".into(), cache));
+    // The offline environment's HOME has no git identity; `continue` commits the kept
+    // session's uncommitted work as the person.
+    for (name, value) in [
+        ("GIT_AUTHOR_NAME", "Person"),
+        ("GIT_AUTHOR_EMAIL", "person@example.invalid"),
+        ("GIT_COMMITTER_NAME", "Person"),
+        ("GIT_COMMITTER_EMAIL", "person@example.invalid"),
+    ] {
+        env.push((name.into(), value.into()));
+    }
+    crate::support::ask_for_everything(&dir.path().join("home"));
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (home, _guard) = setup_with(dir.path(), &pairs).await;
+    let (code, out, err) = cli(&home, &["project", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    let project = out.split_whitespace().next().unwrap().to_owned();
+    let check = ["project", "check", "add", &project, "tests", "--", "test", "-f", "hello.txt"];
+    let (code, _, err) = cli(&home, &check).await;
+    assert_eq!(code, 0, "{err}");
+    let mock = MockTelegram::start(crate::chat_bridge::TOKEN).await.unwrap();
+    let bridge = BridgeProc::start_with(&home, &mock, "claude", "claude", &env);
+    pair(&home, &mock).await;
+
+    // A task: the real agent's Write waits for the person, who approves with the button.
+    mock.push_message(ME, None, ME, "/cc write hello.txt containing hi");
+    sent_containing(&mock, ME, "Started session", 0).await;
+    let approval = sent_containing(&mock, ME, "Approval ", 0).await;
+    assert!(approval.text.contains("Write"), "{}", approval.text);
+    let code = code_of(&approval);
+    let session = only_session(&home).await;
+    let worktree = PathBuf::from(show(&home, &session).await["worktree"]["path"].as_str().unwrap());
+    assert!(!worktree.join("hello.txt").exists(), "written before it was approved");
+    mock.push_callback(ME, ME, approval.message_id, &format!("a:{code}"));
+    sent_containing(&mock, ME, "Turn ended", 0).await;
+    assert_eq!(std::fs::read_to_string(worktree.join("hello.txt")).unwrap(), "hi\n");
+    // A follow-up, approved by its code.
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc say write second.txt containing two");
+    let second = sent_containing(&mock, ME, "Approval ", skip).await;
+    mock.push_message(ME, None, ME, &format!("/cc approve {}", code_of(&second)));
+    sent_containing(&mock, ME, "Turn ended", skip).await;
+    assert_eq!(std::fs::read_to_string(worktree.join("second.txt")).unwrap(), "two\n");
+    assert_eq!(answered_by(&home, &session), [format!("telegram:{ME}"), format!("telegram:{ME}")]);
+
+    // A file in: the confined agent reads it with its own tool.
+    let skip = mock.sent().len();
+    mock.push_document(ME, ME, "notes.txt", ATTACHED, ATTACHED.len() as u64, None);
+    sent_containing(&mock, ME, "Attached notes.txt", skip).await;
+    mock.push_message(ME, None, ME, "/cc say read the attached notes");
+    approving_until(&mock, "Turn ended", skip).await;
+    let needle = String::from_utf8_lossy(ATTACHED).trim().to_owned();
+    for s in mock.sent().iter().skip(skip) {
+        println!("SENT: {}", s.text);
+    }
+    assert!(
+        model.requests().iter().any(|r| r.body.to_string().contains(&needle)),
+        "the attachment's content never reached the model"
+    );
+    // A file out.
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc send hello.txt");
+    let doc = sent_containing(&mock, ME, "hello.txt", skip).await;
+    assert_eq!(doc.method, "sendDocument", "{doc:?}");
+    assert_eq!(doc.file.as_ref().map(|(_, b)| b.as_slice()), Some(&b"hi\n"[..]));
+
+    // What the work is: diff, tests, report.
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc diff");
+    let diff = sent_containing(&mock, ME, "second.txt", skip).await;
+    assert!(diff.text.contains("hello.txt"), "{}", diff.text);
+    mock.push_message(ME, None, ME, "/cc tests");
+    let tests = sent_containing(&mock, ME, "tests:", skip).await;
+    assert!(tests.text.contains("Passed"), "{}", tests.text);
+    mock.push_message(ME, None, ME, "/cc report");
+    let report = sent_containing(&mock, ME, "Report of session", skip).await;
+    assert!(report.text.contains("2 files"), "{}", report.text);
+
+    // Keep, continue on its changes, hand off to a terminal.
+    mock.push_message(ME, None, ME, "/cc keep");
+    sent_containing(&mock, ME, "Kept session", skip).await;
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc continue");
+    let continued = approving_until(&mock, "continues", skip).await;
+    approving_until(&mock, "Turn ended", skip).await;
+    mock.push_message(ME, None, ME, "/cc handoff");
+    let handoff = sent_containing(&mock, ME, "To take the session over", skip).await;
+    assert!(
+        handoff.text.contains("claude") && handoff.text.contains("--resume"),
+        "{}",
+        handoff.text
+    );
+    println!("continue: {continued}");
+
+    // Two-phase: a plan, rejected with a reason, revised, confirmed, executed in edit mode.
+    model.set_script(plan_script());
+    mock.push_message(ME, None, ME, "/cc clear");
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc plan write planned.txt containing p");
+    let plan = approving_until(&mock, "Plan ", skip).await;
+    let plan_code = plan.split_whitespace().nth(1).unwrap().to_owned();
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, &format!("/cc reject {plan_code} {REJECTION}"));
+    let revised = approving_until(&mock, "Plan v2", skip).await;
+    assert!(
+        model.requests().iter().any(|r| r.body.to_string().contains(REJECTION)),
+        "the rejection's reason never reached the model"
+    );
+    let revised_code = revised.split_whitespace().nth(1).unwrap().to_owned();
+    assert_ne!(revised_code, plan_code);
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, &format!("/cc confirm {revised_code}"));
+    approving_until(&mock, "Turn ended", skip).await;
+    let (code, out, err) = cli(&home, &["session", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    let mut content = None;
+    for id in out.lines().filter_map(|l| l.split_whitespace().next()) {
+        let summary = show(&home, id).await;
+        let path = PathBuf::from(summary["worktree"]["path"].as_str().unwrap_or("/nonexistent"));
+        content = content.or(std::fs::read_to_string(path.join("planned.txt")).ok());
+    }
+    assert_eq!(content.as_deref(), Some("p\n"), "the confirmed plan was executed");
+    bridge.kill().await;
+}
