@@ -70,6 +70,9 @@ pub enum Command {
     /// `/cc needs-you on|off`: this chat gets only "needs you" notices, without content (on),
     /// or the full reports (off).
     NeedsYou(bool),
+    /// `/cc threads on|off`: new sessions of this room report in a thread of their own
+    /// (Matrix).
+    Threads(bool),
     Pair(String),
     Help,
 }
@@ -164,6 +167,11 @@ pub fn parse(message: &str) -> Result<Command, CommandError> {
             "off" => Ok(Command::NeedsYou(false)),
             _ => Err(CommandError::Usage { command: "needs-you", expected: "takes on or off" }),
         },
+        "threads" => match args.to_ascii_lowercase().as_str() {
+            "on" => Ok(Command::Threads(true)),
+            "off" => Ok(Command::Threads(false)),
+            _ => Err(CommandError::Usage { command: "threads", expected: "takes on or off" }),
+        },
         "pair" => text("pair", "needs the code `nucleic chat pair` printed").map(Command::Pair),
         "help" => Ok(Command::Help),
         // Anything else is a task, word and all.
@@ -199,6 +207,7 @@ impl Command {
             | Command::Clear
             | Command::Cancel
             | Command::NeedsYou(_)
+            | Command::Threads(_)
             | Command::Pair(_)
             | Command::Help => false,
         }
@@ -272,6 +281,7 @@ pub const HELP: &str = "\
 /cc keep, /cc rollback, /cc continue, /cc clear, /cc handoff, /cc cancel
 /cc send <path> — a file of the worktree to this chat (a photo or document sent here is attached)
 /cc needs-you on|off — only \"needs you\" notices, without content (on), or full reports (off)
+/cc threads on|off — each new session in a thread of its own (Matrix)
 /cc pair <code> — bind this chat to the host
 /cc help";
 
@@ -302,6 +312,8 @@ mod tests {
         assert_eq!(parse("/cc needs-you ON"), Ok(Command::NeedsYou(true)));
         assert_eq!(parse("/cc needs-you off"), Ok(Command::NeedsYou(false)));
         assert!(parse("/cc needs-you maybe").is_err());
+        assert_eq!(parse("/cc threads on"), Ok(Command::Threads(true)));
+        assert!(parse("/cc threads").is_err());
         // A task that starts with a word that is no command is a task, word and all.
         assert_eq!(parse("/cc explain diffs"), Ok(Command::Task("explain diffs".into())));
     }

@@ -4,8 +4,7 @@
 
 use nucleic_client::ClientError;
 use nucleic_protocol::{
-    Decision, FinishAction, Intent, NewSession, ProtocolErrorCode, QuestionAnswer, SessionMode,
-    SessionSummary,
+    Decision, FinishAction, Intent, ProtocolErrorCode, QuestionAnswer, SessionMode,
 };
 
 use crate::bridge::{Bridge, BridgeError, now_ms};
@@ -338,6 +337,18 @@ impl Bridge {
                 }
                 .into())
             }
+            Command::Threads(_) if !self.transport.topics_need_asking() => Ok(
+                "Here a session gets a topic of its own by itself, in a forum group; /cc threads is for Matrix rooms.".into(),
+            ),
+            Command::Threads(on) => {
+                self.state.set_threads(chat, on)?;
+                Ok(if on {
+                    "Each new session of this room now reports in a thread of its own: answer its approvals there."
+                } else {
+                    "New sessions of this room report here again."
+                }
+                .into())
+            }
             Command::Pair(_) => Ok("Already paired.".into()),
         }
     }
@@ -349,98 +360,6 @@ impl Bridge {
     ) -> Result<Option<nucleic_protocol::IntentResult>, Failure> {
         let intent = Intent::Finish { session_id: session.to_owned(), action };
         Ok(self.client.intent(intent).await?)
-    }
-
-    /// Makes `session` the chat's current one (`selected`: tasks go to it) and follows it.
-    fn select(
-        &mut self,
-        chat: &str,
-        state: &mut ChatState,
-        session: &str,
-        selected: bool,
-    ) -> Result<(), BridgeError> {
-        state.session = Some(session.to_owned());
-        state.selected = selected;
-        self.state.set_chat(chat, state)?;
-        let from = self.state.follow(session, chat, 1)?;
-        let _ = self.follow.send((session.to_owned(), from));
-        Ok(())
-    }
-
-    async fn task(
-        &mut self,
-        chat: &str,
-        state: &mut ChatState,
-        task: String,
-        plan: bool,
-    ) -> Result<Reply, Failure> {
-        // A plan always starts a session of its own (it is a permission mode of the start).
-        if let (Some(session), true, false) = (state.session.clone(), state.selected, plan) {
-            let task = self.with_attachments(chat, &task);
-            self.client.send_input(&session, &task).await?;
-            return Ok(format!("Sent to session {}.", short(&session)).into());
-        }
-        let project = match &state.project {
-            Some(project) => project.clone(),
-            None => {
-                let projects = self.client.list_projects().await?;
-                match projects.as_slice() {
-                    [one] => one.project_id.clone(),
-                    [] => return Err(Failure::Say(
-                        "The host has no project yet: add one with `nucleic project add <repo>`."
-                            .into(),
-                    )),
-                    many => {
-                        let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
-                        return Err(Failure::Say(format!(
-                            "Pick a project first: /cc project <name> ({}).",
-                            names.join(", ")
-                        )));
-                    }
-                }
-            }
-        };
-        let request = NewSession {
-            project_id: project,
-            base_ref: None,
-            backend: self.config.agent,
-            model: None,
-            // Claude Code's plan mode: the host refuses it, saying so, for agents without one.
-            permission_mode: plan.then(|| "plan".to_owned()),
-            title: state.next_title.take(),
-            mode: None,
-            prompt: task,
-        };
-        let summary: SessionSummary =
-            self.client.intent_as(Intent::NewSession(request)).await.map_err(|e| match e {
-                nucleic_client::ClientError::BadResult { .. } => {
-                    Failure::Say("The host started no session (no summary came back).".into())
-                }
-                other => other.into(),
-            })?;
-        // In a forum, the session gets a topic of its own: its approvals and reports go there,
-        // so two sessions' never mix, and a task there is its next turn.
-        if let Some(topic) = self.transport.open_topic(chat, &summary.title).await {
-            self.state.set_chat(chat, state)?;
-            let mut own = self.state.chat(&topic)?;
-            own.project = state.project.clone();
-            self.select(&topic, &mut own, &summary.session_id, true)?;
-            return Ok(format!(
-                "Started session {} in a topic of its own: its approvals and reports go there.",
-                short(&summary.session_id)
-            )
-            .into());
-        }
-        self.select(chat, state, &summary.session_id, false)?;
-        if self.state.needs_you_only(chat)? {
-            return Ok(format!("Started session {}.", short(&summary.session_id)).into());
-        }
-        Ok(format!(
-            "Started session {} — {}. Approvals, plans and the end of each turn come here.",
-            short(&summary.session_id),
-            summary.title
-        )
-        .into())
     }
 
     /// Which pending item `answer` means in `chat`: its code's, or the only one waiting.
@@ -599,7 +518,7 @@ fn first_line(text: &str) -> String {
 
 /// How a command failed: the bridge's store (an error), the host (said), or a plain answer.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     Bridge(BridgeError),
     Host(ClientError),
     Say(String),

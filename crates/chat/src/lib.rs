@@ -19,7 +19,7 @@
 //! - `acting`: each paired user's commands on a connection acting for them, so the host
 //!   records them as `telegram:<user>` / `matrix:@user:server`.
 //! - [`bridge`]: the bridge itself over `nucleic-client` (poller, dedupe, sender, events);
-//!   `exec` runs each command as host requests, `report` turns events into reports.
+//!   `exec` runs each command as host requests (`tasks` starts them), `report` turns events into reports.
 
 mod acting;
 pub mod bridge;
@@ -34,6 +34,7 @@ pub mod pairing;
 mod report;
 pub mod split;
 pub mod state;
+mod tasks;
 pub mod telegram;
 mod transfer;
 pub mod transport;

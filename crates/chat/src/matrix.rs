@@ -478,6 +478,27 @@ impl Transport for Matrix {
         Box::pin(async move { self.join_room(split_chat(chat).0).await.map_err(|e| e.to_string()) })
     }
 
+    /// A thread per session, in a room that asked for them: its root is a message naming the
+    /// session (`None` inside a thread already, or when the root cannot be sent).
+    fn open_topic<'a>(&'a self, chat: &'a str, title: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let (room, None) = split_chat(chat) else { return None };
+            let txn = format!("thread-{}", uuid::Uuid::new_v4().simple());
+            let root =
+                format!("Session: {title}. Its approvals and reports follow in this thread.");
+            let event = self.send_text(room, &txn, &root).await.ok()?;
+            Some(format!("{room}/{event}"))
+        })
+    }
+
+    fn topics_need_asking(&self) -> bool {
+        true
+    }
+
+    fn topic_name(&self) -> &'static str {
+        "thread"
+    }
+
     fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(
             async move { self.download(&file.locator, limit).await.map_err(|e| e.to_string()) },

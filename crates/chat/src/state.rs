@@ -84,6 +84,7 @@ CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value INTEGER NOT N
 CREATE TABLE IF NOT EXISTS chat_settings (
     chat TEXT PRIMARY KEY, needs_you_only INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS chat_threads (chat TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS chats (
     chat TEXT PRIMARY KEY, project TEXT, session TEXT, listing TEXT NOT NULL DEFAULT '',
     next_title TEXT, rollback_at INTEGER, selected INTEGER NOT NULL DEFAULT 0
@@ -155,6 +156,26 @@ impl State {
                 params![chat, i64::from(on)],
             )
             .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Whether new sessions of `chat` report in a thread of their own (`/cc threads on`).
+    pub fn threads(&self, chat: &str) -> Result<bool, StateError> {
+        let on = self
+            .conn
+            .query_row("SELECT 1 FROM chat_threads WHERE chat = ?1", [chat], |_| Ok(()))
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        Ok(on.is_some())
+    }
+
+    /// Sets whether new sessions of `chat` report in a thread of their own.
+    pub fn set_threads(&self, chat: &str, on: bool) -> Result<(), StateError> {
+        let sql = match on {
+            true => "INSERT OR IGNORE INTO chat_threads (chat) VALUES (?1)",
+            false => "DELETE FROM chat_threads WHERE chat = ?1",
+        };
+        self.conn.execute(sql, [chat]).map_err(|e| self.sql(e))?;
         Ok(())
     }
 

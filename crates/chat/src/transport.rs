@@ -98,6 +98,15 @@ pub trait Transport: Debug + Send + Sync {
     fn open_topic<'a>(&'a self, _chat: &'a str, _title: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
+    /// Whether a chat must ask for topics first (`/cc threads on`: Matrix, whose every room
+    /// could have threads); otherwise the service decides (Telegram: forums only).
+    fn topics_need_asking(&self) -> bool {
+        false
+    }
+    /// What the service calls a chat of its own inside a chat (`topic`, `thread`).
+    fn topic_name(&self) -> &'static str {
+        "topic"
+    }
     /// Downloads an inbound file, refusing one of more than `limit` bytes without reading
     /// past it; an error is a whole sentence.
     fn fetch<'a>(&'a self, file: &'a InFile, limit: u64) -> BoxFuture<'a, Result<Vec<u8>, String>>;

@@ -20,13 +20,18 @@ use crate::support::nucleic;
 const REPORT_DEADLINE: Duration = Duration::from_secs(120);
 
 /// A running `nucleic chat --matrix`, SIGKILLed when dropped.
-struct MatrixBridge {
+pub(crate) struct MatrixBridge {
     child: tokio::process::Child,
     log: PathBuf,
 }
 
 impl MatrixBridge {
-    fn start(home: &Path, synapse: &Synapse, token_file: &Path, tag: &str) -> MatrixBridge {
+    pub(crate) fn start(
+        home: &Path,
+        synapse: &Synapse,
+        token_file: &Path,
+        tag: &str,
+    ) -> MatrixBridge {
         let log = home.with_extension(format!("matrix-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = tokio::process::Command::new(nucleic())
@@ -48,12 +53,12 @@ impl MatrixBridge {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -66,7 +71,7 @@ fn encode(text: &str) -> String {
 }
 
 /// Sends `text` to `room` as `who`.
-fn say(synapse: &Synapse, who: &Login, room: &str, text: &str) {
+pub(crate) fn say(synapse: &Synapse, who: &Login, room: &str, text: &str) {
     static TXN: AtomicU64 = AtomicU64::new(0);
     let txn = format!("test-{}-{}", std::process::id(), TXN.fetch_add(1, Ordering::Relaxed));
     let path = format!("/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}", encode(room));
@@ -76,7 +81,7 @@ fn say(synapse: &Synapse, who: &Login, room: &str, text: &str) {
 }
 
 /// A private room made by `who`, the bot invited.
-fn room_with(synapse: &Synapse, who: &Login, bot: &str) -> String {
+pub(crate) fn room_with(synapse: &Synapse, who: &Login, bot: &str) -> String {
     let body = json!({"preset": "private_chat", "invite": [bot], "is_direct": true});
     let (status, answer) = synapse
         .request("POST", "/_matrix/client/v3/createRoom", Some(&who.token), Some(&body))
@@ -86,7 +91,12 @@ fn room_with(synapse: &Synapse, who: &Login, bot: &str) -> String {
 }
 
 /// The bodies of `from`'s messages in `room`, oldest first, as `reader` sees them.
-fn messages_of(synapse: &Synapse, reader: &Login, room: &str, from: &str) -> Vec<String> {
+pub(crate) fn messages_of(
+    synapse: &Synapse,
+    reader: &Login,
+    room: &str,
+    from: &str,
+) -> Vec<String> {
     let path = format!("/_matrix/client/v3/rooms/{}/messages?dir=b&limit=1000", encode(room));
     let (status, answer) = synapse.request("GET", &path, Some(&reader.token), None).unwrap();
     assert_eq!(status, 200, "{answer}");
@@ -103,7 +113,7 @@ fn messages_of(synapse: &Synapse, reader: &Login, room: &str, from: &str) -> Vec
 
 /// Waits until the bot said something containing `needle` in `room` (after its first `skip`
 /// messages there); that message.
-async fn said(
+pub(crate) async fn said(
     synapse: &Synapse,
     reader: &Login,
     room: &str,
@@ -132,7 +142,13 @@ fn joined(synapse: &Synapse, reader: &Login, room: &str, user: &str) -> bool {
     answer["joined"].get(user).is_some()
 }
 
-async fn wait_joined(synapse: &Synapse, reader: &Login, room: &str, user: &str, home: &Path) {
+pub(crate) async fn wait_joined(
+    synapse: &Synapse,
+    reader: &Login,
+    room: &str,
+    user: &str,
+    home: &Path,
+) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !joined(synapse, reader, room, user) {
         let status = std::fs::read_to_string(home.join("chat/status.json")).unwrap_or_default();

@@ -10,6 +10,7 @@ mod bounds;
 mod chat_bridge;
 mod chat_files;
 mod chat_matrix;
+mod chat_matrix_threads;
 mod chat_topics;
 mod cli_commands;
 mod confinement;
