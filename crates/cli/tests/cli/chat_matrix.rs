@@ -32,13 +32,26 @@ impl MatrixBridge {
         token_file: &Path,
         tag: &str,
     ) -> MatrixBridge {
+        MatrixBridge::start_with(home, synapse, token_file, tag, "sim", &[])
+    }
+
+    /// A bridge whose tasks run `agent`, with `env` added to its environment.
+    pub(crate) fn start_with(
+        home: &Path,
+        synapse: &Synapse,
+        token_file: &Path,
+        tag: &str,
+        agent: &str,
+        env: &[(String, String)],
+    ) -> MatrixBridge {
         let log = home.with_extension(format!("matrix-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = tokio::process::Command::new(nucleic())
-            .args(["chat", "--agent", "sim", "--poll-secs", "1", "--matrix"])
+            .args(["chat", "--agent", agent, "--poll-secs", "1", "--matrix"])
             .arg(synapse.base_url())
             .arg("--token-file")
             .arg(token_file)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("NUCLEIC_HOME", home)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

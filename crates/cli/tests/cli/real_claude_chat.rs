@@ -3,7 +3,8 @@
 //! task approved by button and a follow-up by code (both recorded as the Telegram user); a file
 //! in that the model reads, a file out; diff, tests, report; keep, continue, handoff; then a
 //! two-phase task whose plan is rejected with a reason (which reaches the model), revised,
-//! confirmed and executed.
+//! confirmed and executed. And on a real Synapse: pairing, a task approved by code (recorded as
+//! the Matrix user), keep.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -91,18 +92,13 @@ async fn approving_until(mock: &MockTelegram, needle: &str, skip: usize) -> Stri
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram() {
-    if isolated!("real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let model = MockAnthropic::start(chat_script()).await.unwrap();
-    let mut env = claude_offline_env(&model.base_url(), &dir.path().join("scratch"));
+/// The daemon's environment for the real `claude` against `model`: the offline environment,
+/// where the pinned CLI is, and a git identity (the offline HOME has none; `continue` commits
+/// the kept session's uncommitted work as the person). Rules that ask for every write.
+fn daemon_env(model: &MockAnthropic, dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut env = claude_offline_env(&model.base_url(), &dir.join("scratch"));
     let cache = real_claude().ancestors().nth(4).unwrap().to_string_lossy().into_owned();
     env.push(("NUCLEIC_AGENT_CACHE".into(), cache));
-    // The offline environment's HOME has no git identity; `continue` commits the kept
-    // session's uncommitted work as the person.
     for (name, value) in [
         ("GIT_AUTHOR_NAME", "Person"),
         ("GIT_AUTHOR_EMAIL", "person@example.invalid"),
@@ -111,7 +107,18 @@ async fn real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegra
     ] {
         env.push((name.into(), value.into()));
     }
-    crate::support::ask_for_everything(&dir.path().join("home"));
+    crate::support::ask_for_everything(&dir.join("home"));
+    env
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram() {
+    if isolated!("real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegram") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockAnthropic::start(chat_script()).await.unwrap();
+    let env = daemon_env(&model, dir.path());
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (home, _guard) = setup_with(dir.path(), &pairs).await;
     let (code, out, err) = cli(&home, &["project", "list"]).await;
@@ -222,5 +229,44 @@ async fn real_claude_chat_task_files_finish_and_a_two_phase_plan_through_telegra
         content = content.or(std::fs::read_to_string(path.join("planned.txt")).ok());
     }
     assert_eq!(content.as_deref(), Some("p\n"), "the confirmed plan was executed");
+    bridge.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_chat_on_a_real_synapse_pairs_approves_by_code_and_keeps() {
+    if isolated!("real_claude_chat_on_a_real_synapse_pairs_approves_by_code_and_keeps") {
+        return;
+    }
+    use crate::chat_matrix::{MatrixBridge, room_with, said, say, wait_joined};
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockAnthropic::start(chat_script()).await.unwrap();
+    let env = daemon_env(&model, dir.path());
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (home, _guard) = setup_with(dir.path(), &pairs).await;
+    let synapse = nucleic_testkit::synapse::Synapse::start(&dir.path().join("synapse")).unwrap();
+    let bot = synapse.user("nucleic", "bot-password").unwrap();
+    let alice = synapse.user("alice", "alice-password").unwrap();
+    let token_file = dir.path().join("matrix-token");
+    std::fs::write(&token_file, format!("{}\n", bot.token)).unwrap();
+    let bridge = MatrixBridge::start_with(&home, &synapse, &token_file, "claude", "claude", &env);
+    let (code, out, err) = cli(&home, &["chat", "pair"]).await;
+    assert_eq!(code, 0, "{err}");
+    let room = room_with(&synapse, &alice, &bot.user_id);
+    wait_joined(&synapse, &alice, &room, &bot.user_id, &home).await;
+    say(&synapse, &alice, &room, &format!("/cc pair {}", out.trim()));
+    said(&synapse, &alice, &room, &bot.user_id, "Paired", 0).await;
+    say(&synapse, &alice, &room, "/cc write hello.txt containing hi from matrix");
+    let approval = said(&synapse, &alice, &room, &bot.user_id, "Approval ", 0).await;
+    assert!(approval.contains("Write"), "{approval}");
+    let code = approval.split_whitespace().nth(1).unwrap().to_owned();
+    let session = only_session(&home).await;
+    let worktree = PathBuf::from(show(&home, &session).await["worktree"]["path"].as_str().unwrap());
+    assert!(!worktree.join("hello.txt").exists(), "written before it was approved");
+    say(&synapse, &alice, &room, &format!("/cc approve {code}"));
+    said(&synapse, &alice, &room, &bot.user_id, "Turn ended", 0).await;
+    assert_eq!(std::fs::read_to_string(worktree.join("hello.txt")).unwrap(), "hi from matrix\n");
+    assert_eq!(answered_by(&home, &session), [format!("matrix:{}", alice.user_id)]);
+    say(&synapse, &alice, &room, "/cc keep");
+    said(&synapse, &alice, &room, &bot.user_id, "Kept session", 0).await;
     bridge.kill().await;
 }
