@@ -115,6 +115,9 @@ impl Bridge {
             Command::Task(task) => self.task(chat, &mut state, task, false).await,
             Command::Plan(task) => self.task(chat, &mut state, task, true).await,
             Command::Say(text) => {
+                if let Some(pick) = state.session.as_deref().and_then(crate::outside::picked) {
+                    return self.adopt(chat, &mut state, pick, text).await;
+                }
                 let session = current(&state)?;
                 let text = self.with_attachments(chat, &text);
                 self.client.send_input(&session, &text).await?;
@@ -153,24 +156,25 @@ impl Bridge {
                 let mut sessions = self.client.list_sessions(state.project.clone(), false).await?;
                 sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
                 sessions.truncate(20);
-                state.listing = sessions.iter().map(|s| s.session_id.clone()).collect();
-                self.state.set_chat(&key, &state)?;
-                if sessions.is_empty() {
-                    return Ok("No sessions yet: /cc <task> starts one.".into());
-                }
-                let lines: Vec<String> = sessions
+                let mut lines: Vec<String> = sessions
                     .iter()
                     .enumerate()
                     .map(|(i, s)| {
-                        format!(
-                            "{}. {} {} — {}",
-                            i + 1,
-                            short(&s.session_id),
-                            s.status.as_str(),
-                            s.title
-                        )
+                        let (id, status) = (short(&s.session_id), s.status.as_str());
+                        format!("{}. {id} {status} — {}", i + 1, s.title)
                     })
                     .collect();
+                state.listing = sessions.iter().map(|s| s.session_id.clone()).collect();
+                let (outside, shown) = self.outside_listing(&state, state.listing.len() + 1).await;
+                if !shown.is_empty() {
+                    lines.push("From outside Nucleic (carried on in a worktree of their own):".into());
+                    lines.extend(shown);
+                }
+                state.listing.extend(outside);
+                self.state.set_chat(&key, &state)?;
+                if lines.is_empty() {
+                    return Ok("No sessions yet: /cc <task> starts one.".into());
+                }
                 Ok(format!("{}\n/cc resume N picks one.", lines.join("\n")).into())
             }
             Command::Resume(n) => {
@@ -179,6 +183,16 @@ impl Bridge {
                         "No session {n} in the last /cc sessions list."
                     )));
                 };
+                if let Some(pick) = crate::outside::picked(&session) {
+                    state.session = Some(session);
+                    state.selected = true;
+                    self.state.set_chat(&key, &state)?;
+                    return Ok(format!(
+                        "Session {n} ({}) is from outside Nucleic: your next /cc <task> or /cc say carries it on, as a Nucleic session in a worktree of its own.",
+                        short(&pick.id)
+                    )
+                    .into());
+                }
                 let summary = self.client.session(&session).await?;
                 self.select(chat, &mut state, &session, true)?;
                 Ok(format!(
@@ -505,6 +519,12 @@ pub(crate) fn host_failure(e: &ClientError) -> String {
 }
 
 fn current(state: &ChatState) -> Result<String, Failure> {
+    if state.session.as_deref().and_then(crate::outside::picked).is_some() {
+        return Err(Failure::Say(
+            "The session picked is from outside Nucleic: /cc say <text> carries it on first."
+                .into(),
+        ));
+    }
     state.session.clone().ok_or_else(|| {
         Failure::Say(
             "No session in this chat yet: /cc <task> starts one, /cc sessions lists them.".into(),

@@ -14,6 +14,7 @@
 //!   order per chat with retries and backoff; inbound updates recorded before they are acted
 //!   on; the services' sync cursors.
 //! - [`pairing`]: one-time codes that bind a chat user; everyone else ignored and counted.
+//! - `outside`: the person's own sessions made outside Nucleic, listed and carried on.
 //! - [`state`]: per chat its project and session, the codes of what waits, followed sessions.
 //! - [`lock`]: one poller per bot token, ever.
 //! - `acting`: each paired user's commands on a connection acting for them, so the host
@@ -30,6 +31,7 @@ pub mod files;
 pub mod lock;
 pub mod matrix;
 pub mod outbox;
+mod outside;
 pub mod pairing;
 mod report;
 pub mod split;

@@ -33,30 +33,14 @@ impl Bridge {
     ) -> Result<Reply, Failure> {
         // A plan always starts a session of its own (it is a permission mode of the start).
         if let (Some(session), true, false) = (state.session.clone(), state.selected, plan) {
+            if let Some(pick) = crate::outside::picked(&session) {
+                return self.adopt(chat, state, pick, task).await;
+            }
             let task = self.with_attachments(chat, &task);
             self.client.send_input(&session, &task).await?;
             return Ok(format!("Sent to session {}.", short(&session)).into());
         }
-        let project = match &state.project {
-            Some(project) => project.clone(),
-            None => {
-                let projects = self.client.list_projects().await?;
-                match projects.as_slice() {
-                    [one] => one.project_id.clone(),
-                    [] => return Err(Failure::Say(
-                        "The host has no project yet: add one with `nucleic project add <repo>`."
-                            .into(),
-                    )),
-                    many => {
-                        let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
-                        return Err(Failure::Say(format!(
-                            "Pick a project first: /cc project <name> ({}).",
-                            names.join(", ")
-                        )));
-                    }
-                }
-            }
-        };
+        let project = self.project_of(state).await?;
         let request = NewSession {
             project_id: project,
             base_ref: None,
@@ -104,5 +88,26 @@ impl Bridge {
             summary.title
         )
         .into())
+    }
+
+    /// The project new tasks go to: the chat's (`/cc project`), else the host's only one.
+    pub(crate) async fn project_of(&mut self, state: &ChatState) -> Result<String, Failure> {
+        if let Some(project) = &state.project {
+            return Ok(project.clone());
+        }
+        let projects = self.client.list_projects().await?;
+        match projects.as_slice() {
+            [one] => Ok(one.project_id.clone()),
+            [] => Err(Failure::Say(
+                "The host has no project yet: add one with `nucleic project add <repo>`.".into(),
+            )),
+            many => {
+                let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
+                Err(Failure::Say(format!(
+                    "Pick a project first: /cc project <name> ({}).",
+                    names.join(", ")
+                )))
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use nucleic_testkit::mock_anthropic::{MockAnthropic, Reply, Script};
 use crate::real_policy::{host_config, run_turn_from, shutdown};
 
 /// Runs the pinned `claude -p PROMPT` in `cwd` with `env`, allowed to edit; its stdout.
-fn claude_in_terminal(cwd: &Path, env: &[(String, String)], prompt: &str) -> String {
+pub(crate) fn claude_in_terminal(cwd: &Path, env: &[(String, String)], prompt: &str) -> String {
     let out = std::process::Command::new(real_claude())
         .args(["-p", prompt, "--permission-mode", "acceptEdits", "--output-format", "json"])
         .current_dir(cwd)

@@ -270,3 +270,74 @@ async fn real_claude_chat_on_a_real_synapse_pairs_approves_by_code_and_keeps() {
     said(&synapse, &alice, &room, &bot.user_id, "Kept session", 0).await;
     bridge.kill().await;
 }
+
+/// Every file under `dir` with its bytes.
+fn files_under(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return found };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            found.push((path, bytes));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_claude_chat_lists_a_terminal_session_and_carries_it_on() {
+    if isolated!("real_claude_chat_lists_a_terminal_session_and_carries_it_on") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockAnthropic::start(chat_script()).await.unwrap();
+    let env = daemon_env(&model, dir.path());
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (home, _guard) = setup_with(dir.path(), &pairs).await;
+    // The person's own `claude` in a terminal in the checkout, this morning.
+    let root = dir.path().join("repo");
+    let prompt = "write outside.txt containing from the terminal";
+    let out = crate::real_claude_adopt::claude_in_terminal(&root, &env, prompt);
+    let outside: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let outside_id = outside["session_id"].as_str().unwrap().to_owned();
+    let agent_home = dir.path().join("scratch/home/.claude/projects");
+    let original: Vec<_> = files_under(&agent_home)
+        .into_iter()
+        .filter(|(p, _)| p.to_string_lossy().contains(&outside_id))
+        .collect();
+    assert_eq!(original.len(), 1, "the terminal session's file: {original:?}");
+
+    let mock = MockTelegram::start(crate::chat_bridge::TOKEN).await.unwrap();
+    let bridge = BridgeProc::start_with(&home, &mock, "outside", "claude", &env);
+    pair(&home, &mock).await;
+    mock.push_message(ME, None, ME, "/cc sessions");
+    let listed = sent_containing(&mock, ME, "From outside Nucleic", 0).await;
+    let line = listed
+        .text
+        .lines()
+        .find(|l| l.contains(&outside_id[..8]))
+        .unwrap_or_else(|| panic!("not listed: {}", listed.text));
+    assert!(line.contains("claude") && line.contains("write outside.txt"), "{line}");
+    let number = line.split('.').next().unwrap().to_owned();
+    mock.push_message(ME, None, ME, &format!("/cc resume {number}"));
+    sent_containing(&mock, ME, "is from outside Nucleic", 0).await;
+    // Nothing is adopted before the person says what to do next.
+    let (_, list, _) = cli(&home, &["session", "list"]).await;
+    assert!(list.trim().is_empty(), "{list}");
+
+    let skip = mock.sent().len();
+    mock.push_message(ME, None, ME, "/cc say write adopted.txt containing carried on");
+    approving_until(&mock, "Carried", skip).await;
+    approving_until(&mock, "Turn ended", skip).await;
+    let session = only_session(&home).await;
+    let worktree = PathBuf::from(show(&home, &session).await["worktree"]["path"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(worktree.join("adopted.txt")).unwrap(), "carried on\n");
+    // The model got the terminal conversation as the history of the new turn.
+    let last = model.requests().last().unwrap().body.to_string();
+    assert!(last.contains(prompt) && last.contains("write adopted.txt"), "no history: {last}");
+    // The original session file is byte for byte as it was.
+    assert_eq!(std::fs::read(&original[0].0).unwrap(), original[0].1, "the original changed");
+    bridge.kill().await;
+}
