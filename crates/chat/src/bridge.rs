@@ -113,8 +113,6 @@ pub(crate) struct Bridge {
     pub(crate) stats: BridgeStats,
     /// Requests this bridge answered itself (their resolution needs no notice).
     pub(crate) answered_here: HashSet<String>,
-    /// Per chat, the notes of files attached since its last message to its agent.
-    pub(crate) attached: std::collections::HashMap<String, Vec<String>>,
     cursor_key: String,
 }
 
@@ -155,7 +153,6 @@ pub async fn run(
         wake,
         stats: BridgeStats::default(),
         answered_here: HashSet::new(),
-        attached: std::collections::HashMap::new(),
         cursor_key,
     };
     bridge.write_status("running", None);

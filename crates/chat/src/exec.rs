@@ -119,8 +119,9 @@ impl Bridge {
                     return self.adopt(chat, &mut state, pick, text).await;
                 }
                 let session = current(&state)?;
-                let text = self.with_attachments(chat, &text);
+                let (text, told) = self.with_attachments(chat, &text)?;
                 self.client.send_input(&session, &text).await?;
+                self.attachments_told(chat, told)?;
                 Ok(format!("Sent to session {}.", short(&session)).into())
             }
             Command::Approve(answer) => self.answer(chat, answer, Verdict::Yes, false).await,

@@ -79,7 +79,7 @@ impl Bridge {
         pick: Picked,
         prompt: String,
     ) -> Result<Reply, Failure> {
-        let prompt = self.with_attachments(chat, &prompt);
+        let (prompt, told) = self.with_attachments(chat, &prompt)?;
         let intent = Intent::AdoptSession {
             project_id: pick.project,
             session: pick.id.clone(),
@@ -87,6 +87,7 @@ impl Bridge {
             mode: None,
         };
         let summary: SessionSummary = self.client.intent_as(intent).await?;
+        self.attachments_told(chat, told)?;
         self.select(chat, state, &summary.session_id, true)?;
         Ok(format!(
             "Carried {} on as session {} — {}: its history is in the transcript, the original is left as it was. Approvals and the end of each turn come here.",

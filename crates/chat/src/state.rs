@@ -85,6 +85,9 @@ CREATE TABLE IF NOT EXISTS chat_settings (
     chat TEXT PRIMARY KEY, needs_you_only INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS chat_threads (chat TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS attachment_notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, chat TEXT NOT NULL, note TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS chats (
     chat TEXT PRIMARY KEY, project TEXT, session TEXT, listing TEXT NOT NULL DEFAULT '',
     next_title TEXT, rollback_at INTEGER, selected INTEGER NOT NULL DEFAULT 0
@@ -176,6 +179,45 @@ impl State {
             false => "DELETE FROM chat_threads WHERE chat = ?1",
         };
         self.conn.execute(sql, [chat]).map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Keeps the note of a file attached in `chat` until a message to its agent carries it.
+    pub fn add_attachment_note(&self, chat: &str, note: &str) -> Result<(), StateError> {
+        self.conn
+            .execute("INSERT INTO attachment_notes (chat, note) VALUES (?1, ?2)", [chat, note])
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// The notes of files attached in `chat` not yet told to its agent, oldest first, and the
+    /// last one's id (0 when there are none), for [`State::attachment_notes_delivered`].
+    pub fn attachment_notes(&self, chat: &str) -> Result<(Vec<String>, i64), StateError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, note FROM attachment_notes WHERE chat = ?1 ORDER BY id")
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map([chat], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.sql(e))?;
+        let mut notes = Vec::new();
+        let mut last = 0;
+        for row in rows {
+            let (id, note) = row.map_err(|e| self.sql(e))?;
+            last = id;
+            notes.push(note);
+        }
+        Ok((notes, last))
+    }
+
+    /// Forgets `chat`'s notes up to id `last`: a message carrying them reached the host.
+    pub fn attachment_notes_delivered(&self, chat: &str, last: i64) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "DELETE FROM attachment_notes WHERE chat = ?1 AND id <= ?2",
+                params![chat, last],
+            )
+            .map_err(|e| self.sql(e))?;
         Ok(())
     }
 
@@ -412,6 +454,29 @@ impl State {
             )
             .map(|_| ())
             .map_err(|e| self.sql(e))
+    }
+}
+
+#[cfg(test)]
+mod attachment_note_tests {
+    use super::*;
+
+    #[test]
+    fn attachment_notes_outlive_a_reopen_until_delivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        let state = State::open(&path).unwrap();
+        state.add_attachment_note("c1", "[Attached file: a]").unwrap();
+        state.add_attachment_note("c2", "[Attached file: other chat]").unwrap();
+        drop(state);
+        let state = State::open(&path).unwrap();
+        let (notes, last) = state.attachment_notes("c1").unwrap();
+        assert_eq!(notes, ["[Attached file: a]"]);
+        // One attached while the message was on its way stays for the next message.
+        state.add_attachment_note("c1", "[Attached file: b]").unwrap();
+        state.attachment_notes_delivered("c1", last).unwrap();
+        assert_eq!(state.attachment_notes("c1").unwrap().0, ["[Attached file: b]"]);
+        assert_eq!(state.attachment_notes("c2").unwrap().0, ["[Attached file: other chat]"]);
     }
 }
 

@@ -36,8 +36,9 @@ impl Bridge {
             if let Some(pick) = crate::outside::picked(&session) {
                 return self.adopt(chat, state, pick, task).await;
             }
-            let task = self.with_attachments(chat, &task);
+            let (task, told) = self.with_attachments(chat, &task)?;
             self.client.send_input(&session, &task).await?;
+            self.attachments_told(chat, told)?;
             return Ok(format!("Sent to session {}.", short(&session)).into());
         }
         let project = self.project_of(state).await?;

@@ -126,7 +126,7 @@ impl Bridge {
         }
         let Some(attached) = kept else { return Ok(format!("Not taken: {name} is empty.")) };
         let note = format!("[Attached file: {} ({mime}, {})]", attached.path, human(attached.size));
-        self.attached.entry(chat.to_owned()).or_default().push(note);
+        self.state.add_attachment_note(chat, &note)?;
         Ok(format!(
             "Attached {} ({}) to session {}: the next /cc say tells the agent where it is.",
             attached.name,
@@ -135,12 +135,28 @@ impl Bridge {
         ))
     }
 
-    /// `text` with the notes of the files attached since the chat's last message to its agent.
-    pub(crate) fn with_attachments(&mut self, chat: &str, text: &str) -> String {
-        match self.attached.remove(chat) {
-            Some(notes) if !notes.is_empty() => format!("{text}\n\n{}", notes.join("\n")),
-            _ => text.to_owned(),
+    /// `text` with the notes of the files attached since the chat's last message to its agent
+    /// (kept in the store: a restarted bridge still tells them), and the mark to pass to
+    /// [`Bridge::attachments_told`] once the message reached the host.
+    pub(crate) fn with_attachments(
+        &mut self,
+        chat: &str,
+        text: &str,
+    ) -> Result<(String, i64), BridgeError> {
+        let (notes, last) = self.state.attachment_notes(chat)?;
+        let text = match notes.is_empty() {
+            true => text.to_owned(),
+            false => format!("{text}\n\n{}", notes.join("\n")),
+        };
+        Ok((text, last))
+    }
+
+    /// The notes up to `last` reached the agent's host: they are not told again.
+    pub(crate) fn attachments_told(&mut self, chat: &str, last: i64) -> Result<(), BridgeError> {
+        if last > 0 {
+            self.state.attachment_notes_delivered(chat, last)?;
         }
+        Ok(())
     }
 }
 

@@ -162,6 +162,9 @@ async fn chat_files_go_both_ways_confined_to_the_worktree_and_size_capped() {
     assert_eq!(mock.downloads().len(), downloads, "a refused file was downloaded");
     assert!(!attachments.join("huge.bin").exists() && !attachments.join("liar.bin").exists());
 
+    // The bridge SIGKILLed and started again before the next message: the notes are kept.
+    bridge.kill().await;
+    let bridge = BridgeProc::start(&home, &mock, "after-kill");
     // The agent is told where the file is by the next message, reads it in its sandbox, and
     // cannot write beside it.
     let skip = mock.sent().len();
