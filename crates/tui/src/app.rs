@@ -43,6 +43,34 @@ pub enum Prompt {
     ConfirmStop { session_id: String },
     /// "Merge into BASE?": `y` merges, `u` merges and fast-forwards a clean checkout of it.
     ConfirmMerge { session_id: String, base: String },
+    /// "Keep / Discard / Continue this session?": `y` does it.
+    ConfirmFinish { session_id: String, finish: Finish },
+    /// "Mode?": `r` readonly, `e` edit, `f` full.
+    ChooseMode { session_id: String },
+}
+
+/// A way to finish a session besides merging (the cockpit's words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// Ends it; its worktree and branch stay.
+    Keep,
+    /// Ends it and deletes its worktree and branch.
+    Discard,
+    /// Ends it and starts a new session on its changes.
+    Continue,
+}
+
+impl Finish {
+    /// The prompt's question.
+    pub fn question(self) -> &'static str {
+        match self {
+            Finish::Keep => "Keep this session (end it; its worktree and branch stay)? ",
+            Finish::Discard => {
+                "Discard this session's work (its worktree and branch are deleted)? "
+            }
+            Finish::Continue => "Continue in a new session on this one's changes? ",
+        }
+    }
 }
 
 /// What the client loop is asked to do.
@@ -73,6 +101,16 @@ pub enum Command {
     /// The session's diff, with the patch.
     Diff {
         session_id: String,
+    },
+    /// Keep, discard or continue the session.
+    Finish {
+        session_id: String,
+        finish: Finish,
+    },
+    /// Switch the session's policy mode (`readonly`, `edit`, `full`).
+    SetMode {
+        session_id: String,
+        mode: &'static str,
     },
     /// Merge the session's work into its base branch.
     Merge {

@@ -4,7 +4,7 @@
 use nucleic_protocol::{Decision, RuleScope};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::app::{Anchor, App, Command, Prompt, Screen, Target};
+use crate::app::{Anchor, App, Command, Finish, Prompt, Screen, Target};
 use crate::transcript::Tone;
 
 /// The deny reason sent when none is typed (the cockpit's).
@@ -38,10 +38,10 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
             ("Enter / Space", "Expand or fold a tool call or thinking"),
             ("PgUp PgDn g G", "Page, top, follow the end"),
             ("m", "Message the agent… (Enter sends, Alt+Enter: new line)"),
-            ("x", "Interrupt"),
-            ("S", "Stop (asks first)"),
+            ("x / S", "Interrupt / Stop (asks first)"),
             ("D", "Diff (j k PgUp PgDn scroll, r reload)"),
-            ("M", "Merge… (y; u also updates the checkout)"),
+            ("M K X C", "Merge / Keep / Discard / Continue in a new session… (y)"),
+            ("o", "Mode… (r readonly, e edit, f full)"),
             ("Esc", "Back"),
         ],
     ),
@@ -180,6 +180,17 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
         }
         KeyCode::Char('D') => app.show_diff(session_id),
         KeyCode::Char('M') => ask_merge(app, session_id),
+        KeyCode::Char(c @ ('K' | 'X' | 'C')) => {
+            let finish = match c {
+                'K' => Finish::Keep,
+                'X' => Finish::Discard,
+                _ => Finish::Continue,
+            };
+            app.prompt = Some(Prompt::ConfirmFinish { session_id: session_id.to_owned(), finish });
+        }
+        KeyCode::Char('o') => {
+            app.prompt = Some(Prompt::ChooseMode { session_id: session_id.to_owned() });
+        }
         KeyCode::Char('S') => {
             app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
         }
@@ -313,6 +324,24 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
             }
             None
         }
+        Prompt::ConfirmFinish { session_id, finish } => {
+            if key.code == KeyCode::Char('y') {
+                app.command(Command::Finish { session_id, finish });
+            }
+            None
+        }
+        Prompt::ChooseMode { session_id } => {
+            let mode = match key.code {
+                KeyCode::Char('r') => Some("readonly"),
+                KeyCode::Char('e') => Some("edit"),
+                KeyCode::Char('f') => Some("full"),
+                _ => None,
+            };
+            if let Some(mode) = mode {
+                app.command(Command::SetMode { session_id, mode });
+            }
+            None
+        }
         Prompt::ConfirmStop { session_id } => match key.code {
             KeyCode::Char('y') => {
                 app.command(Command::Stop { session_id });
@@ -346,7 +375,9 @@ pub fn paste(app: &mut App, pasted: &str) {
         Some(
             Prompt::ConfirmCritical { .. }
             | Prompt::ConfirmStop { .. }
-            | Prompt::ConfirmMerge { .. },
+            | Prompt::ConfirmMerge { .. }
+            | Prompt::ConfirmFinish { .. }
+            | Prompt::ChooseMode { .. },
         )
         | None => {}
     }
@@ -409,6 +440,27 @@ pub(crate) mod tests {
         assert!(app.take_commands().is_empty());
         press(&mut app, "Sy");
         assert_eq!(app.take_commands(), [Command::Stop { session_id: "s1".into() }]);
+    }
+
+    #[test]
+    fn keep_discard_and_continue_ask_first_and_the_mode_takes_one_key() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "Xn");
+        assert!(app.take_commands().is_empty(), "discard without its y");
+        press(&mut app, "XyKyCy");
+        let finish = |finish| Command::Finish { session_id: "s1".into(), finish };
+        assert_eq!(
+            app.take_commands(),
+            [finish(Finish::Discard), finish(Finish::Keep), finish(Finish::Continue)]
+        );
+        press(&mut app, "oxoe");
+        assert_eq!(
+            app.take_commands(),
+            [Command::SetMode { session_id: "s1".into(), mode: "edit" }],
+            "x is no mode: nothing asked"
+        );
     }
 
     #[test]

@@ -368,6 +368,14 @@ fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(format!("Merge into {}? ", clean(base)), bold),
             Span::raw("y Merge · u Merge and update the checkout · any other key Back"),
         ]),
+        Prompt::ConfirmFinish { finish, .. } => Line::from(vec![
+            Span::styled(finish.question(), bold),
+            Span::raw("y Yes · any other key Back"),
+        ]),
+        Prompt::ChooseMode { .. } => Line::from(vec![
+            Span::styled("Mode? ", bold),
+            Span::raw("r readonly · e edit · f full · any other key Back"),
+        ]),
         Prompt::ConfirmStop { .. } => Line::from(vec![
             Span::styled(
                 "Stop this agent? ",
@@ -394,7 +402,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                 Screen::Sessions => "? keys · Enter Open · Tab Inbox · q Quit",
                 Screen::Inbox => "? keys · a Allow · A Always · d Deny… · Enter Open · q Quit",
                 Screen::Session(_) => {
-                    "? keys · m Message · x Interrupt · D Diff · M Merge · Esc Back"
+                    "? keys · m Message · x Interrupt · D Diff · M K X C Finish · o Mode · Esc Back"
                 }
                 Screen::Diff(_) => "? keys · j k PgUp PgDn Scroll · M Merge · r Reload · Esc Back",
             };

@@ -13,7 +13,7 @@ use ratatui::crossterm::event::{self, Event as TermEvent};
 use ratatui::crossterm::execute;
 use tokio::sync::mpsc;
 
-use crate::app::{App, Command, Reply, Target};
+use crate::app::{App, Command, Finish, Reply, Target};
 use crate::transcript::decision_words;
 use crate::{keys, render};
 
@@ -45,6 +45,8 @@ const HOST_RETRY: Duration = Duration::from_secs(1);
 /// At most this many host messages are folded between two frames (a catch-up of 100,000
 /// events still redraws as it goes).
 const MESSAGES_PER_FRAME: usize = 5_000;
+/// The first prompt of a session continued from another (the chat bridge's and the CLI's).
+const CONTINUE_PROMPT: &str = "Continue from where the previous session left off.";
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -256,6 +258,21 @@ async fn request(
                     }
                     Err(e) => Reply::Done { what: "Merge refused".into(), result: Err(refusal(e)) },
                 }
+            }
+            Command::Finish { session_id, finish } => {
+                let (action, what) = match finish {
+                    Finish::Keep => (FinishAction::Keep, "Kept"),
+                    Finish::Discard => (FinishAction::Discard, "Discarded"),
+                    Finish::Continue => (
+                        FinishAction::Continue { prompt: CONTINUE_PROMPT.to_owned() },
+                        "Continued in a new session (in the list)",
+                    ),
+                };
+                done(what, client.intent(Intent::Finish { session_id, action }).await.map(drop))
+            }
+            Command::SetMode { session_id, mode } => {
+                let intent = Intent::SetMode { session_id, mode: mode.to_owned() };
+                done(&format!("Mode: {mode}"), client.intent(intent).await.map(drop))
             }
             // Follows go to the events task.
             Command::Follow { .. } => continue,

@@ -79,15 +79,26 @@ impl Tmux {
     fn selected(&self) -> Option<String> {
         let out = self.command(&["capture-pane", "-p", "-e", "-t", "tui"]).output().unwrap();
         let screen = String::from_utf8_lossy(&out.stdout).into_owned();
-        screen.lines().skip(1).find(|l| l.contains("\u{1b}[7m")).map(str::to_owned)
+        screen.lines().skip(1).find(|l| reversed(l)).map(str::to_owned)
     }
 
     /// From the session list, opens the session whose title contains `title`.
     fn open(&self, title: &str) {
         self.keys(&["1"]);
         self.until("the session list", |s| s.contains("approvals") && !s.contains("m Message"));
-        self.keys(&["k", "k", "k", "k"]);
+        // Up to the first row (keys sent before the list showed went to the screen before it),
+        // then down to the one wanted.
+        let first_row = || {
+            let out = self.command(&["capture-pane", "-p", "-e", "-t", "tui"]).output().unwrap();
+            let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+            screen.lines().nth(2).is_some_and(reversed)
+        };
         let deadline = Instant::now() + WAIT;
+        while !first_row() {
+            assert!(Instant::now() < deadline, "the list's first row never selected");
+            self.keys(&["k"]);
+            std::thread::sleep(Duration::from_millis(100));
+        }
         loop {
             if self.selected().is_some_and(|l| l.contains(title)) {
                 break;
@@ -130,6 +141,12 @@ impl Drop for Tmux {
 }
 
 /// Waits, with a deadline, until the host's record satisfies `ok` (polled through the CLI).
+/// Whether a captured line is drawn reversed (the selection): tmux writes `ESC[7m`, or
+/// `ESC[0;7m` when the attributes are reset at the same time (the first row).
+fn reversed(line: &str) -> bool {
+    line.contains("\u{1b}[7m") || line.contains("\u{1b}[0;7m")
+}
+
 async fn until_host(what: &str, mut ok: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !ok().await {
@@ -309,6 +326,29 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
         screen.contains("Nothing waits for you.") || screen.contains("Answered elsewhere"),
         "{screen}"
     );
+
+    // The denied session: a mode switch with `o r` reaches the host, which refuses it for
+    // the simulated agent (it has no policy) and the refusal is shown; then kept with `K y`.
+    tmux.keys(&["1"]);
+    tmux.shows("status");
+    tmux.open("write denied.txt");
+    tmux.keys(&["o"]);
+    tmux.shows("Mode? ");
+    tmux.keys(&["r"]);
+    tmux.shows("has no policy");
+    tmux.keys(&["K"]);
+    tmux.shows("Keep this session");
+    tmux.keys(&["n"]);
+    tmux.keys(&["K"]);
+    tmux.shows("Keep this session");
+    tmux.keys(&["y"]);
+    tmux.shows("Kept");
+    let finished = |home: &Path| {
+        transcript(home, &denied).iter().filter(|e| e["kind"]["type"] == "worktreeFinished").count()
+    };
+    until_host("the keep carried out once", async || finished(&home) == 1).await;
+    assert!(worktree(&home, &denied).await.exists(), "a kept session keeps its worktree");
+    tmux.keys(&["BSpace"]);
 
     // The daemon dies and comes back: offline said, then online, no row twice.
     tmux.keys(&["1"]);

@@ -135,3 +135,15 @@ fn the_diff_of_a_session_at_80x24() {
     press(&mut app, "\u{1b}");
     assert_eq!(app.screen(), Screen::Session("s1".into()));
 }
+
+#[test]
+fn the_session_list_moves_down_and_back_up() {
+    let mut app = app();
+    press(&mut app, "1jjj");
+    let bottom = app.list_selected;
+    assert!(bottom >= 2, "{bottom}");
+    press(&mut app, "k");
+    assert_eq!(app.list_selected, bottom - 1, "k moves up");
+    press(&mut app, "kkkkkk");
+    assert_eq!(app.list_selected, 0);
+}
