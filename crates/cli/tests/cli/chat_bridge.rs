@@ -66,15 +66,19 @@ pub(crate) async fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
 pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
     let home = dir.join("home");
     let guard = DaemonGuard(home.clone());
-    let root = dir.join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("README.md"), "hi\n").unwrap();
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-q", "-m", "init"]);
-    let (code, _, err) = cli(&home, &["project", "add", root.to_str().unwrap()]).await;
-    assert_eq!(code, 0, "{err}");
+    add_repository(&home, &dir.join("repo")).await;
     (home, guard)
+}
+
+/// A new repository at `root` (one commit on `main`), added to `home` as a project.
+pub(crate) async fn add_repository(home: &Path, root: &Path) {
+    std::fs::create_dir_all(root).unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "hi\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    let (code, _, err) = cli(home, &["project", "add", root.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{err}");
 }
 
 /// Waits until the bot sent a message to `chat` containing `needle` (after the first `skip`

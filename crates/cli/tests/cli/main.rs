@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod acp;
+mod acp_bad_input;
 mod agent_boundary;
 mod bad_input;
 mod bounds;
