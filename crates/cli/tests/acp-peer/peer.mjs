@@ -89,6 +89,15 @@ if (scenario === "first") {
   };
   await prompt(sessionId, "run touch acp-ran");
 
+  // The editor answers itself: allow, then deny.
+  for (const [text, optionId] of [["run touch editor-allowed", "allow"], ["run touch editor-denied", "deny"]]) {
+    onPermission = async ({ params }) => {
+      report.permissions.push({ toolCall: params.toolCall, answered: optionId });
+      return { outcome: { outcome: "selected", optionId } };
+    };
+    await prompt(sessionId, text);
+  }
+
   // A long turn, cancelled once it streams.
   let streaming;
   const started = new Promise((resolve) => (streaming = resolve));

@@ -79,7 +79,7 @@ async fn an_editor_session_is_answered_elsewhere_cancelled_left_running_and_load
 
     // The permission was asked in the editor, answered by another client, withdrawn here.
     let permissions = first["permissions"].as_array().unwrap();
-    assert_eq!(permissions.len(), 1, "{first}");
+    assert_eq!(permissions.len(), 3, "{first}");
     let asked = &permissions[0];
     assert!(asked["toolCall"]["title"].as_str().unwrap().contains("touch acp-ran"), "{asked}");
     assert_eq!(asked["options"][0], "allow", "{asked}");
@@ -96,7 +96,9 @@ async fn an_editor_session_is_answered_elsewhere_cancelled_left_running_and_load
     assert!(statuses.contains(&"in_progress") && statuses.contains(&"completed"), "{statuses:?}");
     let prompts = first["prompts"].as_array().unwrap();
     assert_eq!(prompts[0]["stopReason"], "end_turn", "{first}");
-    assert_eq!(prompts[1]["stopReason"], "cancelled", "{first}");
+    assert_eq!(prompts[1]["stopReason"], "end_turn", "{first}");
+    assert_eq!(prompts[2]["stopReason"], "end_turn", "{first}");
+    assert_eq!(prompts[3]["stopReason"], "cancelled", "{first}");
     assert_eq!(first["exit"]["code"], 0, "nucleic acp exits cleanly on stdin EOF: {first}");
 
     // The effect: the command ran in the session's worktree, allowed by the CLI's principal.
@@ -105,6 +107,9 @@ async fn an_editor_session_is_answered_elsewhere_cancelled_left_running_and_load
     let worktree = PathBuf::from(&summary.worktree.as_ref().unwrap().path);
     assert!(worktree.join("acp-ran").exists(), "the approved command did not run");
     assert!(!repo.join("acp-ran").exists(), "the command ran in the checkout");
+    // The editor's own answers: its allow ran the command, its deny did not.
+    assert!(worktree.join("editor-allowed").exists(), "the editor's allow did not land");
+    assert!(!worktree.join("editor-denied").exists(), "the editor's deny was not kept");
     let events = host.events_window(&id, 1, summary.last_seq, 100_000, Duration::from_secs(30));
     let events = events.await.unwrap();
     let resolved: Vec<&nucleic_protocol::ApprovalResolved> = events
@@ -114,8 +119,11 @@ async fn an_editor_session_is_answered_elsewhere_cancelled_left_running_and_load
             _ => None,
         })
         .collect();
-    // One answer: the CLI's (the editor's request was withdrawn before it chose anything).
-    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    // One answer each: the CLI's first (the editor's request was withdrawn before it chose),
+    // then the editor's allow and deny.
+    let decisions: Vec<_> = resolved.iter().map(|r| r.decision).collect();
+    use nucleic_protocol::DecisionKind::{Allow, Deny};
+    assert_eq!(decisions, [Allow, Allow, Deny], "{resolved:?}");
     assert_eq!(asked["approvedElsewhere"], true, "{asked}");
 
     // The editor closed; the session goes on (not ended), and a new editor loads it.
