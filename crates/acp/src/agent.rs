@@ -408,3 +408,59 @@ pub async fn serve_stdio(options: AcpOptions) -> Result<(), AcpError> {
     writer.abort();
     Ok(served?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_takes_text_links_and_text_resources_and_refuses_images() {
+        let blocks: Vec<acp::ContentBlock> = serde_json::from_value(serde_json::json!([
+            {"type": "text", "text": "fix it"},
+            {"type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs"},
+            {"type": "resource", "resource": {"uri": "file:///w/b.rs", "text": "fn b() {}"}},
+        ]))
+        .unwrap();
+        assert_eq!(
+            prompt_text(&blocks).unwrap(),
+            "fix it\n@file:///w/a.rs\n<file uri=\"file:///w/b.rs\">\nfn b() {}\n</file>"
+        );
+        let image: Vec<acp::ContentBlock> = serde_json::from_value(serde_json::json!([
+            {"type": "image", "mimeType": "image/png", "data": "AAAA"}
+        ]))
+        .unwrap();
+        assert_eq!(prompt_text(&image).unwrap_err().code, ErrorCode::INVALID_PARAMS);
+        let blob: Vec<acp::ContentBlock> = serde_json::from_value(serde_json::json!([
+            {"type": "resource", "resource": {"uri": "file:///w/c.bin", "blob": "AAAA"}}
+        ]))
+        .unwrap();
+        assert!(prompt_text(&blob).unwrap_err().message.contains("only text resources"));
+    }
+
+    #[test]
+    fn modes_are_offered_only_for_a_session_with_a_policy() {
+        assert!(modes(None).is_none());
+        let state = serde_json::to_value(modes(Some("readonly")).unwrap()).unwrap();
+        assert_eq!(state["currentModeId"], "readonly");
+        let ids: Vec<&str> = state["availableModes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["readonly", "edit", "full"]);
+    }
+
+    #[test]
+    fn the_capabilities_say_what_is_served() {
+        let request: acp::InitializeRequest =
+            serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap();
+        let answer = serde_json::to_value(initialize(&request)).unwrap();
+        let caps = &answer["agentCapabilities"];
+        assert_eq!(caps["loadSession"], true);
+        assert_eq!(caps["promptCapabilities"]["image"], false);
+        assert_eq!(caps["promptCapabilities"]["audio"], false);
+        assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
+        assert_eq!(answer["authMethods"], serde_json::json!([]));
+    }
+}
