@@ -6,6 +6,10 @@
 //                                         (answered with `nucleic session approve`, another
 //                                         Nucleic client), a prompt cancelled, then stdin closed
 //   node peer.mjs load NUCLEIC HOME CWD SESSION [FROM_SEQ]  session/load, then one more prompt
+//   node peer.mjs leave NUCLEIC HOME CWD   new session, a prompt; the editor closes while its
+//                                          permission is asked, unanswered
+//   node peer.mjs answer NUCLEIC HOME CWD SESSION  session/load; the approval still pending is
+//                                                  asked again: allowed, its call completes
 import { spawn, execFile } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { promisify } from "node:util";
@@ -119,6 +123,35 @@ if (scenario === "first") {
   }));
   report.loaded = { modes: loaded?.modes ?? null, updatesBeforeAnswer: report.updates.length };
   await prompt(sessionArg, "say still here");
+} else if (scenario === "leave") {
+  const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
+  report.sessionId = created.sessionId;
+  const asked = new Promise((resolve) => {
+    onPermission = ({ params }) => {
+      report.permissions.push({ toolCall: params.toolCall });
+      resolve();
+      return new Promise(() => {}); // never answered: the editor goes away
+    };
+  });
+  agent.request("session/prompt", { sessionId: created.sessionId, prompt: [{ type: "text", text: "run touch left-ran" }] })
+    .catch(() => {});
+  await within(60000, "the permission asked", asked);
+} else if (scenario === "answer") {
+  const asked = new Promise((resolve) => {
+    onPermission = ({ params }) => {
+      report.permissions.push({ toolCall: params.toolCall, answered: "allow" });
+      resolve(params.toolCall.toolCallId);
+      return { outcome: { outcome: "selected", optionId: "allow" } };
+    };
+  });
+  await within(60000, "session/load", agent.request("session/load", { sessionId: sessionArg, cwd, mcpServers: [] }));
+  report.loaded = { updatesBeforeAnswer: report.updates.length };
+  const call = await within(30000, "the pending approval asked again", asked);
+  await within(30000, "the call completed", new Promise((resolve) => {
+    const done = () => report.updates.some((u) => u.toolCallId === call && u.status === "completed");
+    if (done()) resolve();
+    onUpdate = () => done() && resolve();
+  }));
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

@@ -164,3 +164,30 @@ async fn an_editor_session_is_answered_elsewhere_cancelled_left_running_and_load
     let part_from: Vec<u64> = part_seqs.iter().copied().filter(range).collect();
     assert_eq!(part_from, full_from, "the replay from {from} differs from the full one");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_left_by_a_closed_editor_is_asked_again_in_the_editor_that_loads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    let (bin, home_s) = (nucleic(), home.to_str().unwrap().to_owned());
+    let (bin, cwd) = (bin.to_str().unwrap().to_owned(), dir.path().join("repo"));
+    let cwd = cwd.to_str().unwrap().to_owned();
+
+    // The editor closes while its permission request is open: the approval stays pending.
+    let left = peer(&["leave", &bin, &home_s, &cwd]).await;
+    assert_eq!(left["permissions"].as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left["exit"]["code"], 0, "{left}");
+    let id = left["sessionId"].as_str().unwrap().to_owned();
+    let mut host = host_client(&home).await;
+    let summary = host.session(&id).await.unwrap();
+    assert_eq!(summary.pending_approvals, 1, "{summary:?}");
+    let worktree = PathBuf::from(&summary.worktree.as_ref().unwrap().path);
+    assert!(!worktree.join("left-ran").exists(), "ran unanswered");
+
+    // A new editor loads the session: the pending approval is asked there after the replay,
+    // and its allow runs the command.
+    let answered = peer(&["answer", &bin, &home_s, &cwd, &id]).await;
+    assert_eq!(answered["permissions"].as_array().unwrap().len(), 1, "{answered}");
+    assert!(worktree.join("left-ran").exists(), "the second editor's allow did not land");
+    assert_eq!(host.session(&id).await.unwrap().pending_approvals, 0);
+}
