@@ -169,6 +169,49 @@ mod tests {
         assert_eq!(lines(b"", 8).await, []);
     }
 
+    proptest::proptest! {
+        /// Any bytes, any buffer size: the lines are the input split at `\n` (a trailing
+        /// `\r` dropped), each longer than the limit reported by its length instead.
+        #[test]
+        fn lines_are_the_input_split_however_it_is_buffered(
+            input in proptest::collection::vec(proptest::prop_oneof![
+                Just(b'\n'), Just(b'\r'), Just(b'a'), proptest::num::u8::ANY
+            ], 0..300),
+            capacity in 1usize..40,
+            max in 0usize..30,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let got = runtime.block_on(async {
+                let mut r = tokio::io::BufReader::with_capacity(capacity, input.as_slice());
+                let mut out = Vec::new();
+                loop {
+                    match read_line(&mut r, max).await.unwrap() {
+                        Line::Eof => return out,
+                        line => out.push(line),
+                    }
+                }
+            });
+            let mut pieces: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+            if input.last() == Some(&b'\n') || input.is_empty() {
+                pieces.pop();
+            }
+            let want: Vec<Line> = pieces
+                .into_iter()
+                .map(|p| {
+                    if p.len() > max {
+                        Line::TooLong(p.len())
+                    } else {
+                        let p = p.strip_suffix(b"\r").unwrap_or(p);
+                        Line::Text(String::from_utf8_lossy(p).into_owned())
+                    }
+                })
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    use proptest::prelude::Just;
+
     #[tokio::test]
     async fn a_full_queue_stops_reading_until_there_is_room() {
         let (tx, mut rx) = mpsc::channel::<String>(1);

@@ -122,3 +122,61 @@ fn long_output_is_cut_saying_so() {
     assert!(cut.ends_with("(cut; the whole output is in the Nucleic transcript)"));
     assert!(cut.len() < MAX_OUTPUT_CHARS + 100);
 }
+
+fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-z_]{0,8}".prop_map(Value::from),
+        Just(json!("file_path")),
+        Just(json!("/w/a.txt")),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map(
+                prop_oneof![
+                    Just("file_path".to_owned()),
+                    Just("old_string".to_owned()),
+                    Just("new_string".to_owned()),
+                    Just("content".to_owned()),
+                    Just("command".to_owned()),
+                    Just("edits".to_owned()),
+                    Just("todos".to_owned()),
+                    Just("status".to_owned()),
+                    "[a-z]{1,6}",
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// Whatever input an agent gives a tool, its call, completion and result translate
+    /// without a panic into updates that serialize.
+    #[test]
+    fn any_tool_input_translates(
+        input in json_value(),
+        output in json_value(),
+        name in proptest::prop_oneof![
+            proptest::prelude::Just("Write"), proptest::prelude::Just("Edit"),
+            proptest::prelude::Just("MultiEdit"), proptest::prelude::Just("TodoWrite"),
+            proptest::prelude::Just("Bash"), proptest::prelude::Just("mcp__x__y"),
+        ],
+    ) {
+        let mut t = Translator::default();
+        let c = call("t1", name, input);
+        let mut updates = t.updates(&EventKind::ToolCallStarted(c.clone()));
+        updates.extend(t.updates(&EventKind::ToolCallCompleted(c)));
+        let result = ToolResult { tool_call_id: "t1".into(), content: output, is_error: false };
+        updates.extend(t.updates(&EventKind::ToolResult(result)));
+        for update in updates {
+            serde_json::to_string(&update).unwrap();
+        }
+    }
+}
