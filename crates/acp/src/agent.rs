@@ -99,8 +99,9 @@ pub(crate) fn answer<T: agent_client_protocol::JsonRpcResponse>(
     }
 }
 
-fn initialize(request: &acp::InitializeRequest) -> acp::InitializeResponse {
-    let _ = request;
+/// What `initialize` answers whatever the client asked: protocol version 1 (the one this SDK
+/// speaks; a client that cannot speak it closes the connection, as ACP says).
+fn initialize() -> acp::InitializeResponse {
     let prompt = acp::PromptCapabilities::new().embedded_context(true);
     acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(
@@ -350,9 +351,9 @@ pub async fn serve_stdio(options: AcpOptions) -> Result<(), AcpError> {
         .v1()
         .name("nucleic")
         .on_receive_request(
-            async move |request: acp::InitializeRequest,
+            async move |_: acp::InitializeRequest,
                         responder: Responder<acp::InitializeResponse>,
-                        _cx| { responder.respond(initialize(&request)) },
+                        _cx| { responder.respond(initialize()) },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
@@ -453,9 +454,7 @@ mod tests {
 
     #[test]
     fn the_capabilities_say_what_is_served() {
-        let request: acp::InitializeRequest =
-            serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap();
-        let answer = serde_json::to_value(initialize(&request)).unwrap();
+        let answer = serde_json::to_value(initialize()).unwrap();
         let caps = &answer["agentCapabilities"];
         assert_eq!(caps["loadSession"], true);
         assert_eq!(caps["promptCapabilities"]["image"], false);

@@ -6,6 +6,8 @@
 //                                         (answered with `nucleic session approve`, another
 //                                         Nucleic client), a prompt cancelled, then stdin closed
 //   node peer.mjs load NUCLEIC HOME CWD SESSION [FROM_SEQ]  session/load, then one more prompt
+//   node peer.mjs modes NUCLEIC HOME CWD   new session, its modes switched, a prompt whose
+//                                          permission the editor allows (a real agent)
 //   node peer.mjs leave NUCLEIC HOME CWD   new session, a prompt; the editor closes while its
 //                                          permission is asked, unanswered
 //   node peer.mjs answer NUCLEIC HOME CWD SESSION  session/load; the approval still pending is
@@ -22,7 +24,7 @@ const within = (ms, what, promise) =>
     new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms)),
   ]);
 
-const child = spawn(nucleic, ["acp", "--agent", "sim"], {
+const child = spawn(nucleic, ["acp", "--agent", process.env.NUCLEIC_ACP_AGENT ?? "sim"], {
   env: { ...process.env, NUCLEIC_HOME: home },
   stdio: ["pipe", "pipe", "inherit"],
 });
@@ -42,6 +44,7 @@ const conn = acp
       toolCallId: params.update.toolCallId ?? null,
       status: params.update.status ?? null,
       text: params.update.content?.text ?? null,
+      mode: params.update.currentModeId ?? null,
       diff: Array.isArray(params.update.content)
         ? params.update.content.some((c) => c.type === "diff")
         : false,
@@ -123,6 +126,24 @@ if (scenario === "first") {
   }));
   report.loaded = { modes: loaded?.modes ?? null, updatesBeforeAnswer: report.updates.length };
   await prompt(sessionArg, "say still here");
+} else if (scenario === "modes") {
+  const created = await within(90000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
+  const sessionId = created.sessionId;
+  report.sessionId = sessionId;
+  report.modes = created.modes ?? null;
+  for (const modeId of ["readonly", "edit"]) {
+    const switched = new Promise((resolve) => {
+      onUpdate = (params) => params.update.currentModeId === modeId && resolve();
+    });
+    await within(30000, `set_mode ${modeId}`, agent.request("session/set_mode", { sessionId, modeId }));
+    await within(30000, `the mode update to ${modeId}`, switched);
+  }
+  onUpdate = () => {};
+  onPermission = async ({ params }) => {
+    report.permissions.push({ toolCall: params.toolCall, answered: "allow" });
+    return { outcome: { outcome: "selected", optionId: "allow" } };
+  };
+  await prompt(sessionId, "make the file");
 } else if (scenario === "leave") {
   const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
   report.sessionId = created.sessionId;

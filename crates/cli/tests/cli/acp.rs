@@ -28,10 +28,16 @@ pub(crate) fn peer_dir() -> PathBuf {
 
 /// Runs one scenario of the peer; its report.
 async fn peer(args: &[&str]) -> Value {
+    peer_with(args, &[]).await
+}
+
+/// [`peer`] with more environment (`NUCLEIC_ACP_AGENT`: the `--agent` of `nucleic acp`).
+pub(crate) async fn peer_with(args: &[&str], env: &[(&str, &str)]) -> Value {
     let dir = peer_dir();
     let run = tokio::process::Command::new("node")
         .arg(dir.join("peer.mjs"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(&dir)
         .kill_on_drop(true)
         .output();

@@ -30,6 +30,7 @@ mod plan_cli;
 mod pull_request;
 mod readme_walk;
 mod real_claude;
+mod real_claude_acp;
 mod real_claude_adopt;
 mod real_claude_checks;
 mod real_claude_credentials;
