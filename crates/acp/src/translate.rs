@@ -151,12 +151,13 @@ fn str_field<'a>(input: &'a Value, names: &[&str]) -> Option<&'a str> {
     names.iter().find_map(|n| input.get(*n).and_then(Value::as_str))
 }
 
-/// The ACP kind of a tool, by its name (Claude Code's and Codex's).
+/// The ACP kind of a tool, by its name (Claude Code's; Codex's as Nucleic names them:
+/// `shell`, `apply_patch`).
 pub(crate) fn tool_kind(name: &str) -> acp::ToolKind {
     match name {
         "Read" | "NotebookRead" => acp::ToolKind::Read,
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "fileChange" => acp::ToolKind::Edit,
-        "Bash" | "BashOutput" | "KillShell" | "commandExecution" => acp::ToolKind::Execute,
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "apply_patch" => acp::ToolKind::Edit,
+        "Bash" | "BashOutput" | "KillShell" | "shell" => acp::ToolKind::Execute,
         "Grep" | "Glob" | "LS" => acp::ToolKind::Search,
         "WebFetch" | "WebSearch" => acp::ToolKind::Fetch,
         "Task" => acp::ToolKind::Think,

@@ -180,3 +180,11 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn codex_tools_have_their_kinds() {
+    assert_eq!(tool_kind("shell"), acp::ToolKind::Execute);
+    assert_eq!(tool_kind("apply_patch"), acp::ToolKind::Edit);
+    assert_eq!(tool_kind("Bash"), acp::ToolKind::Execute);
+    assert_eq!(tool_kind("mcp__x__y"), acp::ToolKind::Other);
+}

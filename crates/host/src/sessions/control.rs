@@ -92,13 +92,16 @@ impl Context {
         if row.read_only {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
         }
-        let conversation = fork_of.map(str::to_owned).or(row.backend_session_id.clone());
         // A session started without a prompt (`nucleic acp`'s `session/new`) whose agent was
         // stopped before its first turn (a mode switch between read-only and writable stops an
-        // idle agent) has no conversation yet: its agent starts afresh, losing nothing.
-        let conversation = match conversation {
+        // idle agent) has no conversation to resume — Claude Code has none yet, Codex a thread
+        // with no rollout: its agent starts afresh, losing nothing. (No cost yet is the cheap
+        // sign; the transcript decides.)
+        let fresh =
+            fork_of.is_none() && row.cost_usd == 0.0 && self.stopped_before_a_prompt(&row).await?;
+        let conversation = match fork_of.map(str::to_owned).or(row.backend_session_id.clone()) {
+            _ if fresh => None,
             Some(conversation) => Some(conversation),
-            None if self.stopped_before_a_prompt(&row).await? => None,
             None => {
                 return Err(HostError::Invalid(format!(
                     "session {id} never started an agent conversation; nothing to resume"
