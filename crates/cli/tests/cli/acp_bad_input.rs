@@ -1,8 +1,9 @@
 //! `nucleic acp` against bad and hostile input, over raw JSON-RPC lines: malformed JSON, a
 //! JSON-RPC batch, unknown methods, a reused id, a 10 MB line, a `cwd` outside every project,
-//! a session of another project, a prompt for a session never attached — each answered with the
-//! protocol's error codes while it keeps serving, and nothing done. And a client that never
-//! reads: Nucleic's memory stays bounded, and once it reads again it gets every update, in order.
+//! a session of another project, a prompt for a session never attached, 50 prompts at once —
+//! each answered with the protocol's error codes while it keeps serving, and nothing done. And
+//! a client that never reads: Nucleic's memory stays bounded, and once it reads again it gets
+//! every update, in order.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -204,6 +205,26 @@ async fn bad_input_is_refused_with_json_rpc_errors_and_does_nothing() {
         !events.iter().any(|e| matches!(e.kind, nucleic_protocol::EventKind::UserText(_))),
         "a turn was sent: {events:?}"
     );
+
+    // 50 prompts at once for one session: each answered once, a turn at a time (the others
+    // refused while one runs).
+    let mut batch = String::new();
+    for id in 100..150 {
+        let prompt = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {
+            "sessionId": mine, "prompt": [{"type": "text", "text": "say hi"}]}});
+        batch.push_str(&format!("{prompt}\n"));
+    }
+    acp.send_line(batch.trim_end()).await;
+    let mut turns = 0;
+    for id in 100..150 {
+        let reply = acp.reply_to(&json!(id)).await;
+        match reply["result"]["stopReason"].as_str() {
+            Some("end_turn") => turns += 1,
+            _ => assert_eq!(code(&reply), -32600, "{reply}"),
+        }
+    }
+    assert!(turns >= 1, "no prompt got a turn");
+    assert!(acp.seen.iter().all(|m| m.get("method").is_some()), "a reply twice: {:?}", acp.seen);
 
     // A mode for a session without a policy (the simulated agent): the host's refusal.
     let mode =
