@@ -302,13 +302,12 @@ async fn prompt(
     }
 }
 
-/// `session/cancel`: interrupts the turn; its prompt is answered `cancelled` when it ends.
+/// `session/cancel`: interrupts the session's running turn, whoever started it; this
+/// connection's prompt, if it has one, is answered `cancelled` when the turn ends.
 async fn cancel(shared: Arc<Shared>, note: acp::CancelNotification) {
     let id = note.session_id.0.to_string();
     let Some(attached) = shared.attached(&id) else { return };
-    if !attached.cancelling() {
-        return;
-    }
+    attached.cancelling();
     let interrupted =
         shared.requests.lock().await.intent(Intent::Interrupt { session_id: id.clone() }).await;
     if let Err(e) = interrupted {

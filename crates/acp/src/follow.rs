@@ -71,14 +71,10 @@ impl Attached {
         }
     }
 
-    /// Marks the running turn cancelled; whether there is one.
-    pub(crate) fn cancelling(&self) -> bool {
-        match self.turn.lock().ok().as_deref_mut().and_then(Option::as_mut) {
-            Some(turn) => {
-                turn.cancelled = true;
-                true
-            }
-            None => false,
+    /// Marks this connection's running turn, if any, cancelled.
+    pub(crate) fn cancelling(&self) {
+        if let Some(turn) = self.turn.lock().ok().as_deref_mut().and_then(Option::as_mut) {
+            turn.cancelled = true;
         }
     }
 
