@@ -8,6 +8,8 @@
 //   node peer.mjs load NUCLEIC HOME CWD SESSION [FROM_SEQ]  session/load, then one more prompt
 //   node peer.mjs modes NUCLEIC HOME CWD   new session, its modes switched, a prompt whose
 //                                          permission the editor allows (a real agent)
+//   node peer.mjs critical NUCLEIC HOME CWD  new session, a prompt whose command the policy's
+//                                            invariants forbid: the editor allows whatever is asked
 //   node peer.mjs leave NUCLEIC HOME CWD   new session, a prompt; the editor closes while its
 //                                          permission is asked, unanswered
 //   node peer.mjs answer NUCLEIC HOME CWD SESSION  session/load; the approval still pending is
@@ -144,6 +146,15 @@ if (scenario === "first") {
     return { outcome: { outcome: "selected", optionId: "allow" } };
   };
   await prompt(sessionId, "make the file");
+} else if (scenario === "critical") {
+  const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
+  report.sessionId = created.sessionId;
+  // Whatever is asked, the editor allows it.
+  onPermission = async ({ params }) => {
+    report.permissions.push({ toolCall: params.toolCall, risk: params._meta?.nucleic?.risk ?? null });
+    return { outcome: { outcome: "selected", optionId: "allow" } };
+  };
+  await prompt(created.sessionId, "run it");
 } else if (scenario === "leave") {
   const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
   report.sessionId = created.sessionId;

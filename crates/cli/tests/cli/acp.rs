@@ -27,7 +27,7 @@ pub(crate) fn peer_dir() -> PathBuf {
 }
 
 /// Runs one scenario of the peer; its report.
-async fn peer(args: &[&str]) -> Value {
+pub(crate) async fn peer(args: &[&str]) -> Value {
     peer_with(args, &[]).await
 }
 
