@@ -47,7 +47,10 @@
 //! - `pool`: warm worktrees prepared ahead and handed to a session by renaming.
 //! - `reclaim`, `disk`: a finished session's worktree directory reclaimed and brought back; what a
 //!   worktree takes on disk.
-//! - `repo`: [`Repo`], opening a repository and its read-only facts.
+//! - `repo`, `opened`: [`Repo`], opening a repository (kept for the process while nothing git
+//!   read to find it changed) and its read-only facts.
+//! - `index`, `objects`: turn snapshots' trees and refs written in-process from the index `git
+//!   add` wrote (one git process per snapshot).
 //! - `runner`: the one runner that starts every git process: it names the git dir, common dir and
 //!   work tree from the host's records (never a `.git` file), locks configuration that runs
 //!   programs (fsmonitor, hooks, signing, external diff, credential / ssh helpers), reads no
@@ -62,6 +65,9 @@ mod diff;
 mod disk;
 mod error;
 mod finish;
+mod index;
+mod objects;
+mod opened;
 mod pool;
 mod provision;
 mod push;
@@ -82,6 +88,6 @@ pub use provision::SetupSpec;
 pub use push::{DEFAULT_REMOTE, PushOutcome, Remote};
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;
-pub use spawn::{ExecConfinement, exec_confinement};
+pub use spawn::{ExecConfinement, exec_confinement, git_processes};
 pub use turns::SNAPSHOT_REF_PREFIX;
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};
