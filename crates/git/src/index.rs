@@ -20,7 +20,9 @@ pub(crate) struct Entry {
 pub(crate) struct Unsupported(pub &'static str);
 
 const ENTRY_FIXED: usize = 40;
+const ASSUME_VALID: u16 = 0x8000;
 const EXTENDED: u16 = 0x4000;
+const SKIP_WORKTREE: u16 = 0x4000;
 const STAGE_MASK: u16 = 0x3000;
 const NAME_MASK: u16 = 0x0fff;
 const INTENT_TO_ADD: u16 = 0x2000;
@@ -37,6 +39,18 @@ pub(crate) fn read(
 
 /// Parses index file bytes (see `read`).
 pub(crate) fn parse(bytes: &[u8], hash_len: usize) -> Result<Vec<Entry>, Unsupported> {
+    parse_checked(bytes, hash_len, false)
+}
+
+/// Whether the index bytes can seed a kept snapshot index: an index this reader takes on in
+/// which no entry is marked assume-unchanged or skip-worktree. Git trusts such entries without
+/// looking at the file, so one the agent marked in its own index would hide its later edits of
+/// that file from every snapshot made through the kept index.
+pub(crate) fn can_seed(bytes: &[u8], hash_len: usize) -> bool {
+    parse_checked(bytes, hash_len, true).is_ok()
+}
+
+fn parse_checked(bytes: &[u8], hash_len: usize, no_trust: bool) -> Result<Vec<Entry>, Unsupported> {
     let mut at = Cursor { bytes, at: 0 };
     if at.take(4)? != b"DIRC" {
         return Err(Unsupported("not an index file"));
@@ -54,6 +68,9 @@ pub(crate) fn parse(bytes: &[u8], hash_len: usize) -> Result<Vec<Entry>, Unsuppo
         let mode = u32::from_be_bytes([fixed[24], fixed[25], fixed[26], fixed[27]]);
         let oid = at.take(hash_len)?.to_vec();
         let flags = at.u16()?;
+        if no_trust && flags & ASSUME_VALID != 0 {
+            return Err(Unsupported("assume-unchanged entries"));
+        }
         if flags & STAGE_MASK != 0 {
             return Err(Unsupported("unmerged entries"));
         }
@@ -62,6 +79,9 @@ pub(crate) fn parse(bytes: &[u8], hash_len: usize) -> Result<Vec<Entry>, Unsuppo
                 return Err(Unsupported("extended flags in a version 2 index"));
             }
             let extended = at.u16()?;
+            if no_trust && extended & SKIP_WORKTREE != 0 {
+                return Err(Unsupported("skip-worktree entries"));
+            }
             if extended & INTENT_TO_ADD != 0 {
                 return Err(Unsupported("intent-to-add entries"));
             }

@@ -23,10 +23,22 @@ impl TempIndex {
     /// shared temp dir). Copying keeps git's stat cache, so `git add -A` only rehashes files
     /// that changed instead of every file in the tree. The agent can write that dir too, so the
     /// copy is created new (`O_EXCL`, never through a symlink it planted).
-    fn copy_of(checkout: &Checkout) -> Result<TempIndex> {
+    ///
+    /// For views (`Unindexable::Skip`) an index with entries git trusts without looking at the
+    /// file (assume-unchanged, skip-worktree: [`crate::index::can_seed`]) is not copied — the
+    /// agent could mark a file so to hide its edits from every diff — and git starts from an
+    /// empty index (every file hashed).
+    fn copy_of(checkout: &Checkout, unindexable: Unindexable) -> Result<TempIndex> {
         let temp = TempIndex { path: checkout.git_dir.join(temp_name("nucleic-index")) };
         temp.remove();
         copy_index(&checkout.git_dir.join("index"), &temp.path)?;
+        if unindexable == Unindexable::Skip {
+            let hash_len = checkout.empty_tree.len() / 2;
+            let bytes = std::fs::read(&temp.path).unwrap_or_default();
+            if !bytes.is_empty() && !crate::index::can_seed(&bytes, hash_len) {
+                temp.remove();
+            }
+        }
         Ok(temp)
     }
 
@@ -127,7 +139,7 @@ pub(crate) fn snapshot(checkout: &Checkout, unindexable: Unindexable) -> Result<
 /// temporary index (the checkout's own index is never touched). One git process (`add`); the
 /// tree objects are written in-process ([`tree_of_index`]).
 pub(crate) fn working_tree(checkout: &Checkout, unindexable: Unindexable) -> Result<String> {
-    let index = TempIndex::copy_of(checkout)?;
+    let index = TempIndex::copy_of(checkout, unindexable)?;
     add_all(checkout, index.path(), unindexable, false)?;
     tree_of_index(checkout, index.path())
 }
@@ -168,12 +180,20 @@ fn kept_index_lock(index: &Path) -> Arc<Mutex<()>> {
 }
 
 /// Starts a kept index as a copy of the checkout's own index, whole or not at all (written
-/// aside and renamed into place).
+/// aside and renamed into place). The agent writes that index: one with entries git would
+/// trust without looking at the file ([`crate::index::can_seed`]) is not copied, and the kept
+/// index starts empty (the first snapshot hashes every file).
 fn seed_kept_index(checkout: &Checkout, index: &Path) -> Result<()> {
     let mut aside = index.as_os_str().to_owned();
     aside.push(format!(".{}", temp_name("seed")));
     let aside = PathBuf::from(aside);
     copy_index(&checkout.git_dir.join("index"), &aside)?;
+    let hash_len = checkout.empty_tree.len() / 2;
+    let trusted = std::fs::read(&aside).is_ok_and(|b| crate::index::can_seed(&b, hash_len));
+    if !trusted {
+        let _ = std::fs::remove_file(&aside);
+        return Ok(());
+    }
     if std::fs::symlink_metadata(&aside).is_ok() {
         std::fs::rename(&aside, index).map_err(|e| {
             let _ = std::fs::remove_file(&aside);
@@ -190,7 +210,12 @@ fn seed_kept_index(checkout: &Checkout, index: &Path) -> Result<()> {
 /// (unchanged directories are not read again) and no trailing checksum (nothing but the host
 /// reads it), and is never split.
 fn add_all(checkout: &Checkout, index: &Path, unindexable: Unindexable, kept: bool) -> Result<()> {
-    let mut add = git(checkout);
+    // Whatever the repository's config says, a file counts as unchanged only when its whole
+    // stat matches — ctime included, which no writer can set back — and nothing is added
+    // marked assume-unchanged.
+    let mut add =
+        git(checkout).args(["-c", "core.checkStat=default", "-c", "core.trustctime=true"]);
+    add = add.args(["-c", "core.ignoreStat=false"]);
     if kept {
         add = add.args(["-c", "core.untrackedCache=true", "-c", "index.skipHash=true"]);
         add = add.args(["-c", "core.splitIndex=false"]);

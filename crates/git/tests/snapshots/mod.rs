@@ -3,6 +3,8 @@
 //! every change, a snapshot costs one git process and an opened repository none, and a snapshot
 //! killed half-way leaves nothing that breaks or falsifies the next one.
 
+mod hostile;
+
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,13 +117,14 @@ fn the_kept_index_follows_every_change_in_one_git_process_each() {
     f.repo.record_snapshot_kept(&wt, "k", "0", &index).unwrap();
     std::thread::sleep(Duration::from_millis(60));
     let _ = Repo::open(&f.root).unwrap();
-    let steps: Vec<Box<dyn Fn(&Path)>> = vec![
+    type Step = Box<dyn Fn(&Path)>;
+    let steps: Vec<Step> = vec![
         Box::new(|wt| write(&wt.join("a.txt"), "one\nTWO\nthree\n")),
         Box::new(|wt| write(&wt.join("src/new.rs"), "fn main() {}\n")),
         Box::new(|wt| std::fs::remove_file(wt.join("b.txt")).unwrap()),
         // The same size, the same second: racy git must not hide it.
         Box::new(|wt| write(&wt.join("a.txt"), "one\nTWX\nthree\n")),
-        Box::new(|wt| plant_everything(wt)),
+        Box::new(plant_everything),
         Box::new(|wt| std::fs::remove_dir_all(wt.join("a")).unwrap()),
         Box::new(|wt| run_git(wt, &["add", "-A"]).truncate(0)),
         Box::new(|wt| run_git(wt, &["commit", "-q", "-m", "agent"]).truncate(0)),
