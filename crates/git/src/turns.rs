@@ -59,6 +59,15 @@ impl Repo {
         Ok(tree)
     }
 
+    /// Records `tree` (a tree an earlier snapshot of this repository wrote) as the snapshot
+    /// `refs/nucleic/turns/<key>/<name>`, without reading any worktree and without a git
+    /// process: for a boundary the caller knows left the worktree as it was at that snapshot.
+    pub fn record_tree(&self, tree: &str, key: &str, name: &str) -> Result<String> {
+        let reference = snapshot_ref(key, Some(name))?;
+        self.point_ref(&reference, tree)?;
+        Ok(tree.to_owned())
+    }
+
     /// Points the snapshot ref `reference` at `tree`: the loose ref written in-process, or
     /// `git update-ref` where refs are not loose files (reftable).
     fn point_ref(&self, reference: &str, tree: &str) -> Result<()> {

@@ -3,6 +3,7 @@
 //! `refs/nucleic/turns/<session>/`, never a commit on the person's behalf).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use nucleic_git::{Repo, Worktree};
 use nucleic_protocol::{DiffFile, GitFacts, TurnSnapshot};
@@ -181,6 +182,9 @@ impl Context {
     /// Records a boundary, the session's snapshot lock held by the caller. Never fails: a
     /// session without a worktree has no snapshots, and a failure is logged.
     async fn record_held(&self, id: &str, boundary: Boundary, commit: Option<String>) {
+        if !self.turn_snapshots.load(Ordering::Relaxed) {
+            return;
+        }
         let Ok(place) = self.session_worktree(id).await else { return };
         if let Err(e) = self.record_boundary(id, place, boundary, commit).await {
             eprintln!("nucleic: no turn snapshot for session {id}: {e}");
@@ -209,14 +213,37 @@ impl Context {
         };
         let key = id.to_owned();
         let SessionWorktree { root, worktree, .. } = place;
-        let tree = blocking(move || {
+        let index = self.snapshot_index_path(id);
+        // A turn starting on a worktree nothing touched since the last turn's end snapshot
+        // starts from that tree: no git process, and the prompt does not wait for one.
+        let unchanged = match boundary {
+            Boundary::Start => self.turn_watches.take_unchanged(id),
+            Boundary::End => None,
+        };
+        let host = self.me.clone();
+        // The project's repository is kept open between boundaries (`Repo::open` asks git again
+        // only when what it read changed), and the session's snapshot index is kept in the
+        // host's own directory: at most one git process per boundary.
+        let (tree, watch) = blocking(move || {
             let repo = Repo::open(&root)?;
-            match commit {
-                Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name),
-                _ => repo.record_snapshot(&worktree, &key, &name),
+            if let Some(tree) = unchanged {
+                return Ok((repo.record_tree(&tree, &key, &name)?, None));
             }
+            // Watching starts before the worktree is read (`turn_watch.rs`).
+            let watch = match (boundary, host.upgrade()) {
+                (Boundary::End, Some(host)) => host.turn_watches.watch(&worktree.path),
+                _ => None,
+            };
+            let tree = match commit {
+                Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name)?,
+                _ => repo.record_snapshot_kept(&worktree, &key, &name, &index)?,
+            };
+            Ok::<_, nucleic_git::GitError>((tree, watch))
         })
         .await?;
+        if let Some(watch) = watch {
+            self.turn_watches.keep(id, tree.clone(), watch);
+        }
         let at = now().unix_millis();
         match boundary {
             Boundary::Start => {
@@ -252,11 +279,26 @@ impl Context {
         }
         let lock = self.review_locks.of(id);
         let _held = lock.lock().await;
+        self.turn_watches.forget(id);
         let _ = std::fs::remove_file(self.turns_path(id));
+        let _ = std::fs::remove_file(self.snapshot_index_path(id));
+    }
+
+    /// Whether turn boundaries are snapshotted (on unless switched off): for measuring what
+    /// snapshots cost. Turns that run with them off have no per-turn diff.
+    pub fn set_turn_snapshots(&self, on: bool) {
+        self.turn_snapshots.store(on, Ordering::Relaxed);
     }
 
     fn turns_path(&self, id: &str) -> PathBuf {
         self.config.transcript_path(id).with_file_name("turns.json")
+    }
+
+    /// `sessions/<id>/snapshot.index`: the git index the session's turn snapshots are written
+    /// through, kept from one boundary to the next so only changed files are hashed. In the
+    /// host's own 0700 directory, where the agent cannot plant entries in it.
+    fn snapshot_index_path(&self, id: &str) -> PathBuf {
+        self.config.transcript_path(id).with_file_name("snapshot.index")
     }
 
     async fn turn_log(&self, id: &str) -> Result<TurnLog, HostError> {
