@@ -216,34 +216,38 @@ impl Context {
         let index = self.snapshot_index_path(id);
         // A turn starting on a worktree nothing touched since the last turn's end snapshot
         // starts from that tree: no git process, and the prompt does not wait for one.
-        let unchanged = match boundary {
-            Boundary::Start => self.turn_watches.take_unchanged(id),
-            Boundary::End => None,
-        };
+        let taken = self.turn_watches.take(id);
         let host = self.me.clone();
+        let session = id.to_owned();
         // The project's repository is kept open between boundaries (`Repo::open` asks git again
         // only when what it read changed), and the session's snapshot index is kept in the
         // host's own directory: at most one git process per boundary.
-        let (tree, watch) = blocking(move || {
+        // Watches are opened and closed here, on the blocking thread (`turn_watch.rs`).
+        let tree = blocking(move || {
             let repo = Repo::open(&root)?;
-            if let Some(tree) = unchanged {
-                return Ok((repo.record_tree(&tree, &key, &name)?, None));
-            }
-            // Watching starts before the worktree is read (`turn_watch.rs`).
-            let watch = match (boundary, host.upgrade()) {
-                (Boundary::End, Some(host)) => host.turn_watches.watch(&worktree.path),
-                _ => None,
+            let unchanged = match boundary {
+                Boundary::Start => crate::dev_loop::turn_watch::unchanged(taken),
+                Boundary::End => {
+                    drop(taken);
+                    None
+                }
             };
+            if let Some(tree) = unchanged {
+                return repo.record_tree(&tree, &key, &name);
+            }
+            // Watching starts before the worktree is read.
+            let host = host.upgrade().filter(|_| boundary == Boundary::End);
+            let watch = host.as_ref().and_then(|h| h.turn_watches.watch(&worktree.path));
             let tree = match commit {
                 Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name)?,
                 _ => repo.record_snapshot_kept(&worktree, &key, &name, &index)?,
             };
-            Ok::<_, nucleic_git::GitError>((tree, watch))
+            if let (Some(host), Some(watch)) = (host, watch) {
+                drop(host.turn_watches.keep(&session, tree.clone(), watch));
+            }
+            Ok::<_, nucleic_git::GitError>(tree)
         })
         .await?;
-        if let Some(watch) = watch {
-            self.turn_watches.keep(id, tree.clone(), watch);
-        }
         let at = now().unix_millis();
         match boundary {
             Boundary::Start => {
@@ -279,7 +283,12 @@ impl Context {
         }
         let lock = self.review_locks.of(id);
         let _held = lock.lock().await;
-        self.turn_watches.forget(id);
+        let watch = self.turn_watches.take(id);
+        let _ = blocking(move || {
+            drop(watch);
+            Ok::<_, HostError>(())
+        })
+        .await;
         let _ = std::fs::remove_file(self.turns_path(id));
         let _ = std::fs::remove_file(self.snapshot_index_path(id));
     }
