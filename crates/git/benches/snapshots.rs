@@ -1,7 +1,10 @@
-//! Times a turn snapshot (`Repo::record_snapshot`: the working tree as a tree object in a
-//! temporary index, kept by a ref) and a turn's diff (`Repo::diff_trees` between two snapshots)
-//! in a worktree of a synthetic repository, 20,000 files by default, next to a plain
-//! `git status` of the same worktree in the same round (the machine's load moves both).
+//! Times a turn snapshot as the host takes it (`Repo::open` of the project, then
+//! `Repo::record_snapshot_kept`: `git add -A` into the session's kept snapshot index, the trees
+//! and the ref written in-process), the same with a fresh copy of the worktree's index
+//! (`Repo::record_snapshot`), and a turn's diff (`Repo::diff_trees` between two snapshots) in a
+//! worktree of a synthetic repository, 20,000 files by default, next to a plain `git status` of
+//! the same worktree in the same round (the machine's load moves both). Counts the git
+//! processes each snapshot started (`nucleic_git::git_processes`).
 //!
 //! `cargo bench -p nucleic-git --bench snapshots` (SNAP_FILES, SNAP_ROUNDS to change the size).
 
@@ -11,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use nucleic_git::{Repo, WorktreeSpec};
+use nucleic_git::{Repo, WorktreeSpec, git_processes};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -65,10 +68,13 @@ fn main() {
         std::fs::write(target.join(format!("o{i}.o")), "object\n").unwrap();
     }
 
+    let index = scratch.path().join("snapshot.index");
     let mut snapshot_ms = Vec::with_capacity(rounds);
+    let mut copied_ms = Vec::with_capacity(rounds);
     let mut diff_ms = Vec::with_capacity(rounds);
     let mut status_ms = Vec::with_capacity(rounds);
-    let mut previous = repo.record_snapshot(&wt, "bench", "0").unwrap();
+    let mut processes = Vec::with_capacity(rounds);
+    let mut previous = repo.record_snapshot_kept(&wt, "bench", "0", &index).unwrap();
     for round in 1..=rounds {
         // A turn's typical work: some edits, a new file.
         for i in 0..20 {
@@ -80,10 +86,18 @@ fn main() {
         let start = Instant::now();
         git(&wt.path, &["status", "--porcelain", "--untracked-files=all"]);
         status_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        let spawned = git_processes();
         let start = Instant::now();
+        let name = round.to_string();
         let tree =
-            Repo::open(&root).unwrap().record_snapshot(&wt, "bench", &round.to_string()).unwrap();
+            Repo::open(&root).unwrap().record_snapshot_kept(&wt, "bench", &name, &index).unwrap();
         snapshot_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        processes.push(git_processes() - spawned);
+        // The same tree through a fresh copy of the worktree's own index (reviews, git facts).
+        let start = Instant::now();
+        let copied = Repo::open(&root).unwrap().snapshot_tree(&wt).unwrap();
+        copied_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(copied, tree, "the kept index and a copy of the worktree's disagree");
         let start = Instant::now();
         let diff = Repo::open(&root).unwrap().diff_trees(&previous, &tree).unwrap();
         diff_ms.push(start.elapsed().as_secs_f64() * 1000.0);
@@ -91,9 +105,22 @@ fn main() {
         assert!(diff.files.iter().all(|f| !f.path.starts_with("target")));
         previous = tree;
     }
-    report(&format!("turn snapshot ({files} files, {rounds} rounds)"), snapshot_ms);
+    let median = |times: &[f64]| {
+        let mut sorted = times.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    };
+    let ratio = median(&snapshot_ms) / median(&status_ms);
+    let copied_ratio = median(&copied_ms) / median(&status_ms);
+    report(&format!("turn snapshot, kept index ({files} files, {rounds} rounds)"), snapshot_ms);
+    report(&format!("turn snapshot tree, copy of the worktree's index ({files} files)"), copied_ms);
     report(&format!("turn diff ({files} files, {rounds} rounds)"), diff_ms);
     report(&format!("plain git status, same worktree ({files} files, {rounds} rounds)"), status_ms);
+    println!(
+        "turn snapshot ÷ git status (medians, same run): {ratio:.2} (copy of the index: {copied_ratio:.2})"
+    );
+    let (min, max) = (processes.iter().min().unwrap(), processes.iter().max().unwrap());
+    println!("git processes per turn snapshot (open + record, counted): {min}–{max}");
     let start = Instant::now();
     let dropped = repo.drop_snapshots("bench").unwrap();
     println!("dropping {dropped} snapshot refs: {:.1} ms", start.elapsed().as_secs_f64() * 1000.0);

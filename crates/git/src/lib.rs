@@ -8,12 +8,20 @@
 //!
 //! # Git CLI, not a library
 //!
-//! Everything runs the `git` executable, through a single runner (`LC_ALL=C`,
+//! Everything that reads a worktree, merges or moves a branch runs the `git` executable (by
+//! absolute path, counted: [`git_processes`]), through a single runner (`LC_ALL=C`,
 //! `GIT_TERMINAL_PROMPT=0`, `core.quotepath=off`, `GIT_OPTIONAL_LOCKS=0` for queries, and
 //! never the caller's `GIT_DIR`/`GIT_WORK_TREE`/`GIT_INDEX_FILE`), parsing `-z` porcelain output.
 //! libgit2 (`git2`) does not refuse to clobber uncommitted files on checkout and lacks parts of
 //! git's semantics (sparse checkout, hooks, config corner cases); gix cannot create worktrees,
 //! merge or rebase. The CLI is the implementation users already trust with their repositories.
+//! The one exception is pure object writing for turn snapshots: the trees of an index `git add`
+//! wrote and the loose snapshot ref are written in-process (`index`, `objects`), so a snapshot
+//! is one git process instead of three. Gitoxide was not taken for it: `gix-index` and
+//! `gix-object` alone are 58 crates (`cargo tree`, 22 of them `gix-*`, some in versions the
+//! workspace does not build), for what is a few hundred lines over `sha1`, `sha2` and `flate2`,
+//! which the workspace already builds; and its index reader would be one more parser of a file
+//! the agent can write (here the index is the host's own, seeded only from a checked copy).
 //!
 //! # Safety rules
 //!
@@ -47,7 +55,10 @@
 //! - `pool`: warm worktrees prepared ahead and handed to a session by renaming.
 //! - `reclaim`, `disk`: a finished session's worktree directory reclaimed and brought back; what a
 //!   worktree takes on disk.
-//! - `repo`: [`Repo`], opening a repository and its read-only facts.
+//! - `repo`, `opened`: [`Repo`], opening a repository (kept for the process while nothing git
+//!   read to find it changed) and its read-only facts.
+//! - `index`, `objects`: turn snapshots' trees and refs written in-process from the index `git
+//!   add` wrote (one git process per snapshot).
 //! - `runner`: the one runner that starts every git process: it names the git dir, common dir and
 //!   work tree from the host's records (never a `.git` file), locks configuration that runs
 //!   programs (fsmonitor, hooks, signing, external diff, credential / ssh helpers), reads no
@@ -62,6 +73,9 @@ mod diff;
 mod disk;
 mod error;
 mod finish;
+mod index;
+mod objects;
+mod opened;
 mod pool;
 mod provision;
 mod push;
@@ -82,6 +96,6 @@ pub use provision::SetupSpec;
 pub use push::{DEFAULT_REMOTE, PushOutcome, Remote};
 pub use repo::{HeadState, Repo};
 pub use runner::GIT_DEADLINE;
-pub use spawn::{ExecConfinement, exec_confinement};
+pub use spawn::{ExecConfinement, exec_confinement, git_processes};
 pub use turns::SNAPSHOT_REF_PREFIX;
 pub use worktree::{BRANCH_PREFIX, WORKTREES_DIR, Worktree, WorktreeEntry, WorktreeSpec};

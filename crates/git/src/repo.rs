@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GitError, Result};
+use crate::opened;
 use crate::runner::{Checkout, GIT_DEADLINE, discover, empty_tree, git, require_git_version};
 
 /// A non-bare repository, opened at the root of the checkout the user works in ("the main
@@ -34,8 +35,22 @@ impl Repo {
     /// Opens the repository containing `path`. Its root is the canonical top level of the
     /// checkout `path` is in. Refuses paths outside any repository ([`GitError::NotARepo`]) and
     /// bare repositories ([`GitError::BareRepo`]).
+    ///
+    /// A repository opened at its root before is kept and handed out again, without a git
+    /// process, while nothing discovery read has changed (`opened.rs` says what is compared).
     pub fn open(path: impl AsRef<Path>) -> Result<Repo> {
         let path = path.as_ref();
+        if let Some(repo) = opened::lookup(path) {
+            return Ok(repo);
+        }
+        let started = std::time::SystemTime::now();
+        let repo = Repo::discover(path)?;
+        opened::keep(path, &repo, started);
+        Ok(repo)
+    }
+
+    /// Asks git where the checkout containing `path` is (see [`Repo::open`]).
+    fn discover(path: &Path) -> Result<Repo> {
         if !path.is_dir() {
             return Err(GitError::NotARepo { path: path.to_path_buf() });
         }

@@ -183,7 +183,8 @@ pub(crate) fn discover(dir: &Path) -> GitCommand {
 pub(crate) fn require_git_version() -> Result<()> {
     static CHECK: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     let check = CHECK.get_or_init(|| {
-        let output = Command::new("git")
+        spawn::count_spawn();
+        let output = Command::new(spawn::git_binary())
             .arg("--version")
             .env("LC_ALL", "C")
             .stdin(Stdio::null())
@@ -263,7 +264,7 @@ impl GitCommand {
     /// The process to start: `git --no-pager [--attr-source=<empty tree>] <args>` with the
     /// locations and the locked configuration in its environment.
     fn command(&self) -> Command {
-        let mut command = Command::new("git");
+        let mut command = Command::new(spawn::git_binary());
         command.arg("--no-pager");
         for key in REPO_LOCAL_ENV {
             command.env_remove(key);

@@ -12,8 +12,10 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,40 @@ pub enum ExecConfinement {
 /// Whether host git calls are confined on this machine (decided once per process).
 pub fn exec_confinement() -> ExecConfinement {
     imp::status()
+}
+
+/// Git processes started by this process so far (every one, whatever for).
+static SPAWNED: AtomicU64 = AtomicU64::new(0);
+
+/// How many git processes this process has started so far: every command the runner ran, the
+/// one-time version check and confinement probe included. Benches read it to count the
+/// processes an operation costs.
+pub fn git_processes() -> u64 {
+    SPAWNED.load(Ordering::Relaxed)
+}
+
+/// Counts one git process about to start.
+pub(crate) fn count_spawn() {
+    SPAWNED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The git binary every host git call runs: the first executable `git` on `PATH` when the
+/// process first needed it, resolved to an absolute path (no `PATH` walk at every call); plain
+/// `git` when there is none, which then fails to start with a clear error.
+pub(crate) fn git_binary() -> &'static Path {
+    static GIT: OnceLock<PathBuf> = OnceLock::new();
+    GIT.get_or_init(|| which_git().unwrap_or_else(|| PathBuf::from("git")))
+}
+
+/// The `git` that `Command::new("git")` would run: the first executable on `PATH`, resolved.
+fn which_git() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join("git")).find_map(|candidate| {
+        let meta = std::fs::metadata(&candidate).ok()?;
+        let executable = meta.is_file() && meta.permissions().mode() & 0o111 != 0;
+        executable.then(|| std::fs::canonicalize(&candidate).ok()).flatten()
+    })
 }
 
 /// What the spawning thread reports.
@@ -54,6 +90,7 @@ pub(crate) fn output_allowing(
     also_executable: Vec<PathBuf>,
 ) -> io::Result<Output> {
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    count_spawn();
     let (report, progress) = mpsc::channel();
     std::thread::Builder::new().name("git".into()).spawn(move || {
         let child = imp::confine_this_thread(&also_executable).and_then(|()| command.spawn());
@@ -150,7 +187,8 @@ mod imp {
             std::thread::scope(|scope| {
                 scope
                     .spawn(|| {
-                        let mut probe = Command::new("git");
+                        super::count_spawn();
+                        let mut probe = Command::new(super::git_binary());
                         probe.arg("--version").stdout(Stdio::null());
                         run_restricted(&ruleset, probe)
                     })
@@ -217,7 +255,10 @@ mod imp {
     /// What git needs to execute: its binary, its exec-path (sub-commands) and the dynamic
     /// loader named in the binary.
     fn executables() -> Result<Vec<PathBuf>, String> {
-        let git = which_git().ok_or("git is not on PATH")?;
+        let git = super::git_binary().to_path_buf();
+        if !git.is_absolute() {
+            return Err("git is not on PATH".to_owned());
+        }
         let binary = std::fs::read(&git).map_err(|e| format!("cannot read {git:?}: {e}"))?;
         if binary.starts_with(b"#!") {
             return Err(format!("{git:?} is a script, not the git binary"));
@@ -237,17 +278,6 @@ mod imp {
             allowed.push(loader);
         }
         Ok(allowed)
-    }
-
-    /// The `git` that `Command::new("git")` runs: the first executable on `PATH`, resolved.
-    fn which_git() -> Option<PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
-        let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path).map(|dir| dir.join("git")).find_map(|candidate| {
-            let meta = std::fs::metadata(&candidate).ok()?;
-            let executable = meta.is_file() && meta.permissions().mode() & 0o111 != 0;
-            executable.then(|| std::fs::canonicalize(&candidate).ok()).flatten()
-        })
     }
 
     /// The program interpreter (`PT_INTERP`) of an ELF executable; `None` for a static one.

@@ -6,9 +6,10 @@ use std::path::{Component, Path};
 
 use crate::diff::{Diff, tree_diff};
 use crate::error::{GitError, Result};
+use crate::objects::{RefWrite, write_ref};
 use crate::repo::Repo;
 use crate::runner::git;
-use crate::snapshot::{Unindexable, working_tree};
+use crate::snapshot::{Unindexable, working_tree, working_tree_kept};
 use crate::worktree::Worktree;
 
 /// Where snapshot refs live: `refs/nucleic/turns/<key>/<name>`.
@@ -19,10 +20,31 @@ impl Repo {
     /// ignored files left out) as a tree object in a temporary index, and points
     /// `refs/nucleic/turns/<key>/<name>` at it so that git keeps it. Nothing else moves: no
     /// commit is made, the session branch, its index and HEAD stay as they are. The tree's id.
+    ///
+    /// One git process (`git add -A` into a copy of the worktree's index); the trees and the
+    /// ref are written in-process (`objects.rs`).
     pub fn record_snapshot(&self, worktree: &Worktree, key: &str, name: &str) -> Result<String> {
         let reference = snapshot_ref(key, Some(name))?;
         let tree = self.snapshot_tree(worktree)?;
-        git(self.main()).args(["update-ref", "--no-deref", &reference, &tree]).run()?;
+        self.point_ref(&reference, &tree)?;
+        Ok(tree)
+    }
+
+    /// [`Repo::record_snapshot`] with a snapshot index kept at `index` from one snapshot of
+    /// this worktree to the next (a file the caller owns, in a directory the agent cannot
+    /// write; created on first use from a copy of the worktree's index): only the files that
+    /// changed since the previous snapshot are hashed. One git process.
+    pub fn record_snapshot_kept(
+        &self,
+        worktree: &Worktree,
+        key: &str,
+        name: &str,
+        index: &Path,
+    ) -> Result<String> {
+        let reference = snapshot_ref(key, Some(name))?;
+        let dir = self.session(worktree)?;
+        let tree = working_tree_kept(&dir, index)?;
+        self.point_ref(&reference, &tree)?;
         Ok(tree)
     }
 
@@ -33,8 +55,27 @@ impl Repo {
         let spec = format!("{}^{{tree}}", object_id(commit)?);
         let tree =
             git(self.main()).args(["rev-parse", "--verify", &spec]).read_only().run_text()?;
-        git(self.main()).args(["update-ref", "--no-deref", &reference, &tree]).run()?;
+        self.point_ref(&reference, &tree)?;
         Ok(tree)
+    }
+
+    /// Records `tree` (a tree an earlier snapshot of this repository wrote) as the snapshot
+    /// `refs/nucleic/turns/<key>/<name>`, without reading any worktree and without a git
+    /// process: for a boundary the caller knows left the worktree as it was at that snapshot.
+    pub fn record_tree(&self, tree: &str, key: &str, name: &str) -> Result<String> {
+        let reference = snapshot_ref(key, Some(name))?;
+        self.point_ref(&reference, tree)?;
+        Ok(tree.to_owned())
+    }
+
+    /// Points the snapshot ref `reference` at `tree`: the loose ref written in-process, or
+    /// `git update-ref` where refs are not loose files (reftable).
+    fn point_ref(&self, reference: &str, tree: &str) -> Result<()> {
+        let tree = object_id(tree)?;
+        if write_ref(self.common_dir(), reference, tree)? == RefWrite::NotLoose {
+            git(self.main()).args(["update-ref", "--no-deref", reference, tree]).run()?;
+        }
+        Ok(())
     }
 
     /// The working tree of `worktree` now, as a tree object (no ref keeps it).

@@ -5,6 +5,7 @@
 mod hostile;
 mod pool;
 mod push;
+mod snapshots;
 mod support;
 mod turns;
 

@@ -56,6 +56,10 @@ pub struct Context {
     pub(crate) reply_turns: crate::api::reply_turns::ReplyTurns,
     /// One lock per session for its turn snapshots and review comments (`turns.rs`).
     pub(crate) review_locks: crate::dev_loop::session_locks::SessionLocks,
+    /// Whether turn boundaries are snapshotted (`turns.rs`; on unless a bench switches it off).
+    pub(crate) turn_snapshots: std::sync::atomic::AtomicBool,
+    /// Watches on worktrees since their last turn's end snapshot (`turn_watch.rs`).
+    pub(crate) turn_watches: crate::dev_loop::turn_watch::TurnWatches,
 }
 
 impl Context {

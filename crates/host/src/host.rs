@@ -92,6 +92,8 @@ impl Host {
             disk_moves: tokio::sync::Mutex::default(),
             reply_turns: crate::api::reply_turns::ReplyTurns::default(),
             review_locks: crate::dev_loop::session_locks::SessionLocks::default(),
+            turn_snapshots: std::sync::atomic::AtomicBool::new(true),
+            turn_watches: crate::dev_loop::turn_watch::TurnWatches::default(),
         });
         tokio::spawn(crate::dev_loop::checks::after_turns(Arc::downgrade(&ctx), turns_done));
         ctx.readopt_keepers(kept).await;

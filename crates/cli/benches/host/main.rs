@@ -12,7 +12,10 @@
 //!    (stamped by the session writer) to the client. Five probe sessions (this binary started as
 //!    the `claude` backend, see [`probe_agent`]) write timestamped lines throughout, which
 //!    measures agent stdout → writer, → an in-process subscriber and → the client. Fails if any
-//!    stream has a gap or a duplicate, or ends short of its transcript's last seq.
+//!    stream has a gap or a duplicate, or ends short of its transcript's last seq. The flat-out
+//!    run goes twice, with turn snapshots on and off (`Host::set_turn_snapshots`), and counts
+//!    the git processes the host started (`nucleic_git::git_processes`) per turn boundary it
+//!    snapshotted (new refs under `refs/nucleic/turns/`).
 //! 3. **Catch-up of 100k events from a cursor**: one session driven to ≥ 100k events, then read
 //!    from seq 1 while it is live and idle (fails if that stalls), and after a daemon restart
 //!    (replay) over the WebSocket from seq 1 and from the middle, in-process from seq 1, and as

@@ -91,8 +91,9 @@ pub(crate) async fn parallel_sessions(daemon: &Daemon, home: &Path, root: &Path)
 
     // Paced: `slow` makes the agent sleep 200 ms between stream chunks, like a live model;
     // the sessions start 4 ms apart so their chunks are not all in phase.
+    let paced_name = "paced (`slow`: 200 ms between chunks, starts staggered over 200 ms)";
     let paced = Workload {
-        name: "paced (`slow`: 200 ms between chunks, starts staggered over 200 ms)",
+        name: paced_name,
         turns: 1,
         stagger: Duration::from_millis(4),
         prompt: |_| {
@@ -101,8 +102,54 @@ pub(crate) async fn parallel_sessions(daemon: &Daemon, home: &Path, root: &Path)
             format!("slow: {}", writes.join(" then "))
         },
     };
-    // Flat out: every agent answers as fast as it can, 6 turns of 60 tool calls each.
-    let flat = Workload {
+    let paced_token = token.to_owned();
+    let targets_paced = targets.clone();
+    let mut report =
+        join(client_thread(move || stream_client(addr, paced_token, targets_paced, paced))).await?;
+    in_window(&mut report, &watched);
+    report.print(paced_name, n);
+    // Flat out, twice in the same run: with turn snapshots (the host's default) and without,
+    // counting the git processes the host starts and the boundaries it snapshots.
+    let mut flat_rates = Vec::new();
+    for snapshots in [true, false] {
+        host.set_turn_snapshots(snapshots);
+        let refs_before = snapshot_refs(root)?;
+        let spawned = nucleic_git::git_processes();
+        let token = token.to_owned();
+        let targets = targets.clone();
+        let workload = flat_out();
+        let mut report =
+            join(client_thread(move || stream_client(addr, token, targets, workload))).await?;
+        // The last turns' end snapshots run after their TurnCompleted went out: wait for git
+        // to go quiet before counting.
+        let spawned = settled_git_processes().await - spawned;
+        let boundaries = snapshot_refs(root)? - refs_before;
+        in_window(&mut report, &watched);
+        let label =
+            if snapshots { "flat out, turn snapshots on" } else { "flat out, turn snapshots off" };
+        report.print(&format!("{} ({label})", flat_out().name), n);
+        let per = if boundaries == 0 { 0.0 } else { spawned as f64 / boundaries as f64 };
+        println!(
+            "     git processes started by the host: {spawned}, turn boundaries snapshotted: {boundaries} ({per:.2} git processes per boundary, counted)"
+        );
+        flat_rates.push(report.events as f64 / report.elapsed.as_secs_f64());
+    }
+    host.set_turn_snapshots(true);
+    if let [on, off] = flat_rates[..] {
+        println!(
+            "  flat out with turn snapshots ÷ without (same run): {:.2} ({on:.0} / {off:.0} events/s)",
+            on / off
+        );
+    }
+    for w in watchers {
+        w.abort();
+    }
+    Ok(())
+}
+
+/// Flat out: every agent answers as fast as it can, 6 turns of 60 tool calls each.
+fn flat_out() -> Workload {
+    Workload {
         name: "flat out (6 turns × 60 tool calls, all at once)",
         turns: 6,
         stagger: Duration::ZERO,
@@ -112,26 +159,37 @@ pub(crate) async fn parallel_sessions(daemon: &Daemon, home: &Path, root: &Path)
                 .collect();
             writes.join(" then ")
         },
-    };
-    for workload in [paced, flat] {
-        let token = token.to_owned();
-        let targets = targets.clone();
-        let name = workload.name;
-        let mut report =
-            join(client_thread(move || stream_client(addr, token, targets, workload))).await?;
-        if let Ok(w) = watched.lock() {
-            report.probe_in_process = w
-                .iter()
-                .filter(|(t, _)| *t >= report.t0 && *t <= report.t0 + report.elapsed)
-                .map(|(_, l)| *l)
-                .collect();
+    }
+}
+
+/// Keeps the in-process probe latencies that fall inside the report's run.
+fn in_window(report: &mut StreamReport, watched: &std::sync::Mutex<Vec<(Instant, f64)>>) {
+    if let Ok(w) = watched.lock() {
+        report.probe_in_process = w
+            .iter()
+            .filter(|(t, _)| *t >= report.t0 && *t <= report.t0 + report.elapsed)
+            .map(|(_, l)| *l)
+            .collect();
+    }
+}
+
+/// How many turn snapshot refs the project's repository has (each boundary makes one).
+fn snapshot_refs(root: &Path) -> Res<usize> {
+    Ok(git(root, &["for-each-ref", "--format=x", "refs/nucleic/turns/"])?.lines().count())
+}
+
+/// The host's git process count once it has not moved for a second (at most 30 s).
+async fn settled_git_processes() -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = nucleic_git::git_processes();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = nucleic_git::git_processes();
+        if now == last || Instant::now() > deadline {
+            return now;
         }
-        report.print(name, n);
+        last = now;
     }
-    for w in watchers {
-        w.abort();
-    }
-    Ok(())
 }
 
 /// CPU time used so far: this process (host + client) and the whole machine.

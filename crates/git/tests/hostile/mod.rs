@@ -38,19 +38,19 @@ const HOOKS: &[&str] = &[
 
 /// Scripts an agent could plant; each appends its name (and arguments) to `fired` when run.
 pub struct Traps {
-    dir: PathBuf,
+    pub dir: PathBuf,
     fired: PathBuf,
 }
 
 impl Traps {
-    fn new(base: &Path) -> Traps {
+    pub fn new(base: &Path) -> Traps {
         let dir = base.join("traps");
         std::fs::create_dir_all(&dir).unwrap();
         Traps { fired: dir.join("fired"), dir }
     }
 
     /// A script `name` that records that it ran, then runs `then` (shell text).
-    fn script(&self, name: &str, then: &str) -> String {
+    pub fn script(&self, name: &str, then: &str) -> String {
         self.script_in(&self.dir, name, then)
     }
 
@@ -64,7 +64,7 @@ impl Traps {
     }
 
     /// Every hook in `dir`, each recording itself as `<prefix><hook>`.
-    fn hooks_in(&self, dir: &Path, prefix: &str) {
+    pub fn hooks_in(&self, dir: &Path, prefix: &str) {
         for hook in HOOKS {
             let path = self.script_in(dir, hook, "exit 0");
             let body = read(Path::new(&path)).replacen(hook, &format!("{prefix}{hook}"), 1);
@@ -123,7 +123,7 @@ fn safe_commit(dir: &Path, name: &str, text: &str, message: &str) -> String {
     safe_git(dir, &["rev-parse", "HEAD"])
 }
 
-fn set_config(file: &Path, key: &str, value: &str) {
+pub fn set_config(file: &Path, key: &str, value: &str) {
     let out = Command::new("git")
         .args(["config", "--file"])
         .arg(file)
@@ -177,7 +177,7 @@ fn plant_worktree(f: &Fixture, wt: &Worktree, traps: &Traps) {
     write(&wt.path.join(".gitattributes"), "* filter=evil diff=evil merge=evil\n");
 }
 
-fn admin_dir(f: &Fixture, wt: &Worktree) -> PathBuf {
+pub fn admin_dir(f: &Fixture, wt: &Worktree) -> PathBuf {
     f.root.join(".git/worktrees").join(wt.path.file_name().unwrap())
 }
 

@@ -5,4 +5,5 @@ pub(crate) mod checks;
 pub(crate) mod report;
 pub(crate) mod review;
 pub(crate) mod session_locks;
+pub(crate) mod turn_watch;
 pub(crate) mod turns;

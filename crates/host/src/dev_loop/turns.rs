@@ -3,6 +3,7 @@
 //! `refs/nucleic/turns/<session>/`, never a commit on the person's behalf).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use nucleic_git::{Repo, Worktree};
 use nucleic_protocol::{DiffFile, GitFacts, TurnSnapshot};
@@ -181,6 +182,9 @@ impl Context {
     /// Records a boundary, the session's snapshot lock held by the caller. Never fails: a
     /// session without a worktree has no snapshots, and a failure is logged.
     async fn record_held(&self, id: &str, boundary: Boundary, commit: Option<String>) {
+        if !self.turn_snapshots.load(Ordering::Relaxed) {
+            return;
+        }
         let Ok(place) = self.session_worktree(id).await else { return };
         if let Err(e) = self.record_boundary(id, place, boundary, commit).await {
             eprintln!("nucleic: no turn snapshot for session {id}: {e}");
@@ -209,12 +213,39 @@ impl Context {
         };
         let key = id.to_owned();
         let SessionWorktree { root, worktree, .. } = place;
+        let index = self.snapshot_index_path(id);
+        // A turn starting on a worktree nothing touched since the last turn's end snapshot
+        // starts from that tree: no git process, and the prompt does not wait for one.
+        let taken = self.turn_watches.take(id);
+        let host = self.me.clone();
+        let session = id.to_owned();
+        // The project's repository is kept open between boundaries (`Repo::open` asks git again
+        // only when what it read changed), and the session's snapshot index is kept in the
+        // host's own directory: at most one git process per boundary.
+        // Watches are opened and closed here, on the blocking thread (`turn_watch.rs`).
         let tree = blocking(move || {
             let repo = Repo::open(&root)?;
-            match commit {
-                Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name),
-                _ => repo.record_snapshot(&worktree, &key, &name),
+            let unchanged = match boundary {
+                Boundary::Start => crate::dev_loop::turn_watch::unchanged(taken),
+                Boundary::End => {
+                    drop(taken);
+                    None
+                }
+            };
+            if let Some(tree) = unchanged {
+                return repo.record_tree(&tree, &key, &name);
             }
+            // Watching starts before the worktree is read.
+            let host = host.upgrade().filter(|_| boundary == Boundary::End);
+            let watch = host.as_ref().and_then(|h| h.turn_watches.watch(&worktree.path));
+            let tree = match commit {
+                Some(commit) if n == 1 => repo.record_commit_tree(&commit, &key, &name)?,
+                _ => repo.record_snapshot_kept(&worktree, &key, &name, &index)?,
+            };
+            if let (Some(host), Some(watch)) = (host, watch) {
+                drop(host.turn_watches.keep(&session, tree.clone(), watch));
+            }
+            Ok::<_, nucleic_git::GitError>(tree)
         })
         .await?;
         let at = now().unix_millis();
@@ -252,11 +283,31 @@ impl Context {
         }
         let lock = self.review_locks.of(id);
         let _held = lock.lock().await;
+        let watch = self.turn_watches.take(id);
+        let _ = blocking(move || {
+            drop(watch);
+            Ok::<_, HostError>(())
+        })
+        .await;
         let _ = std::fs::remove_file(self.turns_path(id));
+        let _ = std::fs::remove_file(self.snapshot_index_path(id));
+    }
+
+    /// Whether turn boundaries are snapshotted (on unless switched off): for measuring what
+    /// snapshots cost. Turns that run with them off have no per-turn diff.
+    pub fn set_turn_snapshots(&self, on: bool) {
+        self.turn_snapshots.store(on, Ordering::Relaxed);
     }
 
     fn turns_path(&self, id: &str) -> PathBuf {
         self.config.transcript_path(id).with_file_name("turns.json")
+    }
+
+    /// `sessions/<id>/snapshot.index`: the git index the session's turn snapshots are written
+    /// through, kept from one boundary to the next so only changed files are hashed. In the
+    /// host's own 0700 directory, where the agent cannot plant entries in it.
+    fn snapshot_index_path(&self, id: &str) -> PathBuf {
+        self.config.transcript_path(id).with_file_name("snapshot.index")
     }
 
     async fn turn_log(&self, id: &str) -> Result<TurnLog, HostError> {

@@ -123,6 +123,9 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     assert_eq!(git(&root, &["rev-parse", &worktree.branch]).trim(), worktree.base_sha);
     let status = git(Path::new(&worktree.path), &["status", "--porcelain"]);
     assert_eq!(status, "?? a.txt\n?? b.txt\n", "the worktree's index changed");
+    // The snapshots went through the session's own index, kept in the host's directory.
+    let kept_index = dir.path().join("home/sessions").join(&id).join("snapshot.index");
+    assert!(kept_index.is_file(), "no kept snapshot index at {}", kept_index.display());
 
     // Comments are checked against the snapshot the diff showed.
     let on = |n: NewComment| NewComment { snapshot: second.snapshot.clone(), ..n };
@@ -219,6 +222,7 @@ async fn each_turn_has_its_own_diff_and_review_comments_reach_the_agent() {
     host.finish(&id, FinishAction::Discard, "test").await.unwrap();
     let refs = git(&root, &["for-each-ref", "refs/nucleic/turns/"]);
     assert_eq!(refs, "", "snapshots left after discard");
+    assert!(!kept_index.exists(), "the kept snapshot index is left after discard");
     let e =
         host.add_review_comment(&id, comment("a.txt", 1, None, "late"), "me").await.unwrap_err();
     assert_eq!(e.code(), ProtocolErrorCode::InvalidRequest, "{e}");
@@ -266,4 +270,37 @@ async fn a_discard_waits_for_the_turn_snapshot_in_flight() {
     let refs = git(&root, &["for-each-ref", "--format=%(refname)", "refs/nucleic/turns/"]);
     assert_eq!(refs, "", "the discarded session's snapshots are left");
     host.shutdown(Duration::from_secs(1), Duration::from_secs(5)).await;
+}
+
+/// A turn that starts on a worktree nothing touched since the last turn's end snapshot starts
+/// from that tree without a git process; an edit made between the two turns (the person's, in
+/// their editor) is seen, and stays out of the next turn's diff.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_start_on_an_untouched_worktree_costs_no_git_process() {
+    let (_dir, _root, host, s) = session_writing_a().await;
+    let id = s.session_id.clone();
+    let worktree = s.worktree.clone().unwrap();
+    approve_until_turn(&host, &id, 1).await;
+    turn_ended(&host, &id, 1).await;
+
+    // Nothing touched the worktree: the start costs nothing (the agent is slow to answer, so
+    // its end snapshot cannot be counted in).
+    let before = nucleic_git::git_processes();
+    host.send_input(&id, "slow: write b.txt containing two").await.unwrap();
+    assert_eq!(nucleic_git::git_processes(), before, "the untouched turn start ran git");
+    approve_until_turn(&host, &id, 2).await;
+    turn_ended(&host, &id, 2).await;
+
+    // The person edits a.txt between turns 2 and 3: turn 3 starts after it, so its diff is
+    // only the agent's own change.
+    std::fs::write(Path::new(&worktree.path).join("a.txt"), "edited between turns\n").unwrap();
+    let before = nucleic_git::git_processes();
+    host.send_input(&id, "slow: write c.txt containing three").await.unwrap();
+    assert_eq!(nucleic_git::git_processes() - before, 1, "the touched turn start: one git process");
+    approve_until_turn(&host, &id, 3).await;
+    turn_ended(&host, &id, 3).await;
+    let third = host.git_facts_of_turn(&id, true, Some(3)).await.unwrap();
+    assert_eq!(paths(&third), [("c.txt".into(), "added".into())], "{third:?}");
+    let second = host.git_facts_of_turn(&id, true, Some(2)).await.unwrap();
+    assert_eq!(paths(&second), [("b.txt".into(), "added".into())], "{second:?}");
 }
