@@ -762,7 +762,7 @@ export type Attached = { name: string,
  */
 path: string, size: number, };
 
-export type McpScope = "observe" | "start" | "steer" | "approve";
+export type McpScope = "observe" | "start" | "steer" | "approve" | "finish";
 
 export type McpGrantSummary = { name: string, scopes: Array<McpScope>, 
 /**

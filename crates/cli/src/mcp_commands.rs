@@ -19,7 +19,7 @@ pub enum McpCommand {
     /// their requests (never critical ones, never its own session's or its ancestors').
     Grant {
         name: String,
-        /// Comma-separated: observe, start, steer, approve.
+        /// Comma-separated: observe, start, steer, approve, finish.
         #[arg(long, value_delimiter = ',')]
         scope: Vec<String>,
         /// The session whose agent the client is (it may never answer that session's or its
@@ -39,7 +39,7 @@ pub async fn serve(home: &Path) -> anyhow::Result<ExitCode> {
     let Some(credential) = std::env::var(CREDENTIAL_VARIABLE).ok().filter(|c| !c.trim().is_empty())
     else {
         bail!(
-            "nucleic mcp needs a grant: run `nucleic mcp grant NAME --scope observe` (add start, steer, approve as you choose) and give the MCP client its credential as {CREDENTIAL_VARIABLE} (docs/mcp.md)"
+            "nucleic mcp needs a grant: run `nucleic mcp grant NAME --scope observe` (add start, steer, approve, finish as you choose) and give the MCP client its credential as {CREDENTIAL_VARIABLE} (docs/mcp.md)"
         );
     };
     let client = crate::daemon::connect_with_credential(home, &credential).await?;
@@ -53,7 +53,9 @@ fn scopes(names: &[String]) -> anyhow::Result<Vec<McpScope>> {
         .filter(|n| !n.trim().is_empty())
         .map(|n| {
             McpScope::parse(n).with_context(|| {
-                format!("unknown scope {n:?}: the scopes are observe, start, steer, approve")
+                format!(
+                    "unknown scope {n:?}: the scopes are observe, start, steer, approve, finish"
+                )
             })
         })
         .collect()

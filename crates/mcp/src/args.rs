@@ -130,3 +130,33 @@ pub struct DiffArgs {
     #[serde(default)]
     pub include_patch: bool,
 }
+
+/// How to finish a session (the ways that keep its work; discarding it is the person's).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishHow {
+    /// End it; its worktree and branch stay.
+    Keep,
+    /// Merge its branch into the base branch.
+    Merge,
+    /// One squashed commit on the base branch.
+    Squash,
+    /// Replay its commits onto the base branch's tip.
+    Rebase,
+    /// Push its branch and open a pull request with `gh`.
+    PullRequest,
+}
+
+/// Arguments of `finish_session`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FinishArgs {
+    pub session_id: String,
+    pub how: FinishHow,
+    /// The commit message (merge, squash, rebase) or the pull request's title.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Also fast-forward a clean checkout that has the base branch checked out (without it
+    /// such a merge is refused and no file of the checkout changes).
+    #[serde(default)]
+    pub update_checkout: bool,
+}

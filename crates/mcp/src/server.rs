@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nucleic_client::{Client, ClientError};
-use nucleic_protocol::{Backend, Decision, Intent, IntentResult, NewSession, QuestionAnswer};
+use nucleic_protocol::{
+    Backend, Decision, FinishAction, Intent, IntentResult, NewSession, QuestionAnswer,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
@@ -15,9 +17,9 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::args::{
-    Answer, AnswerArgs, DEFAULT_EVENTS, DEFAULT_WAIT_SECS, DiffArgs, ListSessionsArgs, MAX_EVENTS,
-    MAX_RESULT_BYTES, MAX_WAIT_SECS, ReadTranscriptArgs, SendMessageArgs, SessionArgs,
-    StartSessionArgs, WaitArgs,
+    Answer, AnswerArgs, DEFAULT_EVENTS, DEFAULT_WAIT_SECS, DiffArgs, FinishArgs, FinishHow,
+    ListSessionsArgs, MAX_EVENTS, MAX_RESULT_BYTES, MAX_WAIT_SECS, ReadTranscriptArgs,
+    SendMessageArgs, SessionArgs, StartSessionArgs, WaitArgs,
 };
 use crate::wait::{Waited, wait_for};
 
@@ -262,6 +264,38 @@ impl NucleicMcp {
             }
             json!({ "facts": facts, "patchCutAtBytes": cut.then_some(MAX_RESULT_BYTES) })
         }))
+    }
+
+    #[tool(
+        description = "Finish a session and keep its work: keep (end it, the worktree and branch stay), merge, squash or rebase into its base branch, or open a pull request. Needs the `finish` scope; the required checks gate it as for the person (never forced), the grant's own session and its ancestors are refused, and discarding or rolling back is the person's. Recorded as finished by this MCP grant."
+    )]
+    async fn finish_session(
+        &self,
+        Parameters(args): Parameters<FinishArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (message, update_checkout) = (args.message, args.update_checkout);
+        let action = match args.how {
+            FinishHow::Keep => FinishAction::Keep,
+            FinishHow::Merge => {
+                FinishAction::Merge { message, update_checkout, force_reason: None }
+            }
+            FinishHow::Squash => {
+                FinishAction::Squash { message, update_checkout, force_reason: None }
+            }
+            FinishHow::Rebase => {
+                FinishAction::Rebase { message, update_checkout, force_reason: None }
+            }
+            FinishHow::PullRequest => FinishAction::PullRequest {
+                title: message,
+                draft: false,
+                base: None,
+                repo: None,
+                force_reason: None,
+            },
+        };
+        let intent = Intent::Finish { session_id: args.session_id, action };
+        let mut client = self.client.lock().await;
+        answered(client.intent(intent).await.map(|result| json!(result)))
     }
 }
 

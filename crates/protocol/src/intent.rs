@@ -278,7 +278,7 @@ pub enum Intent {
         #[serde(rename = "ttlSecs", default, skip_serializing_if = "Option::is_none")]
         ttl_secs: Option<u32>,
     },
-    /// Grants a named MCP client scopes (`observe` always; `start`, `steer`, `approve` as
+    /// Grants a named MCP client scopes (`observe` always; `start`, `steer`, `approve`, `finish` as
     /// listed) and answers its credential, shown once. Only the person (the token or a signed-in
     /// device) may grant; a name already granted, even revoked, is refused.
     GrantMcp {

@@ -1,5 +1,5 @@
 //! MCP grants: what the person lets a named MCP client do (`observe`, `start`, `steer`,
-//! `approve`), the one-time credential it authenticates with, and the grants as listed.
+//! `approve`, `finish`), the one-time credential it authenticates with, and the grants as listed.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,12 +18,16 @@ pub enum McpScope {
     /// Answer approvals and questions: never a critical one, never its own session's or its
     /// ancestors'.
     Approve,
+    /// Finish sessions: keep, merge, squash, rebase or open a pull request — gated by the
+    /// required checks as for the person, never forced past them, never its own session or
+    /// its ancestors. Discard, rollback, continue and handoff stay the person's.
+    Finish,
 }
 
 impl McpScope {
     /// Every scope, in order.
-    pub const ALL: [McpScope; 4] =
-        [McpScope::Observe, McpScope::Start, McpScope::Steer, McpScope::Approve];
+    pub const ALL: [McpScope; 5] =
+        [McpScope::Observe, McpScope::Start, McpScope::Steer, McpScope::Approve, McpScope::Finish];
 
     /// The scope's wire name.
     pub fn name(self) -> &'static str {
@@ -32,6 +36,7 @@ impl McpScope {
             McpScope::Start => "start",
             McpScope::Steer => "steer",
             McpScope::Approve => "approve",
+            McpScope::Finish => "finish",
         }
     }
 

@@ -188,6 +188,7 @@ async fn mcp_over_stdio_lists_tools_and_projects_and_refuses_bad_input() {
         names,
         [
             "answer_approval",
+            "finish_session",
             "list_projects",
             "list_sessions",
             "pending_approvals",
@@ -363,6 +364,27 @@ async fn through_mcp_a_session_is_started_waited_on_and_its_approval_held_to_the
     // And the diff shows the file the command made.
     let diff = helper.call("session_diff", json!({"session_id": id, "include_patch": true})).await;
     assert!(diff.to_string().contains("mcp-ran"), "{diff}");
+    // Finishing needs `finish`: the helper is refused, a finisher squashes it into main.
+    let squash = json!({"session_id": id, "how": "squash", "message": "via mcp"});
+    let why = helper.refused("finish_session", squash.clone()).await;
+    assert!(why.contains("`finish` scope"), "{why}");
+    let finisher_credential = grant(&home, "finisher", "finish").await;
+    let mut finisher = Mcp::start(&home, &finisher_credential).await;
+    // main is checked out in the person's checkout: refused unless asked to update it.
+    let why = finisher.refused("finish_session", squash.clone()).await;
+    assert!(why.contains("checked out"), "{why}");
+    let mut squash = squash;
+    squash["update_checkout"] = json!(true);
+    let done = finisher.call("finish_session", squash).await;
+    assert!(done.to_string().contains("main"), "{done}");
+    let repo = dir.path().join("repo");
+    let shown = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%s", "main"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&shown.stdout).trim(), "via mcp", "{done}");
+    finisher.finish().await;
 
     // Revoked by the person, the grant's open connection is closed and its calls fail.
     let (code, out, err) = cli(&home, &["mcp", "revoke", "helper"]).await;

@@ -1,12 +1,12 @@
 //! What an MCP principal may ask: each request's scope (`observe`, `start`, `steer`, `approve`,
-//! or only the person), checked against the grant before anything is carried out, and the
+//! `finish`, or only the person), checked against the grant before anything is carried out, and the
 //! limits on its answers — never a critical request (classified now when the session has no
 //! policy), never one of its own
 //! session or that session's ancestors, never a decision that widens what runs (an edited
 //! input, "always", a plan's mode). Every refusal says why.
 
 use nucleic_protocol::{
-    ApprovalRequested, ClientMessage, Decision, EventKind, Intent, McpScope, Risk,
+    ApprovalRequested, ClientMessage, Decision, EventKind, FinishAction, Intent, McpScope, Risk,
 };
 
 use super::answer::{McpPrincipal, Principal};
@@ -67,7 +67,7 @@ fn need_of(intent: &Intent) -> Need {
         | Intent::SetProjectSandbox { .. } => {
             Need::Person("change the policy, a mode or the sandbox")
         }
-        Intent::Finish { .. } => Need::Person("finish a session (merge, discard, pull request)"),
+        Intent::Finish { action, .. } => finish_need(action),
         Intent::AddProject { .. }
         | Intent::SetPoolSize { .. }
         | Intent::SetProjectChecks { .. }
@@ -89,6 +89,30 @@ fn need_of(intent: &Intent) -> Need {
         | Intent::Gc { .. }
         | Intent::MeasureDisk { .. }
         | Intent::Reclaim { .. } => Need::Person("do this (not offered to MCP clients)"),
+    }
+}
+
+/// What finishing a session with `action` needs: the `finish` scope for the ways that keep
+/// the work (and pass the required checks); the person for the rest.
+fn finish_need(action: &FinishAction) -> Need {
+    match action {
+        FinishAction::Merge { force_reason: Some(_), .. }
+        | FinishAction::Squash { force_reason: Some(_), .. }
+        | FinishAction::Rebase { force_reason: Some(_), .. }
+        | FinishAction::PullRequest { force_reason: Some(_), .. } => {
+            Need::Person("finish a session past its failing required checks (a forced finish)")
+        }
+        FinishAction::Keep
+        | FinishAction::Merge { .. }
+        | FinishAction::Squash { .. }
+        | FinishAction::Rebase { .. }
+        | FinishAction::PullRequest { .. } => Need::Scope(McpScope::Finish),
+        FinishAction::Discard | FinishAction::Rollback { .. } => {
+            Need::Person("discard or roll back a session's work")
+        }
+        FinishAction::Continue { .. } | FinishAction::Handoff => {
+            Need::Person("continue or hand off a session")
+        }
     }
 }
 
@@ -139,6 +163,10 @@ impl Context {
             }
             ClientMessage::Intent { intent: Intent::Interrupt { session_id }, .. } => {
                 self.not_its_own(mcp, session_id, "steer").await
+            }
+            // An agent finishing its own work would be its own reviewer.
+            ClientMessage::Intent { intent: Intent::Finish { session_id, .. }, .. } => {
+                self.not_its_own(mcp, session_id, "finish").await
             }
             _ => Ok(()),
         }

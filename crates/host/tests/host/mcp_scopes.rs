@@ -1,7 +1,9 @@
 //! MCP principals by effect: a grant without `approve` cannot answer (the request stays
 //! pending, the call never runs), cannot widen its own grant; with `approve` a low-risk call
 //! runs, recorded as the grant, but a critical one, an edited or "always" answer, and its own
-//! session's or an ancestor's requests are refused — each refusal saying why.
+//! session's or an ancestor's requests are refused — each refusal saying why. With `finish` it
+//! keeps a session (recorded as the grant), but never discards, rolls back, forces or finishes
+//! its own session.
 
 use std::path::Path;
 use std::time::Duration;
@@ -359,4 +361,68 @@ fn walk_for(dir: &Path, name: &str) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+fn finish(id: &str, session: &str, action: nucleic_protocol::FinishAction) -> ClientMessage {
+    ClientMessage::Intent {
+        message_id: id.into(),
+        intent: Intent::Finish { session_id: session.into(), action },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn finish_keeps_work_but_never_discards_forces_or_finishes_its_own_session() {
+    use nucleic_protocol::FinishAction;
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let pid = project.project_id;
+    let person = host.new_session(new_session(&pid, "say hi"), "t").await.unwrap();
+    let id = person.session_id.clone();
+    let tree = worktree(&person);
+    turn_output(&host, &id).await;
+
+    // Without `finish`: refused, saying so; the session is not finished.
+    let steer = grant(&host, "steerer", &[McpScope::Steer], None).await;
+    let why = refused(&host, &steer, finish("f1", &id, FinishAction::Keep)).await;
+    assert!(why.contains("`finish` scope"), "{why}");
+    // With it: discard and rollback stay the person's, and a forced merge too — by effect,
+    // the worktree and its branch are still there.
+    let finisher = grant(&host, "finisher", &[McpScope::Finish], None).await;
+    for (n, action) in [
+        FinishAction::Discard,
+        FinishAction::Rollback { confirm: true },
+        FinishAction::Merge {
+            message: None,
+            update_checkout: false,
+            force_reason: Some("trust me".into()),
+        },
+        FinishAction::Continue { prompt: "go on".into() },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let why = refused(&host, &finisher, finish(&format!("f2-{n}"), &id, action)).await;
+        assert!(why.contains("only the person"), "{why}");
+    }
+    assert!(tree.is_dir(), "a refused finish removed the worktree");
+    // A grant bound to the session may not finish its own work, even with `finish`.
+    let own = grant(&host, "own-agent", &[McpScope::Finish], Some(&id)).await;
+    let why = refused(&host, &own, finish("f3", &id, FinishAction::Keep)).await;
+    assert!(why.contains("its own session"), "{why}");
+    // Keep: done, recorded as the grant.
+    match host.answer(&finisher, finish("f4", &id, FinishAction::Keep)).await {
+        HostMessage::Ack { .. } => {}
+        other => panic!("keep was refused: {other:?}"),
+    }
+    let mut events = host.subscribe(&id, 1).await.unwrap();
+    let by = loop {
+        let e = tokio::time::timeout(WAIT, events.next()).await.expect("no finish").unwrap();
+        if let EventKind::WorktreeFinished(f) = &e.unwrap().kind {
+            break f.by.clone();
+        }
+    };
+    assert_eq!(by, "mcp:finisher");
+    assert!(tree.is_dir(), "a kept session keeps its worktree");
 }
