@@ -73,6 +73,10 @@ pub struct Isolation {
     /// with `network`.
     #[serde(default)]
     pub copies: Vec<(PathBuf, PathBuf)>,
+    /// Read-only files (also in `mounts`) the host makes, empty, before the start when they
+    /// are missing: bwrap binds only what exists, and the agent could otherwise create them.
+    #[serde(default)]
+    pub made_first: Vec<PathBuf>,
 }
 
 /// Where the sources of [`Isolation::copies`] are bound inside, one numbered file each.
@@ -126,7 +130,14 @@ const FRESH_DIRS: [&str; 4] = ["/tmp", "/var/tmp", "/dev/shm", "/run"];
 impl Isolation {
     /// An isolation with only `bwrap` set: the read-only machine, nothing writable, no network.
     pub fn new(bwrap: PathBuf) -> Isolation {
-        Isolation { bwrap, mounts: Vec::new(), network: None, env: Vec::new(), copies: Vec::new() }
+        Isolation {
+            bwrap,
+            mounts: Vec::new(),
+            network: None,
+            env: Vec::new(),
+            copies: Vec::new(),
+            made_first: Vec::new(),
+        }
     }
 
     /// Whether `path` is there inside, as it is outside: not under the fresh `/tmp`-like

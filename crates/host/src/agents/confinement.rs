@@ -79,7 +79,7 @@ pub struct AgentPlace<'a> {
 /// The sandbox of one agent start: `bwrap` found, every path decided.
 pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isolation {
     let mut iso = Isolation::new(bwrap);
-    let m = &mut iso.mounts;
+    let (m, made_first) = (&mut iso.mounts, &mut iso.made_first);
     let homes = homes(config);
     m.push(Mount::Hide(canonical(&config.home)));
     m.extend(homes.iter().cloned().map(Mount::Hide));
@@ -109,10 +109,10 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     m.push(Mount::ReadOnly(checkout_of(&cwd).unwrap_or_else(|| cwd.clone())));
     if !place.read_only {
         m.push(Mount::Writable(cwd.clone()));
-        git_writes(&cwd, m);
+        git_writes(&cwd, m, made_first);
     }
     let needs = &describe(place.backend).confinement;
-    agent_state(config, needs, m);
+    agent_state(config, needs, m, made_first);
     for name in SCRATCH_VARIABLES {
         if let Some(dir) = env_value(config, name).map(PathBuf::from)
             && dir.is_dir()
@@ -257,7 +257,12 @@ fn state_dir(config: &HostConfig, state: &StateDir) -> PathBuf {
 }
 
 /// What the agent CLI itself must write: its state, never the settings the host reads as policy.
-fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>) {
+fn agent_state(
+    config: &HostConfig,
+    needs: &ConfinementNeeds,
+    m: &mut Vec<Mount>,
+    made_first: &mut Vec<PathBuf>,
+) {
     let home = canonical(&crate::policy::agent_home(config));
     if let Some((dir, writable)) = needs.home_state {
         // Its conversations and scratch state are writable (resume needs them); the rest of
@@ -275,6 +280,7 @@ fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>
         let dir = canonical(&state_dir(config, state));
         m.push(Mount::Writable(dir.clone()));
         m.extend(state.read_only.iter().map(|file| Mount::ReadOnly(dir.join(file))));
+        made_first.extend(state.read_only.iter().map(|file| dir.join(file)));
         for name in state.read_only_dirs {
             // Made first when absent (a missing path is not bound): the agent cannot create it.
             let sub = dir.join(name);
@@ -287,7 +293,7 @@ fn agent_state(config: &HostConfig, needs: &ConfinementNeeds, m: &mut Vec<Mount>
 /// What git needs writable to commit in worktree `cwd`: the repository's objects, the worktree's
 /// own admin dir, the session branches' refs and logs, the stash — never the repository's
 /// `config`, `hooks/`, `info/`, the person's branches and tags, nor the `.git` link itself.
-fn git_writes(cwd: &Path, m: &mut Vec<Mount>) {
+fn git_writes(cwd: &Path, m: &mut Vec<Mount>, made_first: &mut Vec<PathBuf>) {
     let link = cwd.join(".git");
     if link.is_dir() {
         // A checkout the agent works in place: its branches are the person's to have it
@@ -311,10 +317,14 @@ fn git_writes(cwd: &Path, m: &mut Vec<Mount>) {
         [common.join("objects"), common.join("refs"), common.join("logs")].map(Mount::Writable),
     );
     for dir in ["refs/heads", "refs/tags", "refs/remotes", "logs/refs/heads", "logs/refs/remotes"] {
+        // Made first when absent (a fresh clone has no refs/remotes): inside the writable
+        // `refs`, the agent could otherwise plant remote-tracking refs the person trusts.
+        let _ = std::fs::create_dir_all(common.join(dir));
         m.push(Mount::ReadOnly(common.join(dir)));
     }
     m.extend([session_refs, session_logs, admin.clone()].map(Mount::Writable));
     m.push(Mount::ReadOnly(admin.join("config.worktree")));
+    made_first.push(admin.join("config.worktree"));
 }
 
 /// The directory under `refs/heads` holding every session branch (`nucleic/`).
@@ -519,7 +529,7 @@ mod tests {
         let config = config_with(&home, &[]);
         let state = |backend| {
             let mut m = Vec::new();
-            agent_state(&config, &describe(backend).confinement, &mut m);
+            agent_state(&config, &describe(backend).confinement, &mut m, &mut Vec::new());
             m
         };
         let claude = state(Backend::ClaudeCode);
@@ -546,7 +556,7 @@ mod tests {
         let elsewhere = home.join("g");
         let moved = config_with(&home, &[("GEMINI_CLI_HOME", elsewhere.to_str().unwrap())]);
         let mut m = Vec::new();
-        agent_state(&moved, &describe(Backend::Gemini).confinement, &mut m);
+        agent_state(&moved, &describe(Backend::Gemini).confinement, &mut m, &mut Vec::new());
         assert_eq!(m[0], Mount::Writable(elsewhere.join(".gemini")));
     }
 

@@ -7,15 +7,17 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use nucleic_agents::isolation::{Isolation, Mount};
+use nucleic_agents::isolation::Isolation;
+#[cfg(test)]
+use nucleic_agents::isolation::Mount;
 
-/// Makes every read-only path of `iso` that is missing but creatable inside the sandbox (its
-/// nearest existing folder is writable there): an empty file, `{}` for JSON (what every agent
-/// reads as "nothing set"), owner-only. The error names the path that could not be made: the
-/// start is refused rather than run with the file plantable.
+/// Makes each of `iso`'s files to make first (`made_first`: configuration files, never a
+/// folder or git's `.git`, whose absence means something) that is missing but creatable inside
+/// the sandbox (its nearest existing folder is writable there): an empty file, `{}` for JSON
+/// (what every agent reads as "nothing set"), owner-only. The error names the path that could
+/// not be made: the start is refused rather than run with the file plantable.
 pub fn make_missing_read_only_files(iso: &Isolation) -> Result<(), String> {
-    for mount in &iso.mounts {
-        let Mount::ReadOnly(path) = mount else { continue };
+    for path in &iso.made_first {
         if std::fs::symlink_metadata(path).is_ok() {
             continue;
         }
@@ -72,7 +74,14 @@ mod tests {
             Mount::ReadOnly(state.join("kept.toml")),
             Mount::ReadOnly(state.join("deep/er/GEMINI.md")),
             Mount::ReadOnly(fenced.join("not-writable.json")),
+            // A missing read-only path that is not to be made (a folder, `.git`): left alone.
+            Mount::ReadOnly(state.join(".git")),
         ];
+        iso.made_first = ["settings.json", "config.toml", "kept.toml", "deep/er/GEMINI.md"]
+            .iter()
+            .map(|f| state.join(f))
+            .chain([fenced.join("not-writable.json")])
+            .collect();
         make_missing_read_only_files(&iso).unwrap();
         let read = |p: &Path| std::fs::read_to_string(p).unwrap();
         assert_eq!(read(&state.join("settings.json")), "{}\n");
@@ -80,6 +89,7 @@ mod tests {
         assert_eq!(read(&state.join("kept.toml")), "x = 1\n", "an existing file is kept");
         assert_eq!(read(&state.join("deep/er/GEMINI.md")), "");
         assert!(!fenced.join("not-writable.json").exists(), "not creatable inside: left alone");
+        assert!(!state.join(".git").exists(), "only the files to make first are made");
         let mode = std::fs::metadata(state.join("settings.json")).unwrap().permissions();
         assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
     }
@@ -94,6 +104,7 @@ mod tests {
         let mut iso = Isolation::new("bwrap".into());
         iso.mounts =
             vec![Mount::Writable(state.clone()), Mount::ReadOnly(state.join("sub/settings.json"))];
+        iso.made_first = vec![state.join("sub/settings.json")];
         let why = make_missing_read_only_files(&iso).unwrap_err();
         assert!(why.contains("sub/settings.json"), "{why}");
     }
