@@ -34,13 +34,17 @@
 //!   relay connection: a mode byte picks pairing or reconnect, a [`streams::DeviceRegistry`]
 //!   supplies the open pairing secret and the paired keys, a failing stream closes alone,
 //!   revocation drops a device's streams.
+//! - [`framing`]: what one channel message carries (text, close, ping, pong).
+//! - [`link`]: [`link::PairingLink`], the pairing link, written and read.
 //! - `error`: [`ChannelError`].
 //!
 //! See `docs/security.md`, "Remote access".
 
 mod error;
+pub mod framing;
 mod handshake;
 mod keys;
+pub mod link;
 pub mod relay;
 pub mod streams;
 mod transport;

@@ -4,9 +4,9 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use nucleic_client::{Client, ClientOptions, DaemonStarter, LocalDaemon};
+use nucleic_client::{Client, ClientOptions, DaemonStarter, LocalDaemon, paired};
 
 use crate::home_lock;
 
@@ -35,14 +35,31 @@ impl DaemonStarter for Serve {
     }
 }
 
-/// Connects to the daemon of `home`, starting it (detached) if no host runs there.
-pub async fn connect(home: &Path) -> anyhow::Result<Client> {
-    // Random per process (`ClientOptions::new`): a reused pid must never be answered from
-    // another's remembered replies. One event per message suits a terminal; batches are for
-    // browsers, so no features.
-    let options = ClientOptions::new("cli", format!("terminal ({})", whoami()));
+/// `--remote HOST`: the paired host (`nucleic remote pair`) this process's daemon commands go
+/// to instead of the home's own daemon; set once, before any command runs.
+static REMOTE: OnceLock<String> = OnceLock::new();
+
+/// Sends this process's daemon commands to the paired host `host` (see [`REMOTE`]).
+pub fn use_remote(host: String) {
+    let _ = REMOTE.set(host);
+}
+
+/// The home's daemon (started, detached, if no host runs there), or with `--remote` the paired
+/// host through its relay.
+async fn reach(home: &Path, options: ClientOptions) -> anyhow::Result<Client> {
+    if let Some(wanted) = REMOTE.get() {
+        let host = paired::find(home, wanted)?;
+        return warned(paired::connect(&host, options).await?);
+    }
     let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
     warned(Client::local(daemon, options).await?)
+}
+
+/// Connects to the daemon of `home` (or the `--remote` host).
+pub async fn connect(home: &Path) -> anyhow::Result<Client> {
+    // Random per process (`ClientOptions::new`): a reused pid must never be answered from
+    // another's remembered replies. One event per message suits a terminal; batches are for browsers, so no features.
+    reach(home, ClientOptions::new("cli", format!("terminal ({})", whoami()))).await
 }
 
 /// Connects as a front end of its own (`prefix` of its client id, `name` its label), with a
@@ -50,8 +67,7 @@ pub async fn connect(home: &Path) -> anyhow::Result<Client> {
 pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
     let mut options = ClientOptions::new(prefix, name);
     options.reply_within = std::time::Duration::from_secs(60);
-    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    warned(Client::local(daemon, options).await?)
+    reach(home, options).await
 }
 
 /// The client, after a warning on stderr when the daemon was built from another revision (an
@@ -78,8 +94,7 @@ pub async fn connect_following(home: &Path, prefix: &str, name: &str) -> anyhow:
         max: std::time::Duration::from_millis(500),
         within: std::time::Duration::from_secs(2),
     };
-    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
-    warned(Client::local(daemon, options).await?)
+    reach(home, options).await
 }
 
 /// Connects as an MCP grant (its `credential`, never the home's token), starting the daemon if

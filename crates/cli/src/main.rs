@@ -28,6 +28,8 @@
 //! - `service`: `nucleic service install|uninstall|status`, the daemon as a systemd user unit.
 //! - `daemon` (`daemon.rs`): its daemon through `nucleic-client`, starting `nucleic serve` only
 //!   when no host holds `host.lock` (`home_lock.rs`: one host per `NUCLEIC_HOME`).
+//! - `remote_hosts`: `nucleic remote pair|list|forget`, this machine as a paired device; the
+//!   global `--remote HOST` sends daemon commands to such a host through its relay.
 //! - `locate`: finding agent executables and the home.
 
 mod approvals;
@@ -48,6 +50,7 @@ mod outside;
 mod plan_prompt;
 mod project_commands;
 mod pull_request;
+mod remote_hosts;
 mod render;
 mod review;
 mod rules;
@@ -71,6 +74,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 struct Cli {
     #[command(subcommand)]
     command: Commands,
+    /// Send this command to a host paired with `nucleic remote pair` (its id, or the start of
+    /// it, or its machine name) through its relay, instead of this machine's daemon.
+    #[arg(long, env = "NUCLEIC_REMOTE", global = true)]
+    remote: Option<String>,
 }
 
 /// The top-level help's example path, from nothing to a first session.
@@ -225,6 +232,15 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME")]
         home: Option<PathBuf>,
     },
+    /// This machine as a paired device of a host elsewhere: `remote pair LINK` (the link the
+    /// host's `nucleic pair` printed), `remote list`, `remote forget HOST`; then `--remote HOST`
+    /// on any daemon command (session, project, tui, device list) goes through the relay.
+    Remote {
+        #[command(subcommand)]
+        command: remote_hosts::RemoteCommand,
+        #[arg(long, env = "NUCLEIC_HOME", global = true)]
+        home: Option<PathBuf>,
+    },
     /// Find worktrees no session owns (dry run); `--apply` removes them.
     Gc {
         #[arg(long)]
@@ -332,6 +348,13 @@ fn main() -> ExitCode {
     }
     quiet_on_closed_stdout();
     let cli = Cli::parse();
+    if let Some(host) = cli.remote {
+        if let Some(name) = local_only(&cli.command) {
+            eprintln!("nucleic: --remote: `nucleic {name}` runs on this machine only");
+            return ExitCode::from(2);
+        }
+        daemon::use_remote(host);
+    }
     match cli.command {
         Commands::Doctor => doctor::doctor(),
         Commands::Run(args) => block_on(run::run(*args)),
@@ -422,10 +445,40 @@ fn main() -> ExitCode {
             Some(home) => block_on(tui(&home)),
             None => no_home(),
         },
+        Commands::Remote { command, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(remote_hosts::remote(&home, command)),
+            None => no_home(),
+        },
         Commands::Gc { apply, home } => match locate::nucleic_home(home) {
             Some(home) => block_on(disk::gc(&home, apply)),
             None => no_home(),
         },
+    }
+}
+
+/// The name of a command that never talks to a daemon through the sync protocol (so cannot go
+/// to a `--remote` host), or `None`.
+fn local_only(command: &Commands) -> Option<&'static str> {
+    match command {
+        Commands::Run(_) => Some("run"),
+        Commands::Doctor => Some("doctor"),
+        Commands::Serve { .. } => Some("serve"),
+        Commands::Demo(_) => Some("demo"),
+        Commands::Rules { .. } => Some("rules"),
+        Commands::Service { .. } => Some("service"),
+        Commands::Remote { .. } => Some("remote"),
+        Commands::Mcp { .. } => Some("mcp"),
+        // A sign-in link of this machine's daemon; a file path read here.
+        Commands::Open { .. } => Some("open"),
+        Commands::Import { .. } => Some("import"),
+        Commands::Pair { .. }
+        | Commands::Device { .. }
+        | Commands::Token { .. }
+        | Commands::Project { .. }
+        | Commands::Session { .. }
+        | Commands::Chat { .. }
+        | Commands::Tui { .. }
+        | Commands::Gc { .. } => None,
     }
 }
 

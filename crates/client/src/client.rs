@@ -5,13 +5,16 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use nucleic_protocol::{BackendInfo, ClientMessage, HostMessage, PROTOCOL_VERSION, Verbosity};
+use nucleic_protocol::{ClientMessage, HostMessage, Verbosity};
 
 use crate::backoff::{Attempts, Backoff};
 use crate::cursor::{Cursors, Verdict};
 use crate::daemon::LocalDaemon;
 use crate::error::{ClientError, rejection};
-use crate::replies::{message_type, reply_id, reply_within};
+pub use crate::hello::Welcome;
+use crate::hello::hello;
+use crate::remote::{Opening, RemoteHost};
+use crate::replies::{reply_id, reply_within};
 use crate::transport::{Endpoint, Socket, message_name};
 
 /// Who this client is and how long it waits for what.
@@ -71,41 +74,6 @@ impl ClientOptions {
     }
 }
 
-/// What the host said in `welcome`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Welcome {
-    pub host_version: String,
-    pub protocol_version: u32,
-    pub backends: Vec<BackendInfo>,
-    pub relay_host_id: Option<String>,
-    /// The host's [`nucleic_protocol::SCHEMA_DIGEST`] (absent from hosts older than it).
-    pub schema_digest: Option<String>,
-}
-
-impl Welcome {
-    /// Whether the host speaks exactly this build's message shapes.
-    pub fn same_shapes(&self) -> bool {
-        self.schema_digest.as_deref() == Some(nucleic_protocol::SCHEMA_DIGEST)
-    }
-
-    /// When the host speaks other message shapes than this build: a sentence saying so, and what
-    /// to do (some of its answers may not be readable here).
-    pub fn other_build(&self) -> Option<String> {
-        if self.same_shapes() {
-            return None;
-        }
-        let theirs = self.schema_digest.as_deref().unwrap_or("none: older than this client");
-        Some(format!(
-            "the running host (nucleic {}) was built from another revision than this client: \
-             its messages' shapes are {theirs}, this client's {} — some answers may not be \
-             readable; restart the daemon (`nucleic service restart`, or stop `nucleic serve` \
-             and start it again)",
-            self.host_version,
-            nucleic_protocol::SCHEMA_DIGEST
-        ))
-    }
-}
-
 /// What happened on this client's connections so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -123,7 +91,12 @@ pub struct Stats {
 #[derive(Debug, Clone)]
 enum Route {
     Daemon(LocalDaemon),
-    Fixed { endpoint: Endpoint, token: String },
+    Fixed {
+        endpoint: Endpoint,
+        token: String,
+    },
+    /// A paired device's channel (reconnects use the `IK` handshake: the pairing is spent).
+    Remote(Box<RemoteHost>),
 }
 
 /// A client of one host.
@@ -168,6 +141,18 @@ impl Client {
         Ok(Client::with(route, options, socket, welcome, port))
     }
 
+    /// Connects to a host from afar as a device (see `remote`): `opening` pairs with a link's
+    /// secret, or reconnects a paired device. The host's welcome proves it accepted the device.
+    pub async fn remote(
+        host: RemoteHost,
+        opening: Opening,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        let mut socket = Socket::open_remote(&host, &opening, options.connect_within).await?;
+        let welcome = hello(&mut socket, &options).await?;
+        Ok(Client::with(Route::Remote(Box::new(host)), options, socket, welcome, 0))
+    }
+
     /// A second connection on this client's route that acts for `person` (`hello.onBehalfOf`,
     /// e.g. `telegram:12345`): the host records what it does as `person`'s. Only a connection
     /// with the host's token may (a device's or an MCP grant's is refused at hello). Its
@@ -183,6 +168,7 @@ impl Client {
             Route::Fixed { endpoint, token } => {
                 (Socket::open(endpoint, token, within).await?, self.port)
             }
+            Route::Remote(host) => (Socket::open_remote(host, &Opening::Connect, within).await?, 0),
         };
         let welcome = hello(&mut socket, &options).await?;
         Ok(Client::with(self.route.clone(), options, socket, welcome, port))
@@ -539,6 +525,11 @@ impl Client {
                 let socket = Socket::open(endpoint, token, connect_within.min(left)).await?;
                 (socket, self.port)
             }
+            Route::Remote(host) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let within = connect_within.min(left);
+                (Socket::open_remote(host, &Opening::Connect, within).await?, 0)
+            }
         };
         let welcome = hello(&mut socket, &self.options).await?;
         // An unanswered subscribe is resent as it is (its cursor has not moved: events follow
@@ -581,51 +572,6 @@ fn not_connected() -> ClientError {
         at: "(not connected)".into(),
         code: None,
         reason: "the connection was dropped".into(),
-    }
-}
-
-/// Says hello on a fresh socket and reads the welcome.
-async fn hello(socket: &mut Socket, options: &ClientOptions) -> Result<Welcome, ClientError> {
-    let hello = ClientMessage::Hello {
-        client_id: options.client_id.clone(),
-        client_name: options.client_name.clone(),
-        protocol_version: PROTOCOL_VERSION,
-        features: options.features.clone(),
-        device: None,
-        on_behalf_of: options.on_behalf_of.clone(),
-    };
-    socket.send(&hello, options.send_within).await?;
-    let within = options.connect_within;
-    let deadline = Instant::now() + within;
-    loop {
-        let Some(message) = socket.recv(deadline).await? else {
-            let what = format!("waiting for the host's welcome {}", socket.at());
-            return Err(ClientError::Timeout { what, within });
-        };
-        match message {
-            HostMessage::Welcome {
-                host_version,
-                protocol_version,
-                backends,
-                relay_host_id,
-                schema_digest,
-            } => {
-                return Ok(Welcome {
-                    host_version,
-                    protocol_version,
-                    backends,
-                    relay_host_id,
-                    schema_digest,
-                });
-            }
-            HostMessage::SessionChanged { .. } => {}
-            other => {
-                let why = rejection(&other)
-                    .map(|r| r.to_string())
-                    .unwrap_or_else(|| format!("it answered hello with {}", message_type(&other)));
-                return Err(ClientError::Refused(why));
-            }
-        }
     }
 }
 

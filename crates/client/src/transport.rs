@@ -1,5 +1,6 @@
-//! The local transport: a WebSocket to the host over loopback TCP or its Unix socket, one JSON
-//! message per text frame, with a deadline on opening, sending and every read.
+//! The transports: a WebSocket to the host over loopback TCP or its Unix socket, one JSON
+//! message per text frame, or a device's channel through the relay (`remote`); with a deadline
+//! on opening, sending and every read.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::error::ClientError;
+use crate::remote::{ChannelSocket, Opening, RemoteHost};
 
 /// Where a host listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,13 +46,22 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + std::fmt::
 {
 }
 
-/// One open WebSocket to a host.
+/// One open connection to a host.
 #[derive(Debug)]
 pub(crate) struct Socket {
-    ws: tokio_tungstenite::WebSocketStream<Box<dyn Duplex>>,
+    link: Link,
     at: String,
     /// When the host was last heard from (any frame, pings included).
     pub(crate) last_heard: Instant,
+}
+
+/// What carries the messages.
+#[derive(Debug)]
+enum Link {
+    /// A WebSocket on this machine, one message per text frame.
+    Local(Box<tokio_tungstenite::WebSocketStream<Box<dyn Duplex>>>),
+    /// A device's Noise channel through the relay or the LAN listener.
+    Channel(Box<ChannelSocket>),
 }
 
 impl Socket {
@@ -95,7 +106,18 @@ impl Socket {
             what: format!("opening the WebSocket to the host {at}"),
             within,
         })??;
-        Ok(Socket { ws, at, last_heard: Instant::now() })
+        Ok(Socket { link: Link::Local(Box::new(ws)), at, last_heard: Instant::now() })
+    }
+
+    /// Opens a channel to a remote host, within `within`.
+    pub(crate) async fn open_remote(
+        host: &RemoteHost,
+        opening: &Opening,
+        within: Duration,
+    ) -> Result<Socket, ClientError> {
+        let channel = ChannelSocket::open(host, opening, within).await?;
+        let at = channel.at().to_owned();
+        Ok(Socket { link: Link::Channel(Box::new(channel)), at, last_heard: Instant::now() })
     }
 
     /// Where this socket goes, for messages.
@@ -112,10 +134,16 @@ impl Socket {
         let what = message_name(message);
         let text = serde_json::to_string(message)
             .map_err(|e| ClientError::Send { what: what.clone(), message: e.to_string() })?;
-        match tokio::time::timeout(within, self.ws.send(Message::Text(text.into()))).await {
+        let sent = match &mut self.link {
+            Link::Local(ws) => {
+                let sent = tokio::time::timeout(within, ws.send(Message::Text(text.into()))).await;
+                sent.map(|r| r.map_err(|e| lost(&self.at, e)))
+            }
+            Link::Channel(channel) => tokio::time::timeout(within, channel.send_text(&text)).await,
+        };
+        match sent {
             Err(_) => Err(ClientError::Timeout { what: format!("sending {what}"), within }),
-            Ok(Err(e)) => Err(self.lost(e)),
-            Ok(Ok(())) => Ok(()),
+            Ok(result) => result,
         }
     }
 
@@ -125,8 +153,15 @@ impl Socket {
         &mut self,
         until: Instant,
     ) -> Result<Option<HostMessage>, ClientError> {
+        let ws = match &mut self.link {
+            Link::Local(ws) => ws,
+            Link::Channel(channel) => {
+                let text = channel.recv_text(until, &mut self.last_heard).await?;
+                return text.map(|t| decode(&t)).transpose();
+            }
+        };
         loop {
-            let frame = match tokio::time::timeout_at(until.into(), self.ws.next()).await {
+            let frame = match tokio::time::timeout_at(until.into(), ws.next()).await {
                 Err(_) => return Ok(None),
                 Ok(frame) => frame,
             };
@@ -139,7 +174,7 @@ impl Socket {
                         reason: "the stream ended".into(),
                     });
                 }
-                Some(Err(e)) => return Err(self.lost(e)),
+                Some(Err(e)) => return Err(lost(&self.at, e)),
                 Some(Ok(Message::Close(frame))) => {
                     let (code, reason) = frame
                         .map(|f| (Some(u16::from(f.code)), f.reason.to_string()))
@@ -159,13 +194,18 @@ impl Socket {
     }
 
     /// Closes the socket politely (best effort, bounded).
-    pub(crate) async fn close(mut self) {
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.ws.close(None)).await;
+    pub(crate) async fn close(self) {
+        match self.link {
+            Link::Local(mut ws) => {
+                let _ = tokio::time::timeout(Duration::from_secs(1), (*ws).close(None)).await;
+            }
+            Link::Channel(channel) => channel.close().await,
+        }
     }
+}
 
-    fn lost(&self, e: tokio_tungstenite::tungstenite::Error) -> ClientError {
-        ClientError::Closed { at: self.at.clone(), code: None, reason: e.to_string() }
-    }
+fn lost(at: &str, e: tokio_tungstenite::tungstenite::Error) -> ClientError {
+    ClientError::Closed { at: at.to_owned(), code: None, reason: e.to_string() }
 }
 
 /// A host message from a text frame; what is not one is a [`ClientError::BadMessage`].

@@ -2,6 +2,11 @@
 //! one request on a fresh connection (TLS on rustls, the Mozilla roots compiled in, or a test's
 //! own), the whole exchange under one deadline that says what timed out, the response body
 //! read up to a cap.
+//!
+//! [`dial`]: a WebSocket to a relay or a host's LAN listener (TCP, TLS for `wss://`, the
+//! upgrade), for the host's relay connection and for Rust devices alike.
+
+pub mod dial;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -50,6 +50,7 @@ mod real_keepers;
 mod real_modes;
 mod real_policy;
 mod reference_client;
+mod remote_device;
 mod service;
 mod shutdown;
 mod sim_run;

@@ -1,54 +1,38 @@
-//! What one Noise message carries between a device and the host: a sync-protocol text frame,
-//! a close with its code and reason, or a ping / pong — the few things a WebSocket's own
-//! opcodes carry on `/ws`. The protocol's JSON inside is unchanged. The browser's side is
-//! `web/src/remote/framing.ts`.
+//! The connection's frames inside a channel message (`nucleic_channel::framing`, shared with
+//! Rust devices): a sync-protocol text, a close, a ping / pong — what a WebSocket's own opcodes
+//! carry on `/ws`. The browser's side is `web/src/remote/framing.ts`.
+
+use nucleic_channel::framing::{self, ChannelFrame, FrameError, PING};
 
 use crate::wire::{InFrame, OutFrame};
-
-const TEXT: u8 = 0x00;
-const CLOSE: u8 = 0x01;
-const PING: u8 = 0x02;
-const PONG: u8 = 0x03;
 
 /// A channel message to the device.
 pub fn encode(frame: &OutFrame) -> Vec<u8> {
     match frame {
-        OutFrame::Text(text) => {
-            let mut out = Vec::with_capacity(text.len() + 1);
-            out.push(TEXT);
-            out.extend_from_slice(text.as_bytes());
-            out
-        }
+        OutFrame::Text(text) => framing::encode_text(text),
         OutFrame::Ping => vec![PING],
-        OutFrame::Close { code, reason } => {
-            let mut out = vec![CLOSE];
-            out.extend_from_slice(&code.to_be_bytes());
-            out.extend_from_slice(reason.as_bytes());
-            out
-        }
+        OutFrame::Close { code, reason } => framing::encode_close(*code, reason),
     }
 }
 
 /// A channel message from the device; `None` when it is malformed (the stream is then closed).
 pub fn decode(message: &[u8]) -> Option<InFrame> {
-    let (&kind, rest) = message.split_first()?;
-    match kind {
-        TEXT => match std::str::from_utf8(rest) {
-            Ok(text) => Some(InFrame::Text(text.to_owned())),
-            Err(_) => Some(InFrame::Binary),
-        },
-        CLOSE => Some(InFrame::Close),
-        PING | PONG if rest.is_empty() => Some(InFrame::Alive),
-        _ => None,
+    match framing::decode(message) {
+        Ok(ChannelFrame::Text(text)) => Some(InFrame::Text(text)),
+        Err(FrameError::NotUtf8) => Some(InFrame::Binary),
+        Ok(ChannelFrame::Close { .. }) => Some(InFrame::Close),
+        Ok(ChannelFrame::Ping | ChannelFrame::Pong) => Some(InFrame::Alive),
+        Err(FrameError::Empty | FrameError::ControlWithBody | FrameError::UnknownKind(_)) => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nucleic_channel::framing::{CLOSE, PONG, TEXT};
 
     #[test]
-    fn frames_round_trip_and_garbage_is_refused() {
+    fn frames_map_to_the_connection_and_garbage_is_refused() {
         assert_eq!(encode(&OutFrame::Text("{}".into())), b"\0{}");
         assert!(matches!(decode(b"\0{\"a\":1}"), Some(InFrame::Text(t)) if t == "{\"a\":1}"));
         assert!(matches!(decode(&[TEXT, 0xff]), Some(InFrame::Binary)));

@@ -6,7 +6,6 @@
 //! message in `framing`.
 
 mod devices;
-mod dial;
 pub mod framing;
 pub mod identity;
 pub mod lan;
@@ -55,22 +54,14 @@ pub struct Remote {
     pub(crate) pairing: Pairing,
     pub(crate) status: status::StatusBoard,
     /// How the relay is reached (TCP, TLS), checked when the daemon starts.
-    pub(crate) dialer: dial::Dialer,
+    pub(crate) dialer: nucleic_http::dial::Dialer,
 }
 
 /// A refused remote setting.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("relay URL {0:?}: expected ws://, wss://, http:// or https:// and a host")]
-    BadRelay(String),
-    #[error(
-        "relay URL {0:?} is plain ws:// to another machine: the room, frame sizes and timing would cross the network in the clear and anyone on the path could pose as the relay; use wss:// (or --allow-plain-relay to accept that)"
-    )]
-    PlainRelay(String),
-    #[error("relay CA file {}: {why}", path.display())]
-    RelayCa { path: PathBuf, why: String },
-    #[error("cannot set up TLS for the relay: {0}")]
-    Tls(String),
+    #[error(transparent)]
+    Dial(#[from] nucleic_http::dial::DialError),
     #[error(transparent)]
     Identity(#[from] IdentityError),
     #[error("cannot make a pairing secret: {0}")]
@@ -82,30 +73,15 @@ async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// `http(s)://x` → `ws(s)://x`, trailing slashes dropped; anything else refused.
-fn websocket_url(url: &str) -> Result<String, RemoteError> {
-    let url = url.trim().trim_end_matches('/');
-    let rest = ["ws://", "wss://", "http://", "https://"]
-        .iter()
-        .find_map(|p| url.strip_prefix(p).map(|r| (*p, r)));
-    match rest {
-        Some((scheme, host)) if !host.is_empty() && !host.contains(char::is_whitespace) => {
-            let scheme = match scheme {
-                "http://" | "ws://" => "ws://",
-                _ => "wss://",
-            };
-            Ok(format!("{scheme}{host}"))
-        }
-        _ => Err(RemoteError::BadRelay(url.to_owned())),
-    }
-}
-
 impl Remote {
     /// Reads (or makes) the host's identity and checks the relay URL.
     pub fn new(config: RemoteConfig) -> Result<Arc<Remote>, RemoteError> {
-        let relay = websocket_url(&config.relay)?;
-        let dialer =
-            dial::Dialer::new(&relay, config.relay_ca.as_deref(), config.allow_plain_relay)?;
+        let relay = nucleic_http::dial::websocket_url(&config.relay)?;
+        let dialer = nucleic_http::dial::Dialer::new(
+            &relay,
+            config.relay_ca.as_deref(),
+            config.allow_plain_relay,
+        )?;
         let identity = Identity::load_or_create(&config.home)?;
         let status = status::StatusBoard::new(&config.home, &relay, &identity.host_id());
         Ok(Arc::new(Remote {
@@ -144,20 +120,5 @@ impl Remote {
             lan: self.config.lan.clone(),
             host_name: pairing::machine_name(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relay_urls_are_normalised_or_refused() {
-        assert_eq!(websocket_url("http://127.0.0.1:8787/").unwrap(), "ws://127.0.0.1:8787");
-        assert_eq!(websocket_url("https://relay.example").unwrap(), "wss://relay.example");
-        assert_eq!(websocket_url("wss://r.example/x").unwrap(), "wss://r.example/x");
-        assert!(websocket_url("relay.example").is_err());
-        assert!(websocket_url("ftp://x").is_err());
-        assert!(websocket_url("ws://").is_err());
     }
 }

@@ -16,7 +16,7 @@ use super::devices::Devices;
 use super::status::RelayState;
 use crate::AppState;
 
-use super::dial::RelaySocket;
+use nucleic_http::dial::RelaySocket;
 
 impl super::devices::Carrier for RelaySocket {
     async fn next(&mut self) -> Result<Option<Vec<u8>>, String> {
@@ -210,8 +210,8 @@ mod tests {
         .unwrap();
         let socket = dial(&remote).await.unwrap();
         match socket.get_ref() {
-            super::super::dial::RelayStream::Plain(tcp) => assert!(tcp.nodelay().unwrap()),
-            super::super::dial::RelayStream::Tls(_) => panic!("a ws:// relay gave a TLS stream"),
+            nucleic_http::dial::RelayStream::Plain(tcp) => assert!(tcp.nodelay().unwrap()),
+            nucleic_http::dial::RelayStream::Tls(_) => panic!("a ws:// relay gave a TLS stream"),
         }
     }
 

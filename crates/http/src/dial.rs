@@ -1,7 +1,8 @@
-//! Dialling the relay: TCP, then TLS for `wss://` (rustls on ring, the server checked against
-//! Mozilla's roots plus an optional extra CA for a self-hosted relay), then the WebSocket
-//! upgrade. Plain `ws://` is accepted only for a loopback relay unless explicitly allowed: a
-//! failed TLS check is an error, never a reason to try without TLS.
+//! Dialling a relay (or a host's LAN listener): TCP, then TLS for `wss://` (rustls on ring, the
+//! server checked against Mozilla's roots plus an optional extra CA for a self-hosted relay),
+//! then the WebSocket upgrade. Plain `ws://` is accepted only for a loopback relay unless
+//! explicitly allowed: a failed TLS check is an error, never a reason to try without TLS. The
+//! host's relay connection (`nucleic-server`) and Rust devices (`nucleic-client`) both dial with it.
 
 use std::io;
 use std::path::Path;
@@ -9,13 +10,45 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use axum::http::Uri;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::RemoteError;
+use tokio_tungstenite::tungstenite::http::Uri;
+
+/// A refused relay setting.
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    #[error("relay URL {0:?}: expected ws://, wss://, http:// or https:// and a host")]
+    BadRelay(String),
+    #[error(
+        "relay URL {0:?} is plain ws:// to another machine: the room, frame sizes and timing would cross the network in the clear and anyone on the path could pose as the relay; use wss:// (or --allow-plain-relay to accept that)"
+    )]
+    PlainRelay(String),
+    #[error("relay CA file {}: {why}", path.display())]
+    RelayCa { path: std::path::PathBuf, why: String },
+    #[error("cannot set up TLS for the relay: {0}")]
+    Tls(String),
+}
+
+/// `http(s)://x` → `ws(s)://x`, trailing slashes dropped; anything else refused.
+pub fn websocket_url(url: &str) -> Result<String, DialError> {
+    let url = url.trim().trim_end_matches('/');
+    let rest = ["ws://", "wss://", "http://", "https://"]
+        .iter()
+        .find_map(|p| url.strip_prefix(p).map(|r| (*p, r)));
+    match rest {
+        Some((scheme, host)) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            let scheme = match scheme {
+                "http://" | "ws://" => "ws://",
+                _ => "wss://",
+            };
+            Ok(format!("{scheme}{host}"))
+        }
+        _ => Err(DialError::BadRelay(url.to_owned())),
+    }
+}
 
 /// The byte stream under the relay's WebSocket: plain TCP (loopback) or TLS over TCP.
 #[derive(Debug)]
@@ -100,12 +133,8 @@ impl Dialer {
     /// Checks the (normalised `ws://` / `wss://`) relay URL against the transport policy and
     /// builds the TLS client: `ws://` only to loopback unless `allow_plain`; `extra_ca` (a PEM
     /// file) is trusted besides Mozilla's roots, for `wss://` only.
-    pub fn new(
-        url: &str,
-        extra_ca: Option<&Path>,
-        allow_plain: bool,
-    ) -> Result<Dialer, RemoteError> {
-        let bad = || RemoteError::BadRelay(url.to_owned());
+    pub fn new(url: &str, extra_ca: Option<&Path>, allow_plain: bool) -> Result<Dialer, DialError> {
+        let bad = || DialError::BadRelay(url.to_owned());
         let uri: Uri = url.parse().map_err(|_| bad())?;
         let tls = match uri.scheme_str() {
             Some("wss") => true,
@@ -115,7 +144,7 @@ impl Dialer {
         let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(bad)?;
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         if !tls && !allow_plain && !is_loopback(host) {
-            return Err(RemoteError::PlainRelay(url.to_owned()));
+            return Err(DialError::PlainRelay(url.to_owned()));
         }
         let tls = match (tls, extra_ca) {
             (true, ca) => {
@@ -123,7 +152,7 @@ impl Dialer {
                     rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
                 if let Some(path) = ca {
                     for cert in read_ca(path)? {
-                        roots.add(cert).map_err(|e| RemoteError::RelayCa {
+                        roots.add(cert).map_err(|e| DialError::RelayCa {
                             path: path.to_owned(),
                             why: format!("not a usable CA certificate: {e}"),
                         })?;
@@ -132,7 +161,7 @@ impl Dialer {
                 Some(connector(roots)?)
             }
             (false, Some(path)) => {
-                return Err(RemoteError::RelayCa {
+                return Err(DialError::RelayCa {
                     path: path.to_owned(),
                     why: format!("a CA applies to a wss:// relay only, and {url} is plain ws://"),
                 });
@@ -170,8 +199,8 @@ impl Dialer {
 }
 
 /// The certificates of a PEM file: at least one, or why not.
-fn read_ca(path: &Path) -> Result<Vec<CertificateDer<'static>>, RemoteError> {
-    let err = |why: String| RemoteError::RelayCa { path: path.to_owned(), why };
+fn read_ca(path: &Path) -> Result<Vec<CertificateDer<'static>>, DialError> {
+    let err = |why: String| DialError::RelayCa { path: path.to_owned(), why };
     let pem = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
@@ -184,11 +213,11 @@ fn read_ca(path: &Path) -> Result<Vec<CertificateDer<'static>>, RemoteError> {
 
 /// A TLS client on ring (the provider the push crate uses: no aws-lc, no OpenSSL) trusting
 /// `roots`, speaking HTTP/1.1 for the upgrade.
-fn connector(roots: rustls::RootCertStore) -> Result<tokio_rustls::TlsConnector, RemoteError> {
+fn connector(roots: rustls::RootCertStore) -> Result<tokio_rustls::TlsConnector, DialError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| RemoteError::Tls(e.to_string()))?
+        .map_err(|e| DialError::Tls(e.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -221,6 +250,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn relay_urls_are_normalised_or_refused() {
+        assert_eq!(websocket_url("http://127.0.0.1:8787/").unwrap(), "ws://127.0.0.1:8787");
+        assert_eq!(websocket_url("https://relay.example").unwrap(), "wss://relay.example");
+        assert_eq!(websocket_url("wss://r.example/x").unwrap(), "wss://r.example/x");
+        assert!(websocket_url("relay.example").is_err());
+        assert!(websocket_url("ftp://x").is_err());
+        assert!(websocket_url("ws://").is_err());
+    }
+
+    #[test]
     fn plain_relays_only_on_loopback_unless_allowed() {
         for ok in [
             "ws://127.0.0.1:8787",
@@ -238,7 +277,7 @@ mod tests {
             "ws://localhost.evil.example",
         ] {
             match Dialer::new(refused, None, false) {
-                Err(RemoteError::PlainRelay(u)) => assert_eq!(u, refused),
+                Err(DialError::PlainRelay(u)) => assert_eq!(u, refused),
                 other => panic!("{refused}: {other:?}"),
             }
             assert!(Dialer::new(refused, None, true).is_ok(), "{refused} with the opt-in");
@@ -247,7 +286,7 @@ mod tests {
         let d = Dialer::new("wss://[::1]:8443/base", None, false).unwrap();
         assert_eq!((d.host.as_str(), d.port, d.tls.is_some()), ("::1", 8443, true));
         assert_eq!(Dialer::new("wss://relay.example", None, false).unwrap().port, 443);
-        assert!(matches!(Dialer::new("ftp://x", None, false), Err(RemoteError::BadRelay(_))));
+        assert!(matches!(Dialer::new("ftp://x", None, false), Err(DialError::BadRelay(_))));
     }
 
     #[test]
