@@ -343,8 +343,8 @@ impl Devices {
         match revocation {
             Ok(Revocation::Device(id)) => self.known.retain(|_, d| d.id != id),
             Ok(Revocation::All) => self.known.clear(),
-            // No MCP client comes through the relay.
-            Ok(Revocation::Mcp(_)) => {}
+            // No MCP client and no chat user's connection comes through the relay.
+            Ok(Revocation::Mcp(_) | Revocation::Person(_)) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 self.known =
                     known_by_key(self.state.host.channel_devices().await.unwrap_or_default());
