@@ -302,6 +302,42 @@ fn the_channel_reproduces_its_published_vectors_and_the_page_prints_them() {
         block,
         "docs/channel.md's vectors differ from docs/channel-vectors.json"
     );
+
+    // The examples in the page's prose: every hex string and every percent-encoded text in
+    // backticks is part of a vector (the prologue's prefix, the link's encodings).
+    let mut strings = Vec::new();
+    collect_strings(&computed, &mut strings);
+    let prose = format!("{}{}", &doc[..s], &doc[e..]);
+    let mut checked = 0;
+    for span in prose.split('`').skip(1).step_by(2) {
+        // Bytes written apart (`00 01 11 31`) are checked together.
+        let bytes = span.split(' ').all(|b| b.len() == 2) && span.contains(' ');
+        let span = &if bytes { span.replace(' ', "") } else { span.to_owned() };
+        let hex_like = span.len() >= 8 && span.bytes().all(|b| b.is_ascii_hexdigit());
+        let percent = span.contains('%')
+            && !span.contains(' ')
+            && span
+                .split('%')
+                .skip(1)
+                .all(|p| p.len() >= 2 && p[..2].bytes().all(|b| b.is_ascii_hexdigit()));
+        if hex_like || percent {
+            assert!(
+                strings.iter().any(|v| v.contains(span)),
+                "docs/channel.md's example `{span}` is in no vector"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} examples found in the page's prose");
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Object(map) => map.values().for_each(|i| collect_strings(i, out)),
+        _ => {}
+    }
 }
 
 /// The host's demultiplexer takes the vectors' first frames through the relay's wrapping:
