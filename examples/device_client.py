@@ -11,7 +11,8 @@ venv outside the repository). What it does, in order, failing with what it expec
    confirmation;
 3. refusals: the same link again with another key (closed 4000 before anything from the host),
    a fresh link with a wrong secret (closed 4000 after message 3, the link left usable: the right
-   secret pairs after it);
+   secret pairs after it), a revoked device (a close 4401 inside its channel, then its reconnects
+   closed 4000);
 4. reconnects (mode 02, IK) and drives a session of the simulated agent: project, session,
    stream, an approval pending when it drops the connection without a word, a new IK channel,
    `subscribe` from its cursor — no gap, no duplicate — the approval answered, the turn's end;
@@ -455,6 +456,20 @@ def main():
     log("a wrong pre-shared key: refused with", code)
     Device(other, second_key, "pair", deadline, other["secret"]).channel.close()
     log("the same link's right secret pairs after it")
+    # Revoked (here the second device signs itself out): a close 4401 inside the channel, and its
+    # key is refused from then on.
+    second = Device(other, second_key, "connect", deadline)
+    me = next(d for d in second.ok({"type": "listDevices"})["devices"] if d.get("current"))
+    second.ok({"type": "intent", "intent": {"kind": "revokeDevice", "deviceID": me["deviceID"]}})
+    try:
+        while True:
+            second.channel.recv()
+    except Closed as closed:
+        expect(closed.code == 4401, f"a close 4401 inside the channel, got {closed.code} {closed.reason}")
+        log("revoked: closed inside the channel with", closed.code, closed.reason)
+    code = refused(other, second_key, "connect", deadline)
+    expect(code == CLOSED_BY_HOST, f"a revoked key's reconnect closed with 4000, got {code}")
+    log("a revoked key's reconnect: refused with", code)
 
     # Reconnect (mode 02, IK) and a session of the simulated agent.
     device = Device(host, key, "connect", deadline)
