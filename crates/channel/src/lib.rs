@@ -36,7 +36,8 @@
 //!   revocation drops a device's streams.
 //! - `error`: [`ChannelError`].
 //!
-//! See `docs/security.md`, "Remote access".
+//! The wire, byte for byte with test vectors, is specified in `docs/channel.md`; the reasons are in
+//! `docs/security.md`, "Remote access".
 
 mod error;
 mod handshake;
