@@ -17,7 +17,9 @@ venv outside the repository). What it does, in order, failing with what it expec
    stream, an approval pending when it drops the connection without a word, a new IK channel,
    `subscribe` from its cursor — no gap, no duplicate — the approval answered, the turn's end;
 5. replays its own recorded IK first frame and the frames after it on a new connection, as a
-   relay could: the host's answer is of no use and the frames get the stream closed (4000).
+   relay could: the host's answer is of no use and the frames get the stream closed (4000);
+6. with NUCLEIC_CLIENT_LINGER_S, stays connected and silent that long answering the host's
+   pings (a host with a shorter idle deadline would otherwise close it), then is still served.
 
     NUCLEIC_PAIR_COMMAND='nucleic pair --json' python3 examples/device_client.py /path/to/repo
     python3 examples/device_client.py --check-vectors
@@ -31,6 +33,7 @@ import base64
 import hashlib
 import json
 import os
+import select
 import socket
 import ssl
 import struct
@@ -250,6 +253,9 @@ def handshake(kind, static_private, host_id, host_key, secret=None, ephemeral=No
     return noise
 
 
+PONGS = [0]  # pings answered, over every channel
+
+
 class Channel:
     """One device connection: the handshake, then channel messages (section 5) both ways."""
 
@@ -287,22 +293,39 @@ class Channel:
     def recv(self):
         """The next JSON message from the host; pongs its pings; raises Closed on a close."""
         while True:
-            message = self.transport.open(self.ws.recv())
-            self.heard = True
-            if message is None:
-                continue
-            kind, body = message[0], message[1:]
-            if kind == TEXT:
-                return json.loads(body.decode("utf-8"))
-            if kind == PING:
-                expect(body == b"", "an empty ping")
-                self.send_message(bytes([PONG]))
-            elif kind == CLOSE:
-                (code,) = struct.unpack("!H", body[:2])
-                self.ws.close()
-                raise Closed(code, body[2:].decode("utf-8", "replace"))
-            elif kind != PONG:
-                raise AssertionError(f"unknown channel message kind {kind:02x}")
+            text = self.step()
+            if text is not None:
+                return text
+
+    def step(self):
+        """Reads one frame: the JSON message it completes, else None (a ping answered, a pong,
+        a chunk of a longer message); raises Closed on a close."""
+        message = self.transport.open(self.ws.recv())
+        self.heard = True
+        if message is None:
+            return None
+        kind, body = message[0], message[1:]
+        if kind == TEXT:
+            return json.loads(body.decode("utf-8"))
+        if kind == PING:
+            expect(body == b"", "an empty ping")
+            self.send_message(bytes([PONG]))
+            PONGS[0] += 1
+        elif kind == CLOSE:
+            (code,) = struct.unpack("!H", body[:2])
+            self.ws.close()
+            raise Closed(code, body[2:].decode("utf-8", "replace"))
+        elif kind != PONG:
+            raise AssertionError(f"unknown channel message kind {kind:02x}")
+        return None
+
+    def linger(self, seconds):
+        """Stays connected and silent for `seconds`, answering pings: the host must not close."""
+        until = time.monotonic() + seconds
+        while (left := until - time.monotonic()) > 0:
+            if self.ws.buffer or select.select([self.ws.sock], [], [], left)[0]:
+                text = self.step()
+                expect(text is None or text.get("type") == "sessionChanged", f"nothing but pings while idle, got {text}")
 
     def close(self):
         try:
@@ -518,11 +541,15 @@ def main():
     except Closed as closed:
         expect(closed.code == CLOSED_BY_HOST, f"the replayer closed with 4000, got {closed.code}")
     log("a replayed handshake and", len(recorded) - 1, "replayed frames: closed with 4000")
+    linger = float(os.environ.get("NUCLEIC_CLIENT_LINGER_S", "0"))
+    if linger:
+        device.channel.linger(linger)
+        log(f"idle for {linger:g} s: {PONGS[0]} ping(s) answered, still connected")
     still = device.ok({"type": "listSessions"})
     expect(any(s["sessionID"] == session for s in still["sessions"]), "the device still served")
     device.channel.close()
     print(json.dumps({"sessionID": session, "lastSeq": seqs[-1], "hostID": host["hostID"],
-                      "replayedFrames": len(recorded) - 1}))
+                      "replayedFrames": len(recorded) - 1, "pongs": PONGS[0]}))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 // The second reference device, examples/device_client.py (Python with `noiseprotocol`, written
 // from docs/channel.md alone), against the real daemon and the relay under workerd: it checks
 // the published vectors, pairs by `nucleic pair` links, is refused a reused link and a wrong
-// secret, drives a session of the simulated agent across a dropped connection and an IK
-// reconnect with no gap, and sees its replayed handshake and frames closed. Then the host's
+// secret, is closed 4401 when revoked and refused after, drives a session of the simulated agent
+// across a dropped connection and an IK reconnect with no gap (answering the host's pings), and
+// sees its replayed handshake and frames closed. Then the host's
 // record and the relay's say the same: two devices paired, nothing readable crossed the relay.
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -53,9 +54,11 @@ function run(args: string[], env: Record<string, string>, ms: number): Promise<{
 
 it("the Python device client pairs, works a session across a reconnect, and every refusal holds", async () => {
   expect(existsSync(PYTHON), `${PYTHON} is missing: run scripts/install-device-client.sh`).toBe(true);
-  daemon = await Daemon.start(relay.url(""));
+  // Pings every 200 ms and a 1.5 s idle deadline: a device that did not answer pings would be
+  // closed mid-session (1008), so its pongs are checked by effect.
+  daemon = await Daemon.start(relay.url(""), { env: { NUCLEIC_PING_INTERVAL_MS: "200", NUCLEIC_IDLE_TIMEOUT_MS: "1500" } });
   const pair = `'${NUCLEIC}' pair --json --name MARKER-python`;
-  const r = await run(["examples/device_client.py", daemon.repo], { NUCLEIC_HOME: daemon.home, NUCLEIC_PAIR_COMMAND: pair, NUCLEIC_CLIENT_DEADLINE: "90" }, 120_000);
+  const r = await run(["examples/device_client.py", daemon.repo], { NUCLEIC_HOME: daemon.home, NUCLEIC_PAIR_COMMAND: pair, NUCLEIC_CLIENT_DEADLINE: "90", NUCLEIC_CLIENT_LINGER_S: "3" }, 120_000);
   console.log(r.out);
   expect(r.code, r.out).toBe(0);
   expect(r.out).toContain("the published vectors match");
@@ -63,6 +66,7 @@ it("the Python device client pairs, works a session across a reconnect, and ever
   expect(r.out).toContain("a wrong pre-shared key: refused with 4000");
   const summary = JSON.parse(r.out.trim().split("\n").pop()!);
   expect(summary.replayedFrames).toBeGreaterThan(2);
+  expect(summary.pongs).toBeGreaterThan(0);
 
   // The host recorded the two devices that paired, not the refused ones.
   const listed = daemon.cli("device", "list").split("\n").filter((l) => l.includes("MARKER-python"));
