@@ -448,7 +448,8 @@ def check_vectors(path):
 
 def main():
     if "--check-vectors" in sys.argv:
-        check_vectors(sys.argv[sys.argv.index("--check-vectors") + 1] if len(sys.argv) > 2 else VECTORS)
+        at = sys.argv.index("--check-vectors") + 1
+        check_vectors(sys.argv[at] if at < len(sys.argv) else VECTORS)
         return
     check_vectors(VECTORS)
     repo = os.path.abspath(sys.argv[1])
