@@ -18,14 +18,14 @@ installed() {
 }
 
 if [ "$(installed)" = "$NOISE_VERSION 51.0.1" ]; then
-  echo "install-device-client: noiseprotocol $NOISE_VERSION already installed at $VENV"
+  echo "install-device-client: noiseprotocol $NOISE_VERSION already installed at $VENV" >&2
   echo "$VENV/bin/python"
   exit 0
 fi
 command -v python3 >/dev/null || { echo "install-device-client: python3 (3.9+, with venv) is required" >&2; exit 1; }
 rm -rf "$VENV"
 mkdir -p "$CACHE"
-echo "install-device-client: installing ${PINS[*]} into $VENV"
+echo "install-device-client: installing ${PINS[*]} into $VENV" >&2
 python3 -m venv "$VENV" || { echo "install-device-client: python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
 if [ "$(installed)" != "$NOISE_VERSION 51.0.1" ]; then
