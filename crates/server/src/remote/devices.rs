@@ -159,6 +159,11 @@ impl Devices {
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut heard = Instant::now();
         let why = loop {
+            // Revocations first: a revoked device's connection closes it (4401) after hearing of
+            // the same revocation, and the device's next handshake must find its key gone.
+            if let Err(why) = self.take_revocations(&mut revocations).await {
+                break why;
+            }
             let cut_at = self.conns.values().filter_map(|c| c.cut_at).min();
             tokio::select! {
                 frame = socket.next() => {
@@ -381,6 +386,26 @@ impl Devices {
             }
         }
         Ok(())
+    }
+
+    /// Every revocation already announced, before anything else is handled.
+    async fn take_revocations(
+        &mut self,
+        revocations: &mut broadcast::Receiver<Revocation>,
+    ) -> Result<(), String> {
+        loop {
+            let next = match revocations.try_recv() {
+                Ok(r) => Ok(r),
+                Err(broadcast::error::TryRecvError::Empty) => return Ok(()),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    Err(broadcast::error::RecvError::Lagged(n))
+                }
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    Err(broadcast::error::RecvError::Closed)
+                }
+            };
+            self.on_revocation(next).await?;
+        }
     }
 
     /// Closes the revoked devices' streams whose connections did not close them in time.
