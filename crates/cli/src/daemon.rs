@@ -35,6 +35,12 @@ impl DaemonStarter for Serve {
     }
 }
 
+/// The daemon of `home` for a front end that makes its own connections (`nucleic acp`),
+/// started (detached) when no host runs there.
+pub fn local_daemon(home: &Path) -> LocalDaemon {
+    LocalDaemon::new(home).with_starter(Arc::new(Serve))
+}
+
 /// Connects to the daemon of `home`, starting it (detached) if no host runs there.
 pub async fn connect(home: &Path) -> anyhow::Result<Client> {
     // Random per process (`ClientOptions::new`): a reused pid must never be answered from
