@@ -19,14 +19,13 @@ use crate::daemon::{DaemonGuard, alive, cli_env, daemon_pid, git};
 use crate::real_codex::{CodexSetup, codex_setup};
 use crate::support::nucleic;
 
-/// The session's transcript as JSON values.
+/// The session's transcript as JSON values: its complete lines (a last one still being
+/// written, without its newline yet, is left for the next read).
 pub(crate) fn transcript(home: &Path, session: &str) -> Vec<Value> {
     let path = home.join("sessions").join(session).join("transcript.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// A host with the real codex (and the sim), the setup's environment for its agents, confined
