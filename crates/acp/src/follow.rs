@@ -10,16 +10,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Error, ErrorCode, RequestCancellationHandle};
-use nucleic_protocol::{
-    ASK_USER_QUESTION, ApprovalRequested, EXIT_PLAN_MODE, Event, EventKind, HostMessage,
-    RunOutcome, Verbosity,
-};
-use serde_json::{Value, json};
+use nucleic_protocol::{ApprovalRequested, Event, EventKind, HostMessage, RunOutcome, Verbosity};
+use serde_json::json;
 
 use crate::agent::{Shared, answer, host_error, refused};
-use crate::translate::{
-    Translator, decision_for, diffs, meta, permission_options, stop_reason, title, tool_kind,
-};
+use crate::translate::{Translator, meta, stop_reason};
 
 /// A prompt waiting for its turn to end.
 pub(crate) struct Turn {
@@ -42,7 +37,7 @@ pub(crate) struct Attached {
     pub session_id: String,
     turn: Mutex<Option<Turn>>,
     /// Permission requests out to the client, by Nucleic request id.
-    asks: Mutex<HashMap<String, RequestCancellationHandle>>,
+    pub(crate) asks: Mutex<HashMap<String, RequestCancellationHandle>>,
 }
 
 impl Attached {
@@ -280,66 +275,8 @@ impl Follower {
         self.shared.out.send(line.to_string()).await
     }
 
-    /// Asks the client about `approval`, unless it is a question or a plan (those are answered
-    /// in another Nucleic client). The client's choice is the decision, as this connection.
+    /// Asks the client about `approval` (a tool call, a plan or questions).
     fn ask(&self, approval: &ApprovalRequested) {
-        let name = approval.tool_name.as_str();
-        if name == ASK_USER_QUESTION || name == EXIT_PLAN_MODE {
-            return;
-        }
-        let call_id = approval.tool_call_id.clone().unwrap_or_else(|| approval.request_id.clone());
-        let content = diffs(name, &approval.input);
-        let fields = acp::ToolCallUpdateFields::new()
-            .title(title(name, &approval.input))
-            .kind(tool_kind(name))
-            .status(acp::ToolCallStatus::Pending)
-            .content((!content.is_empty()).then_some(content))
-            .raw_input(approval.input.clone());
-        let about = json!({ "nucleic": {
-            "requestID": approval.request_id,
-            "risk": approval.risk,
-            "riskReasons": approval.risk_reasons,
-            "description": approval.description,
-        }});
-        let request = acp::RequestPermissionRequest::new(
-            self.attached.session_id.clone(),
-            acp::ToolCallUpdate::new(call_id, fields),
-            permission_options(),
-        )
-        .meta(match about {
-            Value::Object(map) => Some(map),
-            _ => None,
-        });
-        let sent = self.cx.send_request(request);
-        let request_id = approval.request_id.clone();
-        if let Ok(mut asks) = self.attached.asks.lock() {
-            asks.insert(request_id.clone(), sent.cancellation_handle());
-        }
-        let (shared, attached) = (self.shared.clone(), self.attached.clone());
-        tokio::spawn(async move {
-            let outcome = sent.block_task().await;
-            if let Ok(mut asks) = attached.asks.lock() {
-                asks.remove(&request_id);
-            }
-            let chosen = match outcome {
-                Ok(response) => match response.outcome {
-                    acp::RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
-                    // The client's turn was cancelled: the request stays for others.
-                    _ => return,
-                },
-                // Withdrawn (answered elsewhere) or refused by the client.
-                Err(_) => return,
-            };
-            let Some(decision) = decision_for(&chosen) else {
-                eprintln!("nucleic acp: the client chose {chosen:?}, which was not offered");
-                return;
-            };
-            let id = &attached.session_id;
-            let decided =
-                shared.requests.lock().await.decide(id, &request_id, decision, false).await;
-            if let Err(e) = decided {
-                eprintln!("nucleic acp: answering {request_id} of {id}: {e}");
-            }
-        });
+        crate::ask::ask(&self.shared, &self.attached, &self.cx, approval);
     }
 }

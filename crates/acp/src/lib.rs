@@ -7,11 +7,15 @@
 //! - `agent`: the handlers (`initialize`, `session/new|load|prompt|cancel|set_mode`).
 //! - `follow`: one task per attached session: its events as `session/update`, its approvals as
 //!   `session/request_permission` (withdrawn when another client answers first), turn ends.
+//! - `ask`: one pending approval asked in the editor: a tool call, a plan, questions.
+//! - `interactive`: a plan's and a question's options and what each decides (pure).
 //! - `translate`: a Nucleic event as ACP session updates (pure).
 //! - `projects`: which registered project an editor's `cwd` belongs to.
 
 mod agent;
+mod ask;
 mod follow;
+mod interactive;
 mod projects;
 mod stdio;
 mod translate;

@@ -14,6 +14,11 @@
 //                                          permission is asked, unanswered
 //   node peer.mjs answer NUCLEIC HOME CWD SESSION  session/load; the approval still pending is
 //                                                  asked again: allowed, its call completes
+//   node peer.mjs interactive NUCLEIC HOME CWD PROMPT  new session, a prompt whose plan is
+//                                          approved into edit, whose question is answered
+//                                          "Blue", anything else allowed, in the editor
+//   node peer.mjs forged NUCLEIC HOME CWD PROMPT OPTION  new session, a prompt whose first
+//                                          request the editor answers OPTION, offered or not
 import { spawn, execFile } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { promisify } from "node:util";
@@ -184,6 +189,46 @@ if (scenario === "first") {
     if (done()) resolve();
     onUpdate = () => done() && resolve();
   }));
+} else if (scenario === "interactive") {
+  // A plan and a question asked in the editor and answered there: the plan approved into
+  // edit, the question with the choice named "Blue", any other request allowed.
+  const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
+  report.sessionId = created.sessionId;
+  onPermission = async ({ params }) => {
+    const options = params.options.map((o) => ({ id: o.optionId, name: o.name }));
+    const blue = options.find((o) => o.name === "Blue");
+    const optionId = params.toolCall.kind === "switch_mode" ? "approve-plan:edit" : blue ? blue.id : "allow";
+    report.permissions.push({
+      title: params.toolCall.title,
+      kind: params.toolCall.kind,
+      text: params.toolCall.content?.[0]?.content?.text ?? null,
+      options,
+      meta: params._meta?.nucleic ?? null,
+      answered: optionId,
+    });
+    return { outcome: { outcome: "selected", optionId } };
+  };
+  await prompt(report.sessionId, sessionArg);
+} else if (scenario === "forged") {
+  // The editor answers the first request with OPTION whatever was offered, then leaves.
+  const optionId = fromSeqArg;
+  const created = await within(60000, "session/new", agent.request("session/new", { cwd, mcpServers: [] }));
+  report.sessionId = created.sessionId;
+  const answered = new Promise((resolve) => {
+    onPermission = async ({ params }) => {
+      report.permissions.push({
+        kind: params.toolCall.kind,
+        options: params.options.map((o) => o.optionId),
+        requestID: params._meta?.nucleic?.requestID ?? null,
+        answered: optionId,
+      });
+      setTimeout(resolve, 1500); // time for a decision to land, were one made
+      return { outcome: { outcome: "selected", optionId } };
+    };
+  });
+  agent.request("session/prompt", { sessionId: created.sessionId, prompt: [{ type: "text", text: sessionArg }] })
+    .catch(() => {});
+  await within(60000, "the permission asked", answered);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

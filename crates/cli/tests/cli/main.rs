@@ -6,6 +6,7 @@
 
 mod acp;
 mod acp_bad_input;
+mod acp_interactive;
 mod agent_boundary;
 mod bad_input;
 mod bounds;
