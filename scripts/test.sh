@@ -64,6 +64,12 @@ if [ ! -f relay/node_modules/.package-lock.json ] || ! cmp -s relay/package-lock
   npm --prefix relay ci --no-audit --no-fund --loglevel=error
   cp relay/package-lock.json relay/node_modules/.nucleic-lock
 fi
+# The ACP peer (crates/cli/tests/acp-peer): the official ACP TypeScript SDK, pinned by its lock,
+# which the `nucleic acp` tests drive the binary with as an independent client.
+if [ ! -f crates/cli/tests/acp-peer/node_modules/.package-lock.json ] || ! cmp -s crates/cli/tests/acp-peer/package-lock.json crates/cli/tests/acp-peer/node_modules/.nucleic-lock; then
+  npm --prefix crates/cli/tests/acp-peer ci --no-audit --no-fund --loglevel=error
+  cp crates/cli/tests/acp-peer/package-lock.json crates/cli/tests/acp-peer/node_modules/.nucleic-lock
+fi
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast "$@"

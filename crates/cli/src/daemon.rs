@@ -35,6 +35,12 @@ impl DaemonStarter for Serve {
     }
 }
 
+/// The daemon of `home` for a front end that makes its own connections (`nucleic acp`),
+/// started (detached) when no host runs there.
+pub fn local_daemon(home: &Path) -> LocalDaemon {
+    LocalDaemon::new(home).with_starter(Arc::new(Serve))
+}
+
 /// `--remote HOST`: the paired host (`nucleic remote pair`) this process's daemon commands go
 /// to instead of the home's own daemon; set once, before any command runs.
 static REMOTE: OnceLock<String> = OnceLock::new();
@@ -51,7 +57,7 @@ async fn reach(home: &Path, options: ClientOptions) -> anyhow::Result<Client> {
         let host = paired::find(home, wanted)?;
         return warned(paired::connect(&host, options).await?);
     }
-    let daemon = LocalDaemon::new(home).with_starter(Arc::new(Serve));
+    let daemon = local_daemon(home);
     warned(Client::local(daemon, options).await?)
 }
 

@@ -79,7 +79,7 @@ pub async fn pair(
     if json {
         let mut v = printed;
         if let Some(o) = v.as_object_mut() {
-            o.remove("qrSvg");
+            o.shift_remove("qrSvg");
         }
         println!("{v}");
         return Ok(ExitCode::SUCCESS);

@@ -225,6 +225,16 @@ enum Commands {
         #[arg(long, env = "NUCLEIC_HOME", global = true)]
         home: Option<PathBuf>,
     },
+    /// Nucleic as an ACP agent on stdin/stdout, for an editor's agent panel (Zed's
+    /// `agent_servers`, JetBrains, Neovim; docs/acp.md): the editor's folder picks the project,
+    /// each thread is a Nucleic session in its own worktree that goes on when the editor closes.
+    Acp {
+        /// The agent of new sessions (the project's default when absent).
+        #[arg(long, value_parser = crate::agent_parser())]
+        agent: Option<nucleic_protocol::Backend>,
+        #[arg(long, env = "NUCLEIC_HOME")]
+        home: Option<PathBuf>,
+    },
     /// The terminal cockpit: every session, the inbox of approvals (single keys: a allow, d
     /// deny, A always), a session's transcript and a composer; `?` lists the keys
     /// (docs/tui.md). Starts the daemon if none runs.
@@ -441,6 +451,10 @@ fn main() -> ExitCode {
             (Some(home), Some(command)) => block_on(mcp_commands::command(&home, command)),
             (None, _) => no_home(),
         },
+        Commands::Acp { agent, home } => match locate::nucleic_home(home) {
+            Some(home) => block_on(acp(&home, agent)),
+            None => no_home(),
+        },
         Commands::Tui { home } => match locate::nucleic_home(home) {
             Some(home) => block_on(tui(&home)),
             None => no_home(),
@@ -468,6 +482,7 @@ fn local_only(command: &Commands) -> Option<&'static str> {
         Commands::Service { .. } => Some("service"),
         Commands::Remote { .. } => Some("remote"),
         Commands::Mcp { .. } => Some("mcp"),
+        Commands::Acp { .. } => Some("acp"),
         // A sign-in link of this machine's daemon; a file path read here.
         Commands::Open { .. } => Some("open"),
         Commands::Import { .. } => Some("import"),
@@ -480,6 +495,16 @@ fn local_only(command: &Commands) -> Option<&'static str> {
         | Commands::Tui { .. }
         | Commands::Gc { .. } => None,
     }
+}
+
+/// `nucleic acp`: the ACP agent on stdio, a client of the home's daemon (started if none runs).
+async fn acp(
+    home: &std::path::Path,
+    backend: Option<nucleic_protocol::Backend>,
+) -> anyhow::Result<ExitCode> {
+    let options = nucleic_acp::AcpOptions { daemon: daemon::local_daemon(home), backend };
+    nucleic_acp::serve_stdio(options).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `nucleic tui`: the terminal cockpit, a client of the home's daemon (two connections: one

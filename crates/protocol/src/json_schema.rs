@@ -57,20 +57,22 @@ fn json_schema_matches_the_rust_types() {
 }
 
 /// The digest of a schema's shape: the document without its descriptions (wording is not
-/// shape), hashed; the first 16 hex digits.
+/// shape), its object keys sorted (canonical whatever order serde_json keeps: the workspace
+/// builds it with `preserve_order`), hashed; the first 16 hex digits.
 fn shape_digest(mut schema: Value) -> String {
     use sha2::Digest;
-    fn strip(value: &mut Value) {
+    fn canonical(value: &mut Value) {
         match value {
             Value::Object(map) => {
-                map.remove("description");
-                map.values_mut().for_each(strip);
+                map.shift_remove("description");
+                map.values_mut().for_each(canonical);
+                map.sort_keys();
             }
-            Value::Array(items) => items.iter_mut().for_each(strip),
+            Value::Array(items) => items.iter_mut().for_each(canonical),
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
         }
     }
-    strip(&mut schema);
+    canonical(&mut schema);
     let hash = sha2::Sha256::digest(schema.to_string().as_bytes());
     hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -104,6 +106,23 @@ fn the_schema_digest_moves_with_shape_not_wording() {
     let mut reshaped = rendered();
     reshaped["$defs"]["Extra"] = json!({"type": "string"});
     assert_ne!(shape_digest(reshaped), original);
+}
+
+#[test]
+fn the_schema_digest_does_not_depend_on_key_order() {
+    fn reverse(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                Value::Object(map.iter().rev().map(|(k, v)| (k.clone(), reverse(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(reverse).collect()),
+            other => other.clone(),
+        }
+    }
+    let original = shape_digest(rendered());
+    let reversed = reverse(&rendered());
+    assert_ne!(reversed.to_string(), rendered().to_string(), "the keys were reordered");
+    assert_eq!(shape_digest(reversed), original);
 }
 
 #[test]

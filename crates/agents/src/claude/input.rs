@@ -196,8 +196,9 @@ mod tests {
     fn decisions_map_to_the_observed_wire_shapes() {
         let allow = permission_reply("r1", "Write", &Decision::Allow).unwrap();
         assert_eq!(
-            allow,
-            r#"{"response":{"request_id":"r1","response":{"behavior":"allow"},"subtype":"success"},"type":"control_response"}"#
+            serde_json::from_str::<Value>(&allow).unwrap(),
+            json!({"type": "control_response", "response":
+                {"subtype": "success", "request_id": "r1", "response": {"behavior": "allow"}}})
         );
         let always =
             permission_reply("r1", "Write", &Decision::AllowAlways { scope: None }).unwrap();

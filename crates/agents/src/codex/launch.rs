@@ -183,7 +183,7 @@ impl CodexOptions {
                 obj.insert("model".into(), Value::String(model.clone()));
             }
             if self.common.isolation.is_some() {
-                obj.remove("sandbox");
+                obj.shift_remove("sandbox");
             }
         }
         let method = match (&self.common.resume, self.fork) {

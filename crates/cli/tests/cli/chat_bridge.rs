@@ -83,15 +83,24 @@ pub(crate) async fn setup(dir: &Path) -> (PathBuf, DaemonGuard) {
 pub(crate) async fn setup_with(dir: &Path, env: &[(&str, &str)]) -> (PathBuf, DaemonGuard) {
     let home = dir.join("home");
     let guard = DaemonGuard(home.clone());
-    let root = dir.join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("README.md"), "hi\n").unwrap();
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-q", "-m", "init"]);
-    let (code, _, err) = cli_env(&home, &["project", "add", root.to_str().unwrap()], env).await;
-    assert_eq!(code, 0, "{err}");
+    add_repository_with(&home, &dir.join("repo"), env).await;
     (home, guard)
+}
+
+/// A new repository at `root` (one commit on `main`), added to `home` as a project.
+pub(crate) async fn add_repository(home: &Path, root: &Path) {
+    add_repository_with(home, root, &[]).await;
+}
+
+/// [`add_repository`] with `env` for the CLI (a daemon it starts inherits it).
+async fn add_repository_with(home: &Path, root: &Path, env: &[(&str, &str)]) {
+    std::fs::create_dir_all(root).unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "hi\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    let (code, _, err) = cli_env(home, &["project", "add", root.to_str().unwrap()], env).await;
+    assert_eq!(code, 0, "{err}");
 }
 
 /// Waits until the bot sent a message to `chat` containing `needle` (after the first `skip`

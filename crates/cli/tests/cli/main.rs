@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod acp;
+mod acp_bad_input;
+mod acp_interactive;
 mod agent_boundary;
 mod bad_input;
 mod bounds;
@@ -29,6 +32,7 @@ mod outside_cli;
 mod plan_cli;
 mod pull_request;
 mod readme_walk;
+mod real_acp;
 mod real_claude;
 mod real_claude_adopt;
 mod real_claude_chat;

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nucleic_core::{Sequencer, SessionConfig, SessionHandle, Subscription};
-use nucleic_protocol::{ApprovalResolved, Decision, EventKind, SessionUpdated};
+use nucleic_protocol::{ApprovalResolved, Decision, EventKind, RunOutcome, SessionUpdated};
 
 use crate::agents::launch::{AgentRequest, agent_options};
 use crate::context::Context;
-use crate::error::HostError;
+use crate::error::{HostError, blocking};
 
 impl Context {
     /// Every event of a session from `from_seq`: live sessions catch up then follow; others
@@ -67,6 +67,22 @@ impl Context {
         self.resume_from(id, Some(conversation)).await
     }
 
+    /// Whether the session's agent was started and then stopped by the host before any prompt
+    /// (a session started without one): nothing else may start afresh — a session whose setup
+    /// failed never had an agent, and one with turns has a conversation to lose.
+    async fn stopped_before_a_prompt(
+        &self,
+        row: &nucleic_catalog::SessionRow,
+    ) -> Result<bool, HostError> {
+        let transcript = PathBuf::from(&row.transcript);
+        let events = blocking(move || nucleic_store::read_transcript(&transcript, 1)).await?.events;
+        let prompted = events.iter().any(|e| matches!(e.kind, EventKind::UserText(_)));
+        let stopped = events.iter().any(
+            |e| matches!(&e.kind, EventKind::RunFinished(r) if r.outcome == RunOutcome::Stopped),
+        );
+        Ok(stopped && !prompted)
+    }
+
     async fn resume_from(
         &self,
         id: &str,
@@ -76,12 +92,22 @@ impl Context {
         if row.read_only {
             return Err(HostError::Invalid(format!("session {id} is read-only (imported)")));
         }
-        let conversation = fork_of.map(str::to_owned).or(row.backend_session_id.clone());
-        let conversation = conversation.ok_or_else(|| {
-            HostError::Invalid(format!(
-                "session {id} never started an agent conversation; nothing to resume"
-            ))
-        })?;
+        // A session started without a prompt (`nucleic acp`'s `session/new`) whose agent was
+        // stopped before its first turn (a mode switch between read-only and writable stops an
+        // idle agent) has no conversation to resume — Claude Code has none yet, Codex a thread
+        // with no rollout: its agent starts afresh, losing nothing. (No cost yet is the cheap
+        // sign; the transcript decides.)
+        let fresh =
+            fork_of.is_none() && row.cost_usd == 0.0 && self.stopped_before_a_prompt(&row).await?;
+        let conversation = match fork_of.map(str::to_owned).or(row.backend_session_id.clone()) {
+            _ if fresh => None,
+            Some(conversation) => Some(conversation),
+            None => {
+                return Err(HostError::Invalid(format!(
+                    "session {id} never started an agent conversation; nothing to resume"
+                )));
+            }
+        };
         let cwd = PathBuf::from(&row.cwd);
         if !cwd.is_dir() {
             return Err(HostError::Invalid(format!(
@@ -102,7 +128,7 @@ impl Context {
         let request = AgentRequest {
             model: row.model.clone(),
             permission_mode: row.permission_mode.clone(),
-            resume: Some(conversation),
+            resume: conversation,
             fork: fork_of.is_some(),
             session_id: Some(id.to_owned()),
             read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),

@@ -238,10 +238,14 @@ impl Context {
         for problem in rules.problems {
             session.record(problem).await?;
         }
-        self.first_turn_started(&session_id, clean_at).await;
-        trace.mark("turn snapshot");
-        session.send_user_text(&prompt).await?;
-        trace.mark("prompt sent");
+        // An empty prompt (`nucleic acp`'s `session/new`, before the editor's first prompt):
+        // the agent waits in its worktree, idle, and the first `sendInput` starts the first turn.
+        if !prompt.trim().is_empty() {
+            self.first_turn_started(&session_id, clean_at).await;
+            trace.mark("turn snapshot");
+            session.send_user_text(&prompt).await?;
+            trace.mark("prompt sent");
+        }
         let summary = self.session_summary(&session_id).await;
         trace.mark("summary");
         trace.finish(&session_id);

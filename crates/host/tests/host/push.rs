@@ -84,7 +84,10 @@ async fn a_session_needing_a_person_pushes_its_id_alone_to_every_subscribed_devi
     let plaintext = got[0].plaintext.clone().expect("decrypts with the subscription's keys");
     assert_eq!(got[0].problem, None);
     assert_eq!(got[0].vapid_subject.as_deref(), Some("mailto:push@nucleic.invalid"));
-    assert_eq!(plaintext, format!(r#"{{"s":"{}","v":1}}"#, session.session_id));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&plaintext).unwrap(),
+        serde_json::json!({"v": 1, "s": session.session_id})
+    );
     for secret in [
         "Top secret",
         "launch-codes",

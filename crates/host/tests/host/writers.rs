@@ -1,6 +1,7 @@
 //! One writer per transcript, through the host with the simulated agent: many follow-ups (and a
 //! rename) sent at once to a session whose agent has exited resume it once — one new agent, one
-//! new writer — and the transcript stays gapless and duplicate-free.
+//! new writer — and the transcript stays gapless and duplicate-free; a session started without a
+//! prompt, stopped before one, starts afresh on its first.
 //!
 //! CI runs a few rounds; for the 1,000-round run:
 //! `NUCLEIC_FOLLOWUP_ROUNDS=1000 cargo nextest run -p nucleic-cli -E 'test(host_concurrent_follow_ups)'`
@@ -237,4 +238,38 @@ async fn host_writes_outside_a_writer_are_announced() {
     assert!(
         matches!(&renamed.kind, EventKind::SessionUpdated(u) if u.title.as_deref() == Some("renamed"))
     );
+}
+
+/// A session started without a prompt (`nucleic acp`'s `session/new`) waits idle, sends the
+/// agent nothing, and — stopped before its first prompt, with no conversation to resume — starts
+/// afresh on its first follow-up, which becomes its first turn.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_without_a_prompt_waits_and_starts_afresh_once_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let host = host(dir.path()).await;
+    let project = host.add_project(root.to_str().unwrap(), None, |_| {}).await.unwrap();
+    let session = host.new_session(new_session(&project.project_id, ""), "test").await.unwrap();
+    let id = session.session_id.clone();
+    let worktree = Path::new(&session.worktree.as_ref().unwrap().path).canonicalize().unwrap();
+    assert_eq!(session.status, nucleic_protocol::SessionStatus::Idle, "{session:?}");
+    assert_eq!(sim_agents(&worktree).len(), 1, "its agent runs, waiting");
+
+    let before = host.session_summary(&id).await.unwrap().last_seq;
+    host.stop(&id).await.unwrap();
+    wait_for(&host, &id, before + 1, |k| matches!(k, EventKind::RunFinished(_))).await;
+    host.send_input(&id, "say first").await.unwrap();
+    wait_for(&host, &id, 1, |k| matches!(k, EventKind::TurnCompleted(_))).await;
+    let text = std::fs::read_to_string(session_transcript(dir.path(), &id)).unwrap();
+    let prompts: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<nucleic_protocol::Event>(l).unwrap())
+        .filter_map(|e| match e.kind {
+            EventKind::UserText(t) => Some(t.text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prompts, ["say first"], "the follow-up is the only prompt");
+    let stopped = host.session_summary(&id).await.unwrap();
+    assert!(stopped.last_seq > before, "{stopped:?}");
 }
