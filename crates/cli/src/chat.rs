@@ -1,6 +1,6 @@
 //! `nucleic chat`: the chat bridge in the foreground, on Telegram or (`--matrix`) on a Matrix
-//! account (one poller per bot token or account), and `nucleic chat pair|list|unpair`: who may
-//! command the host from a chat.
+//! account (one poller per bot token or account); `nucleic chat pair|list|unpair`: who may
+//! command the host from a chat; `enable|disable`: the bridge inside the daemon.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +27,13 @@ pub const MATRIX_TOKEN_ENV: &str = "NUCLEIC_MATRIX_TOKEN";
 pub struct ChatArgs {
     #[command(subcommand)]
     command: Option<ChatCommand>,
+    #[command(flatten)]
+    bridge: BridgeArgs,
+}
+
+/// Which account a bridge polls and how: `nucleic chat`'s and `nucleic chat enable`'s options.
+#[derive(Debug, clap::Args)]
+pub struct BridgeArgs {
     /// The agent new sessions run (default: the project's).
     #[arg(long, value_parser = crate::agent_parser())]
     agent: Option<Backend>,
@@ -46,6 +53,15 @@ pub struct ChatArgs {
     poll_secs: u64,
 }
 
+impl BridgeArgs {
+    /// The account, its token read from the file or the variable.
+    fn account(&self) -> anyhow::Result<Account> {
+        let env = if self.matrix.is_some() { MATRIX_TOKEN_ENV } else { TOKEN_ENV };
+        let token = token(self.token_file.as_deref(), env)?;
+        Ok(Account { matrix: self.matrix.clone(), api: self.api.clone(), token })
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ChatCommand {
     /// Print a one-time pairing code (8 characters, 10 minutes): send `/cc pair <code>` to the
@@ -55,6 +71,13 @@ pub enum ChatCommand {
     List,
     /// Unpair a chat account (its user id, from `nucleic chat list`: `123`, `@alice:example.org`).
     Unpair { user: String },
+    /// Run the bridge inside the daemon from now on, and at every start of `nucleic serve` (or
+    /// the service): the token given now is kept 0600 in the data dir.
+    ///
+    /// Example: `nucleic chat enable --token-file ~/bot-token`, then `nucleic chat pair`.
+    Enable(BridgeArgs),
+    /// Stop the daemon's bridge and forget its token (pairings are kept).
+    Disable,
 }
 
 fn store(home: &Path) -> PathBuf {
@@ -103,13 +126,25 @@ pub async fn chat(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
             println!("unpaired {user}");
             Ok(ExitCode::SUCCESS)
         }
+        Some(ChatCommand::Enable(bridge)) => {
+            let account = bridge.account()?;
+            let setup = crate::chat_service::BridgeSetup {
+                matrix: account.matrix,
+                api: account.api,
+                agent: bridge.agent,
+                poll_secs: bridge.poll_secs,
+                enabled_at: bridge::now_ms(),
+            };
+            crate::chat_service::enable(home, setup, &account.token).await
+        }
+        Some(ChatCommand::Disable) => crate::chat_service::disable(home).await,
         None => run(home, args).await,
     }
 }
 
 /// `doctor`'s line for the bridge of `home`, from its `status.json`, if it ever ran.
 pub fn doctor_line(home: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(home.join("chat").join("status.json")).ok()?;
+    let text = std::fs::read_to_string(status_file(home)).ok()?;
     let status: serde_json::Value = serde_json::from_str(&text).ok()?;
     let pid = status["pid"].as_u64().unwrap_or(0);
     let alive = Path::new(&format!("/proc/{pid}")).exists();
@@ -120,8 +155,12 @@ pub fn doctor_line(home: &Path) -> Option<String> {
     Some(match (status["state"].as_str(), alive) {
         (Some("running"), true) => format!("chat    running (pid {pid}) — {counts}"),
         (Some("running"), false) => {
-            format!("chat    NOT running: `nucleic chat` (pid {pid}) died without a word")
+            format!("chat    NOT running: the bridge (pid {pid}) died without a word")
         }
+        (Some("retrying"), _) => format!(
+            "chat    WAITING: {} — the daemon tries again",
+            status["reason"].as_str().unwrap_or("?")
+        ),
         (Some("failed"), _) => format!(
             "chat    STOPPED: {} — next: fix it and start `nucleic chat` again",
             status["reason"].as_str().unwrap_or("?").trim_start_matches("stopped: ")
@@ -144,34 +183,88 @@ fn token(file: Option<&Path>, env: &str) -> anyhow::Result<String> {
     Ok(token)
 }
 
-async fn run(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
+/// Where the bridge's account is and its secret: what `nucleic chat` is given on its command
+/// line, and what `nucleic chat enable` keeps for the daemon.
+#[derive(Debug, Clone)]
+pub(crate) struct Account {
+    /// `Some(homeserver)` for a Matrix account, `None` for a Telegram bot.
+    pub matrix: Option<String>,
+    /// The Bot API's base URL (Telegram only).
+    pub api: String,
+    /// The bot token or the Matrix access token.
+    pub token: String,
+}
+
+/// Why a bridge could not start.
+#[derive(Debug)]
+pub(crate) enum OpenFailure {
+    /// Another process polls this account here (its pid in the sentence).
+    Held(anyhow::Error),
+    /// Anything else (the homeserver unreachable, refused credentials).
+    Other(anyhow::Error),
+}
+
+/// Signs in to `account` (Matrix asks the homeserver who the token is) and takes its poller
+/// lock: the transport, the lock, and what it polls in words.
+pub(crate) async fn open_account(
+    home: &Path,
+    account: &Account,
+) -> Result<(Arc<dyn Transport>, PollerLock, String), OpenFailure> {
     let http = nucleic_chat::HttpClient::public();
-    let (transport, lock, what): (Arc<dyn Transport>, _, _) = match &args.matrix {
+    let held = |e: nucleic_chat::lock::LockError| match e {
+        held @ nucleic_chat::lock::LockError::Held { .. } => OpenFailure::Held(held.into()),
+        other => OpenFailure::Other(other.into()),
+    };
+    match &account.matrix {
         Some(homeserver) => {
-            let token = token(args.token_file.as_deref(), MATRIX_TOKEN_ENV)?;
-            let matrix = Matrix::connect(http, homeserver, &token)
+            let matrix = Matrix::connect(http, homeserver, &account.token)
                 .await
-                .with_context(|| format!("signing in to the Matrix homeserver {homeserver}"))?;
-            let lock = PollerLock::acquire(home, &format!("matrix:{}", matrix.user_id()))?;
+                .with_context(|| format!("signing in to the Matrix homeserver {homeserver}"))
+                .map_err(OpenFailure::Other)?;
+            let lock =
+                PollerLock::acquire(home, &format!("matrix:{}", matrix.user_id())).map_err(held)?;
             let what = format!("the Matrix account {}", matrix.user_id());
-            (Arc::new(matrix), lock, what)
+            Ok((Arc::new(matrix), lock, what))
         }
         None => {
-            let token = token(args.token_file.as_deref(), TOKEN_ENV)?;
-            let lock = PollerLock::acquire(home, &token)?;
-            (Arc::new(Telegram::new(http, &args.api, &token)), lock, "the bot".to_owned())
+            let lock = PollerLock::acquire(home, &account.token).map_err(held)?;
+            let telegram = Telegram::new(http, &account.api, &account.token);
+            Ok((Arc::new(telegram), lock, "the bot".to_owned()))
         }
+    }
+}
+
+/// The bridge's configuration for the data dir `home`.
+pub(crate) fn bridge_config(
+    home: &Path,
+    transport: Arc<dyn Transport>,
+    agent: Option<Backend>,
+    poll_secs: u64,
+) -> BridgeConfig {
+    BridgeConfig {
+        store: store(home),
+        status_file: status_file(home),
+        transport,
+        agent,
+        poll_wait: Duration::from_secs(poll_secs),
+    }
+}
+
+/// `status.json`: the bridge's state for `doctor` and `nucleic chat enable`.
+pub(crate) fn status_file(home: &Path) -> PathBuf {
+    home.join("chat").join("status.json")
+}
+
+async fn run(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let account = args.bridge.account()?;
+    let (transport, lock, what) = match open_account(home, &account).await {
+        Ok(opened) => opened,
+        Err(OpenFailure::Held(e) | OpenFailure::Other(e)) => return Err(e),
     };
     let name = format!("{} bridge", transport.name());
     let requests = crate::daemon::connect_as(home, "chat", &name).await?;
     let events = crate::daemon::connect_as(home, "chat", &format!("{name} (events)")).await?;
-    let config = BridgeConfig {
-        store: store(home),
-        status_file: home.join("chat").join("status.json"),
-        transport,
-        agent: args.agent,
-        poll_wait: Duration::from_secs(args.poll_secs),
-    };
+    let config = bridge_config(home, transport, args.bridge.agent, args.bridge.poll_secs);
     let mut signals = crate::signals::StopSignals::install()?;
     eprintln!("nucleic chat: polling {what} (lock {})", lock.path().display());
     let stopped = async move {

@@ -76,6 +76,14 @@ pub async fn connect_as(home: &Path, prefix: &str, name: &str) -> anyhow::Result
     reach(home, options).await
 }
 
+/// Connects a front end the daemon of `home` runs itself (its chat bridge) to that daemon,
+/// never starting another: a daemon that is not there is an error.
+pub async fn connect_own(home: &Path, prefix: &str, name: &str) -> anyhow::Result<Client> {
+    let mut options = ClientOptions::new(prefix, name);
+    options.reply_within = std::time::Duration::from_secs(60);
+    Ok(Client::local(LocalDaemon::new(home), options).await?)
+}
+
 /// The client, after a warning on stderr when the daemon was built from another revision (an
 /// upgraded `nucleic` talking to the daemon an older one started): said once per command,
 /// before anything fails to read, so the person knows to restart it.

@@ -35,6 +35,7 @@
 mod approvals;
 mod attach;
 mod chat;
+mod chat_service;
 mod checks;
 mod commands;
 mod daemon;

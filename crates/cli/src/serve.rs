@@ -186,6 +186,9 @@ pub async fn serve(
         }));
     }
     write_daemon_file(&home, addr, socket.as_deref())?;
+    // The chat bridge `nucleic chat enable` asked for: a client of this daemon like any other.
+    let (chat_stop, chat_stopped) = tokio::sync::watch::channel(false);
+    let chat = tokio::spawn(crate::chat_service::supervise(home.clone(), chat_stopped));
     match &socket {
         Some(path) => println!(
             "nucleic: serving on {} only, no TCP port (token in {})",
@@ -210,6 +213,7 @@ pub async fn serve(
                 None
             } else {
             println!("nucleic: SIGHUP received: handing over (agents keep running under their keepers; the next `nucleic serve` re-adopts them)");
+            stop_chat(&chat_stop, chat).await;
             let Served { mut server, stop } = served;
             let _ = stop.send(());
             stop_relay(&relay_stop, relay).await;
@@ -237,6 +241,7 @@ pub async fn serve(
         }),
     };
     force_stop_after(signals, &home, Arc::clone(&host));
+    stop_chat(&chat_stop, chat).await;
     stop_relay(&relay_stop, relay).await;
     let complete = stop_daemon(&host, served, &home).await;
     drop(state);
@@ -246,6 +251,13 @@ pub async fn serve(
         None if complete => Ok(ExitCode::SUCCESS),
         None => Ok(ExitCode::FAILURE),
     }
+}
+
+/// Stops the daemon's chat bridge (its last report reaches the host first), waiting at most
+/// 12 s (the bridge's own bound is 10).
+async fn stop_chat(stop: &tokio::sync::watch::Sender<bool>, chat: tokio::task::JoinHandle<()>) {
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(12), chat).await;
 }
 
 /// Closes the relay connection (its devices are told the host stops), waiting at most 1 s.

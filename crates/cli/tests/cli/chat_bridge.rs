@@ -57,7 +57,7 @@ impl BridgeProc {
     }
 
     /// Waits for the bridge to exit on its own; its exit code and log.
-    async fn exit_within(mut self, within: Duration) -> (Option<i32>, String) {
+    pub(crate) async fn exit_within(mut self, within: Duration) -> (Option<i32>, String) {
         let status = tokio::time::timeout(within, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("the bridge did not stop within {within:?}: {}", self.log()))

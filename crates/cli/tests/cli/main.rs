@@ -14,6 +14,7 @@ mod chat_bridge;
 mod chat_files;
 mod chat_matrix;
 mod chat_matrix_threads;
+mod chat_service;
 mod chat_topics;
 mod chat_unpair;
 mod cli_commands;
