@@ -13,7 +13,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum LockError {
     #[error(
-        "another `nucleic chat` (pid {pid}) already polls this bot token (lock {}); Telegram lets one process poll a bot: stop that one first",
+        "another bridge (pid {pid}: a `nucleic chat`, or a daemon after `nucleic chat enable`) already polls this bot token (lock {}); Telegram lets one process poll a bot: stop that one first (`nucleic chat disable` for the daemon's)",
         path.display()
     )]
     Held { pid: String, path: PathBuf },

@@ -9,6 +9,7 @@ use nucleic_protocol::{
     SessionSummary,
 };
 
+use crate::asking::{Answering, MAX_OPTIONS, PlanReview};
 use crate::diff::Diff;
 use crate::transcript::{Tone, Transcript, decision_words};
 
@@ -47,6 +48,41 @@ pub enum Prompt {
     ConfirmFinish { session_id: String, finish: Finish },
     /// "Mode?": `r` readonly, `e` edit, `f` full.
     ChooseMode { session_id: String },
+    /// A plan shown in full: `e` / `f` / `r` approve it into that mode, `d` denies.
+    Plan(PlanReview),
+    /// An agent's questions, answered one at a time.
+    Questions(Answering),
+}
+
+impl Prompt {
+    /// The approval it answers, if it answers one.
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            Prompt::DenyReason { target, .. } | Prompt::ConfirmCritical { target, .. } => {
+                Some(target)
+            }
+            Prompt::Plan(plan) => Some(&plan.target),
+            Prompt::Questions(asking) => Some(&asking.target),
+            Prompt::Composer { .. }
+            | Prompt::ConfirmStop { .. }
+            | Prompt::ConfirmMerge { .. }
+            | Prompt::ConfirmFinish { .. }
+            | Prompt::ChooseMode { .. } => None,
+        }
+    }
+
+    /// The rows it takes on a screen of `height` rows.
+    pub fn rows(&self, height: u16) -> u16 {
+        let wanted = match self {
+            Prompt::Plan(plan) => plan.lines.len() + 2,
+            Prompt::Questions(asking) => {
+                let options = asking.questions[asking.at].options.len().min(MAX_OPTIONS);
+                options + 3
+            }
+            _ => 1,
+        };
+        u16::try_from(wanted).unwrap_or(u16::MAX).min(height.saturating_sub(4).max(1) / 2).max(1)
+    }
 }
 
 /// A way to finish a session besides merging (the cockpit's words).
@@ -197,6 +233,8 @@ pub struct App {
     /// Lines of the diff on screen (set by `render`, for paging).
     pub diff_height: usize,
     pub prompt: Option<Prompt>,
+    /// Rows the prompt took on screen (set by `render`, for paging a plan).
+    pub prompt_rows: usize,
     /// One line for the status bar: what just happened.
     pub flash: Option<(String, Tone)>,
     pub link: Option<Link>,
@@ -335,13 +373,7 @@ impl App {
             let target =
                 Target { session_id: event.session_id.clone(), request_id: r.request_id.clone() };
             let ours = self.answered_here.contains(&target);
-            let asking = match &self.prompt {
-                Some(
-                    Prompt::DenyReason { target: t, .. }
-                    | Prompt::ConfirmCritical { target: t, .. },
-                ) => *t == target,
-                _ => false,
-            };
+            let asking = self.prompt.as_ref().and_then(Prompt::target) == Some(&target);
             if asking {
                 self.prompt = None;
             }

@@ -1,6 +1,7 @@
 //! The inbox: every pending approval across sessions, highest risk first, then the one waiting
-//! longest; answering one (a critical allow waits for a second key, questions and plans are not
-//! allowed with a key, nothing is sent offline) and keeping the selection on its request.
+//! longest; answering one (a critical allow waits for a second key, questions and plans are
+//! answered through their prompts, nothing is sent offline) and keeping the selection on its
+//! request.
 
 use nucleic_protocol::{ApprovalRequested, Decision, Risk, Timestamp};
 
@@ -109,12 +110,20 @@ impl App {
         }
         let allows = matches!(
             decision,
+            Decision::Allow
+                | Decision::AllowEdited { .. }
+                | Decision::AllowAlways { .. }
+                | Decision::ApprovePlan { .. }
+                | Decision::Answer { .. }
+        );
+        let plain_allow = matches!(
+            decision,
             Decision::Allow | Decision::AllowEdited { .. } | Decision::AllowAlways { .. }
         );
-        if allows && matches!(request.tool_name.as_str(), "AskUserQuestion" | "ExitPlanMode") {
-            // Answering a question or approving a plan takes more than a key (answers, a mode).
+        if plain_allow && crate::asking::asks_more(&request) {
+            // A plan is approved into a mode, questions with their answers: `a` opens them.
             self.say(
-                "Questions and plans are answered in the cockpit or with `nucleic session answer|approve --mode`; d denies with feedback",
+                "Plans and questions: a reads and answers them, d denies with feedback",
                 Tone::Warn,
             );
             return;

@@ -26,8 +26,9 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
     (
         "Inbox and session",
         &[
-            ("a", "Allow"),
-            ("A", "Always (this session)"),
+            ("a", "Allow (a plan: read it, e f r approve into a mode)"),
+            ("", "(questions: 1-9 choose, o own words, Enter next)"),
+            ("A / P", "Always (this session / this project)"),
             ("d", "Deny… (type why, Enter sends, Esc back)"),
             ("y", "Yes, allow (critical: the second key)"),
         ],
@@ -130,15 +131,23 @@ fn inbox_key(app: &mut App, key: KeyEvent) {
 
 /// `a`, `A`, `d` on an approval.
 fn answer_key(app: &mut App, target: Target, key: KeyEvent) {
-    if app.selection_moved && matches!(key.code, KeyCode::Char('a' | 'A' | 'd')) {
+    if app.selection_moved && matches!(key.code, KeyCode::Char('a' | 'A' | 'P' | 'd')) {
         app.selection_moved = false;
         app.say("That one was answered elsewhere: look at this one, then answer it", Tone::Warn);
         return;
     }
     match key.code {
-        KeyCode::Char('a') => app.decide(target, Decision::Allow),
+        KeyCode::Char('a') => match app.pending_request(&target) {
+            Some(request) if crate::asking::asks_more(&request) => {
+                app.start_answer(target, &request)
+            }
+            _ => app.decide(target, Decision::Allow),
+        },
         KeyCode::Char('A') => {
             app.decide(target, Decision::AllowAlways { scope: Some(RuleScope::Session) });
+        }
+        KeyCode::Char('P') => {
+            app.decide(target, Decision::AllowAlways { scope: Some(RuleScope::Project) });
         }
         KeyCode::Char('d') => app.prompt = Some(Prompt::DenyReason { target, text: String::new() }),
         _ => {}
@@ -194,7 +203,7 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
         KeyCode::Char('S') => {
             app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
         }
-        KeyCode::Char('a' | 'A' | 'd') => match app.first_pending(session_id) {
+        KeyCode::Char('a' | 'A' | 'P' | 'd') => match app.first_pending(session_id) {
             Some(p) => {
                 let target =
                     Target { session_id: session_id.to_owned(), request_id: p.request.request_id };
@@ -349,6 +358,11 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
             }
             _ => None,
         },
+        Prompt::Plan(plan) => {
+            let height = app.prompt_rows.saturating_sub(2);
+            app.plan_key(plan, key.code, height)
+        }
+        Prompt::Questions(asking) => app.question_key(asking, key.code),
     };
 }
 
@@ -372,8 +386,13 @@ pub fn paste(app: &mut App, pasted: &str) {
         .collect();
     match &mut app.prompt {
         Some(Prompt::Composer { text } | Prompt::DenyReason { text, .. }) => text.push_str(&clean),
+        Some(Prompt::Questions(asking)) if asking.typing => {
+            asking.other[asking.at].push_str(&clean)
+        }
         Some(
-            Prompt::ConfirmCritical { .. }
+            Prompt::Questions(_)
+            | Prompt::Plan(_)
+            | Prompt::ConfirmCritical { .. }
             | Prompt::ConfirmStop { .. }
             | Prompt::ConfirmMerge { .. }
             | Prompt::ConfirmFinish { .. }

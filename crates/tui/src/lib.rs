@@ -4,6 +4,7 @@
 //!
 //! - `app`: the state, fed by protocol messages and keys, pure (unit-tested).
 //! - `inbox`: every pending approval by risk then age, answering one, its selection.
+//! - `asking`: plans read and approved into a mode, an agent's questions answered.
 //! - `transcript`: one session's events folded into rows (streamed text merged, tool calls
 //!   with their results, approvals with who answered).
 //! - `diff`: a session's diff (files, counts, the patch) as lines.
@@ -14,6 +15,7 @@
 //! - `run`: the terminal, the key reader, the events and requests tasks, the loop.
 
 pub mod app;
+pub mod asking;
 pub mod diff;
 pub mod inbox;
 pub mod keys;

@@ -13,6 +13,7 @@ use ratatui::widgets::{
 use nucleic_protocol::{SessionStatus, SessionSummary};
 
 use crate::app::{App, Link, Prompt, Screen};
+use crate::asking::{Answering, MAX_OPTIONS, PlanReview};
 use crate::diff::DiffLine;
 use crate::inbox::InboxItem;
 use crate::keys::HELP;
@@ -88,10 +89,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     let [tabs, body, prompt, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(1),
-        Constraint::Length(u16::from(app.prompt.is_some())),
+        Constraint::Length(app.prompt.as_ref().map_or(0, |p| p.rows(area.height))),
         Constraint::Length(1),
     ])
     .areas(area);
+    app.prompt_rows = usize::from(prompt.height);
     draw_tabs(frame, app, tabs);
     match app.screen() {
         Screen::Sessions => draw_sessions(frame, app, body),
@@ -308,10 +310,14 @@ fn draw_session(frame: &mut Frame, app: &mut App, session_id: &str, area: Rect) 
             Span::raw(tool_summary(&r.input, cwd.as_deref())),
             Span::styled(more, dim()),
         ]);
-        let keys = Line::from(Span::styled(
-            "a Allow · A Always (this session) · d Deny…",
-            Style::default().fg(Color::Yellow),
-        ));
+        let keys = match r.tool_name.as_str() {
+            nucleic_protocol::EXIT_PLAN_MODE => {
+                "a Read the plan and approve it · d Deny with feedback…"
+            }
+            nucleic_protocol::ASK_USER_QUESTION => "a Answer the questions · d Deny…",
+            _ => "a Allow · A Always (this session) · P (this project) · d Deny…",
+        };
+        let keys = Line::from(Span::styled(keys, Style::default().fg(Color::Yellow)));
         frame.render_widget(Paragraph::new(vec![ask, keys]), bar);
     }
 }
@@ -343,10 +349,71 @@ fn draw_diff(frame: &mut Frame, app: &mut App, area: Rect) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// A plan in full (what fits, from its scroll position), then its keys.
+fn draw_plan(frame: &mut Frame, plan: &PlanReview, area: Rect) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let width = usize::from(area.width);
+    let shown = usize::from(area.height).saturating_sub(2);
+    let mut lines = vec![Line::from(Span::styled(
+        cut(&format!("The agent's plan ({} lines):", plan.lines.len()), width),
+        bold,
+    ))];
+    lines.extend(
+        plan.lines.iter().skip(plan.top).take(shown).map(|l| Line::from(cut(&clean(l), width))),
+    );
+    lines.resize(shown + 1, Line::default());
+    lines.push(Line::from(vec![
+        Span::styled("Approve and run in: ", bold),
+        Span::raw("e edit · f full · r readonly · d Deny with feedback · j k scroll · Esc Back"),
+    ]));
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The question being answered, its numbered choices (chosen ones marked) and own words.
+fn draw_questions(frame: &mut Frame, asking: &Answering, area: Rect) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let width = usize::from(area.width);
+    let question = &asking.questions[asking.at];
+    let kind = if question.multi_select { "choose any" } else { "choose one" };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!(
+                "Question {}/{} · {}: ",
+                asking.at + 1,
+                asking.questions.len(),
+                clean(&question.header)
+            ),
+            bold,
+        ),
+        Span::raw(cut(&clean(&question.question), width.saturating_sub(20))),
+        Span::styled(format!(" ({kind})"), dim()),
+    ])];
+    let chosen = &asking.chosen[asking.at];
+    for (i, option) in question.options.iter().take(MAX_OPTIONS).enumerate() {
+        let mark = if chosen.contains(&i) { "[x]" } else { "[ ]" };
+        let text = format!("  {} {mark} {}", i + 1, clean(option));
+        let style = if chosen.contains(&i) { bold } else { Style::default() };
+        lines.push(Line::from(Span::styled(cut(&text, width), style)));
+    }
+    let other = clean(&asking.other[asking.at]);
+    lines.push(Line::from(vec![
+        Span::raw("  o Other: "),
+        Span::raw(other),
+        Span::styled(if asking.typing { "▏ Enter done" } else { "" }, dim()),
+    ]));
+    lines.push(Line::from(Span::styled(
+        "1-9 choose · o own words · Enter next · d Deny · Esc back",
+        dim(),
+    )));
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
 fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
     let Some(prompt) = &app.prompt else { return };
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let line = match prompt {
+        Prompt::Plan(plan) => return draw_plan(frame, plan, area),
+        Prompt::Questions(asking) => return draw_questions(frame, asking, area),
         Prompt::DenyReason { text, .. } => Line::from(vec![
             Span::styled("Why not? (sent to the agent) ", bold),
             Span::raw(clean(text)),
@@ -400,7 +467,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         None => {
             let hints = match app.screen() {
                 Screen::Sessions => "? keys · Enter Open · Tab Inbox · q Quit",
-                Screen::Inbox => "? keys · a Allow · A Always · d Deny… · Enter Open · q Quit",
+                Screen::Inbox => "? keys · a Allow · A/P Always · d Deny… · Enter Open · q Quit",
                 Screen::Session(_) => {
                     "? keys · m Message · x Interrupt · D Diff · M K X C Finish · o Mode · Esc Back"
                 }

@@ -432,10 +432,10 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     // `?` lists the keys in the cockpit's words; `q` quits with success.
     tmux.keys(&["?"]);
     tmux.until("the keys", |s| {
-        s.contains("Always (this session)") && s.contains("Message the agent")
+        s.contains("Always (this session / this project)") && s.contains("Message the agent")
     });
     tmux.keys(&["x"]); // any key closes the list of keys
-    tmux.until("the keys closed", |s| !s.contains("Always (this session)"));
+    tmux.until("the keys closed", |s| !s.contains("Always (this session / this project)"));
     tmux.keys(&["q"]);
     let deadline = Instant::now() + WAIT;
     while !tmux.exit_file.exists() {
@@ -478,4 +478,52 @@ async fn the_tui_of_a_paired_terminal_answers_an_approval_through_the_channel() 
     // Recorded as the paired device (its name), not as the host's token.
     assert_eq!(by, ["MARKER-tmux"]);
     tmux.keys(&["q"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_reads_a_plan_approves_it_into_edit_and_answers_a_question_by_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    let (_, projects, _) = cli(&home, &["project", "list"]).await;
+    let project = projects.split_whitespace().next().unwrap().to_owned();
+    let prompt = "plan # The plan\\n1. Ask the colour\\n2. Write done.txt then ask Which colour? Red / Blue then write done.txt containing ok";
+    let args = ["session", "new", "--project", &project, "--agent", "sim", "--plan", prompt];
+    let (code, out, err) = cli(&home, &args).await;
+    assert_eq!(code, 0, "{err}");
+    let session = out.split_whitespace().next().unwrap().to_owned();
+    until_host("the plan pending", async || pending(&home, &session).await == 1).await;
+
+    let tmux = Tmux::start(&home, dir.path());
+    tmux.shows("needs approval");
+    tmux.open("plan # The plan");
+    tmux.shows("a Read the plan");
+    // `A` does not approve a plan; `a` shows it in full.
+    tmux.keys(&["A"]);
+    tmux.shows("Plans and questions: a reads and answers them");
+    tmux.keys(&["a"]);
+    let screen = tmux.shows("The agent's plan");
+    assert!(screen.contains("2. Write done.txt"), "{screen}");
+    tmux.keys(&["e"]);
+    until_host("the plan approved", async || !resolutions(&home, &session).is_empty()).await;
+
+    // The question: its choices numbered; 2 is Blue.
+    tmux.shows("a Answer the questions");
+    tmux.keys(&["a"]);
+    let screen = tmux.shows("Question 1/1");
+    assert!(screen.contains("1 [ ] Red") && screen.contains("2 [ ] Blue"), "{screen}");
+    tmux.keys(&["2"]);
+    until_host("the question answered", async || resolutions(&home, &session).len() == 2).await;
+
+    // The agent went on: its write, allowed with `a`, lands.
+    tmux.shows("Write done.txt");
+    tmux.keys(&["a"]);
+    let tree = worktree(&home, &session).await;
+    until_host("done.txt written", async || tree.join("done.txt").exists()).await;
+    let decisions: Vec<String> = resolutions(&home, &session).into_iter().map(|(d, _)| d).collect();
+    assert_eq!(decisions, ["approvePlan", "answered", "allow"]);
+    let answered = transcript(&home, &session)
+        .into_iter()
+        .find(|e| e["kind"]["type"] == "approvalResolved" && e["kind"]["decision"] == "answered")
+        .unwrap();
+    assert!(answered.to_string().contains("Blue"), "{answered}");
 }

@@ -105,6 +105,24 @@ pub fn app() -> App {
     app
 }
 
+/// Session `s3` asks `tool` with `input` (request `id`, low risk), after all of `app`'s events.
+pub fn ask(app: &mut App, id: &str, tool: &str, input: Value) {
+    let kind = json!({"type": "approvalRequested", "requestID": id, "toolName": tool, "input": input, "risk": "low"});
+    let event = event("s3", 100 + u64::from(id.as_bytes()[id.len() - 1]), 5, kind);
+    app.on_host(HostMessage::Event { event });
+}
+
+/// Every cell of `backend` holds nothing a terminal would act on.
+pub fn assert_clean(backend: &TestBackend) {
+    for cell in backend.buffer().content() {
+        let symbol = cell.symbol();
+        assert!(
+            nucleic_tui::sanitize::is_clean(symbol) && !symbol.contains('\n'),
+            "a cell holds {symbol:?}"
+        );
+    }
+}
+
 /// `app` drawn on a `width`×`height` test backend.
 pub fn draw(app: &mut App, width: u16, height: u16) -> TestBackend {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();

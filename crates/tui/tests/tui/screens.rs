@@ -2,18 +2,8 @@
 //! cell as a control character.
 
 use nucleic_tui::app::{Command, Screen, Target};
-use nucleic_tui::sanitize::is_clean;
-use ratatui::backend::TestBackend;
 
-use crate::fixture::{app, draw, press};
-
-/// Every cell of `backend` holds nothing a terminal would act on.
-fn assert_clean(backend: &TestBackend) {
-    for cell in backend.buffer().content() {
-        let symbol = cell.symbol();
-        assert!(is_clean(symbol) && !symbol.contains('\n'), "a cell holds {symbol:?}");
-    }
-}
+use crate::fixture::{app, assert_clean, draw, press};
 
 #[test]
 fn the_session_list_at_80x24() {
