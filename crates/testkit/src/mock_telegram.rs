@@ -458,6 +458,10 @@ fn download(bot: &Bot, rest: &str) -> Response {
     }
 }
 
+/// `sendMessage`'s and `editMessageText`'s limit on `text`, and a document's on `caption`.
+const TEXT_LIMIT: usize = 4096;
+const CAPTION_LIMIT: usize = 1024;
+
 async fn send(
     bot: &Bot,
     shared: &Shared<NoScenario>,
@@ -487,6 +491,18 @@ async fn send(
             );
         }
         _ => {}
+    }
+    // The Bot API's own limits (UTF-16 units): a longer text or caption is refused, not cut.
+    let units = |key: &str| body[key].as_str().map_or(0, |t| t.encode_utf16().count());
+    if units("text") > TEXT_LIMIT {
+        return api_error(StatusCode::BAD_REQUEST, "Bad Request: message is too long", None);
+    }
+    if units("caption") > CAPTION_LIMIT {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: message caption is too long",
+            None,
+        );
     }
     let result = {
         let mut state = bot.lock();

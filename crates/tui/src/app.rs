@@ -5,12 +5,14 @@
 use std::collections::{HashMap, HashSet};
 
 use nucleic_protocol::{
-    Decision, Event, EventKind, GitFacts, HostMessage, ProjectSummary, SessionStatus,
-    SessionSummary,
+    BackendInfo, Decision, Event, EventKind, GitFacts, HostMessage, ProjectSummary, ReviewComment,
+    SessionStatus, SessionSummary,
 };
 
 use crate::asking::{Answering, MAX_OPTIONS, PlanReview};
 use crate::diff::Diff;
+use crate::highlight::Colours;
+use crate::reviewing::{CommentDraft, ModelChoice};
 use crate::transcript::{Tone, Transcript, decision_words};
 
 /// Which screen is shown.
@@ -42,7 +44,8 @@ pub enum Prompt {
     Composer { text: String },
     /// "Stop this agent?"
     ConfirmStop { session_id: String },
-    /// "Merge into BASE?": `y` merges, `u` merges and fast-forwards a clean checkout of it.
+    /// "Merge into BASE?": `y` merges, `s` squashes, `b` rebases; `u`, `S`, `B` do the same and
+    /// fast-forward a clean checkout of it.
     ConfirmMerge { session_id: String, base: String },
     /// "Keep / Discard / Continue this session?": `y` does it.
     ConfirmFinish { session_id: String, finish: Finish },
@@ -52,6 +55,10 @@ pub enum Prompt {
     Plan(PlanReview),
     /// An agent's questions, answered one at a time.
     Questions(Answering),
+    /// A review comment being typed on lines of the diff.
+    Comment(CommentDraft),
+    /// The session's model being chosen.
+    Model(ModelChoice),
 }
 
 impl Prompt {
@@ -67,7 +74,9 @@ impl Prompt {
             | Prompt::ConfirmStop { .. }
             | Prompt::ConfirmMerge { .. }
             | Prompt::ConfirmFinish { .. }
-            | Prompt::ChooseMode { .. } => None,
+            | Prompt::ChooseMode { .. }
+            | Prompt::Comment(_)
+            | Prompt::Model(_) => None,
         }
     }
 
@@ -109,6 +118,28 @@ impl Finish {
     }
 }
 
+/// How a session's work goes onto its base branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integration {
+    /// A merge commit (or a fast-forward).
+    Merge,
+    /// One squashed commit.
+    Squash,
+    /// The session's commits replayed onto the base's tip.
+    Rebase,
+}
+
+impl Integration {
+    /// Its name in the cockpit's words.
+    pub fn word(self) -> &'static str {
+        match self {
+            Integration::Merge => "Merge",
+            Integration::Squash => "Squash",
+            Integration::Rebase => "Rebase",
+        }
+    }
+}
+
 /// What the client loop is asked to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -134,9 +165,31 @@ pub enum Command {
     Stop {
         session_id: String,
     },
-    /// The session's diff, with the patch.
+    /// The session's diff (turn `turn`'s, or the whole session's), with the patch.
     Diff {
         session_id: String,
+        turn: Option<u32>,
+    },
+    /// The session's review comments.
+    Comments {
+        session_id: String,
+    },
+    /// A new review comment.
+    Comment(CommentDraft),
+    /// A review comment resolved (or open again).
+    ResolveComment {
+        session_id: String,
+        comment_id: String,
+        resolved: bool,
+    },
+    /// The open comments not sent yet, sent to the agent as one follow-up.
+    SendReview {
+        session_id: String,
+    },
+    /// Switch the session's model.
+    SetModel {
+        session_id: String,
+        model: String,
     },
     /// Keep, discard or continue the session.
     Finish {
@@ -148,9 +201,10 @@ pub enum Command {
         session_id: String,
         mode: &'static str,
     },
-    /// Merge the session's work into its base branch.
+    /// Merge the session's work into its base branch (`how`).
     Merge {
         session_id: String,
+        how: Integration,
         update_checkout: bool,
     },
 }
@@ -175,6 +229,12 @@ pub enum Reply {
     Diff {
         session_id: String,
         result: Result<Box<GitFacts>, String>,
+    },
+    /// A session's review comments (after `said`, when a comment was added or resolved).
+    Comments {
+        session_id: String,
+        said: Option<String>,
+        result: Result<Vec<ReviewComment>, String>,
     },
 }
 
@@ -228,8 +288,13 @@ pub struct App {
     /// the next answering key is refused once, so nobody answers a request they have not seen.
     pub selection_moved: bool,
     pub view: View,
-    /// The diff shown (none while it loads).
+    /// The diff shown (none while it loads), and the turn asked for (none: the whole session).
     pub diff: Option<Diff>,
+    pub diff_turn: Option<u32>,
+    /// Its code's syntax colours, as far as they were worked out.
+    pub colours: Colours,
+    /// What the host said its backends are (models, capabilities).
+    pub backends: Vec<BackendInfo>,
     /// Lines of the diff on screen (set by `render`, for paging).
     pub diff_height: usize,
     pub prompt: Option<Prompt>,
@@ -296,13 +361,12 @@ impl App {
         self.follow(session_id);
     }
 
-    /// Shows `session_id`'s diff (asked of the host again).
+    /// Shows `session_id`'s diff (asked of the host again): the same turn as before if it is
+    /// the diff shown, else the whole session's.
     pub fn show_diff(&mut self, session_id: &str) {
-        self.screen = Some(Screen::Diff(session_id.to_owned()));
-        if self.diff.as_ref().is_some_and(|d| d.session_id != session_id) {
-            self.diff = None;
-        }
-        self.command(Command::Diff { session_id: session_id.to_owned() });
+        let same = self.diff.as_ref().is_some_and(|d| d.session_id == session_id);
+        let turn = if same { self.diff_turn } else { None };
+        self.show_diff_turn(session_id, turn);
     }
 
     /// Back from a session to the list it was opened from.
@@ -437,10 +501,21 @@ impl App {
                         .filter(|d| d.session_id == session_id)
                         .map_or(0, |d| d.top);
                     let mut diff = Diff::of(&session_id, &facts);
-                    diff.top = top.min(diff.lines.len().saturating_sub(1));
+                    diff.top = top.min(diff.rows.len().saturating_sub(1));
+                    diff.cursor = diff.cursor.max(diff.top);
                     self.diff = Some(diff);
+                    self.command(Command::Comments { session_id });
                 }
                 Err(why) => self.say(format!("The diff: {why}"), Tone::Warn),
+            },
+            Reply::Comments { session_id, said, result } => match result {
+                Ok(comments) => {
+                    if let Some(said) = said {
+                        self.say(said, Tone::Ok);
+                    }
+                    self.on_comments(&session_id, comments);
+                }
+                Err(why) => self.say(format!("Review comments: {why}"), Tone::Warn),
             },
         }
         self.clamp();

@@ -4,7 +4,7 @@
 use nucleic_protocol::{Decision, RuleScope};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::app::{Anchor, App, Command, Finish, Prompt, Screen, Target};
+use crate::app::{Anchor, App, Command, Finish, Integration, Prompt, Screen, Target};
 use crate::transcript::Tone;
 
 /// The deny reason sent when none is typed (the cockpit's).
@@ -40,13 +40,36 @@ pub const HELP: &[(&str, &[(&str, &str)])] = &[
             ("PgUp PgDn g G", "Page, top, follow the end"),
             ("m", "Message the agent… (Enter sends, Alt+Enter: new line)"),
             ("x / S", "Interrupt / Stop (asks first)"),
-            ("D", "Diff (j k PgUp PgDn scroll, r reload)"),
-            ("M K X C", "Merge / Keep / Discard / Continue in a new session… (y)"),
-            ("o", "Mode… (r readonly, e edit, f full)"),
+            ("D", "Diff: one turn or all, review comments (? there)"),
+            ("M K X C", "Merge (y, s squash, b rebase) / Keep / Discard / Continue…"),
+            ("o / O", "Mode… (r readonly, e edit, f full) / Model… (Tab)"),
             ("Esc", "Back"),
         ],
     ),
+    (
+        "Diff",
+        &[
+            ("j k PgUp PgDn", "Move the cursor, page (g G: top, end)"),
+            ("[ ] / w", "The turn before / after · the whole session"),
+            ("c / V", "Comment on the line… / mark a range, then c"),
+            ("v", "Resolve or reopen the comment under the cursor"),
+            ("R", "Send review: the open comments, to the agent"),
+            ("M", "Merge… (y, s squash, b rebase)"),
+            ("r / Esc", "Reload / Back"),
+        ],
+    ),
 ];
+
+/// The sections of [`HELP`] that `diff` (the diff screen) or the other screens show.
+pub fn help_sections(
+    diff: bool,
+) -> impl Iterator<Item = &'static (&'static str, &'static [(&'static str, &'static str)])> {
+    HELP.iter().filter(move |(name, _)| match *name {
+        "Everywhere" => true,
+        "Diff" => diff,
+        _ => !diff,
+    })
+}
 
 /// Applies `key` to `app`.
 pub fn handle(app: &mut App, key: KeyEvent) {
@@ -88,7 +111,7 @@ pub fn handle(app: &mut App, key: KeyEvent) {
             Screen::Sessions => sessions_key(app, key),
             Screen::Inbox => inbox_key(app, key),
             Screen::Session(id) => session_key(app, &id, key),
-            Screen::Diff(id) => diff_key(app, &id, key),
+            Screen::Diff(id) => app.diff_key(&id, key),
         },
     }
 }
@@ -200,6 +223,7 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
         KeyCode::Char('o') => {
             app.prompt = Some(Prompt::ChooseMode { session_id: session_id.to_owned() });
         }
+        KeyCode::Char('O') => app.ask_model(session_id),
         KeyCode::Char('S') => {
             app.prompt = Some(Prompt::ConfirmStop { session_id: session_id.to_owned() });
         }
@@ -216,7 +240,7 @@ fn session_key(app: &mut App, session_id: &str, key: KeyEvent) {
 }
 
 /// Asks before merging `session_id` into its base branch.
-fn ask_merge(app: &mut App, session_id: &str) {
+pub(crate) fn ask_merge(app: &mut App, session_id: &str) {
     let base =
         app.sessions.get(session_id).and_then(|s| s.worktree.as_ref()).map(|w| w.base_ref.clone());
     match base {
@@ -224,33 +248,6 @@ fn ask_merge(app: &mut App, session_id: &str) {
             app.prompt = Some(Prompt::ConfirmMerge { session_id: session_id.to_owned(), base })
         }
         None => app.say("This session has no worktree to merge", Tone::Warn),
-    }
-}
-
-fn diff_key(app: &mut App, session_id: &str, key: KeyEvent) {
-    let height = app.diff_height.max(1);
-    let page = isize::try_from(height).unwrap_or(isize::MAX);
-    if key.code == KeyCode::Char('M') {
-        ask_merge(app, session_id);
-        return;
-    }
-    let Some(diff) = app.diff.as_mut() else {
-        if matches!(key.code, KeyCode::Esc | KeyCode::Backspace) {
-            app.screen = Some(Screen::Session(session_id.to_owned()));
-        }
-        return;
-    };
-    match key.code {
-        KeyCode::Esc | KeyCode::Backspace => {
-            app.screen = Some(Screen::Session(session_id.to_owned()))
-        }
-        KeyCode::Char('j') | KeyCode::Down => diff.scroll(1, height),
-        KeyCode::Char('k') | KeyCode::Up => diff.scroll(-1, height),
-        KeyCode::PageDown | KeyCode::Char(' ') => diff.scroll(page, height),
-        KeyCode::PageUp => diff.scroll(-page, height),
-        KeyCode::Char('g') | KeyCode::Home => diff.top = 0,
-        KeyCode::Char('G') | KeyCode::End => diff.scroll(isize::MAX / 2, height),
-        _ => {}
     }
 }
 
@@ -322,14 +319,17 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
             }
         },
         Prompt::ConfirmMerge { session_id, .. } => {
-            match key.code {
-                KeyCode::Char('y') => {
-                    app.command(Command::Merge { session_id, update_checkout: false })
-                }
-                KeyCode::Char('u') => {
-                    app.command(Command::Merge { session_id, update_checkout: true })
-                }
-                _ => {}
+            let chosen = match key.code {
+                KeyCode::Char('y') => Some((Integration::Merge, false)),
+                KeyCode::Char('u') => Some((Integration::Merge, true)),
+                KeyCode::Char('s') => Some((Integration::Squash, false)),
+                KeyCode::Char('S') => Some((Integration::Squash, true)),
+                KeyCode::Char('b') => Some((Integration::Rebase, false)),
+                KeyCode::Char('B') => Some((Integration::Rebase, true)),
+                _ => None,
+            };
+            if let Some((how, update_checkout)) = chosen {
+                app.command(Command::Merge { session_id, how, update_checkout });
             }
             None
         }
@@ -363,11 +363,13 @@ fn prompt_key(app: &mut App, key: KeyEvent) {
             app.plan_key(plan, key.code, height)
         }
         Prompt::Questions(asking) => app.question_key(asking, key.code),
+        Prompt::Comment(draft) => app.comment_key(draft, key.code),
+        Prompt::Model(choice) => app.model_key(choice, key.code),
     };
 }
 
 /// Typing into a one-line field.
-fn edit(text: &mut String, code: KeyCode) {
+pub(crate) fn edit(text: &mut String, code: KeyCode) {
     match code {
         KeyCode::Char(c) if !c.is_control() => text.push(c),
         KeyCode::Backspace => {
@@ -386,6 +388,8 @@ pub fn paste(app: &mut App, pasted: &str) {
         .collect();
     match &mut app.prompt {
         Some(Prompt::Composer { text } | Prompt::DenyReason { text, .. }) => text.push_str(&clean),
+        Some(Prompt::Comment(draft)) => draft.text.push_str(&clean),
+        Some(Prompt::Model(choice)) => choice.text.push_str(&clean),
         Some(Prompt::Questions(asking)) if asking.typing => {
             asking.other[asking.at].push_str(&clean)
         }
@@ -413,6 +417,7 @@ pub(crate) mod tests {
             let code = match c {
                 '\n' => KeyCode::Enter,
                 '\u{1b}' => KeyCode::Esc,
+                '\t' => KeyCode::Tab,
                 c => KeyCode::Char(c),
             };
             handle(app, KeyEvent::new(code, KeyModifiers::NONE));
@@ -479,6 +484,37 @@ pub(crate) mod tests {
             app.take_commands(),
             [Command::SetMode { session_id: "s1".into(), mode: "edit" }],
             "x is no mode: nothing asked"
+        );
+    }
+
+    #[test]
+    fn the_merge_prompt_merges_squashes_or_rebases_and_capitals_update_the_checkout() {
+        let mut app = App::new(0);
+        app.open("s1");
+        app.take_commands();
+        press(&mut app, "M");
+        assert!(app.prompt.is_none(), "no worktree: nothing to merge, nothing asked");
+        let merge =
+            |how, update_checkout| Command::Merge { session_id: "s1".into(), how, update_checkout };
+        let mut chosen = Vec::new();
+        for key in "yusSbBn".chars() {
+            app.prompt =
+                Some(Prompt::ConfirmMerge { session_id: "s1".into(), base: "main".into() });
+            press(&mut app, &key.to_string());
+            assert!(app.prompt.is_none(), "{key} closes the prompt");
+            chosen.extend(app.take_commands());
+        }
+        assert_eq!(
+            chosen,
+            [
+                merge(Integration::Merge, false),
+                merge(Integration::Merge, true),
+                merge(Integration::Squash, false),
+                merge(Integration::Squash, true),
+                merge(Integration::Rebase, false),
+                merge(Integration::Rebase, true),
+            ],
+            "n integrates nothing"
         );
     }
 

@@ -14,9 +14,8 @@ use nucleic_protocol::{SessionStatus, SessionSummary};
 
 use crate::app::{App, Link, Prompt, Screen};
 use crate::asking::{Answering, MAX_OPTIONS, PlanReview};
-use crate::diff::DiffLine;
 use crate::inbox::InboxItem;
-use crate::keys::HELP;
+use crate::keys::help_sections;
 use crate::layout::{cut, risk_word, screenful};
 use crate::sanitize::line as clean;
 use crate::transcript::{Tone, tool_summary};
@@ -99,12 +98,12 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Screen::Sessions => draw_sessions(frame, app, body),
         Screen::Inbox => draw_inbox(frame, app, body),
         Screen::Session(id) => draw_session(frame, app, &id, body),
-        Screen::Diff(_) => draw_diff(frame, app, body),
+        Screen::Diff(_) => crate::diff_view::draw(frame, app, body),
     }
     draw_prompt(frame, app, prompt);
     draw_status(frame, app, status);
     if app.help {
-        draw_help(frame, area);
+        draw_help(frame, area, matches!(app.screen(), Screen::Diff(_)));
     }
 }
 
@@ -322,33 +321,6 @@ fn draw_session(frame: &mut Frame, app: &mut App, session_id: &str, area: Rect) 
     }
 }
 
-fn draw_diff(frame: &mut Frame, app: &mut App, area: Rect) {
-    app.diff_height = usize::from(area.height);
-    let Some(diff) = &app.diff else {
-        frame.render_widget(Paragraph::new("Loading the diff…").style(dim()), area);
-        return;
-    };
-    let width = usize::from(area.width);
-    let lines: Vec<Line> = diff
-        .lines
-        .iter()
-        .skip(diff.top)
-        .take(usize::from(area.height))
-        .map(|(kind, text)| {
-            let style = match kind {
-                DiffLine::File => Style::default().add_modifier(Modifier::BOLD),
-                DiffLine::Hunk => Style::default().fg(Color::Cyan),
-                DiffLine::Added => Style::default().fg(Color::Green),
-                DiffLine::Removed => Style::default().fg(Color::Red),
-                DiffLine::Context => Style::default(),
-                DiffLine::Summary => dim(),
-            };
-            Line::from(Span::styled(cut(text, width), style))
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), area);
-}
-
 /// A plan in full (what fits, from its scroll position), then its keys.
 fn draw_plan(frame: &mut Frame, plan: &PlanReview, area: Rect) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
@@ -433,7 +405,9 @@ fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
         ]),
         Prompt::ConfirmMerge { base, .. } => Line::from(vec![
             Span::styled(format!("Merge into {}? ", clean(base)), bold),
-            Span::raw("y Merge · u Merge and update the checkout · any other key Back"),
+            Span::raw(
+                "y Merge · s Squash · b Rebase · u S B: and update the checkout · other key Back",
+            ),
         ]),
         Prompt::ConfirmFinish { finish, .. } => Line::from(vec![
             Span::styled(finish.question(), bold),
@@ -449,6 +423,29 @@ fn draw_prompt(frame: &mut Frame, app: &App, area: Rect) {
                 Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
             ),
             Span::raw("y Stop · any other key Back"),
+        ]),
+        Prompt::Comment(draft) => {
+            let lines = match draft.end_line {
+                Some(end) => format!("{}-{end}", draft.line),
+                None => draft.line.to_string(),
+            };
+            Line::from(vec![
+                Span::styled(format!("Comment on {}:{lines}… ", clean(&draft.path)), bold),
+                Span::raw(clean(&draft.text)),
+                Span::styled("▏ Enter Comment · Esc Back", dim()),
+            ])
+        }
+        Prompt::Model(choice) => Line::from(vec![
+            Span::styled("Model? ", bold),
+            Span::raw(clean(&choice.text)),
+            Span::styled(
+                if choice.suggestions.is_empty() {
+                    "▏ Enter Switch · Esc Back"
+                } else {
+                    "▏ Tab the backend's models · Enter Switch · Esc Back"
+                },
+                dim(),
+            ),
         ]),
     };
     frame.render_widget(Paragraph::new(line), area);
@@ -471,7 +468,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                 Screen::Session(_) => {
                     "? keys · m Message · x Interrupt · D Diff · M K X C Finish · o Mode · Esc Back"
                 }
-                Screen::Diff(_) => "? keys · j k PgUp PgDn Scroll · M Merge · r Reload · Esc Back",
+                Screen::Diff(_) => {
+                    "? keys · j k Move · [ ] Turn · c Comment · R Send review · M Merge · Esc Back"
+                }
             };
             Line::from(Span::styled(hints, dim()))
         }
@@ -479,9 +478,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
+fn draw_help(frame: &mut Frame, area: Rect, diff: bool) {
     let mut lines = Vec::new();
-    for (section, keys) in HELP {
+    for (section, keys) in help_sections(diff) {
         lines.push(Line::from(Span::styled(
             *section,
             Style::default().add_modifier(Modifier::BOLD),

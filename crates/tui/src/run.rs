@@ -6,14 +6,17 @@
 use std::io::IsTerminal;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nucleic_client::results::Integrated;
+use nucleic_client::results::{Integrated, ReviewComments, ReviewSendout};
 use nucleic_client::{Client, ClientError, code_name};
-use nucleic_protocol::{FinishAction, HostMessage, Intent, ProtocolErrorCode, Verbosity};
+use nucleic_protocol::{
+    FinishAction, HostMessage, Intent, ProtocolErrorCode, ReviewComment, Verbosity,
+};
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use ratatui::crossterm::execute;
 use tokio::sync::mpsc;
 
-use crate::app::{App, Command, Finish, Reply, Target};
+use crate::app::{App, Command, Finish, Integration, Reply, Target};
+use crate::reviewing::CommentDraft;
 use crate::transcript::decision_words;
 use crate::{keys, render};
 
@@ -77,10 +80,11 @@ async fn drive(
     let (feed_tx, mut feed_rx) = mpsc::channel(4096);
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel();
+    let mut app = App::new(now_ms());
+    app.backends = requests.welcome().backends.clone();
     let follower = tokio::spawn(follow(events, follow_rx, feed_tx));
     let requester = tokio::spawn(request(requests, command_rx, reply_tx));
 
-    let mut app = App::new(now_ms());
     app.command(Command::Refresh);
     let result = loop {
         for command in app.take_commands() {
@@ -242,21 +246,79 @@ async fn request(
             Command::Stop { session_id } => {
                 done("Stopped", client.intent(Intent::Stop { session_id }).await.map(drop))
             }
-            Command::Diff { session_id } => {
-                let result = client.git_facts(&session_id, true, None).await;
+            Command::Diff { session_id, turn } => {
+                let result = client.git_facts(&session_id, true, turn).await;
                 Reply::Diff { session_id, result: result.map(Box::new).map_err(refusal) }
             }
-            Command::Merge { session_id, update_checkout } => {
-                let action =
-                    FinishAction::Merge { message: None, update_checkout, force_reason: None };
+            Command::Comments { session_id } => comments(&mut client, session_id, None).await,
+            Command::Comment(draft) => {
+                let CommentDraft { session_id, path, line, end_line, snapshot, text } = draft;
+                let intent = Intent::AddReviewComment {
+                    session_id: session_id.clone(),
+                    path,
+                    line,
+                    end_line,
+                    body: text,
+                    snapshot,
+                };
+                match client.intent_as::<ReviewComment>(intent).await {
+                    Ok(c) => {
+                        let said = format!("Commented on {} (R sends the review)", c.citation());
+                        comments(&mut client, session_id, Some(said)).await
+                    }
+                    Err(e) => done("Comment refused", Err(e)),
+                }
+            }
+            Command::ResolveComment { session_id, comment_id, resolved } => {
+                let intent = Intent::ResolveReviewComment {
+                    session_id: session_id.clone(),
+                    comment_id,
+                    resolved,
+                };
+                match client.intent(intent).await {
+                    Ok(_) => {
+                        let said = if resolved { "Resolved" } else { "Reopened" };
+                        comments(&mut client, session_id, Some(said.to_owned())).await
+                    }
+                    Err(e) => done("Resolve refused", Err(e)),
+                }
+            }
+            Command::SendReview { session_id } => {
+                match client.intent_as::<ReviewSendout>(Intent::SendReview { session_id }).await {
+                    Ok(sent) => Reply::Done {
+                        what: format!("Sent {} comment(s) to the agent", sent.sent),
+                        result: Ok(()),
+                    },
+                    Err(e) => done("Send review refused", Err(e)),
+                }
+            }
+            Command::SetModel { session_id, model } => {
+                let what = format!("Model: {}", crate::sanitize::line(&model));
+                done(&what, client.intent(Intent::SetModel { session_id, model }).await.map(drop))
+            }
+            Command::Merge { session_id, how, update_checkout } => {
+                let action = match how {
+                    Integration::Merge => {
+                        FinishAction::Merge { message: None, update_checkout, force_reason: None }
+                    }
+                    Integration::Squash => {
+                        FinishAction::Squash { message: None, update_checkout, force_reason: None }
+                    }
+                    Integration::Rebase => {
+                        FinishAction::Rebase { message: None, update_checkout, force_reason: None }
+                    }
+                };
                 let intent = Intent::Finish { session_id, action };
+                let word = how.word();
                 match client.intent_as::<Integrated>(intent).await {
                     Ok(done) => {
                         let tip: String = done.new_tip.chars().take(8).collect();
-                        let what = format!("Merge: done ({} at {tip})", done.base_branch);
+                        let what = format!("{word}: done ({} at {tip})", done.base_branch);
                         Reply::Done { what, result: Ok(()) }
                     }
-                    Err(e) => Reply::Done { what: "Merge refused".into(), result: Err(refusal(e)) },
+                    Err(e) => {
+                        Reply::Done { what: format!("{word} refused"), result: Err(refusal(e)) }
+                    }
                 }
             }
             Command::Finish { session_id, finish } => {
@@ -291,6 +353,13 @@ fn refusal(e: ClientError) -> String {
         },
         other => other.to_string(),
     }
+}
+
+/// The session's review comments, after `said`.
+async fn comments(client: &mut Client, session_id: String, said: Option<String>) -> Reply {
+    let intent = Intent::ReviewComments { session_id: session_id.clone() };
+    let result = client.intent_as::<ReviewComments>(intent).await;
+    Reply::Comments { session_id, said, result: result.map(|r| r.comments).map_err(refusal) }
 }
 
 fn done(what: &str, result: Result<(), ClientError>) -> Reply {

@@ -417,3 +417,47 @@ async fn chat_bridge_outlives_its_host_killed_and_restarted() {
     assert!(!log.contains("nucleic: "), "the bridge failed: {log}");
     bridge.kill().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_bridge_a_task_of_100k_characters_is_carried_whole_and_every_message_back_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    let mock = MockTelegram::start(TOKEN).await.unwrap();
+    let bridge = BridgeProc::start(&home, &mock, "long");
+    pair(&home, &mock).await;
+
+    // 100,000 characters of content (multi-byte ones among them), in one message.
+    let content: String = "0123456789abcdefghé".chars().cycle().take(100_000).collect();
+    let task = format!("/cc write long.txt containing {content}");
+    mock.push_message(ME, None, ME, &task);
+    sent_containing(&mock, ME, "Started session", 0).await;
+    let approval = sent_containing(&mock, ME, "Approval ", 0).await;
+    let code = code_of(&approval);
+    let session = only_session(&home).await;
+    // The host has the whole task: nothing cut on the way in.
+    let transcript = home.join("sessions").join(&session).join("transcript.jsonl");
+    let asked = std::fs::read_to_string(&transcript).unwrap();
+    let user_text = asked
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["kind"]["type"] == "userText")
+        .map(|e| e["kind"]["text"].as_str().unwrap_or_default().to_owned())
+        .unwrap();
+    assert!(user_text.ends_with(&content), "the task was cut: {} chars", user_text.chars().count());
+
+    mock.push_message(ME, None, ME, &format!("/cc approve {code}"));
+    sent_containing(&mock, ME, "Turn ended", 0).await;
+    let summary = show(&home, &session).await;
+    let worktree = PathBuf::from(summary["worktree"]["path"].as_str().unwrap());
+    let written = std::fs::read_to_string(worktree.join("long.txt")).unwrap();
+    assert_eq!(written, format!("{content}\n"), "the file is the whole content");
+    // Every message back fits Telegram's limit (the mock refuses a longer one, as the Bot API
+    // does), and none was refused.
+    for s in mock.sent() {
+        let units = s.text.encode_utf16().count();
+        assert!(units <= 4096, "a message of {units} UTF-16 units was sent");
+    }
+    let (_, status, _) = cli(&home, &["chat", "list"]).await;
+    assert!(!status.contains("too long"), "{status}");
+    bridge.kill().await;
+}

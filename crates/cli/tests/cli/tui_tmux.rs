@@ -294,6 +294,22 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     let screen = tmux.until("the diff", |s| s.contains("+yes") && s.contains("+two"));
     assert!(screen.contains("2 files changed"), "{screen}");
     assert!(screen.contains("allowed.txt") && screen.contains("second.txt"), "{screen}");
+    // One turn: the last one wrote second.txt only.
+    tmux.keys(&["["]);
+    let screen = tmux.until("the last turn's diff", |s| s.contains("Turn 2 of 2"));
+    assert!(screen.contains("+two") && !screen.contains("+yes"), "{screen}");
+    // A review comment on its line, kept by the host on the turn's snapshot.
+    tmux.keys(&["c"]);
+    tmux.shows("Comment on second.txt:1");
+    tmux.type_text("say why two");
+    tmux.keys(&["Enter"]);
+    tmux.shows("Commented on second.txt:1");
+    tmux.shows("[open] say why two");
+    let (code, out, err) = cli(&home, &["session", "review", "list", &allowed]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("second.txt:1") && out.contains("say why two"), "{out}");
+    tmux.keys(&["w"]);
+    tmux.until("the whole session again", |s| s.contains("2 files changed"));
     // Merge it, from the diff: refused while the base branch is checked out (no file changes),
     // then done with the checkout updated.
     let repo = dir.path().join("repo");

@@ -1,7 +1,9 @@
 //! Each screen as a snapshot (80×24, 250 wide, 20×5), and hostile agent text never reaching a
 //! cell as a control character.
 
-use nucleic_tui::app::{Command, Screen, Target};
+use nucleic_tui::app::{Command, Reply, Screen, Target};
+use ratatui::backend::TestBackend;
+use ratatui::style::{Color, Modifier};
 
 use crate::fixture::{app, assert_clean, draw, press};
 
@@ -102,7 +104,7 @@ fn the_diff_of_a_session_at_80x24() {
     let mut app = app();
     app.open("s1");
     press(&mut app, "D");
-    assert_eq!(app.take_commands(), [Command::Diff { session_id: "s1".into() }]);
+    assert_eq!(app.take_commands(), [Command::Diff { session_id: "s1".into(), turn: None }]);
     let loading = draw(&mut app, 80, 24);
     assert!(loading.to_string().contains("Loading the diff"));
     let patch = format!(
@@ -124,6 +126,74 @@ fn the_diff_of_a_session_at_80x24() {
     insta::assert_snapshot!(screen);
     press(&mut app, "\u{1b}");
     assert_eq!(app.screen(), Screen::Session("s1".into()));
+}
+
+/// The cell at the first `needle` on row `y` of `screen`.
+fn cell_at<'a>(screen: &'a TestBackend, y: u16, needle: &str) -> &'a ratatui::buffer::Cell {
+    let row: String = (0..screen.buffer().area.width)
+        .map(|x| screen.buffer()[(x, y)].symbol().to_owned())
+        .collect();
+    let at = row.find(needle).unwrap_or_else(|| panic!("{needle:?} not on row {y}: {row}"));
+    let x = row[..at].chars().count();
+    &screen.buffer()[(u16::try_from(x).unwrap(), y)]
+}
+
+fn row_of(screen: &TestBackend, needle: &str) -> u16 {
+    let text = screen.to_string();
+    let line =
+        text.lines().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {text}"));
+    u16::try_from(line).unwrap()
+}
+
+#[test]
+fn one_turns_diff_in_syntax_colours_with_a_comment_under_its_line_at_80x24() {
+    let mut app = app();
+    app.open("s1");
+    press(&mut app, "D");
+    app.take_commands();
+    let patch = "diff --git a/src/auth.rs b/src/auth.rs\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -1,3 +1,3 @@\n fn cookie() -> bool {\n-    racy(\"old\")\n+    settled(42) // fixed\n }\n";
+    let facts = serde_json::from_value(serde_json::json!({
+        "baseBranch": "main", "baseSHA": "abc", "ahead": 2, "behind": 0, "conflicts": [],
+        "files": [{"path": "src/auth.rs", "status": "modified", "additions": 1, "deletions": 1, "binary": false}],
+        "patch": patch, "turn": 2, "snapshot": "t2",
+        "turns": [{"turn": 1, "startedAt": 1, "endedAt": 2}, {"turn": 2, "startedAt": 3, "endedAt": 4}]
+    }))
+    .unwrap();
+    app.on_reply(Reply::Diff { session_id: "s1".into(), result: Ok(Box::new(facts)) });
+    assert_eq!(app.take_commands(), [Command::Comments { session_id: "s1".into() }]);
+    let comment = serde_json::from_value(serde_json::json!({
+        "commentID": "c1", "path": "src/auth.rs", "line": 2, "body": format!("why 42? {}", crate::fixture::HOSTILE),
+        "quote": ["    settled(42) // fixed"], "snapshot": "t2", "status": "open", "createdAt": 0,
+        "createdBy": "telegram:42"
+    }))
+    .unwrap();
+    app.on_reply(Reply::Comments {
+        session_id: "s1".into(),
+        said: None,
+        result: Ok(vec![comment]),
+    });
+    let _ = draw(&mut app, 80, 24);
+    press(&mut app, "jj");
+    let screen = draw(&mut app, 80, 24);
+    assert_clean(&screen);
+    insta::assert_snapshot!(screen);
+    // The added line: its marker a green cell, `42` a constant, the comment dark grey; the
+    // removed line's string cyan; the cursor's row (the added line) reversed.
+    let added = row_of(&screen, "+    settled");
+    let marker = cell_at(&screen, added, "+");
+    assert_eq!(marker.fg, Color::Green);
+    assert!(marker.modifier.contains(Modifier::REVERSED));
+    assert_eq!(cell_at(&screen, added, "42").fg, Color::Blue);
+    assert_eq!(cell_at(&screen, added, "fixed").fg, Color::DarkGray);
+    assert!(cell_at(&screen, added, "settled").modifier.contains(Modifier::REVERSED), "the cursor");
+    let removed = row_of(&screen, "-    racy");
+    assert_eq!(cell_at(&screen, removed, "old").fg, Color::Cyan);
+    assert!(!cell_at(&screen, removed, "racy").modifier.contains(Modifier::REVERSED));
+    assert_eq!(cell_at(&screen, row_of(&screen, " fn cookie"), "fn").fg, Color::Magenta);
+    // The keys of the diff screen, on ?.
+    press(&mut app, "?");
+    let help = draw(&mut app, 80, 24);
+    insta::assert_snapshot!("the_keys_on_the_diff_screen", help);
 }
 
 #[test]
