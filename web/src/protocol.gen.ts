@@ -494,7 +494,12 @@ ttlSecs?: number | null, } | { "kind": "grantMcp", name: string, scopes: Array<M
  * The session whose agent the MCP client is (it may then never answer that session's
  * or its ancestors' requests).
  */
-sessionID?: string | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" } | { "kind": "reportChatBridge", report: ChatBridgeReport, } | { "kind": "listChatBridges" } | { "kind": "unpairChatPerson", person: string, };
+sessionID?: string | null, 
+/**
+ * The projects (ids) the grant covers: it sees, starts in and acts on those only.
+ * Absent: every project.
+ */
+projectIDs?: Array<string> | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" } | { "kind": "reportChatBridge", report: ChatBridgeReport, } | { "kind": "listChatBridges" } | { "kind": "unpairChatPerson", person: string, };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -770,6 +775,11 @@ export type McpGrantSummary = { name: string, scopes: Array<McpScope>,
  * the principal's to answer; sessions it starts are recorded as that session's children.
  */
 sessionID?: string | null, 
+/**
+ * The projects (ids) it covers; absent: every project. A session of another project is
+ * neither listed to it nor acted on by it.
+ */
+projectIDs?: Array<string> | null, 
 /**
  * When it was granted, in Unix milliseconds.
  */

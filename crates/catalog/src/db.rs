@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_quiet_hours_zone.sql"),
     include_str!("../migrations/0010_project_sandbox.sql"),
     include_str!("../migrations/0011_mcp_grants.sql"),
+    include_str!("../migrations/0012_mcp_grant_projects.sql"),
 ];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
@@ -122,7 +123,7 @@ mod tests {
 
     #[test]
     fn every_migration_step_is_counted() {
-        assert_eq!(SCHEMA_VERSION, 11);
+        assert_eq!(SCHEMA_VERSION, 12);
         assert!(MIGRATIONS.iter().all(|sql| !sql.trim().is_empty()));
     }
 

@@ -13,12 +13,14 @@ pub struct NewMcpGrant {
     pub name: String,
     pub scopes: Vec<McpScope>,
     pub session_id: Option<String>,
+    /// The projects it covers (none: every project).
+    pub project_ids: Option<Vec<String>>,
     /// SHA-256 of the credential.
     pub credential_sha256: Vec<u8>,
     pub granted_at: i64,
 }
 
-const COLUMNS: &str = "name, scopes, session_id, granted_at, revoked_at";
+const COLUMNS: &str = "name, scopes, session_id, granted_at, revoked_at, projects";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<McpGrantSummary> {
     let scopes: String = row.get(1)?;
@@ -27,6 +29,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<McpGrantSummary> {
         // A name this build does not know is dropped: a grant never gains a scope by it.
         scopes: scopes.split(',').filter_map(McpScope::parse).collect(),
         session_id: row.get(2)?,
+        // An empty list stays a list: a grant never widens to every project by a bad row.
+        project_ids: row
+            .get::<_, Option<String>>(5)?
+            .map(|ids| ids.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect()),
         granted_at: row.get(3)?,
         revoked_at: row.get(4)?,
     })
@@ -42,14 +48,16 @@ impl Catalog {
         let n = self
             .conn()
             .execute(
-                "INSERT INTO mcp_grants (name, scopes, session_id, credential_sha256, granted_at) \
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
+                "INSERT INTO mcp_grants \
+                 (name, scopes, session_id, credential_sha256, granted_at, projects) \
+                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
                 params![
                     grant.name,
                     scope_list(&grant.scopes),
                     grant.session_id,
                     grant.credential_sha256,
-                    grant.granted_at
+                    grant.granted_at,
+                    grant.project_ids.as_ref().map(|ids| ids.join(","))
                 ],
             )
             .ctx("add MCP grant")?;
@@ -60,6 +68,7 @@ impl Catalog {
             name: grant.name.clone(),
             scopes: grant.scopes.clone(),
             session_id: grant.session_id.clone(),
+            project_ids: grant.project_ids.clone(),
             granted_at: grant.granted_at,
             revoked_at: None,
         })
@@ -126,6 +135,7 @@ mod tests {
             name: "orchestrator".into(),
             scopes: vec![McpScope::Observe, McpScope::Start],
             session_id: Some("s1".into()),
+            project_ids: Some(vec!["p1".into(), "p2".into()]),
             credential_sha256: vec![7; 32],
             granted_at: 1,
         };
@@ -133,6 +143,7 @@ mod tests {
         let found = catalog.mcp_grant_by_credential(&[7; 32]).unwrap().unwrap();
         assert_eq!(found.scopes, vec![McpScope::Observe, McpScope::Start]);
         assert_eq!(found.session_id.as_deref(), Some("s1"));
+        assert_eq!(found.project_ids, Some(vec!["p1".into(), "p2".into()]));
         assert_eq!(catalog.mcp_grant_by_credential(&[8; 32]).unwrap(), None);
         // The same name again (other credential, more scopes) is refused.
         let again =

@@ -26,6 +26,10 @@ pub enum McpCommand {
         /// ancestors' requests; sessions it starts are recorded as that session's children).
         #[arg(long)]
         session: Option<String>,
+        /// Only these projects (names or ids; repeat or comma-separate): the client neither
+        /// sees nor acts on another project's sessions. Default: every project.
+        #[arg(long, value_delimiter = ',')]
+        project: Vec<String>,
     },
     /// Revoke a grant: its connections close at once, its credential never works again.
     Revoke { name: String },
@@ -65,15 +69,49 @@ fn line(grant: &McpGrantSummary) -> String {
     let scopes = grant.scopes.iter().map(|s| s.name()).collect::<Vec<_>>().join(",");
     let session =
         grant.session_id.as_deref().map(|s| format!("  agent of {s}")).unwrap_or_default();
+    let projects = match &grant.project_ids {
+        Some(ids) => format!("  projects {}", ids.join(",")),
+        None => String::new(),
+    };
     let state = if grant.revoked_at.is_some() { "  REVOKED" } else { "" };
-    format!("{:<24}  {scopes}{session}{state}", grant.name)
+    format!("{:<24}  {scopes}{session}{projects}{state}", grant.name)
+}
+
+/// The ids of `named` (names or ids), as the host knows them: a grant keeps ids, which a
+/// rename does not change.
+async fn project_ids(
+    daemon: &mut nucleic_client::Client,
+    named: &[String],
+) -> anyhow::Result<Option<Vec<String>>> {
+    let named: Vec<&str> = named.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
+    let projects = daemon.list_projects().await?;
+    let ids = named
+        .iter()
+        .map(|n| {
+            projects
+                .iter()
+                .find(|p| p.project_id == *n || p.name == *n)
+                .map(|p| p.project_id.clone())
+                .with_context(|| format!("no project {n:?} (`nucleic project list`)"))
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    Ok(Some(ids))
 }
 
 pub async fn command(home: &Path, command: McpCommand) -> anyhow::Result<ExitCode> {
     let mut daemon = crate::daemon::connect(home).await?;
     let result = match command {
-        McpCommand::Grant { name, scope, session } => {
-            let intent = Intent::GrantMcp { name, scopes: scopes(&scope)?, session_id: session };
+        McpCommand::Grant { name, scope, session, project } => {
+            let project_ids = project_ids(&mut daemon, &project).await?;
+            let intent = Intent::GrantMcp {
+                name,
+                scopes: scopes(&scope)?,
+                session_id: session,
+                project_ids,
+            };
             match daemon.intent(intent).await? {
                 Some(IntentResult::McpGranted(granted)) => {
                     println!("granted {}", line(&granted.grant));

@@ -288,6 +288,10 @@ pub enum Intent {
         /// or its ancestors' requests).
         #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
         session_id: Option<String>,
+        /// The projects (ids) the grant covers: it sees, starts in and acts on those only.
+        /// Absent: every project.
+        #[serde(rename = "projectIDs", default, skip_serializing_if = "Option::is_none")]
+        project_ids: Option<Vec<String>>,
     },
     /// Revokes an MCP grant: its connections close at once and its credential is never
     /// accepted again. Only the person.

@@ -56,6 +56,10 @@ pub struct McpGrantSummary {
     /// the principal's to answer; sessions it starts are recorded as that session's children.
     #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The projects (ids) it covers; absent: every project. A session of another project is
+    /// neither listed to it nor acted on by it.
+    #[serde(rename = "projectIDs", default, skip_serializing_if = "Option::is_none")]
+    pub project_ids: Option<Vec<String>>,
     /// When it was granted, in Unix milliseconds.
     #[serde(rename = "grantedAt")]
     pub granted_at: i64,

@@ -160,9 +160,12 @@ pub async fn run(
     };
     let mut changes = state.host.changes();
     let changes_out = out.clone();
+    let watcher = client.principal.clone();
     let change_task = tokio::spawn(async move {
         loop {
             match changes.recv().await {
+                // A grant limited to some projects hears nothing of the others' sessions.
+                Ok(session) if !watcher.sees_project(session.project_id.as_deref()) => {}
                 Ok(session) => {
                     if changes_out.send(HostMessage::SessionChanged { session }).await.is_err() {
                         break;
@@ -241,7 +244,11 @@ pub async fn run(
                     old.abort();
                 }
                 // `follow` keeps the stream going across the agent's exits and resumes.
-                match state.host.subscribe(&session_id, from_seq).await {
+                let followed = match state.host.may_follow(&client.principal, &session_id).await {
+                    Ok(()) => state.host.subscribe(&session_id, from_seq).await,
+                    Err(e) => Err(e),
+                };
+                match followed {
                     Ok(first) => {
                         let _ = out.send(HostMessage::Ack { message_id, result: None }).await;
                         let task = tokio::spawn(follow::follow(

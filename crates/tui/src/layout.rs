@@ -106,7 +106,7 @@ fn tone_style(tone: Tone) -> Style {
     match tone {
         Tone::Info => dim(),
         Tone::Ok => Style::default().fg(Color::Green),
-        Tone::Warn => Style::default().fg(Color::Yellow),
+        Tone::Warn => Style::default().fg(Color::Magenta),
     }
 }
 
@@ -242,10 +242,10 @@ pub fn row_lines(row: &Row, width: usize, selected: bool, window: Window) -> Vec
                 Some(a) => (a.clone(), dim()),
                 None => (
                     "waiting for you".to_owned(),
-                    Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                    Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD),
                 ),
             };
-            let head = Span::styled("⚑ ", Style::default().fg(Color::Yellow));
+            let head = Span::styled("⚑ ", Style::default().fg(Color::Magenta));
             block(
                 Some(head),
                 &format!("{risk}{tool} {summary} — {state}"),

@@ -39,7 +39,7 @@ fn status_style(status: SessionStatus) -> Style {
         }
         SessionStatus::Running => Style::default().fg(Color::Cyan),
         SessionStatus::AwaitingApproval => {
-            Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+            Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD)
         }
         SessionStatus::AwaitingInput => Style::default().fg(Color::Green),
         SessionStatus::Error => Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
@@ -181,7 +181,7 @@ fn session_row<'a>(app: &App, s: &SessionSummary, wide: bool) -> Row<'a> {
     let project = app.project_name(s.project_id.as_deref()).map(|p| clean(&p)).unwrap_or_default();
     let pending = if s.pending_approvals > 0 {
         let text = format!("{} pending", s.pending_approvals);
-        Span::styled(text, Style::default().fg(Color::Yellow))
+        Span::styled(text, Style::default().fg(Color::Magenta))
     } else {
         Span::raw("")
     };
@@ -206,7 +206,7 @@ fn inbox_lines(app: &App, item: &InboxItem, width: usize) -> Vec<Line<'static>> 
                 nucleic_protocol::Risk::High => {
                     Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
                 }
-                nucleic_protocol::Risk::Medium => Style::default().fg(Color::Yellow),
+                nucleic_protocol::Risk::Medium => Style::default().fg(Color::Magenta),
                 nucleic_protocol::Risk::Low => dim(),
             };
             Span::styled(format!("[{}] ", risk_word(risk)), style)
@@ -304,7 +304,7 @@ fn draw_session(frame: &mut Frame, app: &mut App, session_id: &str, area: Rect) 
         let ask = Line::from(vec![
             Span::styled(
                 format!("{risk}{} ", clean(&r.tool_name)),
-                Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD),
             ),
             Span::raw(tool_summary(&r.input, cwd.as_deref())),
             Span::styled(more, dim()),
@@ -316,7 +316,7 @@ fn draw_session(frame: &mut Frame, app: &mut App, session_id: &str, area: Rect) 
             nucleic_protocol::ASK_USER_QUESTION => "a Answer the questions · d Deny…",
             _ => "a Allow · A Always (this session) · P (this project) · d Deny…",
         };
-        let keys = Line::from(Span::styled(keys, Style::default().fg(Color::Yellow)));
+        let keys = Line::from(Span::styled(keys, Style::default().fg(Color::Magenta)));
         frame.render_widget(Paragraph::new(vec![ask, keys]), bar);
     }
 }
@@ -457,7 +457,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             let style = match tone {
                 Tone::Info => dim(),
                 Tone::Ok => Style::default().fg(Color::Green),
-                Tone::Warn => Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                Tone::Warn => Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD),
             };
             Line::from(Span::styled(clean(text), style))
         }

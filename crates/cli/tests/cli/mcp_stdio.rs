@@ -394,3 +394,46 @@ async fn through_mcp_a_session_is_started_waited_on_and_its_approval_held_to_the
     assert!(after["error"].is_object() || after["result"]["isError"] == json!(true), "{after}");
     approver.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grant_made_with_project_sees_and_starts_in_that_project_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _guard) = setup(dir.path()).await;
+    crate::chat_bridge::add_repository(&home, &dir.path().join("web")).await;
+    // A project that is not there: refused by the CLI before anything is granted.
+    let (code, _, err) =
+        cli(&home, &["mcp", "grant", "ghost", "--scope", "start", "--project", "nope"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no project \"nope\""), "{err}");
+    let (code, out, err) =
+        cli(&home, &["mcp", "grant", "web-team", "--scope", "start", "--project", "web"]).await;
+    assert_eq!(code, 0, "{err}");
+    let credential = out.lines().find(|l| l.starts_with("nucleic-mcp-")).unwrap().to_owned();
+    let (_, listed, _) = cli(&home, &["mcp", "list"]).await;
+    assert!(listed.contains("web-team") && listed.contains("projects "), "{listed}");
+
+    let mut mcp = Mcp::start(&home, &credential).await;
+    let projects = mcp.call("list_projects", json!({})).await;
+    let roots: Vec<&str> =
+        projects.as_array().unwrap().iter().filter_map(|p| p["root"].as_str()).collect();
+    assert_eq!(roots.len(), 1, "only its project: {projects}");
+    assert!(roots[0].ends_with("web"), "{projects}");
+    // The other project, by its id (read as the person): starting there is refused, and no
+    // session is made.
+    let (_, all, _) = cli(&home, &["project", "list"]).await;
+    let other = all
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|fields| fields.get(1) == Some(&"repo"))
+        .map(|fields| fields[0].to_owned())
+        .unwrap_or_else(|| panic!("{all}"));
+    let why = mcp.refused("start_session", json!({"project_id": other, "prompt": "say hi"})).await;
+    assert!(why.contains("not one it covers") && why.contains("web-team"), "{why}");
+    let (_, sessions, _) = cli(&home, &["session", "list"]).await;
+    assert!(sessions.trim().is_empty(), "a session was started: {sessions}");
+    // Its own project: started.
+    let web = projects[0]["projectID"].as_str().unwrap().to_owned();
+    let started = mcp.call("start_session", json!({"project_id": web, "prompt": "say hi"})).await;
+    assert_eq!(started["projectID"], json!(web), "{started}");
+    mcp.finish().await;
+}

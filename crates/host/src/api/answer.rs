@@ -38,6 +38,8 @@ pub struct McpPrincipal {
     pub scopes: Vec<nucleic_protocol::McpScope>,
     /// The session whose agent the client is, if the grant names one.
     pub session_id: Option<String>,
+    /// The projects it covers (none: every project; `project_scope.rs`).
+    pub project_ids: Option<Vec<String>>,
 }
 
 impl Principal {
@@ -185,14 +187,19 @@ impl Context {
         let ack =
             |result: Option<IntentResult>| HostMessage::Ack { message_id: id.to_owned(), result };
         let result = match message {
-            ClientMessage::ListProjects { .. } => self
-                .list_projects()
-                .await
-                .map(|projects| HostMessage::Projects { message_id: id.to_owned(), projects }),
+            ClientMessage::ListProjects { .. } => {
+                self.list_projects().await.map(|projects| HostMessage::Projects {
+                    message_id: id.to_owned(),
+                    projects: client.principal.visible_projects(projects),
+                })
+            }
             ClientMessage::ListSessions { project_id, include_archived, .. } => self
                 .list_sessions(project_id, include_archived)
                 .await
-                .map(|sessions| HostMessage::Sessions { message_id: id.to_owned(), sessions }),
+                .map(|sessions| HostMessage::Sessions {
+                    message_id: id.to_owned(),
+                    sessions: client.principal.visible_sessions(sessions),
+                }),
             ClientMessage::GitFacts { session_id, include_patch, turn, .. } => self
                 .git_facts_of_turn(&session_id, include_patch, turn)
                 .await

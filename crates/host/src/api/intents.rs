@@ -175,8 +175,8 @@ impl Context {
             Intent::PairDevice { .. } => Err(HostError::Invalid(
                 "pairing is opened by the daemon's server over its WebSocket (`nucleic serve --relay URL`, then `nucleic pair`)".into(),
             )),
-            Intent::GrantMcp { name, scopes, session_id } => {
-                let granted = self.grant_mcp(&name, &scopes, session_id).await?;
+            Intent::GrantMcp { name, scopes, session_id, project_ids } => {
+                let granted = self.grant_mcp(&name, &scopes, session_id, project_ids).await?;
                 Ok(Some(IntentResult::McpGranted(granted)))
             }
             Intent::RevokeMcp { name } => {

@@ -3,6 +3,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod intents;
+pub(crate) mod project_scope;
 pub(crate) mod reply_turns;
 pub(crate) mod scopes;
 

@@ -156,6 +156,7 @@ impl Context {
             }
             Need::Scope(_) => {}
         }
+        self.within_projects(mcp, message).await?;
         match message {
             ClientMessage::Decide { session_id, request_id, decision, .. } => {
                 self.not_its_own(mcp, session_id, "answer").await?;

@@ -53,8 +53,13 @@ impl Context {
         name: &str,
         scopes: &[McpScope],
         session_id: Option<String>,
+        project_ids: Option<Vec<String>>,
     ) -> Result<McpGranted, HostError> {
         check_name(name)?;
+        let project_ids = match project_ids {
+            Some(ids) => Some(self.known_projects(ids).await?),
+            None => None,
+        };
         if let Some(session) = &session_id {
             let key = session.clone();
             if self.catalog(move |c| c.session(&key)).await?.is_none() {
@@ -66,6 +71,7 @@ impl Context {
             name: name.to_owned(),
             scopes: normalized(scopes),
             session_id,
+            project_ids,
             credential_sha256: digest(&credential),
             granted_at: unix_millis(),
         };
@@ -78,6 +84,25 @@ impl Context {
             other => other,
         })?;
         Ok(McpGranted { grant, credential })
+    }
+
+    /// `ids` as a grant keeps them: each a project of this host, each once, at least one.
+    async fn known_projects(&self, ids: Vec<String>) -> Result<Vec<String>, HostError> {
+        let mut kept: Vec<String> = Vec::with_capacity(ids.len());
+        for id in ids {
+            if kept.contains(&id) {
+                continue;
+            }
+            self.project(&id).await?;
+            kept.push(id);
+        }
+        if kept.is_empty() {
+            return Err(HostError::Invalid(
+                "an MCP grant of no project could see nothing: name one, or none for every project"
+                    .into(),
+            ));
+        }
+        Ok(kept)
     }
 
     /// Revokes the grant `name` for good and closes its connections.
@@ -124,6 +149,7 @@ fn principal_of(grant: McpGrantSummary) -> Principal {
         name: grant.name,
         scopes: grant.scopes,
         session_id: grant.session_id,
+        project_ids: grant.project_ids,
     })
 }
 

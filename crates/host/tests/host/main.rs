@@ -9,6 +9,7 @@ mod disk;
 mod host_setup;
 mod hostile_git;
 mod idle;
+mod mcp_projects;
 mod mcp_scopes;
 mod modes;
 mod outside;

@@ -25,6 +25,7 @@ async fn grant(host: &Host, name: &str, scopes: &[McpScope], session: Option<&st
         name: name.into(),
         scopes: scopes.to_vec(),
         session_id: session.map(str::to_owned),
+        project_ids: None,
     };
     let Some(IntentResult::McpGranted(granted)) = host.intent(intent, "t").await.unwrap() else {
         panic!("no credential")
@@ -34,7 +35,7 @@ async fn grant(host: &Host, name: &str, scopes: &[McpScope], session: Option<&st
     Client::new("mcp-client", principal)
 }
 
-fn decide(id: &str, session: &str, request: &str, decision: Decision) -> ClientMessage {
+pub(crate) fn decide(id: &str, session: &str, request: &str, decision: Decision) -> ClientMessage {
     ClientMessage::Decide {
         message_id: id.into(),
         session_id: session.into(),
@@ -45,7 +46,7 @@ fn decide(id: &str, session: &str, request: &str, decision: Decision) -> ClientM
 }
 
 /// `message` from `client` is refused as forbidden; answers the reason.
-async fn refused(host: &Host, client: &Client, message: ClientMessage) -> String {
+pub(crate) async fn refused(host: &Host, client: &Client, message: ClientMessage) -> String {
     match host.answer(client, message).await {
         HostMessage::Error { code: ProtocolErrorCode::Forbidden, message, .. } => message,
         other => panic!("not refused as forbidden: {other:?}"),
@@ -53,7 +54,7 @@ async fn refused(host: &Host, client: &Client, message: ClientMessage) -> String
 }
 
 /// Starts a session as `client`.
-async fn start(
+pub(crate) async fn start(
     host: &Host,
     client: &Client,
     id: &str,
@@ -68,7 +69,7 @@ async fn start(
 }
 
 /// The session's next approval request.
-async fn next_request(host: &Host, session: &str) -> ApprovalRequested {
+pub(crate) async fn next_request(host: &Host, session: &str) -> ApprovalRequested {
     let mut events = host.subscribe(session, 1).await.unwrap();
     let mut open: Vec<ApprovalRequested> = Vec::new();
     loop {
@@ -102,7 +103,7 @@ async fn turn_output(host: &Host, session: &str) -> String {
     }
 }
 
-fn worktree(summary: &SessionSummary) -> std::path::PathBuf {
+pub(crate) fn worktree(summary: &SessionSummary) -> std::path::PathBuf {
     Path::new(&summary.worktree.as_ref().unwrap().path).to_path_buf()
 }
 
@@ -134,6 +135,7 @@ async fn without_approve_an_mcp_grant_answers_nothing_and_cannot_widen_itself() 
         name: "helper2".into(),
         scopes: McpScope::ALL.to_vec(),
         session_id: None,
+        project_ids: None,
     };
     let why =
         refused(&host, &mcp, ClientMessage::Intent { message_id: "m3".into(), intent: widen })
@@ -171,6 +173,7 @@ async fn without_approve_an_mcp_grant_answers_nothing_and_cannot_widen_itself() 
         name: "helper".into(),
         scopes: McpScope::ALL.to_vec(),
         session_id: None,
+        project_ids: None,
     };
     assert!(host.intent(again, "t").await.is_err());
 
@@ -198,7 +201,12 @@ async fn without_approve_an_mcp_grant_answers_nothing_and_cannot_widen_itself() 
 }
 
 async fn grant_credential(host: &Host, name: &str, scopes: &[McpScope]) -> String {
-    let intent = Intent::GrantMcp { name: name.into(), scopes: scopes.to_vec(), session_id: None };
+    let intent = Intent::GrantMcp {
+        name: name.into(),
+        scopes: scopes.to_vec(),
+        session_id: None,
+        project_ids: None,
+    };
     let Some(IntentResult::McpGranted(granted)) = host.intent(intent, "t").await.unwrap() else {
         panic!("no credential")
     };

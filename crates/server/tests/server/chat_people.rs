@@ -127,6 +127,7 @@ async fn only_the_person_lists_or_unpairs_and_reports_are_bounded() {
             name: "planner".into(),
             scopes: nucleic_protocol::McpScope::ALL.to_vec(),
             session_id: None,
+            project_ids: None,
         })
         .await
         .unwrap();

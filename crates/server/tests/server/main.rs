@@ -8,6 +8,7 @@ mod devices;
 mod doc_examples;
 mod files;
 mod limits;
+mod mcp_projects;
 mod on_behalf;
 mod protocol;
 mod push;

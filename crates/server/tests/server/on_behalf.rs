@@ -136,6 +136,7 @@ async fn only_the_token_may_act_for_someone_and_only_as_a_person_of_a_service() 
             name: "planner".into(),
             scopes: nucleic_protocol::McpScope::ALL.to_vec(),
             session_id: None,
+            project_ids: None,
         })
         .await
         .unwrap();

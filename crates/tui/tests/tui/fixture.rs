@@ -120,7 +120,31 @@ pub fn assert_clean(backend: &TestBackend) {
             nucleic_tui::sanitize::is_clean(symbol) && !symbol.contains('\n'),
             "a cell holds {symbol:?}"
         );
+        assert_theme_safe(cell);
     }
+}
+
+/// A cell reads on a dark and a light theme alike: its background is the terminal's own, and
+/// its colour one of the palette's hues that keep their contrast on both (no yellow, white,
+/// black, bright variants, RGB or indexed colours, which the theme cannot adapt).
+fn assert_theme_safe(cell: &ratatui::buffer::Cell) {
+    use ratatui::style::Color;
+    assert_eq!(cell.bg, Color::Reset, "a background colour on {:?}", cell.symbol());
+    assert!(
+        matches!(
+            cell.fg,
+            Color::Reset
+                | Color::Red
+                | Color::Green
+                | Color::Blue
+                | Color::Magenta
+                | Color::Cyan
+                | Color::DarkGray
+        ),
+        "{:?} drawn in {:?}",
+        cell.symbol(),
+        cell.fg
+    );
 }
 
 /// `app` drawn on a `width`×`height` test backend.
