@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::daemon::{cli_env, git};
 
 /// `nucleic serve` with a relay nobody answers and a LAN listener on loopback; killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: std::process::Child,
 }
 
@@ -23,7 +23,7 @@ impl Drop for Served {
     }
 }
 
-async fn serve(home: &Path) -> Served {
+pub(crate) async fn serve(home: &Path) -> Served {
     let dead_relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let relay = format!("ws://{}", dead_relay.local_addr().unwrap());
     drop(dead_relay);
@@ -50,7 +50,7 @@ async fn on(home: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 /// A fresh pairing link of the daemon of `home`, for a device named `name`.
-async fn link(home: &Path, name: &str) -> (String, String) {
+pub(crate) async fn link(home: &Path, name: &str) -> (String, String) {
     let (code, out, err) = on(home, &["pair", "--json", "--name", name]).await;
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();

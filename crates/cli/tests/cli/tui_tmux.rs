@@ -2,7 +2,8 @@
 //! real daemon running simulated sessions. The session list, the inbox, allow, deny with a
 //! reason, opening a session, a follow-up and an approval in it, its diff and merge, an approval answered first
 //! by another client, a daemon that dies and comes back (no duplicate rows), resizes down to
-//! 20×5, hostile escape sequences in agent output that the terminal never acts on, and quitting. Each step waits,
+//! 20×5, hostile escape sequences in agent output that the terminal never acts on, and quitting;
+//! and the TUI of a paired terminal (`--remote`) answering through the channel. Each step waits,
 //! with a deadline, for the screen to show it and for the host to have recorded it.
 
 use std::path::{Path, PathBuf};
@@ -25,10 +26,15 @@ struct Tmux {
 
 impl Tmux {
     fn start(home: &Path, dir: &Path) -> Tmux {
-        let socket = format!("nucleic-tui-test-{}", std::process::id());
+        Tmux::start_with(home, dir, "")
+    }
+
+    /// [`Tmux::start`] with `options` before `tui` (e.g. `--remote HOST`).
+    fn start_with(home: &Path, dir: &Path, options: &str) -> Tmux {
+        let socket = format!("nucleic-tui-test-{}-{}", std::process::id(), options.len());
         let exit_file = dir.join("tui.exit");
         let shell = format!(
-            "NUCLEIC_HOME='{}' '{}' tui 2>'{}'; echo $? > '{}'",
+            "NUCLEIC_HOME='{}' '{}' {options} tui 2>'{}'; echo $? > '{}'",
             home.display(),
             nucleic().display(),
             dir.join("tui.stderr").display(),
@@ -440,4 +446,37 @@ async fn the_tui_in_tmux_lists_approves_denies_with_a_reason_and_sends_a_follow_
     let code = std::fs::read_to_string(&tmux.exit_file).unwrap();
     let stderr = std::fs::read_to_string(dir.path().join("tui.stderr")).unwrap_or_default();
     assert_eq!(code.trim(), "0", "nucleic tui exited {code}: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_of_a_paired_terminal_answers_an_approval_through_the_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host");
+    let _served = crate::remote_device::serve(&host).await;
+    let root = crate::daemon::empty_repo(dir.path());
+    let (code, _, err) = cli(&host, &["project", "add", root.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{err}");
+    let session = new_session(&host, "write afar.txt containing yes").await;
+    until_host("the approval pending", async || pending(&host, &session).await == 1).await;
+    let (link, host_id) = crate::remote_device::link(&host, "MARKER-tmux").await;
+    let laptop = dir.path().join("laptop");
+    let (code, _, err) = cli(&laptop, &["remote", "pair", &link]).await;
+    assert_eq!(code, 0, "{err}");
+
+    let tmux = Tmux::start_with(&laptop, dir.path(), &format!("--remote {}", &host_id[..12]));
+    tmux.keys(&["2"]);
+    tmux.until("the approval in the inbox", |s| inbox_has(s, "afar.txt"));
+    tmux.keys(&["a"]);
+    tmux.until("the approval gone from the inbox", |s| !inbox_has(s, "afar.txt"));
+    let tree = worktree(&host, &session).await;
+    until_host("the allow carried out", async || tree.join("afar.txt").exists()).await;
+    let by: Vec<String> = transcript(&host, &session)
+        .iter()
+        .filter(|e| e["kind"]["type"] == "approvalResolved")
+        .filter_map(|e| e["kind"]["by"].as_str().map(str::to_owned))
+        .collect();
+    // Recorded as the paired device (`device:<id>/<client>`), not as the host's token.
+    assert_eq!(by.len(), 1, "{by:?}");
+    assert!(by[0].starts_with("device:") && by[0].contains("/tui-"), "{by:?}");
+    tmux.keys(&["q"]);
 }
