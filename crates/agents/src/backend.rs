@@ -18,6 +18,8 @@ pub const BACKENDS: &[&BackendDescription] = &[
     &crate::claude::CLAUDE_CODE,
     &crate::codex::CODEX,
     &crate::acp::GEMINI_CLI,
+    &crate::acp::OPENCODE_CLI,
+    &crate::acp::QWEN_CODE,
     &crate::claude::SIMULATED,
 ];
 
@@ -25,7 +27,7 @@ pub const BACKENDS: &[&BackendDescription] = &[
 /// `.codex/`, Gemini CLI's `.gemini/`). Their hooks and helper commands run as the CLI itself,
 /// outside its own command sandbox and unasked: no agent may write them in any worktree (any
 /// backend may later run there).
-pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini"];
+pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini", ".opencode", ".qwen"];
 
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {
@@ -34,6 +36,8 @@ pub fn describe(backend: Backend) -> &'static BackendDescription {
         Backend::Codex => &crate::codex::CODEX,
         Backend::Simulated => &crate::claude::SIMULATED,
         Backend::Gemini => &crate::acp::GEMINI_CLI,
+        Backend::OpenCode => &crate::acp::OPENCODE_CLI,
+        Backend::Qwen => &crate::acp::QWEN_CODE,
     }
 }
 
@@ -267,7 +271,14 @@ mod tests {
 
     #[test]
     fn every_backend_has_one_row_found_by_backend_and_by_name() {
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
+        for backend in [
+            Backend::ClaudeCode,
+            Backend::Codex,
+            Backend::Gemini,
+            Backend::OpenCode,
+            Backend::Qwen,
+            Backend::Simulated,
+        ] {
             let d = describe(backend);
             assert_eq!(d.backend, backend);
             assert_eq!(backend_named(d.name).map(|n| n.backend), Some(backend));
@@ -322,7 +333,14 @@ mod tests {
         exec.exec = true;
         assert!(describe(Backend::ClaudeCode).launch(exec.clone()).is_err());
         assert!(matches!(codex.launch(exec), Ok(AgentLaunch::CodexExec(_))));
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
+        for backend in [
+            Backend::ClaudeCode,
+            Backend::Codex,
+            Backend::Gemini,
+            Backend::OpenCode,
+            Backend::Qwen,
+            Backend::Simulated,
+        ] {
             let mut bad = request();
             bad.common.permission_mode = "yolo".into();
             assert!(describe(backend).launch(bad).is_err(), "{backend:?}");

@@ -193,7 +193,8 @@ impl AcpDecoder {
                     self.profile.hidden_text_prefixes.iter().any(|p| t.starts_with(p))
                 });
                 match text {
-                    Some(text) if !filtered => {
+                    // Qwen closes each message with an empty chunk carrying usage in `_meta`.
+                    Some(text) if !filtered && !text.is_empty() => {
                         let thought = kind == "agent_thought_chunk";
                         let block = TextBlock {
                             is_partial: true,
