@@ -45,6 +45,10 @@ fi
 
 scripts/install-agents.sh
 scripts/install-synapse.sh   # the Matrix transport is tested against a real Synapse (~/.cache/nucleic/synapse)
+# The Python device client (examples/device_client.py, run by relay/test/device-client.test.ts
+# without a network): its pinned Noise package in a venv (~/.cache/nucleic/device-client).
+NUCLEIC_DEVICE_PYTHON="$(scripts/install-device-client.sh | tail -n 1)"
+export NUCLEIC_DEVICE_PYTHON
 scripts/build-web.sh   # also web/node_modules, which nucleic-channel's interop test runs under node
 # web/dist is committed (so `cargo install` needs no npm): a build of web/ must reproduce it.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -n "$(git status --porcelain -- web/dist)" ]; then

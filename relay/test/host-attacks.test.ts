@@ -3,7 +3,10 @@
 // device that claims to be the host, a paired phone minting pairing links. Each is refused, and the paired device keeps working.
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 
-import { Daemon, Device, sleep } from "./daemon";
+import WebSocket from "ws";
+
+import { ChannelSocket, type RawSocketCtor } from "../../web/src/remote/socket";
+import { Daemon, Device, sleep, until } from "./daemon";
 import { Client, Relay, authFrame, hostKey } from "./support";
 
 let relay: Relay;
@@ -112,4 +115,29 @@ it("garbage and oversized frames, and a device claiming to be the host, are refu
   // A paired phone cannot mint pairing links (a stolen phone must not invite more devices).
   const mint = await device.request({ type: "intent", intent: { kind: "pairDevice" } });
   expect(mint).toMatchObject({ type: "error", code: "unauthorized" });
+}, 60_000);
+
+it("a revoked device is cut off even when its connection never said hello", async () => {
+  daemon = await Daemon.start(relay.url(""));
+  const l = link(daemon, "--name", "MARKER-silent");
+  const { device, secret } = Device.fromLink(l.link);
+  await device.open({ mode: "pair", secret });
+  device.socket!.close();
+  // A channel opened with IK that sends nothing: its connection still waits for hello.
+  const silent = new ChannelSocket(device.host, device.key, { mode: "connect" }, WebSocket as unknown as RawSocketCtor);
+  let closed: { code: number; reason: string } | null = null;
+  silent.onclose = (e) => (closed = e);
+  await new Promise<void>((resolve, reject) => {
+    silent.onopen = () => resolve();
+    setTimeout(() => reject(new Error("the IK channel did not open")), 5000);
+  });
+  const id = daemon.cli("device", "list").split("\n").find((line) => line.includes("MARKER-silent"))!.split(/\s+/)[0];
+  const t0 = performance.now();
+  daemon.cli("device", "revoke", id);
+  await until("the silent channel closed", 6000, () => closed);
+  const ms = performance.now() - t0;
+  expect(closed!.code).toBe(4401);
+  // Cut by the relay loop after its grace (3 s), well before the hello deadline (10 s).
+  expect(ms).toBeLessThan(5000);
+  console.log(`a revoked device that never said hello was cut ${ms.toFixed(0)} ms after the revoke`);
 }, 60_000);

@@ -2,7 +2,7 @@
 // Rust device side, nucleic-client) pairs with a real `nucleic serve --relay` under workerd, and
 // `nucleic --remote HOST …` runs ordinary commands there — a project added, a session started,
 // its approval answered, its diff read. The relay's record of every frame holds none of it.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -81,4 +81,30 @@ it("a terminal pairs through the relay and works a session there with --remote; 
   const refused = device(home, "--remote", short, "session", "list");
   expect(refused.status).toBe(2);
   expect(refused.stderr).toContain("refused this device");
+}, 120_000);
+
+it("a terminal's attach through the relay rides out a relay restart: it reconnects (IK) and follows the turn to its end", async () => {
+  daemon = await Daemon.start(relay.url(""), { tcp: false });
+  const pairing = JSON.parse(daemon.cli("pair", "--json", "--name", "MARKER-attach"));
+  const home = path.join(mkdtempSync(path.join(tmpdir(), "nucleic-device-")), "home");
+  ok(home, "remote", "pair", pairing.link);
+  const short = pairing.hostID.slice(0, 12);
+  const project = ok(home, "--remote", short, "project", "add", daemon.repo).trim();
+  const session = ok(home, "--remote", short, "session", "new", "--project", project, "--agent", "sim", "stream 24 and say MARKER-end").split(/\s+/)[0];
+  const attach = spawn(NUCLEIC, ["--remote", short, "session", "attach", session, "--until-idle"], {
+    env: { ...process.env, NUCLEIC_HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  attach.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+  attach.stderr!.on("data", (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => attach.on("exit", (code) => resolve(code)));
+  await poll("some streaming", 20_000, () => (out.length > 40 ? true : undefined));
+  expect(out, "the restart comes mid-turn").not.toContain("turn done");
+  await relay.restart();
+  const code = await Promise.race([exited, sleep(60_000).then(() => "timeout" as const)]);
+  if (code === "timeout") attach.kill("SIGKILL");
+  expect(code, `attach: ${err}`).toBe(0);
+  expect(out).toContain("turn done");
 }, 120_000);

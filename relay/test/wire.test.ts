@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { expect, it } from "vitest";
 
-import { verifyHostAuth } from "../src/wire";
+import { DATA, OPEN, parseHostFrame, streamFrame, verifyHostAuth } from "../src/wire";
 
 const hex = (s: string): Uint8Array => Uint8Array.from(s.match(/../g) ?? [], (b) => parseInt(b, 16));
 const fixture = JSON.parse(readFileSync(new URL("../../crates/channel/testdata/relay-auth.json", import.meta.url), "utf8"));
@@ -18,4 +18,18 @@ it("accepts the Rust host's answer, and nothing altered", async () => {
   tampered[tampered.length - 1] ^= 1;
   expect(await verifyHostAuth(fixture.room, hex(fixture.nonce), tampered)).toBe(false);
   expect(await verifyHostAuth(fixture.room, hex(fixture.nonce), auth.subarray(0, 40))).toBe(false);
+});
+
+// The relay frames of the channel's published vectors (docs/channel-vectors.json, printed in
+// docs/channel.md): OPEN, DATA carrying the pairing first frame, and the host's CLOSE, stream 42.
+const vectors = JSON.parse(readFileSync(new URL("../../docs/channel-vectors.json", import.meta.url), "utf8"));
+
+it("makes and reads the relay frames of the channel's vectors", () => {
+  const toHex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  const [open, data, close] = vectors.relay.map((r: { bytes: string }) => r.bytes);
+  expect(toHex(streamFrame(OPEN, 42))).toBe(open);
+  expect(toHex(streamFrame(DATA, 42, hex(vectors.pairing.firstFrame)))).toBe(data);
+  const parsed = parseHostFrame(hex(data));
+  expect(parsed).toEqual({ type: "data", stream: 42, payload: hex(vectors.pairing.firstFrame) });
+  expect(parseHostFrame(hex(close))).toEqual({ type: "close", stream: 42 });
 });

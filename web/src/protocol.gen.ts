@@ -494,7 +494,7 @@ ttlSecs?: number | null, } | { "kind": "grantMcp", name: string, scopes: Array<M
  * The session whose agent the MCP client is (it may then never answer that session's
  * or its ancestors' requests).
  */
-sessionID?: string | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" };
+sessionID?: string | null, } | { "kind": "revokeMcp", name: string, } | { "kind": "listMcpGrants" } | { "kind": "reportChatBridge", report: ChatBridgeReport, } | { "kind": "listChatBridges" } | { "kind": "unpairChatPerson", person: string, };
 
 export type ExportFormat = "markdown" | "jsonl";
 
@@ -607,7 +607,7 @@ truncated: boolean, } | { "type": "branches", messageID: string, branches: Array
  */
 resolvedBy?: string | null, } | { "type": "unsupported", messageID?: string | null, messageType: string, };
 
-export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "attached" } & Attached | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants;
+export type IntentResult = { "kind": "project" } & ProjectSummary | { "kind": "session" } & SessionSummary | { "kind": "outsideSessions" } & OutsideSessions | { "kind": "diskUsage" } & DiskUsage | { "kind": "reclaimed" } & WorktreeReclaimed | { "kind": "checksRun" } & ChecksRun | { "kind": "report" } & Report | { "kind": "reviewComment" } & ReviewComment | { "kind": "reviewComments" } & ReviewComments | { "kind": "reviewSendout" } & ReviewSendout | { "kind": "sessionUpdated" } & SessionUpdated | { "kind": "projectMode" } & ProjectMode | { "kind": "rules" } & RuleList | { "kind": "ruleAdded" } & RuleAdded | { "kind": "ruleRemoved" } & RuleRemoved | { "kind": "handoff" } & Handoff | { "kind": "integrated" } & Integrated | { "kind": "pullRequest" } & PullRequestOpened | { "kind": "gc" } & GcReport | { "kind": "tokenRotated" } & TokenRotated | { "kind": "pairing" } & Pairing | { "kind": "approval" } & ApprovalResolved | { "kind": "exported" } & ExportedText | { "kind": "attached" } & Attached | { "kind": "mcpGranted" } & McpGranted | { "kind": "mcpGrants" } & McpGrants | { "kind": "chatBridges" } & ChatBridges | { "kind": "chatBridgeReported" } & ChatBridgeReported;
 
 export type OutsideSessions = { sessions: Array<OutsideSession>, 
 /**
@@ -782,6 +782,62 @@ revokedAt?: number | null, };
 export type McpGranted = { grant: McpGrantSummary, credential: string, };
 
 export type McpGrants = { grants: Array<McpGrantSummary>, };
+
+export type ChatBridgeState = "running" | "retrying" | "refused";
+
+export type ChatPerson = { 
+/**
+ * Who they act as (`telegram:42`, `matrix:@alice:example.org`): `hello.onBehalfOf`.
+ */
+person: string, 
+/**
+ * The chat they paired from.
+ */
+chat: string, 
+/**
+ * When they paired, in Unix milliseconds.
+ */
+pairedAt: number, };
+
+export type ChatBridgeReport = { 
+/**
+ * The bridge (`telegram:<bot id>`, `matrix:@bot:example.org`).
+ */
+bridge: string, state: ChatBridgeState, 
+/**
+ * The last failure, in words (never a token).
+ */
+lastError?: string | null, 
+/**
+ * Every user paired with it now.
+ */
+paired: Array<ChatPerson>, 
+/**
+ * Messages from people who are not paired, ignored so far.
+ */
+strangersIgnored: number, 
+/**
+ * Messages to chats not sent yet.
+ */
+outboxQueued: number, };
+
+export type ChatBridgeSummary = { bridge: string, state: ChatBridgeState, lastError?: string | null, 
+/**
+ * Its paired users, less those the person unpaired.
+ */
+paired: Array<ChatPerson>, strangersIgnored: number, outboxQueued: number, 
+/**
+ * When it last reported, in Unix milliseconds.
+ */
+reportedAt: number, 
+/**
+ * Whether it has been silent for longer than it reports (it stopped, or lost the host).
+ */
+silent: boolean, };
+
+export type ChatBridges = { bridges: Array<ChatBridgeSummary>, };
+
+export type ChatBridgeReported = { unpaired: Array<string>, };
 
 export type ProtocolErrorCode = "badMessage" | "tooLarge" | "badHandshake" | "unauthorized" | "forbidden" | "notFound" | "alreadyResolved" | "badCursor" | "unsupported" | "gitRefused" | "limitReached" | "invalidRequest" | "internal";
 

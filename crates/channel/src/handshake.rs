@@ -63,6 +63,7 @@ impl Handshake {
             Some(secret),
             Some(host_key),
             prologue,
+            None,
         )
     }
 
@@ -74,7 +75,15 @@ impl Handshake {
         secret: &PairingSecret,
         prologue: &[u8],
     ) -> Result<Self, ChannelError> {
-        Self::build(HandshakeKind::Pairing, Role::Responder, local, Some(secret), None, prologue)
+        Self::build(
+            HandshakeKind::Pairing,
+            Role::Responder,
+            local,
+            Some(secret),
+            None,
+            prologue,
+            None,
+        )
     }
 
     /// A paired device reconnecting: it knows the host's static key.
@@ -83,13 +92,37 @@ impl Handshake {
         host_key: &PublicKey,
         prologue: &[u8],
     ) -> Result<Self, ChannelError> {
-        Self::build(HandshakeKind::Connect, Role::Initiator, local, None, Some(host_key), prologue)
+        Self::build(
+            HandshakeKind::Connect,
+            Role::Initiator,
+            local,
+            None,
+            Some(host_key),
+            prologue,
+            None,
+        )
     }
 
     /// The host answering a reconnect: after reading message 1 it must look the device's key
     /// ([`Handshake::remote_static`]) up and call [`Handshake::accept_remote`] before answering.
     pub fn connect_responder(local: &StaticKeypair, prologue: &[u8]) -> Result<Self, ChannelError> {
-        Self::build(HandshakeKind::Connect, Role::Responder, local, None, None, prologue)
+        Self::build(HandshakeKind::Connect, Role::Responder, local, None, None, prologue, None)
+    }
+
+    /// The same handshakes with a fixed ephemeral key, for the published test vectors only
+    /// (`docs/channel.md`, "Test vectors"). Never for a connection: a reused ephemeral key
+    /// gives up forward secrecy and makes every handshake of that side the same.
+    #[doc(hidden)]
+    pub fn for_test_vectors_only(
+        kind: HandshakeKind,
+        role: Role,
+        local: &StaticKeypair,
+        secret: Option<&PairingSecret>,
+        expected_remote: Option<&PublicKey>,
+        prologue: &[u8],
+        ephemeral: &[u8; crate::KEY_LEN],
+    ) -> Result<Self, ChannelError> {
+        Self::build(kind, role, local, secret, expected_remote, prologue, Some(ephemeral))
     }
 
     fn build(
@@ -99,6 +132,7 @@ impl Handshake {
         secret: Option<&PairingSecret>,
         expected_remote: Option<&PublicKey>,
         prologue: &[u8],
+        ephemeral: Option<&[u8; crate::KEY_LEN]>,
     ) -> Result<Self, ChannelError> {
         let name = match kind {
             HandshakeKind::Pairing => PAIRING_PROTOCOL,
@@ -110,6 +144,9 @@ impl Handshake {
             .map_err(ChannelError::noise("local key"))?
             .prologue(prologue)
             .map_err(ChannelError::noise("prologue"))?;
+        if let Some(e) = ephemeral {
+            builder = builder.fixed_ephemeral_key_for_testing_only(e);
+        }
         if let Some(secret) = secret {
             builder = builder.psk(3, &secret.0).map_err(ChannelError::noise("pre-shared key"))?;
         }

@@ -38,7 +38,8 @@
 //! - [`link`]: [`link::PairingLink`], the pairing link, written and read.
 //! - `error`: [`ChannelError`].
 //!
-//! See `docs/security.md`, "Remote access".
+//! The wire, byte for byte with test vectors, is specified in `docs/channel.md`; the reasons are in
+//! `docs/security.md`, "Remote access".
 
 mod error;
 pub mod framing;

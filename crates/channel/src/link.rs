@@ -242,4 +242,33 @@ mod tests {
         assert!(parsed.lan.is_empty(), "{:?}", parsed.lan);
         assert_eq!(parsed.host_name, None);
     }
+
+    /// The link of the published vectors (`docs/channel-vectors.json`, `docs/channel.md`).
+    #[test]
+    fn the_published_vectors_link_is_what_the_host_makes() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/channel-vectors.json")).unwrap();
+        let key = |name: &str| -> [u8; 32] {
+            let s = v["keys"][name].as_str().unwrap();
+            let b: Vec<u8> =
+                (0..64).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect();
+            b.try_into().unwrap()
+        };
+        let link = &v["link"];
+        let made = PairingLink {
+            app: link["app"].as_str().unwrap().into(),
+            relay: link["relay"].as_str().unwrap().into(),
+            host_id: v["hostID"].as_str().unwrap().into(),
+            host_key: PublicKey(key("hostStaticPublic")),
+            secret: PairingSecret(key("pairingSecret")),
+            name: link["name"].as_str().unwrap().into(),
+            lan: Vec::new(),
+            host_name: Some(link["machine"].as_str().unwrap().into()),
+        };
+        assert_eq!(made.url(), link["url"].as_str().unwrap());
+        assert_eq!(URL_SAFE_NO_PAD.encode(made.host_key.as_bytes()), link["hostKey"]);
+        assert_eq!(URL_SAFE_NO_PAD.encode(made.secret.0), link["secret"]);
+        // …and a device reads it back to the same fields.
+        assert_eq!(PairingLink::parse(&made.url()), Ok(made));
+    }
 }

@@ -6,6 +6,7 @@
 mod channel {
     mod attacks;
     mod interop;
+    mod spec_vectors;
     mod streams;
     mod support;
     mod vectors;

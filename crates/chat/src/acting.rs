@@ -36,6 +36,11 @@ impl Bridge {
         Ok(std::mem::replace(&mut self.client, acting))
     }
 
+    /// Drops the connection acting for `who` (they were unpaired).
+    pub(crate) fn forget_acting(&mut self, who: &str) {
+        self.acting.clients.remove(who);
+    }
+
     /// Puts the bridge's own connection back after a command of `user`, keeping theirs.
     pub(crate) fn leave(&mut self, user: &str, own: Client) {
         let who = person(self.transport.name(), user);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nucleic_client::{Client, ClientError};
-use nucleic_protocol::{Backend, Event, HostMessage, Verbosity};
+use nucleic_protocol::{Backend, ChatBridgeState, Event, HostMessage, Verbosity};
 use thiserror::Error;
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -114,6 +114,8 @@ pub(crate) struct Bridge {
     /// Requests this bridge answered itself (their resolution needs no notice).
     pub(crate) answered_here: HashSet<String>,
     cursor_key: String,
+    /// A pairing changed (or the host refused a user): report to the host now.
+    report_due: bool,
 }
 
 /// Runs the bridge until `shutdown` completes (Ok) or it must stop (the error says why).
@@ -154,8 +156,12 @@ pub async fn run(
         stats: BridgeStats::default(),
         answered_here: HashSet::new(),
         cursor_key,
+        report_due: false,
     };
     bridge.write_status("running", None);
+    bridge.report_to_host(ChatBridgeState::Running, None).await?;
+    let mut report_tick = tokio::time::interval(crate::reporting::REPORT_EVERY);
+    report_tick.reset();
     tokio::pin!(shutdown);
     let result = loop {
         tokio::select! {
@@ -170,6 +176,11 @@ pub async fn run(
                 Some(Polled::Stop(e)) => break Err(e),
                 None => break Err(BridgeError::Gone("the poller ended".into())),
             },
+            _ = report_tick.tick() => {
+                if let Err(e) = bridge.report_to_host(ChatBridgeState::Running, None).await {
+                    break Err(e);
+                }
+            }
             event = event_rx.recv() => match event {
                 Some(Ok(event)) => {
                     if let Err(e) = bridge.on_event(&event) {
@@ -186,7 +197,17 @@ pub async fn run(
     follower.abort();
     match &result {
         Ok(_) => bridge.write_status("stopped", None),
-        Err(e) => bridge.write_status("failed", Some(&e.to_string())),
+        Err(e) => {
+            bridge.write_status("failed", Some(&e.to_string()));
+            // The person sees why in the cockpit too (a revoked bot token, another poller).
+            let state = match e {
+                BridgeError::Unauthorized(_) => ChatBridgeState::Refused,
+                _ => ChatBridgeState::Retrying,
+            };
+            let why = e.to_string();
+            let told = bridge.report_to_host(state, Some(&why));
+            let _ = tokio::time::timeout(Duration::from_secs(5), told).await;
+        }
     }
     result
 }
@@ -204,6 +225,10 @@ impl Bridge {
             }
             self.handle(update).await?;
             self.outbox.handled(&self.cursor_key, &id, now_ms())?;
+            // Before the next update: a user who just paired may command at once.
+            if std::mem::take(&mut self.report_due) {
+                self.report_to_host(ChatBridgeState::Running, None).await?;
+            }
         }
         if let Some(next) = batch.next {
             self.outbox.set_cursor(&self.cursor_key, &next)?;
@@ -317,6 +342,8 @@ impl Bridge {
         match self.enter(user).await {
             Ok(own) => Ok(Some(own)),
             Err(e) => {
+                // The host refusing a user (unpaired from the cockpit): the next report syncs.
+                self.report_due |= matches!(e, ClientError::Refused(_));
                 self.say(chat, &crate::exec::host_failure(&e), &[])?;
                 Ok(None)
             }
@@ -326,9 +353,14 @@ impl Bridge {
     fn pair(&mut self, chat: &str, user: &str, code: &str) -> Result<(), BridgeError> {
         use crate::pairing::PairOutcome;
         let text = match self.pairing.attempt(user, chat, code, now_ms())? {
-            PairOutcome::Paired => "Paired: this chat account may now run /cc commands on this host. /cc help lists them.".to_owned(),
+            PairOutcome::Paired => {
+                self.report_due = true;
+                "Paired: this chat account may now run /cc commands on this host. /cc help lists them.".to_owned()
+            }
             PairOutcome::AlreadyPaired => "Already paired.".to_owned(),
-            PairOutcome::Wrong { left } => format!("That code is not valid (or expired). {left} tries left."),
+            PairOutcome::Wrong { left } => {
+                format!("That code is not valid (or expired). {left} tries left.")
+            }
             // Locked and limited users are not answered: no reply to feed a guessing loop.
             PairOutcome::Locked | PairOutcome::Limited => {
                 self.stranger(user)?;
@@ -363,7 +395,7 @@ impl Bridge {
         Ok(())
     }
 
-    fn write_status(&self, state: &str, reason: Option<&str>) {
+    pub(crate) fn write_status(&self, state: &str, reason: Option<&str>) {
         let status = serde_json::json!({
             "state": state,
             "reason": reason,

@@ -34,6 +34,7 @@ pub mod outbox;
 mod outside;
 pub mod pairing;
 mod report;
+mod reporting;
 pub mod split;
 pub mod state;
 mod tasks;

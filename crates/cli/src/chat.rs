@@ -85,6 +85,21 @@ pub async fn chat(home: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
             if !Pairing::open(&store(home))?.unpair(&user)? {
                 bail!("chat user {user} is not paired");
             }
+            // The host stops acting for them now, not at the bridge's next report.
+            let mut daemon = crate::daemon::connect(home).await?;
+            let bridges: nucleic_protocol::ChatBridges =
+                daemon.intent_as(nucleic_protocol::Intent::ListChatBridges).await?;
+            let people: Vec<String> = bridges
+                .bridges
+                .iter()
+                .flat_map(|b| &b.paired)
+                .filter(|p| p.person.split_once(':').is_some_and(|(_, u)| u == user))
+                .map(|p| p.person.clone())
+                .collect();
+            for person in people {
+                let intent = nucleic_protocol::Intent::UnpairChatPerson { person };
+                daemon.intent(intent).await?;
+            }
             println!("unpaired {user}");
             Ok(ExitCode::SUCCESS)
         }

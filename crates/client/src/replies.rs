@@ -102,7 +102,10 @@ fn takes_long(intent: &Intent) -> bool {
         | Intent::PairDevice { .. }
         | Intent::GrantMcp { .. }
         | Intent::RevokeMcp { .. }
-        | Intent::ListMcpGrants => false,
+        | Intent::ListMcpGrants
+        | Intent::ReportChatBridge { .. }
+        | Intent::ListChatBridges
+        | Intent::UnpairChatPerson { .. } => false,
     }
 }
 

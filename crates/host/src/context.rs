@@ -33,6 +33,8 @@ pub struct Context {
     pub(crate) recovery: RecoveryReport,
     /// The token and device revocations (devices).
     pub(crate) credentials: crate::devices::credentials::Credentials,
+    /// Chat bridges and their paired users.
+    pub(crate) chat_people: crate::devices::chat_registry::ChatPeople,
     /// Agent starts under way, and whether the host is stopping (lifecycle: `shutdown.rs`).
     pub(crate) gate: crate::lifecycle::gate::LaunchGate,
     /// One writer start (or write outside a writer) per session at a time (`writing.rs`).

@@ -45,6 +45,7 @@ impl Host {
             },
         )?;
         let credentials = crate::devices::credentials::Credentials::load(&config.home)?;
+        let chat_people = crate::devices::chat_registry::ChatPeople::load(&config.home)?;
         let (path, sessions) = (config.catalog_path(), config.sessions_dir());
         let keepers = config.keepers_dir();
         let (catalog, report) = blocking(move || {
@@ -80,6 +81,7 @@ impl Host {
             writes,
             recovery: report,
             credentials,
+            chat_people,
             gate: LaunchGate::default(),
             writer_turns: WriterTurns::default(),
             idle_release: crate::sessions::writing::IdleRelease::default(),

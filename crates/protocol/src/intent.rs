@@ -294,6 +294,16 @@ pub enum Intent {
     RevokeMcp { name: String },
     /// The MCP grants, revoked ones included (never their credentials). Only the person.
     ListMcpGrants,
+    /// A chat bridge reports itself: its state and its paired users (when it starts, when a
+    /// pairing changes, and every minute). Only the host's token (the bridge's own connection,
+    /// not one acting for a chat user). Answers the users the person unpaired.
+    ReportChatBridge { report: crate::chat_bridge::ChatBridgeReport },
+    /// The chat bridges, their state and paired users. Only the person.
+    ListChatBridges,
+    /// Unpairs a chat user (`telegram:42`): their connections close at once and the host
+    /// refuses to act for them until they pair again (`nucleic chat pair`, `/cc pair`). Only the
+    /// person.
+    UnpairChatPerson { person: String },
 }
 
 impl Intent {

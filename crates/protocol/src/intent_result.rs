@@ -108,6 +108,10 @@ intent_results! {
     McpGranted(crate::mcp_grant::McpGranted),
     /// `listMcpGrants`, `revokeMcp`.
     McpGrants(crate::mcp_grant::McpGrants),
+    /// `listChatBridges`, `unpairChatPerson`.
+    ChatBridges(crate::chat_bridge::ChatBridges),
+    /// `reportChatBridge`.
+    ChatBridgeReported(crate::chat_bridge::ChatBridgeReported),
 }
 
 /// The largest attachment `attach` keeps (decoded bytes, all its parts).

@@ -7,6 +7,7 @@
 //! - `event`: the [`Event`] envelope (`seq`, `at`, `sessionID`, `backend`, `nativeType`, `kind`)
 //!   and its [`Backend`].
 //! - `kind`: every [`EventKind`], the closed set of things that can happen in a session.
+//! - `chat_bridge`: chat bridges as the host knows them — their reports, paired users, unpairing.
 //! - `mcp_grant`: MCP grants — [`McpScope`], the credential prefix, grants as listed.
 //! - `status`: [`SessionStatus`], a session's lifecycle as its single writer tracks it.
 //! - `approval`: approval requests and their resolutions, with [`Decision`] and [`Risk`].
@@ -34,6 +35,7 @@
 
 mod approval;
 mod capabilities;
+mod chat_bridge;
 mod checks;
 mod device;
 mod event;
@@ -60,6 +62,10 @@ pub use approval::{
     Risk, RuleScope,
 };
 pub use capabilities::{BackendInfo, Capabilities};
+pub use chat_bridge::{
+    ChatBridgeReport, ChatBridgeReported, ChatBridgeState, ChatBridgeSummary, ChatBridges,
+    ChatPerson, MAX_CHAT_ID, MAX_CHAT_PEOPLE,
+};
 pub use checks::{
     CheckFinished, CheckOutcome, CheckOutput, CheckSpec, CheckStarted, CheckTrigger, Contradiction,
     Report, ReportClaim,

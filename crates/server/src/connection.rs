@@ -119,6 +119,9 @@ fn revokes(revocation: &Revocation, principal: &Principal) -> bool {
         Revocation::All => true,
         Revocation::Device(id) => principal.device_id() == Some(id.as_str()),
         Revocation::Mcp(name) => principal.mcp().is_some_and(|m| &m.name == name),
+        Revocation::Person(person) => {
+            matches!(principal, Principal::OnBehalf { person: p } if p == person)
+        }
     }
 }
 
@@ -374,7 +377,8 @@ async fn handshake(
     if let Some(person) = &on_behalf_of {
         // Only the token, the trust root on this machine, may act for a person it names.
         let why = match (&auth, on_behalf_of_refused(person)) {
-            (Auth::Token, None) => None,
+            // …and only for someone a chat bridge lists as paired, not unpaired since.
+            (Auth::Token, None) => state.host.chat_person_allowed(person).err(),
             (Auth::Token, Some(why)) => Some(why),
             (Auth::Hello | Auth::Channel(_), _) => Some(
                 "only a connection with the host's token may act on behalf of someone".to_owned(),

@@ -59,6 +59,21 @@ export class Handshake {
     return new Handshake("connect", new HandshakeState({ protocol: CONNECT_PROTOCOL, initiator: true, prologue, s: local, rs: hostKey }), hostKey);
   }
 
+  /** The same handshakes with a fixed ephemeral key, for the published test vectors only
+   * (docs/channel.md, "Test vectors"). Never for a connection: a reused ephemeral key gives up
+   * forward secrecy. */
+  static forTestVectorsOnly(
+    kind: HandshakeKind,
+    initiator: boolean,
+    local: StaticKey,
+    opts: { prologue: Uint8Array; ephemeral: Uint8Array; secret?: Uint8Array; hostKey?: Uint8Array },
+  ): Handshake {
+    const protocol = kind === "pairing" ? PAIRING_PROTOCOL : CONNECT_PROTOCOL;
+    const rs = kind === "connect" && initiator ? opts.hostKey : undefined;
+    const state = new HandshakeState({ protocol, initiator, prologue: opts.prologue, s: local, rs, psk: opts.secret, fixedEphemeral: opts.ephemeral });
+    return new Handshake(kind, state, initiator ? opts.hostKey : undefined);
+  }
+
   /** The host's role (for tests and a TypeScript host): accept the device before answering. */
   static connectResponder(local: StaticKey, prologue: Uint8Array): Handshake {
     return new Handshake("connect", new HandshakeState({ protocol: CONNECT_PROTOCOL, initiator: false, prologue, s: local }), undefined);

@@ -1,9 +1,10 @@
 /** The devices sheet: every browser signed in to this host, when it was last seen, revoking one,
- *  and signing this one out (revoking itself). */
+ *  and signing this one out (revoking itself); push, remote access, and the chat bridges' users. */
 import { useEffect, useState } from "preact/hooks";
 
 import type { DeviceSummary } from "../protocol.gen";
 import { type CockpitStore, errorText } from "../store";
+import { ChatPanel } from "./ChatPanel";
 import { PushSettingsPanel } from "./PushSettingsPanel";
 import { RemotePanel } from "./RemotePanel";
 
@@ -70,6 +71,7 @@ export function DevicesSheet({ store, onClose }: { store: CockpitStore; onClose:
         )}
         <PushSettingsPanel store={store} />
         <RemotePanel store={store} />
+        <ChatPanel store={store} />
         <p class="muted">
           The CLI uses the host's token; <code>nucleic token rotate</code> signs every device out.
         </p>

@@ -12,6 +12,7 @@ mod chat_files;
 mod chat_matrix;
 mod chat_matrix_threads;
 mod chat_topics;
+mod chat_unpair;
 mod cli_commands;
 mod confinement;
 mod crate_graph;

@@ -184,6 +184,13 @@ impl Context {
                 Ok(Some(IntentResult::McpGrants(self.list_mcp_grants().await?)))
             }
             Intent::ListMcpGrants => Ok(Some(IntentResult::McpGrants(self.list_mcp_grants().await?))),
+            Intent::ReportChatBridge { report } => {
+                Ok(Some(IntentResult::ChatBridgeReported(self.report_chat_bridge(report)?)))
+            }
+            Intent::ListChatBridges => Ok(Some(IntentResult::ChatBridges(self.list_chat_bridges()))),
+            Intent::UnpairChatPerson { person } => {
+                Ok(Some(IntentResult::ChatBridges(self.unpair_chat_person(&person)?)))
+            }
         }
     }
 
@@ -194,6 +201,26 @@ impl Context {
         intent: Intent,
         principal: &crate::api::Principal,
     ) -> Result<Option<IntentResult>, HostError> {
+        use crate::api::Principal;
+        match (&intent, principal) {
+            // The bridge's own connection reports; not a chat user acting through it, a
+            // device or an MCP client.
+            (Intent::ReportChatBridge { .. }, Principal::Token) => {}
+            (Intent::ReportChatBridge { .. }, _) => {
+                return Err(HostError::Forbidden(
+                    "only a chat bridge on the host's own machine reports itself (the host's token, not acting for anyone)".into(),
+                ));
+            }
+            (
+                Intent::ListChatBridges | Intent::UnpairChatPerson { .. },
+                Principal::OnBehalf { .. } | Principal::Mcp(_),
+            ) => {
+                return Err(HostError::Forbidden(
+                    "only the person lists chat bridges or unpairs their users (the token or a device)".into(),
+                ));
+            }
+            _ => {}
+        }
         match (intent, principal.mcp()) {
             (Intent::NewSession(request), Some(mcp)) => {
                 let parent = mcp.session_id.clone();

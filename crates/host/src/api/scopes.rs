@@ -59,6 +59,9 @@ fn need_of(intent: &Intent) -> Need {
         Intent::RevokeDevice { .. } | Intent::RotateToken | Intent::PairDevice { .. } => {
             Need::Person("manage devices or the token")
         }
+        Intent::ReportChatBridge { .. }
+        | Intent::ListChatBridges
+        | Intent::UnpairChatPerson { .. } => Need::Person("manage chat bridges and their users"),
         Intent::AddRule { .. }
         | Intent::RemoveRule { .. }
         | Intent::SetMode { .. }

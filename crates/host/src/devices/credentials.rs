@@ -31,6 +31,8 @@ pub enum Revocation {
     Device(String),
     /// An MCP grant, by name.
     Mcp(String),
+    /// A chat user the person unpaired (`telegram:42`): connections acting for them.
+    Person(String),
     All,
 }
 

@@ -1,5 +1,7 @@
-//! Devices: the token, paired devices, MCP grants, Web Push.
+//! Devices: the token, paired devices, MCP grants, chat bridges' users, Web Push.
 
+pub(crate) mod chat_people;
+pub(crate) mod chat_registry;
 pub(crate) mod credentials;
 pub(crate) mod devices_access;
 pub(crate) mod mcp_grants;

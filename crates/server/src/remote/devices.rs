@@ -1,8 +1,10 @@
 //! The device streams of one relay connection: each device's handshake (`DeviceStreams`), the
 //! paired devices it accepts (the catalog's channel devices, less revoked ones), and one
 //! sync-protocol connection per open channel — the same `connection::run` as `/ws`, fed and
-//! drained through `wire`. Revoking a device closes its channels at once (close 4401 inside the
-//! channel, then the stream at the relay).
+//! drained through `wire`. Revoking a device refuses its next handshake at once and closes its
+//! open channels as `/ws` does: its connection sends the replies already under way, then close
+//! 4401 inside the channel, then the stream is closed at the relay — cut regardless after
+//! [`REVOKE_GRACE`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +30,9 @@ const INBOUND_QUEUE: usize = 64;
 /// Ping the relay this often; a relay silent for [`RELAY_IDLE`] is given up on.
 const RELAY_PING: Duration = Duration::from_secs(20);
 const RELAY_IDLE: Duration = Duration::from_secs(60);
+/// How long a revoked device's connection has to send the replies under way and its own close
+/// 4401 (it waits up to 2 s for them) before its stream is cut from here.
+const REVOKE_GRACE: Duration = Duration::from_secs(3);
 const STOPPED: &str = "the host stopped";
 
 /// What carries the relay's frames (`relay/src/wire.ts`): the relay connection itself, or one
@@ -44,6 +49,9 @@ pub(super) trait Carrier: Send {
 struct Conn {
     device_id: String,
     input: mpsc::Sender<InFrame>,
+    /// Set when the device was revoked: the stream is cut at this instant unless its connection
+    /// closed it first.
+    cut_at: Option<Instant>,
 }
 
 /// The devices served over one relay connection.
@@ -151,6 +159,12 @@ impl Devices {
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut heard = Instant::now();
         let why = loop {
+            // Revocations first: a revoked device's connection closes it (4401) after hearing of
+            // the same revocation, and the device's next handshake must find its key gone.
+            if let Err(why) = self.take_revocations(&mut revocations).await {
+                break why;
+            }
+            let cut_at = self.conns.values().filter_map(|c| c.cut_at).min();
             tokio::select! {
                 frame = socket.next() => {
                     heard = Instant::now();
@@ -169,7 +183,12 @@ impl Devices {
                     }
                 }
                 revocation = revocations.recv() => {
-                    if let Err(why) = self.on_revocation(revocation, &mut socket).await {
+                    if let Err(why) = self.on_revocation(revocation).await {
+                        break why;
+                    }
+                }
+                () = tokio::time::sleep_until(cut_at.unwrap_or_else(Instant::now).into()), if cut_at.is_some() => {
+                    if let Err(why) = self.cut_revoked(&mut socket).await {
                         break why;
                     }
                 }
@@ -251,6 +270,11 @@ impl Devices {
                 },
                 StreamEvent::Message { stream, message, .. } => {
                     let Some(conn) = self.conns.get(&stream) else { continue };
+                    if conn.cut_at.is_some() {
+                        // Revoked: nothing more reaches its connection, which only finishes
+                        // the replies under way.
+                        continue;
+                    }
                     let refused = match framing::decode(&message) {
                         None => true,
                         Some(frame) => conn.input.try_send(frame).is_err(),
@@ -288,7 +312,7 @@ impl Devices {
             self.state.clone(),
             Auth::Channel(principal),
         ));
-        self.conns.insert(stream, Conn { device_id: device.id, input });
+        self.conns.insert(stream, Conn { device_id: device.id, input, cut_at: None });
     }
 
     /// A frame of a device's connection: sealed into its channel; a close also ends the stream.
@@ -335,16 +359,18 @@ impl Devices {
         self.drop_stream(stream, socket).await
     }
 
+    /// A revocation: the device's key is refused from now on, and nothing more it sends reaches
+    /// its connections; its open channels are left to those connections to close (the replies
+    /// under way, then 4401) until [`REVOKE_GRACE`].
     async fn on_revocation(
         &mut self,
         revocation: Result<Revocation, broadcast::error::RecvError>,
-        socket: &mut impl Carrier,
     ) -> Result<(), String> {
         match revocation {
             Ok(Revocation::Device(id)) => self.known.retain(|_, d| d.id != id),
             Ok(Revocation::All) => self.known.clear(),
-            // No MCP client comes through the relay.
-            Ok(Revocation::Mcp(_)) => {}
+            // No MCP client and no chat user's connection comes through the relay.
+            Ok(Revocation::Mcp(_) | Revocation::Person(_)) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 self.known =
                     known_by_key(self.state.host.channel_devices().await.unwrap_or_default());
@@ -353,13 +379,45 @@ impl Devices {
         }
         let ids: std::collections::HashSet<&str> =
             self.known.values().map(|d| d.id.as_str()).collect();
-        let gone: Vec<u32> = self
+        let cut_at = Instant::now() + REVOKE_GRACE;
+        for conn in self.conns.values_mut() {
+            if !ids.contains(conn.device_id.as_str()) && conn.cut_at.is_none() {
+                conn.cut_at = Some(cut_at);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every revocation already announced, before anything else is handled.
+    async fn take_revocations(
+        &mut self,
+        revocations: &mut broadcast::Receiver<Revocation>,
+    ) -> Result<(), String> {
+        loop {
+            let next = match revocations.try_recv() {
+                Ok(r) => Ok(r),
+                Err(broadcast::error::TryRecvError::Empty) => return Ok(()),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    Err(broadcast::error::RecvError::Lagged(n))
+                }
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    Err(broadcast::error::RecvError::Closed)
+                }
+            };
+            self.on_revocation(next).await?;
+        }
+    }
+
+    /// Closes the revoked devices' streams whose connections did not close them in time.
+    async fn cut_revoked(&mut self, socket: &mut impl Carrier) -> Result<(), String> {
+        let now = Instant::now();
+        let due: Vec<u32> = self
             .conns
             .iter()
-            .filter(|(_, c)| !ids.contains(c.device_id.as_str()))
+            .filter(|(_, c)| c.cut_at.is_some_and(|t| t <= now))
             .map(|(s, _)| *s)
             .collect();
-        for stream in gone {
+        for stream in due {
             self.close(stream, CLOSE_UNAUTHORIZED, "device revoked: pair again", socket).await?;
         }
         self.note_count();

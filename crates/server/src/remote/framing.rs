@@ -44,4 +44,26 @@ mod tests {
         assert!(decode(&[9]).is_none());
         assert!(decode(&[PING, 1]).is_none());
     }
+
+    /// The messages of the published vectors (`docs/channel-vectors.json`, `docs/channel.md`).
+    #[test]
+    fn the_published_vectors_messages_encode_and_decode() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../docs/channel-vectors.json")).unwrap();
+        let unhex = |s: &serde_json::Value| -> Vec<u8> {
+            let s = s.as_str().unwrap();
+            (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        };
+        let frames = &v["pairing"]["frames"];
+        let hello = unhex(&frames[0]["message"]);
+        let text = std::str::from_utf8(&hello[1..]).unwrap().to_owned();
+        assert_eq!(encode(&OutFrame::Text(text.clone())), hello);
+        assert!(matches!(decode(&hello), Some(InFrame::Text(t)) if t == text));
+        assert_eq!(encode(&OutFrame::Ping), unhex(&frames[1]["message"]));
+        assert!(matches!(decode(&unhex(&frames[2]["message"])), Some(InFrame::Alive)));
+        let close = OutFrame::Close { code: 4401, reason: "device revoked: pair again".into() };
+        assert_eq!(encode(&close), unhex(&frames[3]["message"]));
+        let listed = unhex(&v["reconnect"]["frames"][0]["message"]);
+        assert!(matches!(decode(&listed), Some(InFrame::Text(t)) if t.contains("listProjects")));
+    }
 }

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod chat_people;
 mod devices;
 mod doc_examples;
 mod files;

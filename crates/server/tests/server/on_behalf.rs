@@ -63,8 +63,21 @@ fn refused_handshake(reply: &serde_json::Value) {
 async fn a_token_connection_acting_for_a_person_is_recorded_as_that_person() {
     let s = start().await;
     let session = crate::files::agentless_session(&s).await;
-    // Through the shared client, as the chat bridge does it.
-    let own = client(&s).await;
+    // Through the shared client, as the chat bridge does it: reported as paired, then acted for.
+    let mut own = client(&s).await;
+    let report = nucleic_protocol::ChatBridgeReport {
+        bridge: "telegram:7001".into(),
+        state: nucleic_protocol::ChatBridgeState::Running,
+        last_error: None,
+        paired: vec![nucleic_protocol::ChatPerson {
+            person: "telegram:12345".into(),
+            chat: "12345".into(),
+            paired_at: 1,
+        }],
+        strangers_ignored: 0,
+        outbox_queued: 0,
+    };
+    own.intent(nucleic_protocol::Intent::ReportChatBridge { report }).await.unwrap();
     let mut acting = own.acting_for("telegram:12345").await.unwrap();
     acting.subscribe(&session, 1, nucleic_protocol::Verbosity::Full).await.unwrap();
     acting
