@@ -24,10 +24,21 @@ pub const BACKENDS: &[&BackendDescription] = &[
 ];
 
 /// The folders of a project agent CLIs load settings from (Claude Code's `.claude/`, Codex's
-/// `.codex/`, Gemini CLI's `.gemini/`). Their hooks and helper commands run as the CLI itself,
-/// outside its own command sandbox and unasked: no agent may write them in any worktree (any
-/// backend may later run there).
+/// `.codex/`, Gemini CLI's `.gemini/`, OpenCode's `.opencode/`, Qwen Code's `.qwen/`). Their
+/// hooks and helper commands run as the CLI itself, outside its own command sandbox and unasked:
+/// no agent may write them in any worktree (any backend may later run there).
 pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini", ".opencode", ".qwen"];
+
+/// Files an agent writes into a project settings folder at every start and dies without
+/// (folder, file, content), made by the host before the folder is kept read-only: OpenCode's
+/// `Config.ensureGitignore` writes `.opencode/.gitignore` when absent and only forgives
+/// "permission denied" — on a read-only mount it exits "Unexpected error". Its own content,
+/// which ignores itself: git sees no change.
+pub const PROJECT_SETTINGS_SEEDS: &[(&str, &str, &str)] = &[(
+    ".opencode",
+    ".gitignore",
+    "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore",
+)];
 
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {

@@ -26,6 +26,10 @@ struct Agent {
     env: fn(&str, &Path) -> Vec<(String, String)>,
     write: fn(&Path, &str) -> ToolCall,
     shell: fn(&str) -> ToolCall,
+    /// A rejected call ends the turn with no further model request (OpenCode, unless its
+    /// config sets `experimental.continue_loop_on_deny`; Qwen Code): the model reads the
+    /// refusal in the next turn's history.
+    deny_ends_turn: bool,
 }
 
 const OPENCODE: Agent = Agent {
@@ -36,6 +40,7 @@ const OPENCODE: Agent = Agent {
         ToolCall::function("write", json!({"filePath": path, "content": content}))
     },
     shell: |cmd| ToolCall::function("bash", json!({"command": cmd, "description": "run it"})),
+    deny_ends_turn: true,
 };
 
 const QWEN: Agent = Agent {
@@ -46,6 +51,7 @@ const QWEN: Agent = Agent {
         ToolCall::function("write_file", json!({"file_path": path, "content": content}))
     },
     shell: |cmd| ToolCall::function("run_shell_command", json!({"command": cmd})),
+    deny_ends_turn: true,
 };
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -86,7 +92,7 @@ fn turns(n: usize) -> impl Fn(&[Value]) -> bool {
 }
 
 struct Setup {
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     agent: &'static Agent,
     mock: MockOpenAi,
     env: Vec<(String, String)>,
@@ -108,7 +114,7 @@ impl Setup {
         let home = dir.path().join("nucleic-home");
         crate::support::ask_for_everything(&home);
         let root = empty_repo(dir.path());
-        let mut s = Setup { dir, agent, mock, env, home, project: String::new() };
+        let mut s = Setup { _dir: dir, agent, mock, env, home, project: String::new() };
         let (code, project, err) = s.cli(&["project", "add", root.to_str().unwrap()]).await;
         assert_eq!(code, 0, "{err}");
         s.project = project.trim().to_owned();
@@ -127,11 +133,14 @@ impl Setup {
         out
     }
 
-    /// A session of the agent, started without a prompt; its id and worktree.
-    async fn idle_session(&self) -> (String, std::path::PathBuf) {
-        let args = ["session", "new", "--project", &self.project, "--agent", self.agent.name];
+    /// A session of the agent started with `prompt` (the CLI's `session new` takes one); its
+    /// id and worktree, once the transcript shows the session made.
+    async fn session(&self, prompt: &str) -> (String, std::path::PathBuf) {
+        let args =
+            ["session", "new", "--project", &self.project, "--agent", self.agent.name, prompt];
         let id = self.ok(&args).await.split_whitespace().next().unwrap().to_owned();
-        let events = transcript(&self.home, &id);
+        let events =
+            wait_for(&self.home, &id, 60, |ev| !of_type(ev, "sessionCreated").is_empty()).await;
         let created = of_type(&events, "sessionCreated");
         let worktree = created[0]["kind"]["worktree"]["path"].as_str().unwrap().into();
         (id, worktree)
@@ -160,12 +169,29 @@ fn write_then_done(agent: &Agent, path: &Path, content: &str) -> Script {
 
 /// The write asked and allowed, one denied, a sudo refused by the invariant.
 async fn asks_writes_denies(agent: &'static Agent) {
-    let s = Setup::new(agent, Script::text("unused")).await;
+    let s = Setup::new(agent, Script::text("Hello from the mock model. Streamed in pieces.")).await;
     let _guard = DaemonGuard(s.home.clone());
     let started = Instant::now();
-    let (id, worktree) = s.idle_session().await;
+    let (id, worktree) = s.session("say hello").await;
+
+    // The first turn streams text, in more than one chunk, mapped onto the event model.
+    let events = wait_for(&s.home, &id, 180, turns(1)).await;
+    println!("{}: first turn done {:?} after the session was made", agent.name, started.elapsed());
+    let texts: Vec<&str> = of_type(&events, "assistantText")
+        .iter()
+        .filter_map(|e| e["kind"]["text"].as_str())
+        .collect();
+    assert!(texts.len() > 1, "streamed in chunks: {texts:?}");
+    assert_eq!(texts.concat(), "Hello from the mock model. Streamed in pieces.", "{events:#?}");
+    let session_started = &of_type(&events, "sessionStarted")[0]["kind"];
+    assert_eq!(session_started["cwd"], worktree.to_str().unwrap());
+    let end = &of_type(&events, "turnCompleted")[0]["kind"];
+    assert_eq!(end["stopReason"], "end_turn", "{end}");
+    assert_ne!(end["isError"], true, "{end}");
 
     // An allowed write: asked through the policy (rules ask for every write), then the CLI.
+    // The path is absolute (Qwen's write tool refuses a relative one), so it is scripted only
+    // now that the worktree is known.
     s.mock.set_script(write_then_done(agent, &worktree.join("a.txt"), "from the agent\n"));
     s.ok(&["session", "send", &id, "write a.txt"]).await;
     let events = wait_for(&s.home, &id, 180, |ev| !open_asks(ev).is_empty()).await;
@@ -174,13 +200,27 @@ async fn asks_writes_denies(agent: &'static Agent) {
     assert_eq!(ask["kind"]["risk"], "medium", "the policy classed it: {ask}");
     let request = ask["kind"]["requestID"].as_str().unwrap().to_owned();
     s.ok(&["session", "approve", &id, &request]).await;
-    let events = wait_for(&s.home, &id, 120, turns(1)).await;
+    let events = wait_for(&s.home, &id, 120, turns(2)).await;
     assert_eq!(
         std::fs::read_to_string(worktree.join("a.txt")).ok().as_deref(),
         Some("from the agent\n"),
         "{events:#?}"
     );
     assert!(events.iter().all(|e| e["backend"] == agent.name.replace("opencode", "openCode")));
+    // One card: the call (both open it as a bare `edit`, its input empty until the request),
+    // its approval (the policy's `Write`), its result.
+    assert_eq!(ask["kind"]["toolName"], "Write", "{ask}");
+    let call = ask["kind"]["toolCallID"].as_str().unwrap_or_default().to_owned();
+    let calls = of_type(&events, "toolCallStarted");
+    let card = calls.iter().find(|c| c["kind"]["toolCallID"] == call.as_str());
+    assert!(card.is_some(), "{events:#?}");
+    let result = of_type(&events, "toolResult");
+    let result = result.iter().find(|r| r["kind"]["toolCallID"] == call.as_str());
+    assert_ne!(result.map(|r| &r["kind"]["isError"]), Some(&json!(true)), "{events:#?}");
+    assert!(result.is_some(), "the card is closed: {events:#?}");
+    // Both send the write to the host (`fs/write_text_file`; OpenCode writes it itself too).
+    let delegated = events.iter().any(|e| e["nativeType"] == "fs/write_text_file");
+    assert!(delegated, "{events:#?}");
 
     // A denied write: not written, and the model is told.
     s.mock.set_script(write_then_done(agent, &worktree.join("b.txt"), "never\n"));
@@ -188,11 +228,29 @@ async fn asks_writes_denies(agent: &'static Agent) {
     let events = wait_for(&s.home, &id, 120, |ev| !open_asks(ev).is_empty()).await;
     let request = open_asks(&events)[0]["kind"]["requestID"].as_str().unwrap().to_owned();
     s.ok(&["session", "deny", &id, &request, "not b.txt"]).await;
-    let events = wait_for(&s.home, &id, 120, turns(2)).await;
+    let events = wait_for(&s.home, &id, 120, turns(3)).await;
     assert!(!worktree.join("b.txt").exists(), "{events:#?}");
-    let answers = tool_messages(s.turn_requests().last().unwrap());
-    println!("{}: the model got, after the deny: {answers:?}", agent.name);
-    assert!(answers.last().is_some_and(|a| a.contains("reject") || a.contains("cancel")));
+    let refused = of_type(&events, "approvalRequested")
+        .into_iter()
+        .find(|a| a["kind"]["requestID"] == request.as_str())
+        .and_then(|a| a["kind"]["toolCallID"].as_str().map(str::to_owned));
+    let closed = of_type(&events, "toolResult").into_iter().any(|r| {
+        r["kind"]["isError"] == true
+            && refused.as_deref().is_none_or(|c| r["kind"]["toolCallID"] == c)
+    });
+    assert!(closed, "the refused call's card is closed as failed: {events:#?}");
+    let told = |requests: &[Value]| {
+        requests.last().map(tool_messages).is_some_and(|answers| {
+            answers.last().is_some_and(|a| a.contains("reject") || a.contains("cancel"))
+        })
+    };
+    let requests = s.turn_requests();
+    println!(
+        "{}: the model got, after the deny: {:?}",
+        agent.name,
+        requests.last().map(tool_messages)
+    );
+    assert_eq!(told(&requests), !agent.deny_ends_turn, "{requests:#?}");
 
     // A command the invariant refuses: denied by the host, never run, whatever is answered.
     s.mock.set_script(Script::new(vec![
@@ -200,7 +258,7 @@ async fn asks_writes_denies(agent: &'static Agent) {
         Reply::Text("done".into()),
     ]));
     s.ok(&["session", "send", &id, "run it"]).await;
-    let events = wait_for(&s.home, &id, 120, turns(3)).await;
+    let events = wait_for(&s.home, &id, 120, turns(4)).await;
     let sudo = of_type(&events, "approvalResolved")
         .into_iter()
         .find(|r| r["kind"]["by"] == "invariant:sudo")
@@ -211,6 +269,16 @@ async fn asks_writes_denies(agent: &'static Agent) {
     let answered = s.cli(&["session", "approve", &id, &sudo_request]).await;
     assert_ne!(answered.0, 0, "an answered invariant deny is not re-opened");
     assert!(!worktree.join("pwned.txt").exists());
+    if agent.deny_ends_turn {
+        // The deny of b.txt reached the model with this turn's history.
+        let requests = s.turn_requests();
+        let history: Vec<String> = requests.iter().flat_map(tool_messages).collect();
+        println!("{}: the refusal in the next turn's history: {history:?}", agent.name);
+        assert!(
+            history.iter().any(|a| a.contains("rejected") || a.contains("canceled")),
+            "{history:?}"
+        );
+    }
     s.ok(&["session", "stop", &id]).await;
 }
 
@@ -218,8 +286,7 @@ async fn asks_writes_denies(agent: &'static Agent) {
 async fn fails_clearly(agent: &'static Agent) {
     let s = Setup::new(agent, Script::text("never").with_fault(FaultKind::Http500, None)).await;
     let _guard = DaemonGuard(s.home.clone());
-    let (id, _) = s.idle_session().await;
-    s.ok(&["session", "send", &id, "say something"]).await;
+    let (id, _) = s.session("say something").await;
     let events = wait_for(&s.home, &id, 240, turns(1)).await;
     let end = of_type(&events, "turnCompleted")[0]["kind"].clone();
     let errors: Vec<String> =

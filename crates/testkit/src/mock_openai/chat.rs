@@ -23,11 +23,17 @@ const SIDE_MARKERS: &[&str] = &[
     "security classifier",
 ];
 
+/// How a side request's last user message starts when its system prompt is the turn's own
+/// (Qwen Code's prompt suggestion: "[SUGGESTION MODE: Suggest what the user might naturally
+/// type next.]", with every tool offered).
+const SIDE_PROMPT_MARKERS: &[&str] = &["[SUGGESTION MODE"];
+
 /// The answer to a side request.
 const SIDE_ANSWER: &str = "Mock side answer";
 
 /// Whether a request is an agent's side request (not the conversation's turn): it offers no
-/// tools, or its system prompt is one of [`SIDE_MARKERS`]; returns what gave it away.
+/// tools, its system prompt is one of [`SIDE_MARKERS`], or its last user message starts with
+/// one of [`SIDE_PROMPT_MARKERS`]; returns what gave it away.
 pub fn side_request(body: &Value) -> Option<&'static str> {
     let no_tools = body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
     if no_tools {
@@ -39,7 +45,12 @@ pub fn side_request(body: &Value) -> Option<&'static str> {
         .filter(|m| m["role"] == "system")
         .map(|m| content_text(&m["content"]).to_lowercase())
         .collect();
-    SIDE_MARKERS.iter().copied().find(|marker| system.contains(marker))
+    let last_user =
+        messages.iter().rev().find(|m| m["role"] == "user").map(|m| content_text(&m["content"]));
+    let prompted = last_user.and_then(|text| {
+        SIDE_PROMPT_MARKERS.iter().copied().find(|marker| text.trim_start().starts_with(marker))
+    });
+    SIDE_MARKERS.iter().copied().find(|marker| system.contains(marker)).or(prompted)
 }
 
 /// A message's content as text (a string, or the text parts of an array).
@@ -276,6 +287,13 @@ mod tests {
             {"role": "system", "content": [{"type": "text", "text": "You are the managed Memory Extraction subagent"}]},
         ]});
         assert_eq!(side_request(&memory), Some("memory extraction"));
+        let suggestion = json!({"tools": tools, "messages": [
+            {"role": "system", "content": "You are Qwen Code, a CLI agent"},
+            {"role": "user", "content": "say hi"},
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": [{"type": "text", "text": "[SUGGESTION MODE: Suggest what the user might naturally type next.]"}]},
+        ]});
+        assert_eq!(side_request(&suggestion), Some("[SUGGESTION MODE"));
         let turn = json!({"tools": tools, "messages": [
             {"role": "system", "content": "You are an interactive CLI agent"},
             {"role": "user", "content": "write a.txt"},
