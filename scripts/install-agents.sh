@@ -8,6 +8,8 @@ CACHE="${NUCLEIC_AGENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nucleic/agents}"
 CLAUDE_VERSION=2.1.332
 CODEX_VERSION=0.171.0
 GEMINI_VERSION=0.61.0
+OPENCODE_VERSION=1.18.33
+QWEN_VERSION=0.24.4
 
 install_pinned() { # <dir name> <npm package> <version> <bin name> <expected --version prefix>
   local dir="$CACHE/$1-$3" pkg="$2" version="$3" bin="$4" expect="$5"
@@ -37,3 +39,8 @@ install_pinned codex @openai/codex "$CODEX_VERSION" codex "codex-cli $CODEX_VERS
 # One esbuild bundle (about 100 MB with its 7 packages); the optional node-pty/keytar install
 # scripts are not needed for `gemini --acp`.
 install_pinned gemini-cli @google/gemini-cli "$GEMINI_VERSION" gemini "$GEMINI_VERSION"
+# One Bun-compiled binary (about 185 MB, from the opencode-linux-x64 optional dependency; its
+# postinstall script is not needed): never install with --omit=optional.
+install_pinned opencode opencode-ai "$OPENCODE_VERSION" opencode "$OPENCODE_VERSION"
+# Declares node >= 22 but runs `qwen --acp` on node 20 (npm's EBADENGINE warning is harmless).
+install_pinned qwen-code @qwen-code/qwen-code "$QWEN_VERSION" qwen "$QWEN_VERSION"

@@ -18,14 +18,27 @@ pub const BACKENDS: &[&BackendDescription] = &[
     &crate::claude::CLAUDE_CODE,
     &crate::codex::CODEX,
     &crate::acp::GEMINI_CLI,
+    &crate::acp::OPENCODE_CLI,
+    &crate::acp::QWEN_CODE,
     &crate::claude::SIMULATED,
 ];
 
 /// The folders of a project agent CLIs load settings from (Claude Code's `.claude/`, Codex's
-/// `.codex/`, Gemini CLI's `.gemini/`). Their hooks and helper commands run as the CLI itself,
-/// outside its own command sandbox and unasked: no agent may write them in any worktree (any
-/// backend may later run there).
-pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini"];
+/// `.codex/`, Gemini CLI's `.gemini/`, OpenCode's `.opencode/`, Qwen Code's `.qwen/`). Their
+/// hooks and helper commands run as the CLI itself, outside its own command sandbox and unasked:
+/// no agent may write them in any worktree (any backend may later run there).
+pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini", ".opencode", ".qwen"];
+
+/// Files an agent writes into a project settings folder at every start and dies without
+/// (folder, file, content), made by the host before the folder is kept read-only: OpenCode's
+/// `Config.ensureGitignore` writes `.opencode/.gitignore` when absent and only forgives
+/// "permission denied" — on a read-only mount it exits "Unexpected error". Its own content,
+/// which ignores itself: git sees no change.
+pub const PROJECT_SETTINGS_SEEDS: &[(&str, &str, &str)] = &[(
+    ".opencode",
+    ".gitignore",
+    "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore",
+)];
 
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {
@@ -34,6 +47,8 @@ pub fn describe(backend: Backend) -> &'static BackendDescription {
         Backend::Codex => &crate::codex::CODEX,
         Backend::Simulated => &crate::claude::SIMULATED,
         Backend::Gemini => &crate::acp::GEMINI_CLI,
+        Backend::OpenCode => &crate::acp::OPENCODE_CLI,
+        Backend::Qwen => &crate::acp::QWEN_CODE,
     }
 }
 
@@ -267,7 +282,14 @@ mod tests {
 
     #[test]
     fn every_backend_has_one_row_found_by_backend_and_by_name() {
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
+        for backend in [
+            Backend::ClaudeCode,
+            Backend::Codex,
+            Backend::Gemini,
+            Backend::OpenCode,
+            Backend::Qwen,
+            Backend::Simulated,
+        ] {
             let d = describe(backend);
             assert_eq!(d.backend, backend);
             assert_eq!(backend_named(d.name).map(|n| n.backend), Some(backend));
@@ -322,7 +344,14 @@ mod tests {
         exec.exec = true;
         assert!(describe(Backend::ClaudeCode).launch(exec.clone()).is_err());
         assert!(matches!(codex.launch(exec), Ok(AgentLaunch::CodexExec(_))));
-        for backend in [Backend::ClaudeCode, Backend::Codex, Backend::Gemini, Backend::Simulated] {
+        for backend in [
+            Backend::ClaudeCode,
+            Backend::Codex,
+            Backend::Gemini,
+            Backend::OpenCode,
+            Backend::Qwen,
+            Backend::Simulated,
+        ] {
             let mut bad = request();
             bad.common.permission_mode = "yolo".into();
             assert!(describe(backend).launch(bad).is_err(), "{backend:?}");

@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
-use crate::locate::{TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex, find_gemini};
+use crate::locate::{
+    TESTED_CLAUDE, TESTED_CODEX, find_claude, find_codex, find_gemini, find_opencode, find_qwen,
+};
 
 struct Finding {
     name: &'static str,
@@ -286,6 +288,25 @@ pub fn doctor() -> ExitCode {
             install: "scripts/install-agents.sh (pins @google/gemini-cli@0.61.0)",
             package: Some("@google/gemini-cli"),
             signed_in: Some(gemini_signed_in()),
+        },
+        Finding {
+            name: "opencode",
+            required: false,
+            path: find_opencode(),
+            tested: Some(nucleic_agents::acp::TESTED_OPENCODE),
+            install: "scripts/install-agents.sh (pins opencode-ai@1.18.33)",
+            package: Some("opencode-ai"),
+            // A provider comes from its config (`opencode auth login` or a config file).
+            signed_in: None,
+        },
+        Finding {
+            name: "qwen",
+            required: false,
+            path: find_qwen(),
+            tested: Some(nucleic_agents::acp::TESTED_QWEN),
+            install: "scripts/install-agents.sh (pins @qwen-code/qwen-code@0.24.4)",
+            package: Some("@qwen-code/qwen-code"),
+            signed_in: None,
         },
     ];
     let mut missing_required = false;

@@ -57,6 +57,16 @@ pub fn find_gemini() -> Option<PathBuf> {
     find_agent(&nucleic_agents::acp::GEMINI_CLI).map(|(p, _)| p)
 }
 
+/// `opencode`: on PATH, else the pinned install.
+pub fn find_opencode() -> Option<PathBuf> {
+    find_agent(&nucleic_agents::acp::OPENCODE_CLI).map(|(p, _)| p)
+}
+
+/// `qwen`: on PATH, else the pinned install.
+pub fn find_qwen() -> Option<PathBuf> {
+    find_agent(&nucleic_agents::acp::QWEN_CODE).map(|(p, _)| p)
+}
+
 /// Where sessions live: `--home` / `$NUCLEIC_HOME`, else `$XDG_DATA_HOME/nucleic`, else
 /// `~/.local/share/nucleic`.
 pub fn nucleic_home(explicit: Option<PathBuf>) -> Option<PathBuf> {

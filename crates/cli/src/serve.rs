@@ -15,7 +15,7 @@ use nucleic_host::{AgentIsolation, AgentPaths, Host, HostConfig, KeeperSettings,
 use nucleic_server::AppState;
 
 use crate::home_lock::{self, HomeLock};
-use crate::locate::{find_claude, find_codex, find_gemini};
+use crate::locate::{find_claude, find_codex, find_gemini, find_opencode, find_qwen};
 use crate::signals::{StopSignals, force_exit_after};
 
 /// The file a running daemon writes its address into.
@@ -41,6 +41,8 @@ pub fn host_config(home: &Path) -> anyhow::Result<HostConfig> {
             claude: find_claude(),
             codex: find_codex(),
             gemini: find_gemini(),
+            opencode: find_opencode(),
+            qwen: find_qwen(),
             sim_program: program.clone(),
             sim_prefix: vec![nucleic_agents::entry_points::SIM_AGENT_ENTRY.into()],
             nucleic: program.clone(),

@@ -35,6 +35,8 @@ fn main() {
             claude: None,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic.clone(),
             sim_prefix: Vec::new(),
             nucleic,

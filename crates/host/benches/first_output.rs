@@ -206,6 +206,8 @@ async fn run() -> Res<()> {
             claude: Some(real_claude()),
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic-entry-points")),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic-entry-points")),

@@ -114,6 +114,12 @@ pub struct AgentPaths {
     /// The `gemini` executable (Gemini CLI), if installed (its key or login come from the
     /// inherited environment, `agent_env`, or `~/.gemini`).
     pub gemini: Option<PathBuf>,
+    /// The `opencode` executable (OpenCode), if installed (its provider from its config or
+    /// `agent_env`'s `OPENCODE_CONFIG_CONTENT`).
+    pub opencode: Option<PathBuf>,
+    /// The `qwen` executable (Qwen Code), if installed (its key from `~/.qwen` or the
+    /// environment's `OPENAI_*`).
+    pub qwen: Option<PathBuf>,
     /// The simulated agent: a program and the arguments before the Claude-style flags
     /// (`nucleic __sim-agent`).
     pub sim_program: PathBuf,

@@ -43,6 +43,10 @@ pub enum Backend {
     Simulated,
     /// Google's Gemini CLI, over the Agent Client Protocol (`gemini --acp`).
     Gemini,
+    /// OpenCode, over the Agent Client Protocol (`opencode acp`).
+    OpenCode,
+    /// Qwen Code, over the Agent Client Protocol (`qwen --acp`).
+    Qwen,
 }
 
 impl Backend {
@@ -53,6 +57,8 @@ impl Backend {
             Backend::Codex => "codex",
             Backend::Simulated => "simulated",
             Backend::Gemini => "gemini",
+            Backend::OpenCode => "openCode",
+            Backend::Qwen => "qwen",
         }
     }
 }

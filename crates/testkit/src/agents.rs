@@ -124,3 +124,92 @@ pub fn gemini_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String
         ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
     ]
 }
+
+/// The OpenCode version the tests pin.
+pub const OPENCODE_VERSION: &str = "1.18.33";
+
+/// The Qwen Code version the tests pin.
+pub const QWEN_VERSION: &str = "0.24.4";
+
+/// The pinned `opencode`: `$NUCLEIC_OPENCODE_BIN`, else the install cache (as [`real_claude`]).
+pub fn real_opencode() -> PathBuf {
+    pinned("NUCLEIC_OPENCODE_BIN", &format!("opencode-{OPENCODE_VERSION}"), "opencode")
+}
+
+/// The pinned `qwen`: `$NUCLEIC_QWEN_BIN`, else the install cache (as [`real_claude`]).
+pub fn real_qwen() -> PathBuf {
+    pinned("NUCLEIC_QWEN_BIN", &format!("qwen-code-{QWEN_VERSION}"), "qwen")
+}
+
+/// The model both Chat Completions agents are configured with.
+pub const MOCK_CHAT_MODEL: &str = "mock-model";
+
+/// OpenCode's configuration for the mock (`OPENCODE_CONFIG_CONTENT`): one provider,
+/// `@ai-sdk/openai-compatible` (bundled, nothing installed) at `base_url`, its model for the
+/// turn and the title, no updates, no sharing, every edit and command asked.
+pub fn opencode_config(base_url: &str) -> String {
+    serde_json::json!({
+        "model": format!("mock/{MOCK_CHAT_MODEL}"),
+        "small_model": format!("mock/{MOCK_CHAT_MODEL}"),
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {"mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Mock",
+            "options": {"baseURL": base_url, "apiKey": "sk-mock"},
+            "models": {MOCK_CHAT_MODEL: {
+                "name": "Mock Model", "tool_call": true,
+                "limit": {"context": 128000, "output": 4096},
+            }},
+        }},
+        "permission": {"edit": "ask", "bash": "ask"},
+    })
+    .to_string()
+}
+
+/// Environment for a real `opencode acp` that may only reach `base_url` (the mock Chat
+/// Completions API, `http://127.0.0.1:PORT/v1`): the config inline, a throwaway HOME and XDG
+/// folders under `scratch`, no model catalogue fetch, no plugins (`OPENCODE_PURE`: without it,
+/// npm-registry lookups at start), no LSP downloads, no updates, no sharing.
+pub fn opencode_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String)> {
+    let dir = |name: &str| {
+        let d = scratch.join(name);
+        let _ = std::fs::create_dir_all(&d);
+        d.to_string_lossy().into_owned()
+    };
+    vec![
+        ("HOME".into(), dir("opencode-home")),
+        ("XDG_DATA_HOME".into(), dir("opencode-home/.local/share")),
+        ("TMPDIR".into(), dir("opencode-tmp")),
+        ("OPENCODE_CONFIG_CONTENT".into(), opencode_config(base_url)),
+        ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+        ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+        ("OPENCODE_PURE".into(), "1".into()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+        ("OPENCODE_DISABLE_DEFAULT_PLUGINS".into(), "1".into()),
+        ("OPENCODE_DISABLE_SHARE".into(), "1".into()),
+    ]
+}
+
+/// The `~/.qwen/settings.json` that keeps Qwen Code silent: no auto-update, no usage
+/// statistics, no telemetry (without it, DNS lookups of a RUM host), OpenAI-compatible auth.
+pub const QWEN_SILENT_SETTINGS: &str = r#"{"general":{"enableAutoUpdate":false},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"security":{"auth":{"selectedType":"openai"}}}"#;
+
+/// Environment for a real `qwen --acp` that may only reach `base_url` (the mock Chat
+/// Completions API): a throwaway HOME under `scratch` with [`QWEN_SILENT_SETTINGS`], the
+/// OpenAI-compatible variables with a dummy key, two processes instead of three.
+pub fn qwen_offline_env(base_url: &str, scratch: &Path) -> Vec<(String, String)> {
+    let home = scratch.join("qwen-home");
+    let _ = std::fs::create_dir_all(home.join(".qwen"));
+    let _ = std::fs::write(home.join(".qwen/settings.json"), QWEN_SILENT_SETTINGS);
+    let tmp = scratch.join("qwen-tmp");
+    let _ = std::fs::create_dir_all(&tmp);
+    vec![
+        ("HOME".into(), home.to_string_lossy().into_owned()),
+        ("TMPDIR".into(), tmp.to_string_lossy().into_owned()),
+        ("OPENAI_BASE_URL".into(), base_url.to_owned()),
+        ("OPENAI_API_KEY".into(), "sk-mock".into()),
+        ("OPENAI_MODEL".into(), MOCK_CHAT_MODEL.into()),
+        ("QWEN_CODE_NO_RELAUNCH".into(), "true".into()),
+    ]
+}

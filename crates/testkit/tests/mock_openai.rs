@@ -349,7 +349,8 @@ async fn unknown_paths_are_404_and_everything_is_recorded() {
     assert_eq!(resp.status, 404);
     assert_eq!(resp.json()["error"]["type"], "invalid_request_error");
     assert_eq!(request(&mock, "GET", "/v1/responses", None).await.status, 404);
-    assert_eq!(request(&mock, "POST", "/v1/chat/completions", Some(&json!({}))).await.status, 404);
+    // The legacy Completions API is not served (Chat Completions is: `mock_openai::chat`).
+    assert_eq!(request(&mock, "POST", "/v1/completions", Some(&json!({}))).await.status, 404);
     let body = first_turn(true);
     post(&mock, &body).await;
     let reqs = mock.requests();
@@ -360,7 +361,7 @@ async fn unknown_paths_are_404_and_everything_is_recorded() {
         [
             ("GET", "/nope?x=1"),
             ("GET", "/v1/responses"),
-            ("POST", "/v1/chat/completions"),
+            ("POST", "/v1/completions"),
             ("POST", "/v1/responses"),
         ]
     );

@@ -43,6 +43,9 @@ pub struct AcpDecoder {
     open_calls: Vec<String>,
     /// Tool calls that had a card in this process (a result needs no second start).
     seen_calls: HashMap<String, bool>,
+    /// Usage this turn's message chunks carried (Qwen: one empty chunk per model reply, its
+    /// `_meta.usage`), summed; the turn's when its result has none.
+    chunk_usage: Option<Usage>,
 }
 
 impl AcpDecoder {
@@ -54,6 +57,7 @@ impl AcpDecoder {
             turns: 0,
             open_calls: Vec::new(),
             seen_calls: HashMap::new(),
+            chunk_usage: None,
         }
     }
 
@@ -188,12 +192,20 @@ impl AcpDecoder {
         let native = format!("session/update:{}", update.session_update);
         let events = match update.session_update.as_str() {
             kind @ ("agent_message_chunk" | "agent_thought_chunk") => {
+                if let Some(u) = update_value.pointer("/_meta/usage") {
+                    let sum = self.chunk_usage.get_or_insert_with(Usage::default);
+                    let add = acp_usage(u);
+                    sum.input_tokens += add.input_tokens;
+                    sum.output_tokens += add.output_tokens;
+                    sum.cached_input_tokens += add.cached_input_tokens;
+                }
                 let text = update.content.as_ref().and_then(text_of);
                 let filtered = text.is_some_and(|t| {
                     self.profile.hidden_text_prefixes.iter().any(|p| t.starts_with(p))
                 });
                 match text {
-                    Some(text) if !filtered => {
+                    // Qwen closes each message with an empty chunk carrying usage in `_meta`.
+                    Some(text) if !filtered && !text.is_empty() => {
                         let thought = kind == "agent_thought_chunk";
                         let block = TextBlock {
                             is_partial: true,
@@ -280,7 +292,7 @@ impl AcpDecoder {
             }
             events.push(EventKind::TurnCompleted(TurnCompleted {
                 stop_reason: Some(stop.to_owned()),
-                usage: usage_of(&result),
+                usage: usage_of(&result, self.chunk_usage.take()),
                 is_error: false,
                 terminal_reason: Some(stop.to_owned()),
                 result: None,
@@ -318,18 +330,28 @@ fn text_of(content: &Value) -> Option<&str> {
         .flatten()
 }
 
-/// Usage from a prompt result: ACP's `usage` (OpenCode, Copilot) or Gemini's `_meta.quota`.
-fn usage_of(result: &Value) -> Usage {
+/// ACP's usage object (`inputTokens`, `outputTokens`, `cachedReadTokens`).
+fn acp_usage(u: &Value) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n(u.get("inputTokens")),
+        output_tokens: n(u.get("outputTokens")),
+        cached_input_tokens: n(u.get("cachedReadTokens")),
+        cost_usd: None,
+    }
+}
+
+/// Usage from a prompt result: ACP's `usage` (OpenCode, Copilot), Gemini's `_meta.quota`, else
+/// what the turn's chunks carried (Qwen).
+fn usage_of(result: &Value, from_chunks: Option<Usage>) -> Usage {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     if let Some(u) = result.get("usage") {
-        return Usage {
-            input_tokens: n(u.get("inputTokens")),
-            output_tokens: n(u.get("outputTokens")),
-            cached_input_tokens: n(u.get("cachedReadTokens")),
-            cost_usd: None,
-        };
+        return acp_usage(u);
     }
     let t = result.pointer("/_meta/quota/token_count");
+    if let (None, Some(usage)) = (t, from_chunks) {
+        return usage;
+    }
     Usage {
         input_tokens: n(t.and_then(|t| t.get("input_tokens"))),
         output_tokens: n(t.and_then(|t| t.get("output_tokens"))),

@@ -162,3 +162,27 @@ fn cut_and_mangled_samples_never_panic_and_always_give_an_event() {
         }
     }
 }
+
+#[test]
+fn qwen_usage_rides_on_empty_chunks_and_is_the_turns_when_the_result_has_none() {
+    // Qwen Code 0.24.4's lines (`acp-agents.samples.txt`): the empty chunk closing each model
+    // reply, twice in a turn with a tool call, then the result without `usage`.
+    let chunk = r#"{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""}, "_meta": {"usage": {"inputTokens": 100, "outputTokens": 3, "totalTokens": 103, "thoughtTokens": 0, "cachedReadTokens": 7}, "durationMs": 1503}}}}"#;
+    let result = r#"{"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn", "_meta": {"qwen.branchPoint": {"assistantRecordUuid": "a", "checkpointUuid": "c"}}}}"#;
+    let mut d = AcpDecoder::new(&crate::acp::QWEN);
+    for _ in 0..2 {
+        let empty = d.decode(chunk);
+        assert!(
+            !empty.events.iter().any(|e| matches!(e, EventKind::AssistantText(_))),
+            "no empty text: {empty:?}"
+        );
+    }
+    let end = d.decode(result);
+    let Some(EventKind::TurnCompleted(turn)) = end.events.last() else { panic!("{end:?}") };
+    assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens), (200, 6));
+    assert_eq!(turn.usage.cached_input_tokens, 14);
+    // The next turn starts from nothing.
+    let end = d.decode(&result.replace(r#""id": 3"#, r#""id": 4"#));
+    let Some(EventKind::TurnCompleted(turn)) = end.events.last() else { panic!("{end:?}") };
+    assert_eq!(turn.usage.input_tokens, 0);
+}

@@ -2,6 +2,7 @@
 //! adapter for all of them, and a profile per agent (command, environment, mode names, quirks).
 //!
 //! - `backend`: Gemini CLI's row ([`GEMINI_CLI`]: launch, modes, models, confinement needs).
+//! - `opencode`, `qwen`: OpenCode's and Qwen Code's profiles and rows.
 //! - `profile`: [`AcpProfile`] (Gemini CLI: [`GEMINI`]) and the launch options ([`AcpOptions`]).
 //! - `wire`: the ACP lines Nucleic reads, as serde types (our own: the `agent-client-protocol`
 //!   crate's runtime kills the agent's process group when its guard drops, and agents here
@@ -15,14 +16,18 @@
 mod backend;
 mod decode;
 mod fs;
+mod opencode;
 mod profile;
+mod qwen;
 mod session;
 mod wire;
 
 pub use crate::codex::RequestId;
 pub use backend::{GEMINI_CLI, GEMINI_READ_ONLY, GEMINI_READ_ONLY_DIRS};
 pub use decode::AcpDecoder;
+pub use opencode::{OPENCODE, OPENCODE_CLI, OPENCODE_PERMISSION, TESTED_OPENCODE};
 pub use profile::{AcpOptions, AcpProfile, DEFAULT_SETUP_DEADLINE, GEMINI, TESTED_GEMINI};
+pub use qwen::{QWEN, QWEN_CODE, TESTED_QWEN};
 pub(crate) use session::run_acp;
 pub use session::{ACP_CAPABILITIES, AcpHandle, spawn_acp};
 

@@ -225,6 +225,8 @@ impl Daemon {
                 claude: Some(std::env::current_exe()?),
                 codex: None,
                 gemini: None,
+                opencode: None,
+                qwen: None,
                 sim_program: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),
                 sim_prefix: vec!["__sim-agent".into()],
                 nucleic: PathBuf::from(env!("CARGO_BIN_EXE_nucleic")),

@@ -120,6 +120,8 @@ fn host_config(
             claude,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

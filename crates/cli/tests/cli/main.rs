@@ -34,6 +34,7 @@ mod plan_cli;
 mod pull_request;
 mod readme_walk;
 mod real_acp;
+mod real_acp_chat_host;
 mod real_claude;
 mod real_claude_adopt;
 mod real_claude_chat;

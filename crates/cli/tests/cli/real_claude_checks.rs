@@ -36,6 +36,8 @@ async fn real_claude_session_runs_its_checks_after_the_turn() {
             claude: Some(real_claude()),
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -50,6 +50,8 @@ async fn real_claude_keep_continue_handoff() {
             claude: Some(real_claude()),
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -37,6 +37,8 @@ pub(crate) async fn codex_host(s: &CodexSetup) -> std::sync::Arc<Host> {
             claude: None,
             codex: Some(real_codex()),
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -98,6 +98,8 @@ pub(crate) fn host_config(home: &Path, env: Vec<(String, String)>, claude: bool)
             claude: claude.then(real_claude),
             codex: (!claude).then(real_codex),
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

@@ -29,6 +29,8 @@ pub async fn serve() -> Served {
             claude: None,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
             nucleic: "/nonexistent".into(),

@@ -48,6 +48,8 @@ impl AgentPaths {
             (Backend::ClaudeCode, self.claude.as_deref(), none),
             (Backend::Codex, self.codex.as_deref(), none),
             (Backend::Gemini, self.gemini.as_deref(), none),
+            (Backend::OpenCode, self.opencode.as_deref(), none),
+            (Backend::Qwen, self.qwen.as_deref(), none),
             (Backend::Simulated, Some(self.sim_program.as_path()), &self.sim_prefix[..]),
         ];
         let (_, program, prefix) = rows.into_iter().find(|(b, _, _)| *b == backend)?;

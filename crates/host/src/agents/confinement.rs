@@ -467,6 +467,8 @@ mod tests {
                 claude: None,
                 codex: None,
                 gemini: None,
+                opencode: None,
+                qwen: None,
                 sim_program: "/bin/true".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "/bin/true".into(),

@@ -1,28 +1,42 @@
-//! The project folders agent CLIs load settings from (`.claude/`, `.codex/`, `.gemini/`): kept
+//! The project folders agent CLIs load settings from (`.claude/`, `.codex/`, `.gemini/`, …): kept
 //! read-only in every agent's view, because the hooks and helper commands in them run as the CLI
 //! itself, outside its own sandbox and unasked.
 
 use std::path::Path;
 
-use nucleic_agents::backend::PROJECT_SETTINGS_DIRS;
+use nucleic_agents::backend::{PROJECT_SETTINGS_DIRS, PROJECT_SETTINGS_SEEDS};
 use nucleic_agents::isolation::Mount;
 
 /// The read-only mount that keeps worktree `cwd`'s settings folder `name` as it is: the folder
 /// (made empty when absent, which git does not see) or the folder a link of it points to inside
-/// the worktree ([`settings_links_refused`] refuses every other link before this).
+/// the worktree ([`settings_links_refused`] refuses every other link before this), holding the
+/// files an agent cannot start without ([`PROJECT_SETTINGS_SEEDS`]).
 pub(super) fn settings_dir(cwd: &Path, name: &str) -> Option<Mount> {
     let path = cwd.join(name);
-    match std::fs::symlink_metadata(&path) {
+    let folder = match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.file_type().is_symlink() => {
             let target = std::fs::canonicalize(&path).ok()?;
-            (target.starts_with(cwd) && target != cwd).then_some(Mount::ReadOnly(target))
+            (target.starts_with(cwd) && target != cwd).then_some(target)?
         }
-        Ok(_) => Some(Mount::ReadOnly(path)),
+        Ok(_) => path,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir(&path).ok()?;
-            Some(Mount::ReadOnly(path))
+            path
         }
-        Err(_) => None,
+        Err(_) => return None,
+    };
+    seed(&folder, name);
+    Some(Mount::ReadOnly(folder))
+}
+
+/// Makes the seed files of settings folder `name` in `folder` when absent (never through a
+/// link: `create_new` refuses one); the agent reports what it cannot do without them.
+fn seed(folder: &Path, name: &str) {
+    for (_, file, content) in PROJECT_SETTINGS_SEEDS.iter().filter(|(dir, _, _)| *dir == name) {
+        let made = std::fs::OpenOptions::new().write(true).create_new(true).open(folder.join(file));
+        if let Ok(mut f) = made {
+            let _ = std::io::Write::write_all(&mut f, content.as_bytes());
+        }
     }
 }
 
@@ -83,5 +97,25 @@ mod tests {
         let wt = std::fs::canonicalize(dir.path()).unwrap();
         assert_eq!(settings_dir(&wt, ".gemini"), Some(Mount::ReadOnly(wt.join(".gemini"))));
         assert!(wt.join(".gemini").is_dir());
+    }
+
+    #[test]
+    fn opencode_finds_its_gitignore_made_and_a_planted_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let wt = std::fs::canonicalize(dir.path()).unwrap().join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        assert_eq!(settings_dir(&wt, ".opencode"), Some(Mount::ReadOnly(wt.join(".opencode"))));
+        let ignore = std::fs::read_to_string(wt.join(".opencode/.gitignore")).unwrap();
+        assert_eq!(ignore.lines().last(), Some(".gitignore"), "it ignores itself: {ignore}");
+        // An existing folder whose `.gitignore` is a link out: the link is left, nothing written.
+        let outside = wt.parent().unwrap().join("outside.txt");
+        std::fs::write(&outside, "keep\n").unwrap();
+        std::fs::remove_file(wt.join(".opencode/.gitignore")).unwrap();
+        std::os::unix::fs::symlink(&outside, wt.join(".opencode/.gitignore")).unwrap();
+        assert!(settings_dir(&wt, ".opencode").is_some());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
+        // Other folders get nothing.
+        settings_dir(&wt, ".claude");
+        assert_eq!(std::fs::read_dir(wt.join(".claude")).unwrap().count(), 0);
     }
 }

@@ -483,6 +483,8 @@ mod tests {
                 claude: None,
                 codex: None,
                 gemini: None,
+                opencode: None,
+                qwen: None,
                 sim_program: "nucleic".into(),
                 sim_prefix: Vec::new(),
                 nucleic: "nucleic".into(),

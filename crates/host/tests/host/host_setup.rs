@@ -18,6 +18,8 @@ pub fn config_with(dir: &Path, nucleic: PathBuf) -> HostConfig {
             claude: None,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic.clone(),
             sim_prefix: vec![nucleic_agents::entry_points::SIM_AGENT_ENTRY.into()],
             nucleic,

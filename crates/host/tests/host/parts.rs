@@ -14,8 +14,14 @@ const FORBIDDEN: &[(&[&str], &[&str])] =
     &[(&["worktrees", "policy", "devices"], &["sessions::control", "dev_loop", "finishing"])];
 
 /// The backend variants only the agents part may name.
-const VARIANTS: &[&str] =
-    &["Backend::ClaudeCode", "Backend::Codex", "Backend::Gemini", "Backend::Simulated"];
+const VARIANTS: &[&str] = &[
+    "Backend::ClaudeCode",
+    "Backend::Codex",
+    "Backend::Gemini",
+    "Backend::OpenCode",
+    "Backend::Qwen",
+    "Backend::Simulated",
+];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

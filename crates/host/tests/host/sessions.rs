@@ -399,6 +399,8 @@ async fn guardrails_refuse_sessions_beyond_the_limits() {
             claude: None,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: nucleic(),
             sim_prefix: vec!["__sim-agent".into()],
             nucleic: nucleic(),

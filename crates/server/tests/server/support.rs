@@ -89,6 +89,8 @@ async fn serve_in(
             claude: None,
             codex: None,
             gemini: None,
+            opencode: None,
+            qwen: None,
             sim_program: "/nonexistent".into(),
             sim_prefix: Vec::new(),
             nucleic: "/nonexistent".into(),

@@ -68,6 +68,11 @@ impl<S: Scenario> Shared<S> {
         lock(&self.requests).clone()
     }
 
+    /// The script, without counting a fault (for requests that never get one).
+    pub(crate) fn peek(&self) -> S {
+        lock(&self.scenario).script.clone()
+    }
+
     /// The script, and the fault this request gets (counting it).
     pub(crate) fn next(&self) -> (S, Option<S::FaultKind>) {
         let mut scenario = lock(&self.scenario);

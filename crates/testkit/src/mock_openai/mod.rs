@@ -1,15 +1,19 @@
-//! A scriptable mock of the OpenAI Responses API on loopback, for driving the real `codex` CLI.
+//! A scriptable mock of the OpenAI Responses and Chat Completions APIs on loopback, for driving
+//! the real `codex` CLI (Responses) and OpenCode, Qwen Code and Copilot (Chat Completions).
 //!
-//! Endpoints: `POST /v1/responses` (SSE when `stream: true`, JSON otherwise) and `GET /v1/models`;
+//! Endpoints: `POST /v1/responses` and `POST /v1/chat/completions` (SSE when `stream: true`,
+//! JSON otherwise; the same script answers both) and `GET /v1/models`;
 //! anything else is a recorded 404. Which scripted reply answers a request is decided by
 //! [`Script::reply_index`] from the tool outputs in its `input`. Point codex at it with a
 //! provider in `$CODEX_HOME/config.toml` (see [`codex_config_toml`]).
 
+mod chat;
 mod script;
 mod server;
 mod sse;
 
 pub use crate::mock_http::RecordedRequest;
+pub use chat::{side_request, tool_messages};
 pub use script::{
     Computed, Fault, FaultKind, Reply, Script, ToolCall, add_file_patch, last_tool_output,
     tool_outputs_since_prompt,

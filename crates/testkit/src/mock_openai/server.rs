@@ -18,7 +18,7 @@ use crate::mock_http::{
 pub(crate) const MODEL: &str = "gpt-5.5";
 
 /// The header carrying the request id, as the OpenAI API names it.
-const REQUEST_ID: &str = "x-request-id";
+pub(crate) const REQUEST_ID: &str = "x-request-id";
 
 impl Scenario for Script {
     type FaultKind = FaultKind;
@@ -38,6 +38,9 @@ pub(crate) async fn handle(
     };
     match (&req.method, req.path.as_str()) {
         (&Method::POST, "/v1/responses") => responses(&shared, &req.body).await,
+        (&Method::POST, "/v1/chat/completions") => {
+            super::chat::completions(&shared, &req.body).await
+        }
         (&Method::GET, "/v1/models") => axum::Json(json!({
             "object": "list",
             "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "mock"}],
@@ -52,7 +55,7 @@ pub(crate) async fn handle(
 }
 
 /// An OpenAI-style error response.
-fn error(status: StatusCode, kind: &str, message: &str) -> HttpResponse {
+pub(crate) fn error(status: StatusCode, kind: &str, message: &str) -> HttpResponse {
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": kind}});
     (status, axum::Json(body)).into_response()
 }

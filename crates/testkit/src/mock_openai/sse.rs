@@ -67,14 +67,14 @@ impl Frame {
 }
 
 /// `prefix` + `len` hex digits of a fresh uuid.
-fn fresh_id(prefix: &str, len: usize) -> String {
+pub(crate) fn fresh_id(prefix: &str, len: usize) -> String {
     let mut hex = uuid::Uuid::new_v4().simple().to_string();
     hex.truncate(len);
     format!("{prefix}{hex}")
 }
 
 /// Split `text` into `parts` pieces on char boundaries (fewer if it is too short; at least one).
-fn split(text: &str, parts: usize) -> Vec<String> {
+pub(crate) fn split(text: &str, parts: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let parts = parts.clamp(1, chars.len().max(1));
     let size = chars.len().div_ceil(parts).max(1);
