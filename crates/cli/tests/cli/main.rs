@@ -31,6 +31,7 @@ mod pull_request;
 mod readme_walk;
 mod real_claude;
 mod real_claude_adopt;
+mod real_claude_adopt_in_place;
 mod real_claude_chat;
 mod real_claude_checks;
 mod real_claude_credentials;
