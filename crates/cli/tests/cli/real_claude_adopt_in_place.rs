@@ -70,12 +70,14 @@ async fn a_terminal_claude_session_carried_on_in_place_under_a_lock_and_handed_b
     std::fs::write(&lock, serde_json::to_string(&dead).unwrap()).unwrap();
     assert_eq!(in_place_holder(&lock), None, "a dead pid's record names nobody live");
 
-    // The new turn's command (asked, allowed) deletes the lock, then forges it, from inside.
+    // The new turn's command (asked, allowed) deletes the lock, then forges it, from inside:
+    // hidden from the policy's reading of commands (which refuses a plain `rm` of it), so
+    // that only the sandbox stands in its way.
     let lock_dir = lock.parent().unwrap().display().to_string();
-    let attack = format!(
-        "run `rm -f {lock}; mkdir -p {lock_dir}; echo forged > {lock}; echo IN-PLACE > inplace.txt`",
-        lock = lock.display()
-    );
+    let script =
+        format!("rm -f {lock}; mkdir -p {lock_dir}; echo forged > {lock}", lock = lock.display());
+    let hidden = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, script);
+    let attack = format!("run `echo {hidden} | base64 -d | sh; echo IN-PLACE > inplace.txt`");
     let before = mock.requests().len();
     let summary =
         host.adopt_outside(in_place(&project.project_id, &outside_id, &attack), "test").await;
