@@ -481,7 +481,7 @@ snapshot?: string | null, } | { "kind": "resolveReviewComment", sessionID: strin
 /**
  * The CLI's own session id (`OutsideSession.id`).
  */
-session: string, prompt: string, mode?: string | null, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
+session: string, prompt: string, mode?: string | null, inPlace?: boolean, } | { "kind": "gc", apply: boolean, } | { "kind": "setDiskPolicy", projectID: string, policy: DiskPolicy, } | { "kind": "setProjectSandbox", projectID: string, sandbox: ProjectSandbox, } | { "kind": "measureDisk", sessionID: string, } | { "kind": "reclaim", sessionID: string, } | { "kind": "revokeDevice", deviceID: string, } | { "kind": "rotateToken" } | { "kind": "pairDevice", 
 /**
  * The name the paired device is recorded under (default: "paired device").
  */

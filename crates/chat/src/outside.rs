@@ -85,6 +85,7 @@ impl Bridge {
             session: pick.id.clone(),
             prompt,
             mode: None,
+            in_place: false,
         };
         let summary: SessionSummary = self.client.intent_as(intent).await?;
         self.attachments_told(chat, told)?;

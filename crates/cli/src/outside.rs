@@ -58,18 +58,13 @@ fn line(s: &OutsideSession) -> String {
     format!("{backend}  {}  {last}  {turns}  {title:?}  {}{notes}", s.id, s.path)
 }
 
-/// Adopts outside session `session` of `project_id` with `prompt` as its first new turn;
-/// prints the new session's id and worktree.
-pub async fn adopt(
-    daemon: &mut Client,
-    project_id: String,
-    session: String,
-    prompt: String,
-    mode: Option<String>,
-) -> anyhow::Result<ExitCode> {
-    let intent = Intent::AdoptSession { project_id, session, prompt, mode };
+/// Adopts an outside session (`intent`, an `adoptSession`); prints the new session's id and
+/// where it works: its worktree, or the checkout itself when adopted in place.
+pub async fn adopt(daemon: &mut Client, intent: Intent) -> anyhow::Result<ExitCode> {
     let adopted: SessionSummary = daemon.intent_as(intent).await?;
-    let worktree = adopted.worktree.map(|w| w.path).unwrap_or_default();
-    println!("{}  {worktree}", adopted.session_id);
+    let place = adopted
+        .worktree
+        .map_or_else(|| "in place, in the project's checkout".to_owned(), |w| w.path);
+    println!("{}  {place}", adopted.session_id);
     Ok(ExitCode::SUCCESS)
 }

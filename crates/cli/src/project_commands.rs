@@ -96,7 +96,7 @@ pub enum ProjectCommand {
     },
     /// Carry an outside session on as a Nucleic session: a new worktree off the checkout's
     /// current commit, its history first, the conversation forked (the original is left as it
-    /// was); PROMPT is its first new turn. Prints the session's id and worktree.
+    /// was); PROMPT is its first new turn. Prints the session's id and worktree (or checkout).
     Adopt {
         project_id: String,
         /// The CLI's own session id (from `nucleic project sessions`).
@@ -105,6 +105,10 @@ pub enum ProjectCommand {
         /// readonly, edit or full (else the project's mode).
         #[arg(long)]
         mode: Option<String>,
+        /// In the checkout it came from, the conversation itself carried on (not forked), under
+        /// a lock no other host takes meanwhile; refused while a `claude`/`codex` holds it.
+        #[arg(long)]
+        in_place: bool,
     },
 }
 
@@ -202,8 +206,9 @@ pub async fn project(home: &Path, command: ProjectCommand) -> anyhow::Result<Exi
         ProjectCommand::Sessions { project_id, json } => {
             return crate::outside::list(&mut daemon, project_id, json).await;
         }
-        ProjectCommand::Adopt { project_id, session, prompt, mode } => {
-            return crate::outside::adopt(&mut daemon, project_id, session, prompt, mode).await;
+        ProjectCommand::Adopt { project_id, session, prompt, mode, in_place } => {
+            let intent = Intent::AdoptSession { project_id, session, prompt, mode, in_place };
+            return crate::outside::adopt(&mut daemon, intent).await;
         }
         ProjectCommand::Mode { project_id, mode, clear } => {
             let target = nucleic_protocol::RulesTarget {

@@ -58,6 +58,8 @@ pub struct Context {
     pub(crate) reply_turns: crate::api::reply_turns::ReplyTurns,
     /// One lock per session for its turn snapshots and review comments (`turns.rs`).
     pub(crate) review_locks: crate::dev_loop::session_locks::SessionLocks,
+    /// The conversations this host carries on in place, each under its lock (`in_place_lock.rs`).
+    pub(crate) in_place: crate::sessions::in_place_lock::InPlaceLocks,
     /// Whether turn boundaries are snapshotted (`turns.rs`; on unless a bench switches it off).
     pub(crate) turn_snapshots: std::sync::atomic::AtomicBool,
     /// Watches on worktrees since their last turn's end snapshot (`turn_watch.rs`).

@@ -94,6 +94,7 @@ impl Host {
             disk_moves: tokio::sync::Mutex::default(),
             reply_turns: crate::api::reply_turns::ReplyTurns::default(),
             review_locks: crate::dev_loop::session_locks::SessionLocks::default(),
+            in_place: crate::sessions::in_place_lock::InPlaceLocks::default(),
             turn_snapshots: std::sync::atomic::AtomicBool::new(true),
             turn_watches: crate::dev_loop::turn_watch::TurnWatches::default(),
         });

@@ -72,6 +72,9 @@ pub use policy::egress::RunEgress;
 pub use policy::egress_ask::{EGRESS_ASK_TIMEOUT_VARIABLE, egress_ask_timeout};
 pub use policy::rules;
 pub use sessions::files::Listing;
+pub use sessions::in_place_lock::{
+    Holder as InPlaceHolder, lock_path as in_place_lock_path, read_holder as in_place_holder,
+};
 pub use sessions::names::title_from_prompt;
 pub use sessions::outside::AdoptOutside;
 pub use sessions::retained::Retained;

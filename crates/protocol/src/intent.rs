@@ -218,7 +218,9 @@ pub enum Intent {
     /// Carries an outside session on as a Nucleic session (`session`): a new worktree off the
     /// checkout's current commit, its history first, the conversation forked so the original
     /// is left as it was, `prompt` its first new turn under the policy (and `mode`, else the
-    /// project's).
+    /// project's). With `inPlace`, in the checkout it came from instead, the conversation
+    /// resumed itself (not forked), under a lock no other host or adoption can take while this
+    /// one holds it; refused when a live CLI process holds the conversation.
     AdoptSession {
         #[serde(rename = "projectID")]
         project_id: String,
@@ -227,6 +229,8 @@ pub enum Intent {
         prompt: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode: Option<String>,
+        #[serde(rename = "inPlace", default, skip_serializing_if = "crate::is_false")]
+        in_place: bool,
     },
     /// Worktrees under `.nucleic/worktrees` that no session owns, and finished sessions'
     /// worktrees due for reclaiming (by the projects' disk policies); removed only with `apply`.

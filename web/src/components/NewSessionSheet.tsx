@@ -14,6 +14,8 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
   // A session from outside Nucleic to carry on instead of starting afresh (its backend, model
   // and history are its own; only the policy mode and the next prompt are chosen here).
   const [adopting, setAdopting] = useState<OutsideSession | null>(null);
+  // Carry it on in the checkout it came from (the conversation itself, under a lock) instead of a fork in a new worktree.
+  const [inPlace, setInPlace] = useState(false);
   // The lists may arrive after the sheet opened: default to the first project until one is chosen.
   const projectID = chosen ?? projects[0]?.projectID ?? "";
   const project = projects.find((p) => p.projectID === projectID);
@@ -62,6 +64,7 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
           session: adopting.id,
           prompt,
           mode: policyMode || null,
+          inPlace: inPlace && !adopting.live,
         };
         const result = resultOf(await store.request({ type: "intent", intent }), "session");
         if (result) {
@@ -122,10 +125,24 @@ export function NewSessionSheet({ store, onClose }: { store: CockpitStore; onClo
         </label>
         <OutsideSessions store={store} projectID={projectID} chosen={adopting} onChoose={setAdopting} />
         {adopting ? (
-          <p class="adopting" data-testid="adopting">
-            Carrying on “{adopting.title ?? adopting.id}” in a new worktree off the checkout's current commit: its history comes
-            first and its conversation is forked, so the original stays as it was.
-          </p>
+          <>
+            <p class="adopting" data-testid="adopting">
+              {inPlace && !adopting.live
+                ? `Carrying on “${adopting.title ?? adopting.id}” in place, in ${adopting.cwd}: the conversation itself goes on (not forked), under a lock no other host takes until you hand it over.`
+                : `Carrying on “${adopting.title ?? adopting.id}” in a new worktree off the checkout's current commit: its history comes first and its conversation is forked, so the original stays as it was.`}
+            </p>
+            <label class="check" title={adopting.live ? `A live ${adopting.live.program} (pid ${adopting.live.pid}) holds it: only a fork` : undefined}>
+              <input
+                type="checkbox"
+                name="inPlace"
+                data-testid="adopt-in-place"
+                checked={inPlace && !adopting.live}
+                disabled={adopting.live != null}
+                onChange={(e) => setInPlace(e.currentTarget.checked)}
+              />
+              In place, in the checkout it came from{adopting.live ? ` (not while ${adopting.live.program} pid ${adopting.live.pid} holds it)` : ""}
+            </label>
+          </>
         ) : (
           <>
         <label>

@@ -37,6 +37,7 @@ mod real_acp;
 mod real_acp_chat_host;
 mod real_claude;
 mod real_claude_adopt;
+mod real_claude_adopt_in_place;
 mod real_claude_chat;
 mod real_claude_checks;
 mod real_claude_credentials;

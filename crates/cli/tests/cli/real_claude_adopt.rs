@@ -35,16 +35,16 @@ pub(crate) fn claude_in_terminal(cwd: &Path, env: &[(String, String)], prompt: &
 
 /// A checkout, the mock, the person's environment, and their own session made there with
 /// `claude -p PROMPT` in the terminal, before Nucleic knows of it.
-struct Terminal {
-    dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    mock: MockAnthropic,
-    env: Vec<(String, String)>,
+pub(crate) struct Terminal {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) root: std::path::PathBuf,
+    pub(crate) mock: MockAnthropic,
+    pub(crate) env: Vec<(String, String)>,
     /// The CLI's id of the session.
-    session: String,
+    pub(crate) session: String,
 }
 
-async fn terminal_session(prompt: &str) -> Terminal {
+pub(crate) async fn terminal_session(prompt: &str) -> Terminal {
     let dir = tempfile::tempdir().unwrap();
     let root = crate::daemon::empty_repo(dir.path());
     let script = Script::new(vec![Reply::WriteNamedFile, Reply::Text("Done.".into())]);
@@ -85,6 +85,7 @@ async fn a_terminal_claude_session_is_listed_adopted_into_a_worktree_and_carried
         session: outside_id.clone(),
         prompt: prompt.into(),
         mode: None,
+        in_place: false,
     };
     let summary = host.adopt_outside(adopt, "test").await.unwrap();
     let id = summary.session_id.clone();
@@ -168,6 +169,7 @@ async fn a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_f
         session: outside_id.clone(),
         prompt: "write forked.txt containing FORKED".into(),
         mode: None,
+        in_place: false,
     };
     let id = host.adopt_outside(adopt, "test").await.unwrap().session_id;
     let turn = run_turn_from(&host, &id, 1, |_| Decision::Allow).await;
@@ -188,7 +190,7 @@ async fn a_session_a_live_claude_holds_is_listed_with_it_and_adopted_only_as_a_f
 }
 
 /// The texts of the session's prompts, in transcript order.
-async fn prompts(host: &Host, id: &str) -> Vec<String> {
+pub(crate) async fn prompts(host: &Host, id: &str) -> Vec<String> {
     let row = host.session_summary(id).await.unwrap();
     let mut events = host.subscribe(id, 1).await.unwrap();
     let mut texts = Vec::new();
@@ -209,7 +211,7 @@ async fn prompts(host: &Host, id: &str) -> Vec<String> {
 }
 
 /// A follow-up to `id` and its turn to the end.
-async fn follow_up(host: &Host, id: &str, text: &str) {
+pub(crate) async fn follow_up(host: &Host, id: &str, text: &str) {
     let from = host.session_summary(id).await.unwrap().last_seq + 1;
     host.send_input(id, text).await.unwrap();
     run_turn_from(host, id, from, |_| Decision::Allow).await;
@@ -229,6 +231,7 @@ async fn adopted_handed_off_carried_on_in_the_terminal_and_back_nothing_lost_or_
         session: outside_id,
         prompt: "write two.txt containing TURN-TWO".into(),
         mode: None,
+        in_place: false,
     };
     let id = host.adopt_outside(adopt, "test").await.unwrap().session_id;
     run_turn_from(&host, &id, 1, |_| Decision::Allow).await;

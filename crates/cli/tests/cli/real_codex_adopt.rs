@@ -69,6 +69,7 @@ async fn a_terminal_codex_session_is_adopted_as_a_fork_in_a_worktree() {
         session: thread.clone(),
         prompt: "now say ADOPTED-TURN".into(),
         mode: None,
+        in_place: false,
     };
     let summary = host.adopt_outside(adopt, "test").await.unwrap();
     let id = summary.session_id.clone();

@@ -121,6 +121,8 @@ impl Context {
                 nucleic_agents::keeper::KEEPER_VERSION
             )));
         }
+        // In place: the conversation's lock again before its agent is driven from here.
+        self.relock_kept(&row).await?;
         let transcript = PathBuf::from(&row.transcript);
         let sequencer = Sequencer::open(id, row.backend, &transcript)?;
         let events = read_all(&transcript).await?;

@@ -158,8 +158,8 @@ impl Context {
                 let found = self.outside_sessions(&project_id).await?;
                 Ok(Some(IntentResult::OutsideSessions(crate::sessions::outside::on_the_wire(found))))
             }
-            Intent::AdoptSession { project_id, session, prompt, mode } => {
-                let request = AdoptOutside { project_id, session, prompt, mode };
+            Intent::AdoptSession { project_id, session, prompt, mode, in_place } => {
+                let request = AdoptOutside { project_id, session, prompt, mode, in_place };
                 let session = self.adopt_outside(request, by).await?;
                 Ok(Some(IntentResult::Session(session)))
             }

@@ -28,6 +28,10 @@ impl Context {
         // A reclaimed worktree comes back first: every action works on the checkout.
         self.restore_if_reclaimed(id, by).await?;
         let row = self.session_row(id).await?;
+        if matches!(action, FinishAction::Handoff) && crate::sessions::in_place::is_in_place(&row) {
+            let cwd = row.cwd.clone();
+            return self.hand_off(id, &row, &cwd, by).await;
+        }
         let info = row
             .worktree
             .clone()
@@ -87,10 +91,6 @@ impl Context {
             FinishAction::Discard | FinishAction::Rollback { .. } if busy => {
                 Err(HostError::Invalid(format!("session {id} is still working; stop it first")))
             }
-            FinishAction::Handoff if busy => Err(HostError::Invalid(format!(
-                "session {id} is in a turn; wait for it to end (or interrupt it) before handing \
-                 it over: two programs must not drive one conversation"
-            ))),
             FinishAction::Discard => {
                 // An agent waiting for a follow-up in the worktree goes with it (its keeper too).
                 // A turn snapshot being taken works in the worktree's git dir (a temporary
@@ -172,38 +172,56 @@ impl Context {
                     .await?;
                 Ok(Some(IntentResult::Session(summary)))
             }
-            FinishAction::Handoff => {
-                let resume = row.backend_session_id.clone().ok_or_else(|| {
-                    HostError::Invalid(format!(
-                        "session {id} has no agent conversation to resume yet"
-                    ))
-                })?;
-                let description = nucleic_agents::describe(row.backend);
-                let command =
-                    description.handoff_command(&info.path, &resume).ok_or_else(|| {
-                        HostError::Invalid(format!(
-                            "the {} backend has no CLI to hand a session over to",
-                            description.label
-                        ))
-                    })?;
-                // The terminal drives the conversation now: Nucleic's agent on it stops, and a
-                // follow-up here first brings back what the terminal added.
-                self.stop_idle_agent(id).await?;
-                let note = format!(
-                    "Handed over: `{command}`. Nucleic's agent on the conversation stopped; a \
-                     follow-up here resumes it with what the terminal added."
-                );
-                let updated = nucleic_protocol::SessionUpdated {
-                    title: None,
-                    archived: None,
-                    mode: None,
-                    note: Some(note),
-                    by: by.to_owned(),
-                };
-                self.record(id, EventKind::SessionUpdated(updated)).await?;
-                Ok(Some(IntentResult::Handoff(Handoff { command })))
-            }
+            FinishAction::Handoff => self.hand_off(id, &row, &info.path, by).await,
         }
+    }
+
+    /// Hands session `row` over to the person's terminal in `dir`: Nucleic's agent on the
+    /// conversation stops (and an in-place session lets its lock go); answers the command.
+    async fn hand_off(
+        &self,
+        id: &str,
+        row: &nucleic_catalog::SessionRow,
+        dir: &str,
+        by: &str,
+    ) -> Result<Option<IntentResult>, HostError> {
+        if self.is_working(id) {
+            return Err(HostError::Invalid(format!(
+                "session {id} is in a turn; wait for it to end (or interrupt it) before handing \
+                 it over: two programs must not drive one conversation"
+            )));
+        }
+        let resume = row.backend_session_id.clone().ok_or_else(|| {
+            HostError::Invalid(format!("session {id} has no agent conversation to resume yet"))
+        })?;
+        let description = nucleic_agents::describe(row.backend);
+        let command = description.handoff_command(dir, &resume).ok_or_else(|| {
+            HostError::Invalid(format!(
+                "the {} backend has no CLI to hand a session over to",
+                description.label
+            ))
+        })?;
+        // The terminal drives the conversation now: Nucleic's agent on it stops, and a
+        // follow-up here first brings back what the terminal added.
+        self.stop_idle_agent(id).await?;
+        let released = if self.release_in_place(id) {
+            " The in-place lock is released: a follow-up here takes it again."
+        } else {
+            ""
+        };
+        let note = format!(
+            "Handed over: `{command}`. Nucleic's agent on the conversation stopped; a follow-up \
+             here resumes it with what the terminal added.{released}"
+        );
+        let updated = nucleic_protocol::SessionUpdated {
+            title: None,
+            archived: None,
+            mode: None,
+            note: Some(note),
+            by: by.to_owned(),
+        };
+        self.record(id, EventKind::SessionUpdated(updated)).await?;
+        Ok(Some(IntentResult::Handoff(Handoff { command })))
     }
 
     /// The merge gate: runs the project's required checks now; refuses while one fails unless

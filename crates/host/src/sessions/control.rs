@@ -54,7 +54,7 @@ impl Context {
     /// Starts a new agent and writer for a session whose agent is gone. The caller holds the
     /// session's writer turn.
     async fn resume(&self, id: &str) -> Result<SessionHandle, HostError> {
-        self.resume_from(id, None).await
+        self.resume_from(id, None, false).await
     }
 
     /// [`Context::resume`] on a fork of `conversation` (an adopted session's first start: the
@@ -64,7 +64,7 @@ impl Context {
         id: &str,
         conversation: &str,
     ) -> Result<SessionHandle, HostError> {
-        self.resume_from(id, Some(conversation)).await
+        self.resume_from(id, Some(conversation), true).await
     }
 
     /// Whether the session's agent was started and then stopped by the host before any prompt
@@ -83,10 +83,23 @@ impl Context {
         Ok(stopped && !prompted)
     }
 
+    /// [`Context::resume`] on `conversation` itself (an in-place adoption's first start: the
+    /// CLI goes on in the person's own conversation; the caller holds its lock).
+    pub(crate) async fn resume_in_place(
+        &self,
+        id: &str,
+        conversation: &str,
+    ) -> Result<SessionHandle, HostError> {
+        self.resume_from(id, Some(conversation), false).await
+    }
+
+    /// Resumes `conversation` (else the session's own), forked or not; only a resume of the
+    /// session's own conversation first catches up with what the terminal added.
     async fn resume_from(
         &self,
         id: &str,
-        fork_of: Option<&str>,
+        conversation: Option<&str>,
+        fork: bool,
     ) -> Result<SessionHandle, HostError> {
         let row = self.session_row(id).await?;
         if row.read_only {
@@ -97,9 +110,11 @@ impl Context {
         // idle agent) has no conversation to resume — Claude Code has none yet, Codex a thread
         // with no rollout: its agent starts afresh, losing nothing. (No cost yet is the cheap
         // sign; the transcript decides.)
+        let first_start = conversation.is_some();
         let fresh =
-            fork_of.is_none() && row.cost_usd == 0.0 && self.stopped_before_a_prompt(&row).await?;
-        let conversation = match fork_of.map(str::to_owned).or(row.backend_session_id.clone()) {
+            !first_start && row.cost_usd == 0.0 && self.stopped_before_a_prompt(&row).await?;
+        let conversation = match conversation.map(str::to_owned).or(row.backend_session_id.clone())
+        {
             _ if fresh => None,
             Some(conversation) => Some(conversation),
             None => {
@@ -125,11 +140,14 @@ impl Context {
                 Err(e) => return Err(e.into()),
             }
         }
+        // In place: the conversation's lock again (after a handoff or a restart), before the
+        // terminal's turns are brought in and the agent starts.
+        self.relock_in_place(&row).await?;
         let request = AgentRequest {
             model: row.model.clone(),
             permission_mode: row.permission_mode.clone(),
             resume: conversation,
-            fork: fork_of.is_some(),
+            fork,
             session_id: Some(id.to_owned()),
             read_only: crate::policy::session_policy::is_read_only(row.mode.as_deref()),
             sandbox: self.project_sandbox(row.project_id.as_deref()).await,
@@ -137,7 +155,7 @@ impl Context {
         let opts = agent_options(&self.config, row.backend, &cwd, &request)?;
         let transcript = PathBuf::from(&row.transcript);
         // Turns the conversation got in the person's terminal since (a handoff) come first.
-        if fork_of.is_none() {
+        if !first_start {
             self.catch_up_outside(&row).await?;
         }
         // The transcript is taken before the agent starts: a refusal leaves no agent behind.

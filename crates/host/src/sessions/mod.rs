@@ -4,6 +4,8 @@ pub(crate) mod attachments;
 pub(crate) mod control;
 pub(crate) mod files;
 pub(crate) mod follower;
+pub(crate) mod in_place;
+pub(crate) mod in_place_lock;
 pub(crate) mod names;
 pub(crate) mod outside;
 pub(crate) mod retained;

@@ -26,6 +26,9 @@ pub struct AdoptOutside {
     pub prompt: String,
     /// Nucleic's mode for it (else the project's).
     pub mode: Option<String>,
+    /// In the folder it ran in, the conversation itself carried on under its lock
+    /// (`in_place.rs`), instead of a fork in a new worktree.
+    pub in_place: bool,
 }
 
 impl Context {
@@ -60,6 +63,9 @@ impl Context {
                 request.session, project.name, project.name
             ))
         })?;
+        if request.in_place {
+            return self.adopt_in_place(project, outside, request, by).await;
+        }
         // Carrying it on without a fork would write into the person's own conversation.
         let description = nucleic_agents::describe(outside.backend);
         if !description.capabilities.fork {
@@ -203,7 +209,10 @@ impl Context {
 const HISTORY_LIMIT: u64 = 256 * 1024 * 1024;
 
 /// The outside session's history as drafts of the new session.
-async fn read_history(outside: &OutsideSession, session_id: &str) -> Result<Vec<Draft>, HostError> {
+pub(crate) async fn read_history(
+    outside: &OutsideSession,
+    session_id: &str,
+) -> Result<Vec<Draft>, HostError> {
     let (path, id) = (outside.path.clone(), session_id.to_owned());
     let description = nucleic_agents::describe(outside.backend);
     let format = description.session_files.ok_or_else(|| {
@@ -250,7 +259,7 @@ fn host_draft(kind: EventKind) -> Draft {
 }
 
 /// A `sessionUpdated` that only says something.
-fn note_draft(note: String, by: &str) -> Draft {
+pub(crate) fn note_draft(note: String, by: &str) -> Draft {
     host_draft(EventKind::SessionUpdated(SessionUpdated {
         title: None,
         archived: None,

@@ -47,6 +47,7 @@ async fn outside_sessions_are_listed_per_project_and_adoption_refuses_what_it_ca
         session: session.into(),
         prompt: "go on".into(),
         mode: None,
+        in_place: false,
     };
     let unknown = host.adopt_outside(adopt("no-such-session"), "test").await.unwrap_err();
     assert!(unknown.to_string().contains("no session no-such-session"), "{unknown}");
