@@ -29,17 +29,6 @@ pub const BACKENDS: &[&BackendDescription] = &[
 /// no agent may write them in any worktree (any backend may later run there).
 pub const PROJECT_SETTINGS_DIRS: &[&str] = &[".claude", ".codex", ".gemini", ".opencode", ".qwen"];
 
-/// Files an agent writes into a project settings folder at every start and dies without
-/// (folder, file, content), made by the host before the folder is kept read-only: OpenCode's
-/// `Config.ensureGitignore` writes `.opencode/.gitignore` when absent and only forgives
-/// "permission denied" — on a read-only mount it exits "Unexpected error". Its own content,
-/// which ignores itself: git sees no change.
-pub const PROJECT_SETTINGS_SEEDS: &[(&str, &str, &str)] = &[(
-    ".opencode",
-    ".gitignore",
-    "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore",
-)];
-
 /// The description of `backend` (exhaustive: a new `Backend` does not build without its row).
 pub fn describe(backend: Backend) -> &'static BackendDescription {
     match backend {
@@ -163,6 +152,10 @@ pub struct ConfinementNeeds {
     /// Files in the agent's home it gets a private copy of (read and rewritten freely, never
     /// written back).
     pub private_copies: &'static [&'static str],
+    /// Files it cannot start without in a project settings folder (folder, file, content),
+    /// made by the host when absent before that folder is mounted read-only — for this backend
+    /// only, so no other agent's run leaves them in a person's folder.
+    pub settings_seeds: &'static [(&'static str, &'static str, &'static str)],
     /// Where its model is.
     pub endpoints: ModelEndpoints,
 }

@@ -69,6 +69,7 @@ pub const GEMINI_CLI: BackendDescription = BackendDescription {
             base_urls_in: None,
         }),
         private_copies: &[],
+        settings_seeds: &[],
         endpoints: ModelEndpoints {
             base_url_variables: &["GOOGLE_GEMINI_BASE_URL"],
             defaults: &[

@@ -44,6 +44,16 @@ pub const OPENCODE: AcpProfile = AcpProfile {
 };
 
 /// What a mode switch does to a live agent the host's policy decides for.
+/// OpenCode's `Config.ensureGitignore` writes `.opencode/.gitignore` at every start when absent
+/// and forgives only "permission denied": on the read-only mount of the settings folder it
+/// exits "Unexpected error". The host makes the file first, with OpenCode's own content, which
+/// ignores itself: git sees no change.
+const OPENCODE_SETTINGS_SEEDS: &[(&str, &str, &str)] = &[(
+    ".opencode",
+    ".gitignore",
+    "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore",
+)];
+
 const HOST_DECIDES: &str = "applies at once to every edit and command OpenCode asks about \
                             (reads are not asked); its own mode stays as started";
 
@@ -86,6 +96,7 @@ pub const OPENCODE_CLI: BackendDescription = BackendDescription {
             base_urls_in: None,
         }),
         private_copies: &[],
+        settings_seeds: OPENCODE_SETTINGS_SEEDS,
         endpoints: ModelEndpoints {
             // The provider's base URL is in its config, which the host does not read: a
             // confined OpenCode reaches what `agent_env` or the person's rules allow.

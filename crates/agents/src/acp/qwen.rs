@@ -77,6 +77,7 @@ pub const QWEN_CODE: BackendDescription = BackendDescription {
             base_urls_in: None,
         }),
         private_copies: &[],
+        settings_seeds: &[],
         endpoints: ModelEndpoints {
             base_url_variables: &["OPENAI_BASE_URL"],
             defaults: &["dashscope.aliyuncs.com:443", "chat.qwen.ai:443"],

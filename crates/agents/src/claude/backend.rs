@@ -67,6 +67,7 @@ pub const CLAUDE_CODE: BackendDescription = BackendDescription {
         state_dir: None,
         // Its configuration file (MCP servers it would start, trust, onboarding).
         private_copies: &[".claude.json"],
+        settings_seeds: &[],
         endpoints: ModelEndpoints {
             base_url_variables: &["ANTHROPIC_BASE_URL"],
             defaults: &["api.anthropic.com:443", "console.anthropic.com:443"],
@@ -97,6 +98,7 @@ pub const SIMULATED: BackendDescription = BackendDescription {
         home_state: None,
         state_dir: None,
         private_copies: &[],
+        settings_seeds: &[],
         endpoints: ModelEndpoints {
             base_url_variables: &[],
             defaults: &[],

@@ -64,6 +64,7 @@ pub const CODEX: BackendDescription = BackendDescription {
             base_urls_in: Some("config.toml"),
         }),
         private_copies: &[],
+        settings_seeds: &[],
         endpoints: ModelEndpoints {
             base_url_variables: &["OPENAI_BASE_URL", "OPENAI_API_BASE"],
             defaults: &["api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"],

@@ -136,7 +136,8 @@ pub fn plan(config: &HostConfig, bwrap: PathBuf, place: &AgentPlace<'_>) -> Isol
     // The folders agent CLIs load project settings from (hooks there run unasked, outside the
     // CLI's own sandbox): read-only, made first when absent so none can be created.
     if !place.read_only {
-        m.extend(PROJECT_SETTINGS_DIRS.iter().filter_map(|name| settings_dir(&cwd, name)));
+        let seeds = needs.settings_seeds;
+        m.extend(PROJECT_SETTINGS_DIRS.iter().filter_map(|name| settings_dir(&cwd, name, seeds)));
     }
     // Its configuration files (Claude Code's MCP servers it would start, trust, onboarding): a
     // private copy, read and rewritten freely, never written back.

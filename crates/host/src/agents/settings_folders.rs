@@ -4,14 +4,15 @@
 
 use std::path::Path;
 
-use nucleic_agents::backend::{PROJECT_SETTINGS_DIRS, PROJECT_SETTINGS_SEEDS};
+use nucleic_agents::backend::PROJECT_SETTINGS_DIRS;
 use nucleic_agents::isolation::Mount;
 
 /// The read-only mount that keeps worktree `cwd`'s settings folder `name` as it is: the folder
 /// (made empty when absent, which git does not see) or the folder a link of it points to inside
 /// the worktree ([`settings_links_refused`] refuses every other link before this), holding the
-/// files an agent cannot start without ([`PROJECT_SETTINGS_SEEDS`]).
-pub(super) fn settings_dir(cwd: &Path, name: &str) -> Option<Mount> {
+/// files the agent being started cannot start without (`seeds`: its
+/// `ConfinementNeeds::settings_seeds`).
+pub(super) fn settings_dir(cwd: &Path, name: &str, seeds: &[(&str, &str, &str)]) -> Option<Mount> {
     let path = cwd.join(name);
     let folder = match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.file_type().is_symlink() => {
@@ -25,14 +26,14 @@ pub(super) fn settings_dir(cwd: &Path, name: &str) -> Option<Mount> {
         }
         Err(_) => return None,
     };
-    seed(&folder, name);
+    seed(&folder, name, seeds);
     Some(Mount::ReadOnly(folder))
 }
 
 /// Makes the seed files of settings folder `name` in `folder` when absent (never through a
 /// link: `create_new` refuses one); the agent reports what it cannot do without them.
-fn seed(folder: &Path, name: &str) {
-    for (_, file, content) in PROJECT_SETTINGS_SEEDS.iter().filter(|(dir, _, _)| *dir == name) {
+fn seed(folder: &Path, name: &str, seeds: &[(&str, &str, &str)]) {
+    for (_, file, content) in seeds.iter().filter(|(dir, _, _)| *dir == name) {
         let made = std::fs::OpenOptions::new().write(true).create_new(true).open(folder.join(file));
         if let Ok(mut f) = made {
             let _ = std::io::Write::write_all(&mut f, content.as_bytes());
@@ -80,7 +81,7 @@ mod tests {
         assert_eq!(settings_links_refused(&wt), None, "a link to a folder inside is fine");
         let canonical = std::fs::canonicalize(&wt).unwrap();
         assert_eq!(
-            settings_dir(&canonical, ".claude"),
+            settings_dir(&canonical, ".claude", SEEDS),
             Some(Mount::ReadOnly(canonical.join("conf/claude")))
         );
         for target in ["../outside", ".", "missing", "/tmp"] {
@@ -95,8 +96,20 @@ mod tests {
     fn an_absent_folder_is_made_and_kept_read_only() {
         let dir = tempfile::tempdir().unwrap();
         let wt = std::fs::canonicalize(dir.path()).unwrap();
-        assert_eq!(settings_dir(&wt, ".gemini"), Some(Mount::ReadOnly(wt.join(".gemini"))));
+        assert_eq!(settings_dir(&wt, ".gemini", SEEDS), Some(Mount::ReadOnly(wt.join(".gemini"))));
         assert!(wt.join(".gemini").is_dir());
+    }
+
+    /// OpenCode's seeds, as its backend row has them.
+    const SEEDS: &[(&str, &str, &str)] =
+        &[(".opencode", ".gitignore", "node_modules\npackage.json\n.gitignore")];
+
+    #[test]
+    fn without_seeds_an_absent_opencode_folder_is_made_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let wt = std::fs::canonicalize(dir.path()).unwrap();
+        assert!(settings_dir(&wt, ".opencode", &[]).is_some());
+        assert_eq!(std::fs::read_dir(wt.join(".opencode")).unwrap().count(), 0);
     }
 
     #[test]
@@ -104,7 +117,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wt = std::fs::canonicalize(dir.path()).unwrap().join("wt");
         std::fs::create_dir_all(&wt).unwrap();
-        assert_eq!(settings_dir(&wt, ".opencode"), Some(Mount::ReadOnly(wt.join(".opencode"))));
+        assert_eq!(
+            settings_dir(&wt, ".opencode", SEEDS),
+            Some(Mount::ReadOnly(wt.join(".opencode")))
+        );
         let ignore = std::fs::read_to_string(wt.join(".opencode/.gitignore")).unwrap();
         assert_eq!(ignore.lines().last(), Some(".gitignore"), "it ignores itself: {ignore}");
         // An existing folder whose `.gitignore` is a link out: the link is left, nothing written.
@@ -112,10 +128,10 @@ mod tests {
         std::fs::write(&outside, "keep\n").unwrap();
         std::fs::remove_file(wt.join(".opencode/.gitignore")).unwrap();
         std::os::unix::fs::symlink(&outside, wt.join(".opencode/.gitignore")).unwrap();
-        assert!(settings_dir(&wt, ".opencode").is_some());
+        assert!(settings_dir(&wt, ".opencode", SEEDS).is_some());
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
         // Other folders get nothing.
-        settings_dir(&wt, ".claude");
+        settings_dir(&wt, ".claude", SEEDS);
         assert_eq!(std::fs::read_dir(wt.join(".claude")).unwrap().count(), 0);
     }
 }

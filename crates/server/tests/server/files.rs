@@ -13,7 +13,7 @@ async fn welcome_lists_every_backend_with_its_capabilities() {
     let backends = serde_json::to_value(&client.welcome().backends).unwrap();
     let backends = backends.as_array().unwrap();
     let names: Vec<&str> = backends.iter().map(|b| b["backend"].as_str().unwrap()).collect();
-    assert_eq!(names, ["claudeCode", "codex", "gemini", "simulated"]);
+    assert_eq!(names, ["claudeCode", "codex", "gemini", "openCode", "qwen", "simulated"]);
     // This test host has no claude and a sim program that does not exist.
     assert!(backends.iter().all(|b| b["available"] == false), "{backends:?}");
     let claude = &backends[0];
@@ -28,7 +28,9 @@ async fn welcome_lists_every_backend_with_its_capabilities() {
     assert_eq!(gemini["capabilities"]["resume"], false);
     assert_eq!(gemini["permissionModes"][3], "bypassPermissions");
     assert!(gemini["models"].as_array().unwrap().contains(&json!("gemini-2.5-pro")));
-    assert_eq!(backends[3]["models"], json!(["sim"]));
+    assert_eq!(backends[5]["models"], json!(["sim"]));
+    let qwen = &backends[4];
+    assert_eq!(qwen["capabilities"]["interactiveApprovals"], true, "{qwen}");
 }
 
 /// A session with no agent (its setup script failed): its directory is the project root.
