@@ -587,7 +587,7 @@ repo?: string | null,
 /**
  * Open it although required checks fail; the reason is recorded.
  */
-forceReason?: string | null, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, } | { "action": "handoff" };
+forceReason?: string | null, } | { "action": "discard" } | { "action": "keep" } | { "action": "rollback", confirm: boolean, } | { "action": "continue", prompt: string, backend?: Backend | null, } | { "action": "handoff" };
 
 export type HostMessage = { "type": "welcome", hostVersion: string, protocolVersion: number, 
 /**

@@ -299,7 +299,7 @@ impl Bridge {
             Command::Continue => {
                 let session = current(&state)?;
                 let prompt = "Continue from where the previous session left off.".to_owned();
-                let result = self.finish(&session, FinishAction::Continue { prompt }).await?;
+                let result = self.finish(&session, FinishAction::Continue { prompt, backend: None }).await?;
                 let next = if let Some(nucleic_protocol::IntentResult::Session(next)) = result {
                     Some(next.session_id)
                 } else {

@@ -188,9 +188,13 @@ pub enum SessionCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// A new session starting from this one's changes.
+    /// A new session starting from this one's changes (its conversation forked), or in another
+    /// agent (`--agent`: a new conversation told the task, a summary and the changes so far).
     Continue {
         session_id: String,
+        /// Another agent to continue in (a new conversation, told what happened so far).
+        #[arg(long, value_parser = crate::agent_parser())]
+        agent: Option<Backend>,
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
     },
@@ -459,10 +463,9 @@ pub async fn session(home: &Path, command: SessionCommand) -> anyhow::Result<Exi
         SessionCommand::Rollback { session_id, yes } => {
             daemon.intent(finish(session_id, FinishAction::Rollback { confirm: yes })).await?
         }
-        SessionCommand::Continue { session_id, prompt } => {
-            daemon
-                .intent(finish(session_id, FinishAction::Continue { prompt: prompt.join(" ") }))
-                .await?
+        SessionCommand::Continue { session_id, agent, prompt } => {
+            let action = FinishAction::Continue { prompt: prompt.join(" "), backend: agent };
+            daemon.intent(finish(session_id, action)).await?
         }
         SessionCommand::Export { session_id, format, output } => {
             let format = match format {

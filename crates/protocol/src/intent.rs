@@ -430,8 +430,15 @@ pub enum FinishAction {
     Keep,
     /// Delete a kept session's worktree and branch; needs `confirm: true`.
     Rollback { confirm: bool },
-    /// A new session starting from this one's changes, forking its conversation.
-    Continue { prompt: String },
+    /// A new session starting from this one's changes, forking its conversation; or, with
+    /// `backend` another agent (one stopped by a rate limit, say), a new conversation in that
+    /// backend whose first prompt hands over the task, a summary of the conversation and the
+    /// changes so far, then `prompt`.
+    Continue {
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backend: Option<Backend>,
+    },
     /// The shell command that resumes the session by hand.
     Handoff,
 }

@@ -326,7 +326,10 @@ async fn request(
                     Finish::Keep => (FinishAction::Keep, "Kept"),
                     Finish::Discard => (FinishAction::Discard, "Discarded"),
                     Finish::Continue => (
-                        FinishAction::Continue { prompt: CONTINUE_PROMPT.to_owned() },
+                        FinishAction::Continue {
+                            prompt: CONTINUE_PROMPT.to_owned(),
+                            backend: None,
+                        },
                         "Continued in a new session (in the list)",
                     ),
                 };

@@ -2,7 +2,7 @@
  *  continue, and the handoff command to copy. Nothing happens without a click here. */
 import { useState } from "preact/hooks";
 
-import type { FinishAction } from "../protocol.gen";
+import type { Backend, FinishAction } from "../protocol.gen";
 import { resultOf } from "../results";
 import { go } from "../route";
 import { type CockpitStore, errorText } from "../store";
@@ -16,6 +16,9 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
   const [updateCheckout, setUpdateCheckout] = useState(false);
   const [forceReason, setForceReason] = useState("");
   const [prompt, setPrompt] = useState("");
+  // Continue in the same agent (its conversation forked), or in another one (told the task,
+  // a summary and the changes so far: a session stopped by a rate limit, say).
+  const [continueIn, setContinueIn] = useState<Backend | "">("");
   const [busy, setBusy] = useState<string | null>(null);
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [command, setCommand] = useState<string | null>(null);
@@ -132,7 +135,24 @@ export function GitActions({ store, sessionID }: { store: CockpitStore; sessionI
       <fieldset>
         <legend>Continue in a new session from these changes</legend>
         <textarea rows={2} value={prompt} placeholder="Next prompt" onInput={(e) => setPrompt(e.currentTarget.value)} />
-        <button disabled={dis || !prompt.trim()} onClick={() => finish({ action: "continue", prompt }, "Continue")} data-testid="continue">
+        <label>
+          In
+          <select value={continueIn} onChange={(e) => setContinueIn(e.currentTarget.value as Backend | "")} data-testid="continue-in">
+            <option value="">the same agent (its conversation forked)</option>
+            {store.backends
+              .filter((b) => b.backend !== summary?.backend)
+              .map((b) => (
+                <option value={b.backend} key={b.backend} disabled={!b.available}>
+                  {b.backend}, told what happened so far{b.available ? "" : " (not installed)"}
+                </option>
+              ))}
+          </select>
+        </label>
+        <button
+          disabled={dis || !prompt.trim()}
+          onClick={() => finish({ action: "continue", prompt, backend: continueIn || null }, "Continue")}
+          data-testid="continue"
+        >
           Continue
         </button>
       </fieldset>

@@ -35,8 +35,17 @@ async fn a_chat_user_unpaired_elsewhere_can_do_nothing_until_paired_again() {
     let mock = MockTelegram::start(TOKEN).await.unwrap();
     let _bridge = BridgeProc::start(&home, &mock, "a");
     pair(&home, &mock).await;
-    // The host knows the bridge and its user.
-    let listed = bridges(&home).await;
+    // The host knows the bridge and its user (the report after a pairing can trail the
+    // "Paired" reply on a loaded machine: waited for, with a deadline).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let listed = loop {
+        let listed = bridges(&home).await;
+        if listed.bridges.first().is_some_and(|b| !b.paired.is_empty()) {
+            break listed;
+        }
+        assert!(Instant::now() < deadline, "the bridge's report never listed the user: {listed:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(listed.bridges.len(), 1, "{listed:?}");
     let bridge = &listed.bridges[0];
     assert!(bridge.bridge.starts_with("telegram:") && !bridge.bridge.contains("chat-bridge-test"));

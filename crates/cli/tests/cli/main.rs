@@ -53,6 +53,7 @@ mod real_codex_credentials;
 mod real_codex_host;
 mod real_codex_mcp;
 mod real_confinement;
+mod real_continue_elsewhere;
 mod real_gemini_host;
 mod real_keepers;
 mod real_modes;

@@ -105,7 +105,11 @@ async fn real_claude_keep_continue_handoff() {
 
     mock.set_script(Script::text("continuing from the kept notes"));
     let next = host
-        .finish(&first.session_id, FinishAction::Continue { prompt: "carry on".into() }, "test")
+        .finish(
+            &first.session_id,
+            FinishAction::Continue { prompt: "carry on".into(), backend: None },
+            "test",
+        )
         .await
         .unwrap()
         .unwrap()

@@ -292,7 +292,7 @@ async fn real_codex_host_refusals_handoff_and_continue() {
     assert_eq!(handoff["command"], format!("cd '{worktree}' && codex resume '{thread}'"));
     s.mock.set_script(Script::text("continuing"));
     let next = host
-        .finish(&id, FinishAction::Continue { prompt: "carry on".into() }, "test")
+        .finish(&id, FinishAction::Continue { prompt: "carry on".into(), backend: None }, "test")
         .await
         .unwrap()
         .unwrap()

@@ -118,14 +118,33 @@ impl Context {
                 self.record(id, finished(WorktreeAction::RolledBack, None, None, None)).await?;
                 Ok(None)
             }
-            FinishAction::Continue { prompt } => {
+            FinishAction::Continue { prompt, backend } => {
+                // Another agent: a new conversation, told what this one was asked, said and
+                // changed (the changes themselves are in the worktree it starts in).
+                let other = backend.filter(|b| *b != row.backend);
+                let prompt = match other {
+                    Some(to) => self.handover(id, &row, to, &prompt).await?,
+                    None => prompt,
+                };
                 let new_id = uuid::Uuid::new_v4().to_string();
                 let slug = slug_for(&row.title, &new_id);
                 let kept = worktree.clone();
                 let fresh =
                     blocking(move || Repo::open(&root)?.continue_from(&kept, &slug)).await?;
+                let title = match other {
+                    Some(to) => {
+                        format!(
+                            "{} (continued in {})",
+                            row.title,
+                            nucleic_agents::describe(to).label
+                        )
+                    }
+                    None => format!("{} (continued)", row.title),
+                };
+                // The model and the backend's own permission mode are this backend's words.
+                let same = other.is_none();
                 let created = SessionCreated {
-                    title: format!("{} (continued)", row.title),
+                    title,
                     project_id: row.project_id.clone(),
                     project_root: None,
                     cwd: fresh.path.to_string_lossy().into_owned(),
@@ -135,8 +154,8 @@ impl Context {
                         base_ref: fresh.base_ref.clone(),
                         base_sha: fresh.base_sha.clone(),
                     }),
-                    model: row.model.clone(),
-                    permission_mode: row.permission_mode.clone(),
+                    model: row.model.clone().filter(|_| same),
+                    permission_mode: row.permission_mode.clone().filter(|_| same),
                     read_only: false,
                     continues_session_id: Some(id.to_owned()),
                     created_by: Some(by.to_owned()),
@@ -148,15 +167,15 @@ impl Context {
                 let forked = row
                     .backend_session_id
                     .clone()
-                    .filter(|_| nucleic_agents::backend_capabilities(row.backend).fork);
+                    .filter(|_| same && nucleic_agents::backend_capabilities(row.backend).fork);
                 let launch = Launch {
                     session_id: new_id.clone(),
                     created,
-                    backend: row.backend,
+                    backend: other.unwrap_or(row.backend),
                     cwd: fresh.path.clone(),
                     agent: AgentRequest {
-                        model: row.model.clone(),
-                        permission_mode: row.permission_mode.clone(),
+                        model: row.model.clone().filter(|_| same),
+                        permission_mode: row.permission_mode.clone().filter(|_| same),
                         resume: forked.clone(),
                         fork: forked.is_some(),
                         session_id: Some(new_id.clone()),
@@ -174,6 +193,23 @@ impl Context {
             }
             FinishAction::Handoff => self.hand_off(id, &row, &info.path, by).await,
         }
+    }
+
+    /// The first prompt of session `id` continued in backend `to` (`handover.rs`): its
+    /// transcript and its changes against its base, then `prompt`.
+    async fn handover(
+        &self,
+        id: &str,
+        row: &nucleic_catalog::SessionRow,
+        to: nucleic_protocol::Backend,
+        prompt: &str,
+    ) -> Result<String, HostError> {
+        let transcript = std::path::PathBuf::from(&row.transcript);
+        let events = blocking(move || nucleic_store::read_transcript(&transcript, 1)).await?.events;
+        let files = self.git_facts_of_turn(id, false, None).await?.files;
+        let (from, to) =
+            (nucleic_agents::describe(row.backend).label, nucleic_agents::describe(to).label);
+        Ok(super::handover::handover_prompt(from, to, &events, &files, prompt))
     }
 
     /// Hands session `row` over to the person's terminal in `dir`: Nucleic's agent on the

@@ -406,7 +406,7 @@ async fn finish_keeps_work_but_never_discards_forces_or_finishes_its_own_session
             update_checkout: false,
             force_reason: Some("trust me".into()),
         },
-        FinishAction::Continue { prompt: "go on".into() },
+        FinishAction::Continue { prompt: "go on".into(), backend: None },
     ]
     .into_iter()
     .enumerate()

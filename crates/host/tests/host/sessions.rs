@@ -131,7 +131,7 @@ async fn keep_continue_handoff_and_rollback() {
     let next = host
         .finish(
             &first.session_id,
-            FinishAction::Continue { prompt: "run cat notes.txt".into() },
+            FinishAction::Continue { prompt: "run cat notes.txt".into(), backend: None },
             "test",
         )
         .await
