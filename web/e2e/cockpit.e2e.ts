@@ -205,32 +205,6 @@ describe("a session from the UI to a merge", () => {
     await context.close();
   });
 
-  it("continue offers every other agent (told what happened so far) and by default forks into the same one", async () => {
-    const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
-    const id = await newSessionFromUI(page, "write carry.txt containing first part");
-    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
-    await page.click("[data-testid=allow]");
-    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 30_000 });
-    await page.click("[data-testid=tab-git]");
-    const options = await page.$$eval("[data-testid=continue-in] option", (os) =>
-      os.map((o) => ({ value: (o as HTMLOptionElement).value, disabled: (o as HTMLOptionElement).disabled, text: o.textContent ?? "" })),
-    );
-    // The same agent first (this demo's sessions are simulated), then each other backend, not
-    // offered where it is not installed.
-    expect(options[0]).toEqual({ value: "", disabled: false, text: "the same agent (its conversation forked)" });
-    const others = options.slice(1).map((o) => o.value);
-    expect(others).not.toContain("simulated");
-    expect(others).toEqual(expect.arrayContaining(["claudeCode", "codex", "gemini"]));
-    for (const o of options.slice(1)) expect(o.text).toContain("told what happened so far");
-    await page.fill("[data-testid=git-actions] textarea", "write more.txt containing second part");
-    await page.click("[data-testid=continue]");
-    await page.waitForFunction((old) => location.hash.startsWith("#/s/") && !location.hash.includes(old), id, { timeout: 30_000 });
-    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
-    expect(await page.textContent("[data-testid=approval-bar]")).toContain("more.txt");
-    expect(pageErrors(page)).toEqual([]);
-    await context.close();
-  });
-
   it("two browsers answer one approval at once: one wins, the other is told who did", async () => {
     const a = await signedInPage(browser, await loginLink(demo), { name: "laptop" });
     const b = await signedInPage(browser, await loginLink(demo), { name: "phone", width: 390, height: 844, slowResolutions: true });
@@ -486,5 +460,43 @@ describe("bad input", () => {
       await context.close();
       await serve.stop();
     }
+  });
+});
+
+// A demo of its own: after another test's merge into the checkout, a continue started from a
+// fresh session in the same demo waited forever (not yet understood: see the stop note).
+describe("continue in another agent", () => {
+  let demo: Demo;
+  beforeAll(async () => {
+    demo = await startDemo({ noSessions: true });
+  });
+  afterAll(async () => {
+    await demo?.stop();
+  });
+
+  it("continue offers every other agent (told what happened so far) and by default forks into the same one", async () => {
+    const { context, page } = await signedInPage(browser, demo.url, { width: 1280 });
+    const id = await newSessionFromUI(page, "write carry.txt containing first part");
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    await page.click("[data-testid=allow]");
+    await page.waitForSelector(`[data-testid=session-row][data-session="${id}"][data-status=awaiting-input]`, { timeout: 30_000 });
+    await page.click("[data-testid=tab-git]");
+    const options = await page.$$eval("[data-testid=continue-in] option", (os) =>
+      os.map((o) => ({ value: (o as HTMLOptionElement).value, disabled: (o as HTMLOptionElement).disabled, text: o.textContent ?? "" })),
+    );
+    // The same agent first (this demo's sessions are simulated), then each other backend, not
+    // offered where it is not installed.
+    expect(options[0]).toEqual({ value: "", disabled: false, text: "the same agent (its conversation forked)" });
+    const others = options.slice(1).map((o) => o.value);
+    expect(others).not.toContain("simulated");
+    expect(others).toEqual(expect.arrayContaining(["claudeCode", "codex", "gemini"]));
+    for (const o of options.slice(1)) expect(o.text).toContain("told what happened so far");
+    await page.fill("[data-testid=git-actions] textarea", "write more.txt containing second part");
+    await page.click("[data-testid=continue]");
+    await page.waitForFunction((old) => location.hash.startsWith("#/s/") && !location.hash.includes(old), id, { timeout: 30_000 });
+    await page.waitForSelector("[data-testid=approval-bar]", { timeout: 60_000 });
+    expect(await page.textContent("[data-testid=approval-bar]")).toContain("more.txt");
+    expect(pageErrors(page)).toEqual([]);
+    await context.close();
   });
 });
